@@ -1,0 +1,21 @@
+include(CMakePackageConfigHelpers)
+
+install(FILES include/kernels.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/kernels DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS kernels kernels_static EXPORT kernelsTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT kernelsTargets NAMESPACE kernels:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernels)
+
+configure_package_config_file(cmake/kernelsConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/kernelsConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernels)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/kernelsConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kernelsConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/kernelsConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernels)
+
+configure_file(cmake/kernels.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kernels.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kernels.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

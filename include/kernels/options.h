@@ -1,0 +1,65 @@
+/*
+ * libkernels: the one options struct every entry point takes.
+ *
+ * Initialise with kernels_options_init() and set only what you need; a NULL
+ * options pointer anywhere means "all defaults". Every string is borrowed:
+ * the caller keeps ownership and must keep it alive for the call.
+ */
+#ifndef KERNELS_OPTIONS_H
+#define KERNELS_OPTIONS_H
+
+#include "common.h"
+#include "system.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KERNELS_OPTIONS_VERSION 1
+
+/** Tri-state switches: follow the environment, or force off/on. */
+#define KERNELS_FROM_ENV (-1)
+
+/**
+ * Progress of a download: `path` is the file being fetched (relative to the
+ * repo), `file_done/file_total` its bytes, `all_done/all_total` the bytes of
+ * the whole request (totals known up front from the tree listing).
+ * Return non-zero to abort the download (KERNELS_ERROR, "cancelled").
+ */
+typedef int (*kernels_progress_cb)(const char *path, size_t file_done, size_t file_total,
+				   size_t all_done, size_t all_total, void *payload);
+
+typedef struct kernels_options {
+	unsigned int version;        /**< KERNELS_OPTIONS_VERSION */
+
+	const char *endpoint;        /**< Hub URL; NULL: $HF_ENDPOINT, else https://huggingface.co */
+	const char *cache_dir;       /**< NULL: $KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub */
+	const char *token;           /**< NULL: $HF_TOKEN, else the file $HF_TOKEN_PATH ($HF_HOME/token) */
+	int offline;                 /**< KERNELS_FROM_ENV ($HF_HUB_OFFLINE), 0 or 1 */
+
+	long timeout_ms;             /**< per-request connect/stall timeout; 0: 30000 */
+	int max_retries;             /**< retries on connection errors, 5xx and 429; <0: 5 */
+	int max_parallel;            /**< concurrent transfers; 0: 8 */
+
+	int trust_remote_code;       /**< 1: load repos whose publisher is not trusted */
+	const char *trusted_orgs;    /**< comma-separated orgs trusted without the Hub's say */
+
+	const kernels_system *system;/**< NULL: detect; else overrides detection field by field */
+
+	kernels_log_cb log_cb;       /**< NULL: warnings to stderr */
+	void *log_payload;
+	kernels_progress_cb progress_cb; /**< NULL: no progress reports */
+	void *progress_payload;
+} kernels_options;
+
+/**
+ * Fills `opts` with defaults. `version` must be KERNELS_OPTIONS_VERSION.
+ * Returns 0, or KERNELS_EINVAL for a NULL pointer or unknown version.
+ */
+KERNELS_EXTERN(int) kernels_options_init(kernels_options *opts, unsigned int version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

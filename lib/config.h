@@ -1,0 +1,41 @@
+/* Internal: kernels_options merged with the environment into one resolved,
+ * owned configuration that every pipeline stage reads (never the
+ * environment directly, so a call sees one consistent picture). */
+#ifndef KERNELS_LIB_CONFIG_H
+#define KERNELS_LIB_CONFIG_H
+
+#include "kernels/options.h"
+
+typedef struct {
+	char *endpoint;        /* no trailing slash */
+	char *cache_dir;       /* hub cache root */
+	char *token;           /* NULL when none */
+	int offline;           /* 0/1 */
+	int telemetry;         /* 0 when HF_HUB_DISABLE_TELEMETRY is set */
+	long timeout_ms;
+	int max_retries;
+	int max_parallel;
+	int trust_remote_code;
+	char *trusted_orgs;    /* NULL when none */
+	char *local_kernels;   /* $LOCAL_KERNELS or NULL */
+	kernels_system system_override; /* zeroed when none */
+	kernels_log_cb log_cb;
+	void *log_payload;
+	kernels_progress_cb progress_cb;
+	void *progress_payload;
+} kernels__config;
+
+/* Resolves `opts` (NULL: defaults) plus environment into `cfg`.
+ * Free with kernels__config_free. */
+int kernels__config_load(kernels__config *cfg, const kernels_options *opts);
+void kernels__config_free(kernels__config *cfg);
+
+/* Reports a warning/info through the configured callback (stderr default). */
+void kernels__log(const kernels__config *cfg, kernels_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A boolean environment variable the way huggingface_hub reads them:
+ * 1/ON/YES/TRUE (any case) are true. */
+int kernels__env_true(const char *name);
+
+#endif

@@ -1,0 +1,90 @@
+/* Thread-local error slot: each thread sees only its own last failure, so
+ * there is no shared state for threads to race on. */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MESSAGE_MAX 4096
+
+static _Thread_local struct {
+	int code;
+	char message[MESSAGE_MAX];
+} last;
+
+static int set_message(int code, const char *fmt, va_list ap)
+{
+	vsnprintf(last.message, sizeof(last.message), fmt, ap);
+	last.code = code;
+	return code;
+}
+
+int kernels__error(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_message(code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int kernels__error_prefix(const char *fmt, ...)
+{
+	char prefix[1024], old[MESSAGE_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, last.message, sizeof(old));
+	snprintf(last.message, sizeof(last.message), "%.1000s: %.3000s", prefix, old);
+	return last.code ? last.code : KERNELS_ERROR;
+}
+
+int kernels__error_oom(void)
+{
+	snprintf(last.message, sizeof(last.message), "out of memory");
+	last.code = KERNELS_ENOMEM;
+	return KERNELS_ENOMEM;
+}
+
+const char *kernels_error_last(void)
+{
+	return last.code ? last.message : "no error";
+}
+
+int kernels_error_last_code(void)
+{
+	return last.code;
+}
+
+void kernels_error_clear(void)
+{
+	last.code = KERNELS_OK;
+	last.message[0] = '\0';
+}
+
+const char *kernels_strerror(int code)
+{
+	switch (code) {
+	case KERNELS_OK: return "success";
+	case KERNELS_ERROR: return "unexpected error";
+	case KERNELS_EINVAL: return "invalid argument";
+	case KERNELS_ENOTFOUND: return "not found";
+	case KERNELS_EAMBIGUOUS: return "ambiguous short commit id";
+	case KERNELS_ENOMATCH: return "no matching version or variant";
+	case KERNELS_EAUTH: return "authentication required or refused";
+	case KERNELS_ENETWORK: return "Hub unreachable";
+	case KERNELS_EHTTP: return "unexpected HTTP response";
+	case KERNELS_EOFFLINE: return "not available offline";
+	case KERNELS_EINTEGRITY: return "integrity check failed";
+	case KERNELS_EIO: return "file system error";
+	case KERNELS_ENOMEM: return "out of memory";
+	case KERNELS_ELOAD: return "loading failed";
+	case KERNELS_EUNTRUSTED: return "untrusted publisher";
+	case KERNELS_EPARSE: return "malformed input";
+	case KERNELS_EUNSAFE: return "unsafe path";
+	default: return "unknown error";
+	}
+}

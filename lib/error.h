@@ -1,0 +1,18 @@
+/* Internal: raising errors into the thread-local slot behind kernels_error_last(). */
+#ifndef KERNELS_LIB_ERROR_H
+#define KERNELS_LIB_ERROR_H
+
+#include "kernels/common.h"
+
+/* Records `code` with a formatted message for this thread and returns code,
+ * so a failing path reads `return kernels__error(KERNELS_EINVAL, "...")`. */
+int kernels__error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prepends context to the current message ("fetching org/x: <old message>"),
+ * keeping its code, and returns that code. */
+int kernels__error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Out of memory: cannot allocate a message, so a static one is used. */
+int kernels__error_oom(void);
+
+#endif

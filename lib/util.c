@@ -1,0 +1,140 @@
+#include "util.h"
+#include "error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int kernels__buf_grow(kernels__buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1, cap;
+	char *p;
+
+	if (need <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(b->ptr, cap);
+	if (!p)
+		return kernels__error_oom();
+	b->ptr = p;
+	b->cap = cap;
+	return 0;
+}
+
+int kernels__buf_put(kernels__buf *b, const void *data, size_t len)
+{
+	if (kernels__buf_grow(b, len) < 0)
+		return KERNELS_ENOMEM;
+	if (len)
+		memcpy(b->ptr + b->len, data, len);
+	b->len += len;
+	b->ptr[b->len] = '\0';
+	return 0;
+}
+
+int kernels__buf_puts(kernels__buf *b, const char *s)
+{
+	return kernels__buf_put(b, s, strlen(s));
+}
+
+int kernels__buf_printf(kernels__buf *b, const char *fmt, ...)
+{
+	va_list ap, ap2;
+	int n;
+
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || kernels__buf_grow(b, (size_t)n) < 0) {
+		va_end(ap2);
+		return n < 0 ? kernels__error(KERNELS_ERROR, "formatting failed") : KERNELS_ENOMEM;
+	}
+	vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap2);
+	va_end(ap2);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *kernels__buf_detach(kernels__buf *b)
+{
+	char *p = b->ptr;
+
+	if (!p && !(p = kernels__strdup("")))
+		return NULL;
+	b->ptr = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+void kernels__buf_free(kernels__buf *b)
+{
+	free(b->ptr);
+	b->ptr = NULL;
+	b->len = b->cap = 0;
+}
+
+char *kernels__sprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		kernels__error_oom();
+		return NULL;
+	}
+	return s;
+}
+
+char *kernels__strdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+	if (!p)
+		kernels__error_oom();
+	return p;
+}
+
+int kernels__mkdir_p(const char *path, unsigned int mode)
+{
+	char *p = kernels__strdup(path), *q;
+	int rc = 0;
+
+	if (!p)
+		return KERNELS_ENOMEM;
+	for (q = p + 1; ; q++) {
+		char c = *q;
+		if (c != '/' && c != '\0')
+			continue;
+		*q = '\0';
+		if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
+			rc = kernels__error(KERNELS_EIO, "cannot create folder '%s': %s; check that its parent is writable",
+					    p, strerror(errno));
+			break;
+		}
+		*q = c;
+		if (c == '\0')
+			break;
+	}
+	free(p);
+	return rc;
+}
+
+void kernels__hex(const unsigned char *bytes, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = digits[bytes[i] >> 4];
+		out[2 * i + 1] = digits[bytes[i] & 15];
+	}
+	out[2 * len] = '\0';
+}

@@ -1,0 +1,100 @@
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *test_mkdtemp(const char *tag)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *path;
+
+	if (asprintf(&path, "%s/kernels-test-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag) < 0)
+		return NULL;
+	if (!mkdtemp(path)) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+void test_rmtree(const char *path)
+{
+	if (path && *path && strcmp(path, "/"))
+		test_system("rm -rf '%s'", path);
+}
+
+static void mkparents(const char *path)
+{
+	char *p = strdup(path), *q;
+
+	for (q = p + 1; (q = strchr(q, '/')); q++) {
+		*q = '\0';
+		mkdir(p, 0755);
+		*q = '/';
+	}
+	free(p);
+}
+
+int test_write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f;
+	int ok;
+
+	mkparents(path);
+	if (!(f = fopen(path, "wb")))
+		return -1;
+	ok = fwrite(data, 1, len, f) == len;
+	return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+char *test_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!f)
+		return NULL;
+	do {
+		if (n + 4096 + 1 > cap) {
+			cap = (cap ? cap * 2 : 8192);
+			buf = realloc(buf, cap);
+		}
+		r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+	} while (r > 0);
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+int test_system(const char *fmt, ...)
+{
+	va_list ap;
+	char *cmd;
+	int st;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) < 0)
+		cmd = NULL;
+	va_end(ap);
+	if (!cmd)
+		return -1;
+	st = system(cmd);
+	free(cmd);
+	return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int test_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}

@@ -1,0 +1,71 @@
+/* The error model: thread-local messages, codes, strerror, version. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "error.h"
+
+static void test_last_error_is_thread_local(void **state)
+{
+	(void)state;
+	kernels__error(KERNELS_EPARSE, "spec '%s' is malformed at 3", ">=1,,2");
+	assert_int_equal(kernels_error_last_code(), KERNELS_EPARSE);
+	assert_string_equal(kernels_error_last(), "spec '>=1,,2' is malformed at 3");
+	kernels__error_prefix("resolving %s", "org/x");
+	assert_string_equal(kernels_error_last(), "resolving org/x: spec '>=1,,2' is malformed at 3");
+	assert_int_equal(kernels_error_last_code(), KERNELS_EPARSE);
+	kernels_error_clear();
+	assert_int_equal(kernels_error_last_code(), KERNELS_OK);
+	assert_string_equal(kernels_error_last(), "no error");
+}
+
+static void *raise_in_thread(void *arg)
+{
+	kernels__error(KERNELS_EIO, "thread %s", (const char *)arg);
+	return (void *)(kernels_error_last_code() == KERNELS_EIO && !strcmp(kernels_error_last(), "thread B") ? arg : NULL);
+}
+
+static void test_threads_do_not_share_errors(void **state)
+{
+	pthread_t t;
+	void *ret;
+	(void)state;
+
+	kernels__error(KERNELS_EAUTH, "main thread");
+	assert_int_equal(pthread_create(&t, NULL, raise_in_thread, "B"), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_non_null(ret);
+	assert_string_equal(kernels_error_last(), "main thread");
+	assert_int_equal(kernels_error_last_code(), KERNELS_EAUTH);
+}
+
+static void test_strerror_covers_every_code(void **state)
+{
+	int code;
+	(void)state;
+	for (code = KERNELS_EUNSAFE; code <= KERNELS_OK; code++)
+		assert_string_not_equal(kernels_strerror(code), "unknown error");
+	assert_string_equal(kernels_strerror(-999), "unknown error");
+}
+
+static void test_version(void **state)
+{
+	(void)state;
+	assert_string_equal(kernels_version(), KERNELS_VERSION_STRING);
+	assert_int_equal(kernels_version_number(), KERNELS_VERSION_NUMBER);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_last_error_is_thread_local),
+		cmocka_unit_test(test_threads_do_not_share_errors),
+		cmocka_unit_test(test_strerror_covers_every_code),
+		cmocka_unit_test(test_version),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

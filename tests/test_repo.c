@@ -1,0 +1,56 @@
+/* Repo id validation and naming. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "repo.h"
+
+static void test_valid_ids(void **state)
+{
+	static const char *ok[] = { "kernels-community/activation", "drbh/img2gray", "a/b", "Org_1/n.a-m_e" };
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		assert_int_equal(kernels__repo_id_check(ok[i]), 0);
+}
+
+static void test_invalid_ids(void **state)
+{
+	static const char *bad[] = { "", "noslash", "a/b/c", "../x", "a/..", "a/.hidden", "a/b-", "a--b/c",
+				     "a/b c", "a/b\n", "a/b%2f", "/a", "a/", "a\\b/c",
+				     "a/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" };
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(kernels__repo_id_check(bad[i]), KERNELS_EINVAL);
+		assert_non_null(strstr(kernels_error_last(), "org/name"));
+	}
+	assert_int_equal(kernels__repo_id_check(NULL), KERNELS_EINVAL);
+}
+
+static void test_cache_names(void **state)
+{
+	char *a = kernels__repo_cache_name(KERNELS__REPO_KERNEL, "org/name");
+	char *b = kernels__repo_cache_name(KERNELS__REPO_MODEL, "org/name");
+	(void)state;
+	assert_string_equal(a, "kernels--org--name");
+	assert_string_equal(b, "models--org--name");
+	assert_string_equal(kernels__repo_url_prefix(KERNELS__REPO_KERNEL), "kernels/");
+	assert_string_equal(kernels__repo_url_prefix(KERNELS__REPO_MODEL), "");
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid_ids),
+		cmocka_unit_test(test_invalid_ids),
+		cmocka_unit_test(test_cache_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
