@@ -17,5 +17,10 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/kernelsConfigVersio
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kernelsConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/kernelsConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernels)
 
+# The .pc file finds its prefix relative to itself, so an installed tree
+# can be moved (or installed with cmake --install --prefix) and still work.
+file(RELATIVE_PATH KERNELS_PC_UP "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" KERNELS_PC_UP "${KERNELS_PC_UP}")
+set(KERNELS_PC_PREFIX "\${pcfiledir}/${KERNELS_PC_UP}")
 configure_file(cmake/kernels.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kernels.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kernels.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
