@@ -1,0 +1,179 @@
+/* Options + environment resolution: precedence of cache roots, endpoint,
+ * token sources, offline and telemetry switches. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "config.h"
+#include "testutil.h"
+
+static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HF_ENDPOINT",
+				    "HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
+				    "LOCAL_KERNELS" };
+
+static int clean_env(void **state)
+{
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	setenv("HOME", "/home/someone", 1);
+	return 0;
+}
+
+static void test_cache_dir_precedence(void **state)
+{
+	kernels__config cfg;
+	(void)state;
+
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.cache_dir, "/home/someone/.cache/huggingface/hub");
+	kernels__config_free(&cfg);
+
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.cache_dir, "/xdg/huggingface/hub");
+	kernels__config_free(&cfg);
+
+	setenv("HF_HOME", "/hf", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.cache_dir, "/hf/hub");
+	kernels__config_free(&cfg);
+
+	setenv("HF_HUB_CACHE", "/hubcache", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.cache_dir, "/hubcache");
+	kernels__config_free(&cfg);
+
+	setenv("KERNELS_CACHE", "/kc", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.cache_dir, "/kc");
+	kernels__config_free(&cfg);
+
+	{
+		kernels_options opts;
+		kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+		opts.cache_dir = "/explicit";
+		assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+		assert_string_equal(cfg.cache_dir, "/explicit");
+		kernels__config_free(&cfg);
+	}
+}
+
+static void test_endpoint(void **state)
+{
+	kernels__config cfg;
+	kernels_options opts;
+	(void)state;
+
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.endpoint, "https://huggingface.co");
+	kernels__config_free(&cfg);
+
+	setenv("HF_ENDPOINT", "http://127.0.0.1:8080//", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.endpoint, "http://127.0.0.1:8080");
+	kernels__config_free(&cfg);
+
+	setenv("HF_ENDPOINT", "ftp://example", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "HF_ENDPOINT"));
+
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.endpoint = "https://mirror.example";
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_string_equal(cfg.endpoint, "https://mirror.example");
+	kernels__config_free(&cfg);
+}
+
+static void test_token_sources(void **state)
+{
+	kernels__config cfg;
+	char *dir = test_mkdtemp("config"), *file;
+	(void)state;
+
+	assert_non_null(dir);
+	setenv("HF_HOME", dir, 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_null(cfg.token);
+	kernels__config_free(&cfg);
+
+	assert_int_equal(asprintf(&file, "%s/token", dir) > 0, 1);
+	assert_int_equal(test_write_file(file, "  hf_fromfile \n", 15), 0);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.token, "hf_fromfile");
+	kernels__config_free(&cfg);
+	free(file);
+
+	assert_int_equal(asprintf(&file, "%s/other", dir) > 0, 1);
+	assert_int_equal(test_write_file(file, "hf_path\n", 8), 0);
+	setenv("HF_TOKEN_PATH", file, 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.token, "hf_path");
+	kernels__config_free(&cfg);
+	free(file);
+
+	setenv("HF_TOKEN", "hf_env", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_string_equal(cfg.token, "hf_env");
+	kernels__config_free(&cfg);
+
+	test_rmtree(dir);
+	free(dir);
+}
+
+static void test_switches(void **state)
+{
+	kernels__config cfg;
+	kernels_options opts;
+	(void)state;
+
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(cfg.offline, 0);
+	assert_int_equal(cfg.telemetry, 1);
+	kernels__config_free(&cfg);
+
+	setenv("HF_HUB_OFFLINE", "True", 1);
+	setenv("HF_HUB_DISABLE_TELEMETRY", "1", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(cfg.offline, 1);
+	assert_int_equal(cfg.telemetry, 0);
+	kernels__config_free(&cfg);
+
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.offline = 0;
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_int_equal(cfg.offline, 0);
+	kernels__config_free(&cfg);
+}
+
+static void test_options_version_checked(void **state)
+{
+	kernels_options opts;
+	kernels__config cfg;
+	(void)state;
+
+	assert_int_equal(kernels_options_init(&opts, 99), KERNELS_EINVAL);
+	assert_int_equal(kernels_options_init(NULL, KERNELS_OPTIONS_VERSION), KERNELS_EINVAL);
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.version = 7;
+	assert_int_equal(kernels__config_load(&cfg, &opts), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "kernels_options_init"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_cache_dir_precedence, clean_env),
+		cmocka_unit_test_setup(test_endpoint, clean_env),
+		cmocka_unit_test_setup(test_token_sources, clean_env),
+		cmocka_unit_test_setup(test_switches, clean_env),
+		cmocka_unit_test_setup(test_options_version_checked, clean_env),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
