@@ -5,6 +5,7 @@
 #ifndef KERNELS_LIB_HUB_H
 #define KERNELS_LIB_HUB_H
 
+#include <curl/curl.h>
 #include <jansson.h>
 #include <stddef.h>
 
@@ -33,7 +34,13 @@ void kernels__hub_response_free(kernels__hub_response *r);
  * only to the endpoint's host, the User-Agent, and retries connection
  * errors, 5xx and 429 (Retry-After) up to cfg->max_retries. Returns 0 when
  * an HTTP answer of any status arrived (check r->status), KERNELS_ENETWORK
- * when the Hub could not be reached, KERNELS_EOFFLINE when cfg->offline. */
+ * when the Hub could not be reached, KERNELS_EOFFLINE when cfg->offline.
+ * Redirects: same-host redirects are always followed; a redirect to another
+ * host (an LFS file's CDN) is followed by GET (without the token) and left
+ * in r->location by HEAD. Headers of the first answer that carry metadata
+ * (X-Repo-Commit, X-Linked-Etag, X-Linked-Size) are kept across redirects.
+ * A GET body is capped at KERNELS__HUB_BODY_MAX bytes (KERNELS_EHTTP). */
+#define KERNELS__HUB_BODY_MAX (256u << 20)
 int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, int head,
 			 kernels__hub_response *r);
 
@@ -51,5 +58,83 @@ int kernels__hub_status_error(const kernels__hub_response *r, const char *what);
 /* Percent-encodes a revision or path segment for a URL ('/' kept when
  * keep_slash). malloc'ed. */
 char *kernels__url_escape(const char *s, int keep_slash);
+
+/* ---- Tree listing -------------------------------------------------------- */
+
+/* One entry of a tree listing, every field checked. Lock-file hashes
+ * (git_lfs_concat) use `path`, `lfs_sha256` or else `oid`. */
+typedef struct {
+	char *path;             /* repo-relative path, validated (no "..", no absolute, ...) */
+	int is_dir;             /* 1 for "directory" entries */
+	char oid[41];           /* git object id (lower-case hex): the blob sha1 for files */
+	long long size;         /* bytes of the file's content (LFS: the real size) */
+	char *lfs_sha256;       /* 64 lower-case hex when the file is in LFS, else NULL */
+} kernels__tree_entry;
+
+typedef struct {
+	kernels__tree_entry *entries;
+	size_t n;
+} kernels__tree;
+
+void kernels__tree_free(kernels__tree *t);
+
+/* Lists {path} of `commit` recursively (GET /api/{t}/{repo}/tree/{commit}/{path}
+ * ?recursive=true, following Link rel="next" pages; kernel then model repo
+ * type as in kernels__hub_api_json). `path` is "" for the whole repo, or a
+ * folder such as "build" or "build/torch27-cxx11-cu126-x86_64-linux". Every
+ * entry must lie under `path` and pass kernels__repo_path_check; a
+ * malformed or hostile listing is refused (KERNELS_EPARSE / KERNELS_EUNSAFE)
+ * as a whole. A missing folder is KERNELS_ENOTFOUND. */
+int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			   const char *commit, const char *path, kernels__tree *out);
+
+/* Checks a repo-relative path from the Hub: non-empty, relative, '/'-
+ * separated components that are not empty, "." or "..", without backslash,
+ * control characters or bytes >= 0x80 that are not valid UTF-8, at most 4096 bytes.
+ * Sets a message naming `path` and returns KERNELS_EUNSAFE when it is not. */
+int kernels__repo_path_check(const char *path);
+
+/* ---- Building blocks for the download stage ------------------------------ */
+
+/* Process-wide libcurl initialisation (pthread_once). 0 or an error. */
+int kernels__hub_global_init(void);
+
+/* The User-Agent for `cfg`: "libkernels/<version>; os/<os>; cpu/<cpu>[; extra]"
+ * or "libkernels/<version>" when telemetry is off. malloc'ed. */
+char *kernels__hub_user_agent(const kernels__config *cfg);
+
+/* Adds "; <extra>" (e.g. "torch/2.7.0; cuda/12.6") to every later
+ * User-Agent of the process (telemetry on). NULL clears it. Thread-safe. */
+int kernels__hub_set_user_agent_extra(const char *extra);
+
+/* A new easy handle with the shared pool, timeouts, HTTP/2, User-Agent and
+ * no automatic redirects. `*headers` receives the header list to free after
+ * the transfer (curl_slist_free_all); the token is added only when `url`
+ * is on the endpoint's host; `extra_header` (e.g. a Range) may be NULL. */
+CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
+			struct curl_slist **headers);
+
+/* 1 when `url` has the scheme, host and port of cfg->endpoint. */
+int kernels__hub_same_origin(const kernels__config *cfg, const char *url);
+
+/* Resolves `location` (absolute or relative) against `base`. malloc'ed or NULL. */
+char *kernels__url_resolve(const char *base, const char *location);
+
+/* Whether a curl result / HTTP status deserves another try. */
+int kernels__hub_transient_curl(CURLcode rc);
+int kernels__hub_transient_status(long status);
+
+/* Milliseconds to wait before retry number `attempt` (0-based): exponential
+ * with jitter, or `retry_after_s` (capped) when the server gave one (>= 0). */
+long kernels__hub_backoff_ms(int attempt, long retry_after_s);
+
+/* Parses a Retry-After value (delay-seconds or HTTP-date) into seconds; -1 when absent/garbled. */
+long kernels__hub_parse_retry_after(const char *value);
+
+/* Strips a weak prefix W/ and the quotes of an ETag (malloc'ed). */
+char *kernels__etag_normalize(const char *etag);
+
+/* Tests only: the base of the exponential backoff in ms (default 250). */
+void kernels__hub_set_backoff_base_ms(long ms);
 
 #endif

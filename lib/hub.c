@@ -1,0 +1,1014 @@
+/* The Hub client on libcurl. Every request of the process shares one
+ * connection pool (a curl share handle guarded by mutexes), so keep-alive
+ * and TLS sessions survive from one call to the next. Redirects are
+ * followed here, not by curl, because the token travels in a custom header
+ * that curl would happily forward to whatever host a redirect names. */
+#include "hub.h"
+#include "error.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#define MAX_REDIRECTS 10
+#define RETRY_AFTER_CAP_S 60
+#define BACKOFF_CAP_MS 10000
+#define TREE_MAX_PAGES 10000
+#define TREE_MAX_ENTRIES 1000000
+#define PATH_MAX_BYTES 4096
+#define FILE_SIZE_CAP (64LL << 30) /* no kernel file is anywhere near 64 GiB */
+
+/* ---- process-wide state --------------------------------------------------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc;
+static CURLSH *share;
+static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+static pthread_mutex_t ua_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *ua_extra;
+static char ua_os[64], ua_cpu[64];
+static long backoff_base_ms = 250;
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *payload)
+{
+	(void)h, (void)access, (void)payload;
+	pthread_mutex_lock(&share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *payload)
+{
+	(void)h, (void)payload;
+	pthread_mutex_unlock(&share_locks[data]);
+}
+
+static void lower_copy(char *dst, size_t n, const char *src)
+{
+	size_t i;
+	for (i = 0; i + 1 < n && src[i]; i++)
+		dst[i] = (char)tolower((unsigned char)src[i]);
+	dst[i] = '\0';
+}
+
+static void global_init(void)
+{
+	struct utsname u;
+	int i;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		init_rc = KERNELS_ERROR;
+		return;
+	}
+	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&share_locks[i], NULL);
+	share = curl_share_init();
+	if (!share) {
+		init_rc = KERNELS_ENOMEM;
+		return;
+	}
+	curl_share_setopt(share, CURLSHOPT_LOCKFUNC, share_lock);
+	curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	if (uname(&u) == 0) {
+		lower_copy(ua_os, sizeof(ua_os), u.sysname);
+		lower_copy(ua_cpu, sizeof(ua_cpu), u.machine);
+	} else {
+		strcpy(ua_os, "unknown");
+		strcpy(ua_cpu, "unknown");
+	}
+}
+
+int kernels__hub_global_init(void)
+{
+	pthread_once(&init_once, global_init);
+	if (init_rc)
+		return kernels__error(init_rc, "cannot initialise libcurl; check that the process is not out of memory");
+	return 0;
+}
+
+void kernels__hub_set_backoff_base_ms(long ms)
+{
+	backoff_base_ms = ms;
+}
+
+int kernels__hub_set_user_agent_extra(const char *extra)
+{
+	char *copy = NULL;
+
+	if (extra && !(copy = kernels__strdup(extra)))
+		return KERNELS_ENOMEM;
+	pthread_mutex_lock(&ua_lock);
+	free(ua_extra);
+	ua_extra = copy;
+	pthread_mutex_unlock(&ua_lock);
+	return 0;
+}
+
+char *kernels__hub_user_agent(const kernels__config *cfg)
+{
+	char *ua;
+
+	if (!cfg->telemetry)
+		return kernels__strdup("libkernels/" KERNELS_VERSION_STRING);
+	pthread_mutex_lock(&ua_lock);
+	ua = kernels__sprintf("libkernels/%s; os/%s; cpu/%s%s%s", KERNELS_VERSION_STRING, ua_os, ua_cpu,
+			      ua_extra ? "; " : "", ua_extra ? ua_extra : "");
+	pthread_mutex_unlock(&ua_lock);
+	return ua;
+}
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+char *kernels__url_escape(const char *s, int keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	kernels__buf b = { 0 };
+
+	if (kernels__buf_grow(&b, strlen(s) * 3) < 0)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
+			b.ptr[b.len++] = (char)c;
+		} else {
+			b.ptr[b.len++] = '%';
+			b.ptr[b.len++] = hex[c >> 4];
+			b.ptr[b.len++] = hex[c & 15];
+		}
+	}
+	b.ptr[b.len] = '\0';
+	return kernels__buf_detach(&b);
+}
+
+char *kernels__etag_normalize(const char *etag)
+{
+	size_t n;
+
+	if (!strncmp(etag, "W/", 2))
+		etag += 2;
+	n = strlen(etag);
+	if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"') {
+		char *s = kernels__strdup(etag + 1);
+		if (s)
+			s[n - 2] = '\0';
+		return s;
+	}
+	return kernels__strdup(etag);
+}
+
+char *kernels__url_resolve(const char *base, const char *location)
+{
+	CURLU *u = curl_url();
+	char *out = NULL, *res = NULL;
+
+	if (!u)
+		return NULL;
+	if (curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
+	    curl_url_set(u, CURLUPART_URL, location, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_URL, &out, 0) == CURLUE_OK) {
+		res = strdup(out);
+		curl_free(out);
+	}
+	curl_url_cleanup(u);
+	return res;
+}
+
+/* scheme, lower-case host and port of `url` into `buf`; 0 on success. */
+static int origin_of(const char *url, char *buf, size_t n)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL;
+	int rc = -1;
+
+	if (!u)
+		return -1;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+		char lhost[512];
+		lower_copy(lhost, sizeof(lhost), host);
+		snprintf(buf, n, "%s://%s:%s", scheme, lhost, port);
+		rc = 0;
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+int kernels__hub_same_origin(const kernels__config *cfg, const char *url)
+{
+	char a[700], b[700];
+
+	return origin_of(cfg->endpoint, a, sizeof(a)) == 0 && origin_of(url, b, sizeof(b)) == 0 && !strcmp(a, b);
+}
+
+int kernels__hub_transient_curl(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int kernels__hub_transient_status(long status)
+{
+	return status == 429 || status >= 500;
+}
+
+long kernels__hub_parse_retry_after(const char *value)
+{
+	char *end;
+	long s;
+	time_t when;
+
+	if (!value || !*value)
+		return -1;
+	errno = 0;
+	s = strtol(value, &end, 10);
+	if (end != value && !*end && errno == 0)
+		return s < 0 ? -1 : s;
+	when = curl_getdate(value, NULL);
+	if (when < 0)
+		return -1;
+	return when > time(NULL) ? (long)(when - time(NULL)) : 0;
+}
+
+static unsigned int jitter(void)
+{
+	static _Thread_local uint64_t state;
+
+	if (!state)
+		state = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&state ^ 0x9e3779b97f4a7c15ULL;
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return (unsigned int)(state >> 32);
+}
+
+long kernels__hub_backoff_ms(int attempt, long retry_after_s)
+{
+	long ms;
+
+	if (retry_after_s >= 0)
+		return (retry_after_s > RETRY_AFTER_CAP_S ? RETRY_AFTER_CAP_S : retry_after_s) * 1000 + 50;
+	ms = backoff_base_ms;
+	while (attempt-- > 0 && ms < BACKOFF_CAP_MS)
+		ms *= 2;
+	if (ms > BACKOFF_CAP_MS)
+		ms = BACKOFF_CAP_MS;
+	return ms + (long)(jitter() % (unsigned int)(ms / 4 + 1));
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- one HTTP exchange ------------------------------------------------------ */
+
+CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
+			struct curl_slist **headers)
+{
+	CURL *h;
+	char *ua, *auth;
+	struct curl_slist *l = NULL, *t;
+
+	*headers = NULL;
+	if (kernels__hub_global_init() < 0)
+		return NULL;
+	if (!(h = curl_easy_init())) {
+		kernels__error_oom();
+		return NULL;
+	}
+	if (!(ua = kernels__hub_user_agent(cfg))) {
+		curl_easy_cleanup(h);
+		return NULL;
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_SHARE, share);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, ua);    /* curl copies it */
+	free(ua);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, cfg->timeout_ms);
+	/* A transfer that moves nothing for the timeout is stalled; a slow
+	 * but moving download of a large file is not an error. */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, cfg->timeout_ms >= 2000 ? cfg->timeout_ms / 1000 : 1L);
+	if (cfg->token && kernels__hub_same_origin(cfg, url)) {
+		if (!(auth = kernels__sprintf("Authorization: Bearer %s", cfg->token)))
+			goto oom;
+		t = curl_slist_append(l, auth);
+		free(auth);
+		if (!t)
+			goto oom;
+		l = t;
+	}
+	if (extra_header) {
+		if (!(t = curl_slist_append(l, extra_header)))
+			goto oom;
+		l = t;
+	}
+	if (l)
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
+	*headers = l;
+	return h;
+oom:
+	curl_slist_free_all(l);
+	curl_easy_cleanup(h);
+	kernels__error_oom();
+	return NULL;
+}
+
+/* Headers of one answer (one hop of a redirect chain). */
+typedef struct {
+	long status;
+	char *etag, *linked_etag, *repo_commit, *location, *link_next, *error_code, *error_message;
+	long long content_length, linked_size;
+	long retry_after;
+	kernels__buf body;
+	int body_overflow;
+} hop;
+
+static void hop_reset_headers(hop *h)
+{
+	free(h->etag);
+	free(h->linked_etag);
+	free(h->repo_commit);
+	free(h->location);
+	free(h->link_next);
+	free(h->error_code);
+	free(h->error_message);
+	h->etag = h->linked_etag = h->repo_commit = h->location = h->link_next = NULL;
+	h->error_code = h->error_message = NULL;
+	h->content_length = h->linked_size = -1;
+	h->retry_after = -1;
+	h->status = 0;
+}
+
+static void hop_free(hop *h)
+{
+	hop_reset_headers(h);
+	kernels__buf_free(&h->body);
+}
+
+/* Finds rel="next" in a Link header: <url>; rel="next", <url>; rel="last". */
+static char *link_next(const char *v)
+{
+	const char *lt, *gt, *end;
+
+	while ((lt = strchr(v, '<')) && (gt = strchr(lt, '>'))) {
+		end = strchr(gt, ',');
+		if (!end)
+			end = gt + strlen(gt);
+		{
+			size_t n = (size_t)(end - gt);
+			char params[512];
+			snprintf(params, sizeof(params), "%.*s", (int)(n < 511 ? n : 511), gt + 1);
+			if (strstr(params, "rel=\"next\"") || strstr(params, "rel=next")) {
+				char *url = malloc((size_t)(gt - lt));
+				if (url) {
+					memcpy(url, lt + 1, (size_t)(gt - lt - 1));
+					url[gt - lt - 1] = '\0';
+				}
+				return url;
+			}
+		}
+		v = end;
+	}
+	return NULL;
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = strdup(v);
+}
+
+static size_t on_header(char *data, size_t size, size_t nitems, void *userdata)
+{
+	hop *h = userdata;
+	size_t n = size * nitems, k;
+	char line[8192], *colon, *v, *e;
+
+	if (n >= 5 && !strncmp(data, "HTTP/", 5)) {
+		/* A new answer starts (100-continue or a fresh one): forget the last. */
+		hop_reset_headers(h);
+		kernels__buf_free(&h->body);
+		return n;
+	}
+	k = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
+	memcpy(line, data, k);
+	line[k] = '\0';
+	if (!(colon = strchr(line, ':')))
+		return n;
+	*colon = '\0';
+	for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+		;
+	for (e = v + strlen(v); e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t');)
+		*--e = '\0';
+	if (!strcasecmp(line, "etag")) {
+		free(h->etag);
+		h->etag = kernels__etag_normalize(v);
+	} else if (!strcasecmp(line, "x-linked-etag")) {
+		free(h->linked_etag);
+		h->linked_etag = kernels__etag_normalize(v);
+	} else if (!strcasecmp(line, "x-repo-commit"))
+		set_str(&h->repo_commit, v);
+	else if (!strcasecmp(line, "location"))
+		set_str(&h->location, v);
+	else if (!strcasecmp(line, "x-error-code"))
+		set_str(&h->error_code, v);
+	else if (!strcasecmp(line, "x-error-message"))
+		set_str(&h->error_message, v);
+	else if (!strcasecmp(line, "content-length"))
+		h->content_length = strtoll(v, NULL, 10);
+	else if (!strcasecmp(line, "x-linked-size"))
+		h->linked_size = strtoll(v, NULL, 10);
+	else if (!strcasecmp(line, "retry-after"))
+		h->retry_after = kernels__hub_parse_retry_after(v);
+	else if (!strcasecmp(line, "link")) {
+		free(h->link_next);
+		h->link_next = link_next(v);
+	}
+	return n;
+}
+
+static size_t on_body(char *data, size_t size, size_t nitems, void *userdata)
+{
+	hop *h = userdata;
+	size_t n = size * nitems;
+
+	if (h->body.len + n > KERNELS__HUB_BODY_MAX) {
+		h->body_overflow = 1;
+		return 0;
+	}
+	if (kernels__buf_put(&h->body, data, n) < 0)
+		return 0;
+	return n;
+}
+
+/* One request without redirects or retries. Returns the curl result. */
+static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, hop *h, char *errbuf)
+{
+	struct curl_slist *headers;
+	CURL *c = kernels__hub_easy(cfg, url, NULL, &headers);
+	CURLcode rc;
+
+	if (!c)
+		return CURLE_OUT_OF_MEMORY;
+	hop_reset_headers(h);
+	kernels__buf_free(&h->body);
+	h->body_overflow = 0;
+	errbuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+	/* The whole API answer must arrive within a bound, not just trickle. */
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, cfg->timeout_ms * 4);
+	if (head)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(headers);
+	return rc;
+}
+
+void kernels__hub_response_free(kernels__hub_response *r)
+{
+	if (!r)
+		return;
+	free(r->error_code);
+	free(r->error_message);
+	free(r->etag);
+	free(r->repo_commit);
+	free(r->location);
+	free(r->link_next);
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+	r->size = -1;
+}
+
+static char *take(char **p)
+{
+	char *s = *p;
+	*p = NULL;
+	return s;
+}
+
+/* One hop with retries on transient failures. 0 with h filled, or an error. */
+static int hop_with_retries(const kernels__config *cfg, const char *url, int head, hop *h)
+{
+	char errbuf[CURL_ERROR_SIZE];
+	int attempt;
+	CURLcode rc = CURLE_OK;
+
+	for (attempt = 0;; attempt++) {
+		rc = do_hop(cfg, url, head, h, errbuf);
+		if (rc == CURLE_OUT_OF_MEMORY)
+			return kernels__error_oom();
+		if (rc == CURLE_WRITE_ERROR && h->body_overflow)
+			return kernels__error(KERNELS_EHTTP, "the answer to GET %s is larger than %u MiB; check HF_ENDPOINT",
+					      url, KERNELS__HUB_BODY_MAX >> 20);
+		if (attempt >= cfg->max_retries)
+			break;
+		if (rc != CURLE_OK && kernels__hub_transient_curl(rc)) {
+			long ms = kernels__hub_backoff_ms(attempt, -1);
+			kernels__log(cfg, KERNELS_LOG_INFO, "GET %s failed (%s); retrying in %ld ms", url,
+				     *errbuf ? errbuf : curl_easy_strerror(rc), ms);
+			sleep_ms(ms);
+			continue;
+		}
+		if (rc == CURLE_OK && kernels__hub_transient_status(h->status)) {
+			long ms = kernels__hub_backoff_ms(attempt, h->status == 429 || h->status == 503 ? h->retry_after : -1);
+			kernels__log(cfg, KERNELS_LOG_INFO, "GET %s answered %ld; retrying in %ld ms", url, h->status, ms);
+			sleep_ms(ms);
+			continue;
+		}
+		break;
+	}
+	if (rc != CURLE_OK)
+		return kernels__error(KERNELS_ENETWORK,
+				      "cannot reach the Hub at %s (%s) after %d attempt(s); check the network, "
+				      "HF_ENDPOINT and proxy settings, or set HF_HUB_OFFLINE=1 to use the cache",
+				      url, *errbuf ? errbuf : curl_easy_strerror(rc), attempt + 1);
+	return 0;
+}
+
+int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, int head,
+			 kernels__hub_response *r)
+{
+	hop h = { 0 };
+	char *url, *next, *repo_commit = NULL, *linked_etag = NULL;
+	long long linked_size = -1;
+	int redirects, rc;
+
+	memset(r, 0, sizeof(*r));
+	r->size = -1;
+	if (cfg->offline)
+		return kernels__error(KERNELS_EOFFLINE,
+				      "offline mode (HF_HUB_OFFLINE) forbids the request %s; unset HF_HUB_OFFLINE "
+				      "or download what is needed first", url_or_path);
+	url = url_or_path[0] == '/' ? kernels__sprintf("%s%s", cfg->endpoint, url_or_path) : kernels__strdup(url_or_path);
+	if (!url)
+		return KERNELS_ENOMEM;
+	for (redirects = 0;; redirects++) {
+		if ((rc = hop_with_retries(cfg, url, head, &h)) < 0)
+			goto out;
+		/* Metadata of the file travels on the first answer of a chain. */
+		if (h.repo_commit && !repo_commit)
+			repo_commit = take(&h.repo_commit);
+		if (h.linked_etag && !linked_etag)
+			linked_etag = take(&h.linked_etag);
+		if (h.linked_size >= 0 && linked_size < 0)
+			linked_size = h.linked_size;
+		if (h.status < 300 || h.status >= 400 || h.status == 304 || !h.location)
+			break;
+		if (redirects >= MAX_REDIRECTS) {
+			rc = kernels__error(KERNELS_EHTTP, "more than %d redirects from %s; check HF_ENDPOINT",
+					    MAX_REDIRECTS, url_or_path);
+			goto out;
+		}
+		if (!(next = kernels__url_resolve(url, h.location))) {
+			rc = kernels__error(KERNELS_EHTTP, "the Hub redirected %s to an invalid URL '%.200s'", url, h.location);
+			goto out;
+		}
+		if (head && !kernels__hub_same_origin(cfg, next)) {
+			/* A HEAD only wants the metadata; the CDN has none of it. */
+			free(h.location);
+			h.location = next;
+			break;
+		}
+		free(url);
+		url = next;
+	}
+	r->status = h.status;
+	r->error_code = take(&h.error_code);
+	r->error_message = take(&h.error_message);
+	r->etag = linked_etag ? take(&linked_etag) : take(&h.etag);
+	r->repo_commit = repo_commit ? take(&repo_commit) : NULL;
+	r->location = take(&h.location);
+	r->link_next = take(&h.link_next);
+	r->size = linked_size >= 0 ? linked_size : h.content_length;
+	if (!head) {
+		r->body_len = h.body.len;
+		r->body = kernels__buf_detach(&h.body);
+		if (!r->body)
+			rc = KERNELS_ENOMEM;
+	}
+out:
+	hop_free(&h);
+	free(url);
+	free(repo_commit);
+	free(linked_etag);
+	if (rc < 0)
+		kernels__hub_response_free(r);
+	return rc;
+}
+
+/* ---- the Hub's error vocabulary ---------------------------------------------- */
+
+/* The server's own words: X-Error-Message, else {"error": "..."} in the body. */
+static const char *server_message(const kernels__hub_response *r, char *buf, size_t n)
+{
+	json_t *j, *e;
+
+	if (r->error_message && *r->error_message)
+		return r->error_message;
+	buf[0] = '\0';
+	if (r->body && r->body_len && (j = json_loadb(r->body, r->body_len, 0, NULL))) {
+		if ((e = json_object_get(j, "error")) && json_is_string(e))
+			snprintf(buf, n, "%s", json_string_value(e));
+		json_decref(j);
+	}
+	return buf;
+}
+
+int kernels__hub_status_error(const kernels__hub_response *r, const char *what)
+{
+	char buf[512], detail[700];
+	const char *code = r->error_code ? r->error_code : "";
+	const char *msg = server_message(r, buf, sizeof(buf));
+
+	if (*msg)
+		snprintf(detail, sizeof(detail), " (HTTP %ld%s%s: %s)", r->status, *code ? " " : "", code, msg);
+	else
+		snprintf(detail, sizeof(detail), " (HTTP %ld%s%s)", r->status, *code ? " " : "", code);
+
+	if (!strcmp(code, "RepoNotFound"))
+		return kernels__error(KERNELS_ENOTFOUND,
+				      "%s: repository not found%s; check the repo id, and if the repo is private "
+				      "set HF_TOKEN to a token that can read it", what, detail);
+	if (!strcmp(code, "RevisionNotFound"))
+		return kernels__error(KERNELS_ENOTFOUND, "%s: revision not found%s; check the branch, tag or commit id",
+				      what, detail);
+	if (!strcmp(code, "EntryNotFound"))
+		return kernels__error(KERNELS_ENOTFOUND, "%s: file or folder not found in this revision%s; "
+				      "check the path or pick another revision", what, detail);
+	if (!strcmp(code, "GatedRepo") || r->status == 401 || r->status == 403)
+		return kernels__error(KERNELS_EAUTH, "%s: access refused%s; log in with a token that may read "
+				      "this repo (HF_TOKEN), and accept its conditions on the Hub if it is gated",
+				      what, detail);
+	if (r->status == 404)
+		return kernels__error(KERNELS_ENOTFOUND, "%s: not found%s; check the repo id and revision", what, detail);
+	if (r->status == 429)
+		return kernels__error(KERNELS_EHTTP, "%s: the Hub is rate limiting requests%s; wait and try again, "
+				      "or use a token (HF_TOKEN) for a higher limit", what, detail);
+	if (r->status >= 500)
+		return kernels__error(KERNELS_EHTTP, "%s: the Hub failed%s; try again later", what, detail);
+	return kernels__error(KERNELS_EHTTP, "%s: unexpected answer from the Hub%s; check HF_ENDPOINT", what, detail);
+}
+
+/* ---- the JSON API -------------------------------------------------------------- */
+
+static int repo_not_found(const kernels__hub_response *r)
+{
+	return r->status == 404 && (!r->error_code || !strcmp(r->error_code, "RepoNotFound"));
+}
+
+/* GET /api/{t}/{repo}{suffix} with the kernel -> model fallback; the answer
+ * is 2xx on success (anything else is already an error). */
+static int api_get(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id, const char *suffix,
+		   kernels__hub_response *r)
+{
+	char *path;
+	int rc;
+
+	if ((rc = kernels__repo_id_check(repo_id)) < 0)
+		return rc;
+	for (;;) {
+		if (!(path = kernels__sprintf("/api/%s/%s%s", kernels__repo_api_name(*type), repo_id, suffix)))
+			return KERNELS_ENOMEM;
+		rc = kernels__hub_request(cfg, path, 0, r);
+		if (rc == 0 && repo_not_found(r) && *type == KERNELS__REPO_KERNEL) {
+			kernels__hub_response_free(r);
+			free(path);
+			*type = KERNELS__REPO_MODEL;
+			continue;
+		}
+		if (rc == 0 && (r->status < 200 || r->status >= 300)) {
+			char what[700];
+			snprintf(what, sizeof(what), "%s (GET %.500s)", repo_id, path);
+			rc = kernels__hub_status_error(r, what);
+			kernels__hub_response_free(r);
+		}
+		free(path);
+		return rc;
+	}
+}
+
+static int parse_json(const kernels__hub_response *r, const char *what, json_t **out)
+{
+	json_error_t err;
+
+	*out = json_loadb(r->body ? r->body : "", r->body_len, 0, &err);
+	if (!*out)
+		return kernels__error(KERNELS_EPARSE,
+				      "the Hub's answer for %s is not valid JSON (line %d: %s); check HF_ENDPOINT "
+				      "points at a Hugging Face Hub", what, err.line, err.text);
+	return 0;
+}
+
+int kernels__hub_api_json(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			  const char *suffix, json_t **out)
+{
+	kernels__hub_response r;
+	char what[600];
+	int rc;
+
+	*out = NULL;
+	if ((rc = api_get(cfg, type, repo_id, suffix, &r)) < 0)
+		return rc;
+	snprintf(what, sizeof(what), "%s%.400s", repo_id, suffix);
+	rc = parse_json(&r, what, out);
+	kernels__hub_response_free(&r);
+	return rc;
+}
+
+/* ---- tree listing ------------------------------------------------------------- */
+
+int kernels__repo_path_check(const char *path)
+{
+	const char *p, *comp;
+	size_t n;
+
+	if (!path || !*path)
+		return kernels__error(KERNELS_EUNSAFE, "the Hub listed an empty path; refusing the listing");
+	n = strlen(path);
+	if (n > PATH_MAX_BYTES)
+		return kernels__error(KERNELS_EUNSAFE, "the Hub listed a path of %zu bytes (more than %d); refusing it",
+				      n, PATH_MAX_BYTES);
+	if (path[0] == '/')
+		return kernels__error(KERNELS_EUNSAFE, "the Hub listed the absolute path '%.300s'; refusing it", path);
+	for (p = path; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '\\' || c < 0x20 || c == 0x7f)
+			return kernels__error(KERNELS_EUNSAFE,
+					      "the Hub listed the path '%.300s' with a backslash or control character; "
+					      "refusing it", path);
+	}
+	for (comp = path;; comp = p + 1) {
+		p = strchr(comp, '/');
+		n = p ? (size_t)(p - comp) : strlen(comp);
+		if (n == 0 || (n == 1 && comp[0] == '.') || (n == 2 && comp[0] == '.' && comp[1] == '.'))
+			return kernels__error(KERNELS_EUNSAFE,
+					      "the Hub listed the path '%.300s' with an empty, '.' or '..' component; "
+					      "refusing it", path);
+		if (n > 255)
+			return kernels__error(KERNELS_EUNSAFE, "the Hub listed the path '%.300s' with a name over 255 bytes; "
+					      "refusing it", path);
+		if (!p)
+			break;
+	}
+	return 0;
+}
+
+void kernels__tree_free(kernels__tree *t)
+{
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->n; i++) {
+		free(t->entries[i].path);
+		free(t->entries[i].lfs_sha256);
+	}
+	free(t->entries);
+	t->entries = NULL;
+	t->n = 0;
+}
+
+static int hex_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (strlen(s) != n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+static void lower_inplace(char *s)
+{
+	for (; *s; s++)
+		*s = (char)tolower((unsigned char)*s);
+}
+
+#define BAD(...) (kernels__error(KERNELS_EPARSE, __VA_ARGS__), KERNELS_EPARSE)
+
+/* Converts one JSON item of a listing, checking every field. */
+static int parse_entry(json_t *item, const char *prefix, const char *where, kernels__tree_entry *e)
+{
+	json_t *type = json_object_get(item, "type"), *path = json_object_get(item, "path");
+	json_t *oid = json_object_get(item, "oid"), *size = json_object_get(item, "size");
+	json_t *lfs = json_object_get(item, "lfs");
+	const char *p, *t;
+	size_t plen = strlen(prefix);
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	if (!json_is_object(item))
+		return BAD("%s: a tree entry is not a JSON object; refusing the listing", where);
+	if (!json_is_string(path))
+		return BAD("%s: a tree entry has no string \"path\"; refusing the listing", where);
+	p = json_string_value(path);
+	if (strlen(p) != json_string_length(path))
+		return kernels__error(KERNELS_EUNSAFE, "%s: a tree entry's path contains a NUL byte; refusing the listing",
+				      where);
+	if ((rc = kernels__repo_path_check(p)) < 0)
+		return kernels__error_prefix("%s", where);
+	if (plen && (strncmp(p, prefix, plen) || p[plen] != '/'))
+		return kernels__error(KERNELS_EUNSAFE, "%s: entry '%.300s' lies outside the requested folder '%s'; "
+				      "refusing the listing", where, p, prefix);
+	if (!json_is_string(type))
+		return BAD("%s: entry '%.300s' has no string \"type\"; refusing the listing", where, p);
+	t = json_string_value(type);
+	if (!strcmp(t, "directory"))
+		e->is_dir = 1;
+	else if (strcmp(t, "file"))
+		return kernels__error(KERNELS_EUNSAFE, "%s: entry '%.300s' has type '%.40s' (only files and folders are "
+				      "accepted); refusing the listing", where, p, t);
+	if (!e->is_dir) {
+		if (!json_is_string(oid) || !hex_ok(json_string_value(oid), 40))
+			return BAD("%s: file '%.300s' has no 40-hex \"oid\"; refusing the listing", where, p);
+		if (!json_is_integer(size) || json_integer_value(size) < 0)
+			return BAD("%s: file '%.300s' has no non-negative integer \"size\"; refusing the listing", where, p);
+		e->size = json_integer_value(size);
+		memcpy(e->oid, json_string_value(oid), 41);
+		lower_inplace(e->oid);
+	} else if (json_is_string(oid) && hex_ok(json_string_value(oid), 40)) {
+		memcpy(e->oid, json_string_value(oid), 41);
+		lower_inplace(e->oid);
+	}
+	if (lfs && !json_is_null(lfs) && !e->is_dir) {
+		json_t *lo = json_object_get(lfs, "oid"), *ls = json_object_get(lfs, "size");
+		if (!json_is_object(lfs) || !json_is_string(lo) || !hex_ok(json_string_value(lo), 64))
+			return BAD("%s: LFS file '%.300s' has no 64-hex \"lfs.oid\"; refusing the listing", where, p);
+		if (ls && (!json_is_integer(ls) || json_integer_value(ls) != e->size))
+			return BAD("%s: LFS file '%.300s' declares two different sizes; refusing the listing", where, p);
+		if (!(e->lfs_sha256 = kernels__strdup(json_string_value(lo))))
+			return KERNELS_ENOMEM;
+		lower_inplace(e->lfs_sha256);
+	}
+	if (e->size > FILE_SIZE_CAP) {
+		free(e->lfs_sha256);
+		e->lfs_sha256 = NULL;
+		return kernels__error(KERNELS_EUNSAFE, "%s: file '%.300s' declares %lld bytes, more than the %lld GiB a "
+				      "kernel file may have; refusing the listing", where, p, e->size, FILE_SIZE_CAP >> 30);
+	}
+	if (!(e->path = kernels__strdup(p))) {
+		free(e->lfs_sha256);
+		return KERNELS_ENOMEM;
+	}
+	return 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const kernels__tree_entry *)a)->path, ((const kernels__tree_entry *)b)->path);
+}
+
+/* Sorted by path; refuses duplicates and a file that another entry uses as a folder. */
+static int check_consistent(kernels__tree *t, const char *where)
+{
+	size_t i, lo, hi, n;
+
+	qsort(t->entries, t->n, sizeof(*t->entries), entry_cmp);
+	for (i = 0; i + 1 < t->n; i++)
+		if (!strcmp(t->entries[i].path, t->entries[i + 1].path))
+			return BAD("%s: the path '%.300s' is listed twice; refusing the listing", where, t->entries[i].path);
+	for (i = 0; i < t->n; i++) {
+		const char *p = t->entries[i].path;
+		if (t->entries[i].is_dir)
+			continue;
+		n = strlen(p);
+		/* first entry >= "p/" */
+		for (lo = i + 1, hi = t->n; lo < hi;) {
+			size_t mid = lo + (hi - lo) / 2;
+			int c = strncmp(t->entries[mid].path, p, n);
+			if (c < 0 || (c == 0 && (unsigned char)t->entries[mid].path[n] < '/'))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < t->n && !strncmp(t->entries[lo].path, p, n) && t->entries[lo].path[n] == '/')
+			return kernels__error(KERNELS_EUNSAFE, "%s: '%.300s' is listed as a file and as a folder; refusing "
+					      "the listing", where, p);
+	}
+	return 0;
+}
+
+static int append_page(json_t *list, const char *prefix, const char *where, kernels__tree *t)
+{
+	size_t i, n;
+	kernels__tree_entry *grown;
+	int rc;
+
+	if (!json_is_array(list))
+		return BAD("%s: the tree listing is not a JSON array; check HF_ENDPOINT", where);
+	n = json_array_size(list);
+	if (t->n + n > TREE_MAX_ENTRIES)
+		return BAD("%s: the tree listing has more than %d entries; refusing it", where, TREE_MAX_ENTRIES);
+	if (!n)
+		return 0;
+	if (!(grown = realloc(t->entries, (t->n + n) * sizeof(*grown))))
+		return kernels__error_oom();
+	t->entries = grown;
+	for (i = 0; i < n; i++) {
+		if ((rc = parse_entry(json_array_get(list, i), prefix, where, &t->entries[t->n])) < 0)
+			return rc;
+		t->n++;
+	}
+	return 0;
+}
+
+int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			   const char *commit, const char *path, kernels__tree *out)
+{
+	kernels__hub_response r;
+	char *rev = NULL, *epath = NULL, *suffix = NULL, *next = NULL, where[700];
+	json_t *list = NULL;
+	int rc, pages;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(where, sizeof(where), "listing '%.300s' of %s at %.64s", *path ? path : "/", repo_id, commit);
+	if (*path && (rc = kernels__repo_path_check(path)) < 0)
+		return kernels__error_prefix("%s", where);
+	if (!(rev = kernels__url_escape(commit, 0)) || !(epath = kernels__url_escape(path, 1)) ||
+	    !(suffix = kernels__sprintf("/tree/%s%s%s?recursive=true", rev, *path ? "/" : "", epath))) {
+		rc = KERNELS_ENOMEM;
+		goto out;
+	}
+	rc = api_get(cfg, type, repo_id, suffix, &r);
+	for (pages = 1; rc == 0; pages++) {
+		next = take(&r.link_next);
+		rc = parse_json(&r, where, &list);
+		kernels__hub_response_free(&r);
+		if (rc == 0)
+			rc = append_page(list, path, where, out);
+		json_decref(list);
+		list = NULL;
+		if (rc < 0 || !next)
+			break;
+		if (pages >= TREE_MAX_PAGES) {
+			rc = BAD("%s: more than %d pages; refusing the listing", where, TREE_MAX_PAGES);
+			break;
+		}
+		rc = kernels__hub_request(cfg, next, 0, &r);
+		if (rc == 0 && (r.status < 200 || r.status >= 300)) {
+			rc = kernels__hub_status_error(&r, where);
+			kernels__hub_response_free(&r);
+		}
+		free(next);
+		next = NULL;
+	}
+	if (rc == 0)
+		rc = check_consistent(out, where);
+out:
+	free(next);
+	free(rev);
+	free(epath);
+	free(suffix);
+	if (rc < 0)
+		kernels__tree_free(out);
+	return rc;
+}
