@@ -353,17 +353,7 @@ oom:
 	return NULL;
 }
 
-/* Headers of one answer (one hop of a redirect chain). */
-typedef struct {
-	long status;
-	char *etag, *linked_etag, *repo_commit, *location, *link_next, *error_code, *error_message;
-	long long content_length, linked_size;
-	long retry_after;
-	kernels__buf body;
-	int body_overflow;
-} hop;
-
-static void hop_reset_headers(hop *h)
+void kernels__hub_headers_clear(kernels__hub_headers *h)
 {
 	free(h->etag);
 	free(h->linked_etag);
@@ -372,16 +362,22 @@ static void hop_reset_headers(hop *h)
 	free(h->link_next);
 	free(h->error_code);
 	free(h->error_message);
-	h->etag = h->linked_etag = h->repo_commit = h->location = h->link_next = NULL;
-	h->error_code = h->error_message = NULL;
+	free(h->content_range);
+	memset(h, 0, sizeof(*h));
 	h->content_length = h->linked_size = -1;
 	h->retry_after = -1;
-	h->status = 0;
 }
+
+/* Headers of one answer (one hop of a redirect chain) and its body. */
+typedef struct {
+	kernels__hub_headers hd;
+	kernels__buf body;
+	int body_overflow;
+} hop;
 
 static void hop_free(hop *h)
 {
-	hop_reset_headers(h);
+	kernels__hub_headers_clear(&h->hd);
 	kernels__buf_free(&h->body);
 }
 
@@ -418,16 +414,20 @@ static void set_str(char **dst, const char *v)
 	*dst = strdup(v);
 }
 
-static size_t on_header(char *data, size_t size, size_t nitems, void *userdata)
+size_t kernels__hub_header_cb(char *data, size_t size, size_t nitems, void *userdata)
 {
-	hop *h = userdata;
+	kernels__hub_headers *h = userdata;
 	size_t n = size * nitems, k;
 	char line[8192], *colon, *v, *e;
 
 	if (n >= 5 && !strncmp(data, "HTTP/", 5)) {
-		/* A new answer starts (100-continue or a fresh one): forget the last. */
-		hop_reset_headers(h);
-		kernels__buf_free(&h->body);
+		/* A new answer starts (after a 100-continue): forget the last. */
+		kernels__hub_headers_clear(h);
+		h->status = strtol(data + strcspn(data, " "), NULL, 10);
+		return n;
+	}
+	if (n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
+		h->complete = 1;
 		return n;
 	}
 	k = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
@@ -454,6 +454,8 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *userdata)
 		set_str(&h->error_code, v);
 	else if (!strcasecmp(line, "x-error-message"))
 		set_str(&h->error_message, v);
+	else if (!strcasecmp(line, "content-range"))
+		set_str(&h->content_range, v);
 	else if (!strcasecmp(line, "content-length"))
 		h->content_length = strtoll(v, NULL, 10);
 	else if (!strcasecmp(line, "x-linked-size"))
@@ -490,13 +492,13 @@ static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, ho
 
 	if (!c)
 		return CURLE_OUT_OF_MEMORY;
-	hop_reset_headers(h);
+	kernels__hub_headers_clear(&h->hd);
 	kernels__buf_free(&h->body);
 	h->body_overflow = 0;
 	errbuf[0] = '\0';
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, kernels__hub_header_cb);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h->hd);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
@@ -505,7 +507,7 @@ static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, ho
 	if (head)
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->status);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->hd.status);
 	curl_easy_cleanup(c);
 	curl_slist_free_all(headers);
 	return rc;
@@ -556,9 +558,9 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 			sleep_ms(ms);
 			continue;
 		}
-		if (rc == CURLE_OK && kernels__hub_transient_status(h->status)) {
-			long ms = kernels__hub_backoff_ms(attempt, h->status == 429 || h->status == 503 ? h->retry_after : -1);
-			kernels__log(cfg, KERNELS_LOG_INFO, "GET %s answered %ld; retrying in %ld ms", url, h->status, ms);
+		if (rc == CURLE_OK && kernels__hub_transient_status(h->hd.status)) {
+			long ms = kernels__hub_backoff_ms(attempt, h->hd.status == 429 || h->hd.status == 503 ? h->hd.retry_after : -1);
+			kernels__log(cfg, KERNELS_LOG_INFO, "GET %s answered %ld; retrying in %ld ms", url, h->hd.status, ms);
 			sleep_ms(ms);
 			continue;
 		}
@@ -575,12 +577,14 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, int head,
 			 kernels__hub_response *r)
 {
-	hop h = { 0 };
+	hop h;
 	char *url, *next, *repo_commit = NULL, *linked_etag = NULL;
 	long long linked_size = -1;
 	int redirects, rc;
 
 	memset(r, 0, sizeof(*r));
+	memset(&h, 0, sizeof(h));
+	kernels__hub_headers_clear(&h.hd);
 	r->size = -1;
 	if (cfg->offline)
 		return kernels__error(KERNELS_EOFFLINE,
@@ -593,40 +597,40 @@ int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, in
 		if ((rc = hop_with_retries(cfg, url, head, &h)) < 0)
 			goto out;
 		/* Metadata of the file travels on the first answer of a chain. */
-		if (h.repo_commit && !repo_commit)
-			repo_commit = take(&h.repo_commit);
-		if (h.linked_etag && !linked_etag)
-			linked_etag = take(&h.linked_etag);
-		if (h.linked_size >= 0 && linked_size < 0)
-			linked_size = h.linked_size;
-		if (h.status < 300 || h.status >= 400 || h.status == 304 || !h.location)
+		if (h.hd.repo_commit && !repo_commit)
+			repo_commit = take(&h.hd.repo_commit);
+		if (h.hd.linked_etag && !linked_etag)
+			linked_etag = take(&h.hd.linked_etag);
+		if (h.hd.linked_size >= 0 && linked_size < 0)
+			linked_size = h.hd.linked_size;
+		if (h.hd.status < 300 || h.hd.status >= 400 || h.hd.status == 304 || !h.hd.location)
 			break;
 		if (redirects >= MAX_REDIRECTS) {
 			rc = kernels__error(KERNELS_EHTTP, "more than %d redirects from %s; check HF_ENDPOINT",
 					    MAX_REDIRECTS, url_or_path);
 			goto out;
 		}
-		if (!(next = kernels__url_resolve(url, h.location))) {
-			rc = kernels__error(KERNELS_EHTTP, "the Hub redirected %s to an invalid URL '%.200s'", url, h.location);
+		if (!(next = kernels__url_resolve(url, h.hd.location))) {
+			rc = kernels__error(KERNELS_EHTTP, "the Hub redirected %s to an invalid URL '%.200s'", url, h.hd.location);
 			goto out;
 		}
 		if (head && !kernels__hub_same_origin(cfg, next)) {
 			/* A HEAD only wants the metadata; the CDN has none of it. */
-			free(h.location);
-			h.location = next;
+			free(h.hd.location);
+			h.hd.location = next;
 			break;
 		}
 		free(url);
 		url = next;
 	}
-	r->status = h.status;
-	r->error_code = take(&h.error_code);
-	r->error_message = take(&h.error_message);
-	r->etag = linked_etag ? take(&linked_etag) : take(&h.etag);
+	r->status = h.hd.status;
+	r->error_code = take(&h.hd.error_code);
+	r->error_message = take(&h.hd.error_message);
+	r->etag = linked_etag ? take(&linked_etag) : take(&h.hd.etag);
 	r->repo_commit = repo_commit ? take(&repo_commit) : NULL;
-	r->location = take(&h.location);
-	r->link_next = take(&h.link_next);
-	r->size = linked_size >= 0 ? linked_size : h.content_length;
+	r->location = take(&h.hd.location);
+	r->link_next = take(&h.hd.link_next);
+	r->size = linked_size >= 0 ? linked_size : h.hd.content_length;
 	if (!head) {
 		r->body_len = h.body.len;
 		r->body = kernels__buf_detach(&h.body);
@@ -962,7 +966,7 @@ static int append_page(json_t *list, const char *prefix, const char *where, kern
 }
 
 int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
-			   const char *commit, const char *path, kernels__tree *out)
+			   const char *commit, const char *path, int recursive, kernels__tree *out)
 {
 	kernels__hub_response r;
 	char *rev = NULL, *epath = NULL, *suffix = NULL, *next = NULL, where[700];
@@ -974,7 +978,8 @@ int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type,
 	if (*path && (rc = kernels__repo_path_check(path)) < 0)
 		return kernels__error_prefix("%s", where);
 	if (!(rev = kernels__url_escape(commit, 0)) || !(epath = kernels__url_escape(path, 1)) ||
-	    !(suffix = kernels__sprintf("/tree/%s%s%s?recursive=true", rev, *path ? "/" : "", epath))) {
+	    !(suffix = kernels__sprintf("/tree/%s%s%s%s", rev, *path ? "/" : "", epath,
+					 recursive ? "?recursive=true" : ""))) {
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}

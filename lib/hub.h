@@ -78,15 +78,15 @@ typedef struct {
 
 void kernels__tree_free(kernels__tree *t);
 
-/* Lists {path} of `commit` recursively (GET /api/{t}/{repo}/tree/{commit}/{path}
- * ?recursive=true, following Link rel="next" pages; kernel then model repo
+/* Lists {path} of `commit`, recursively when `recursive` (GET /api/{t}/{repo}/
+ * tree/{commit}/{path}[?recursive=true], following Link rel="next" pages; kernel then model repo
  * type as in kernels__hub_api_json). `path` is "" for the whole repo, or a
  * folder such as "build" or "build/torch27-cxx11-cu126-x86_64-linux". Every
  * entry must lie under `path` and pass kernels__repo_path_check; a
  * malformed or hostile listing is refused (KERNELS_EPARSE / KERNELS_EUNSAFE)
  * as a whole. A missing folder is KERNELS_ENOTFOUND. */
 int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
-			   const char *commit, const char *path, kernels__tree *out);
+			   const char *commit, const char *path, int recursive, kernels__tree *out);
 
 /* Checks a repo-relative path from the Hub: non-empty, relative, '/'-
  * separated components that are not empty, "." or "..", without backslash,
@@ -106,6 +106,22 @@ char *kernels__hub_user_agent(const kernels__config *cfg);
 /* Adds "; <extra>" (e.g. "torch/2.7.0; cuda/12.6") to every later
  * User-Agent of the process (telemetry on). NULL clears it. Thread-safe. */
 int kernels__hub_set_user_agent_extra(const char *extra);
+
+/* The headers of one HTTP answer, parsed by kernels__hub_header_cb
+ * (CURLOPT_HEADERFUNCTION with CURLOPT_HEADERDATA = a kernels__hub_headers*).
+ * Strings malloc'ed or NULL; ETags normalised. A new status line clears it. */
+typedef struct {
+	long status;
+	char *etag, *linked_etag, *repo_commit, *location, *link_next, *error_code, *error_message;
+	char *content_range;
+	long long content_length, linked_size;  /* -1 when absent */
+	long retry_after;                        /* seconds, -1 when absent */
+	int complete;                            /* the blank line ending the headers arrived */
+} kernels__hub_headers;
+
+size_t kernels__hub_header_cb(char *data, size_t size, size_t nitems, void *headers);
+/* Frees the strings and resets the numbers to "absent" (also initialises). */
+void kernels__hub_headers_clear(kernels__hub_headers *h);
 
 /* A new easy handle with the shared pool, timeouts, HTTP/2, User-Agent and
  * no automatic redirects. `*headers` receives the header list to free after

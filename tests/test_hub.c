@@ -10,7 +10,7 @@
 
 #include "kernels.h"
 #include "config.h"
-#include "hub.h"
+#include "../lib/hub.h" /* tests/support/hub.h is the fixture */
 
 static void test_url_escape(void **state)
 {
