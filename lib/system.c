@@ -1,0 +1,728 @@
+/* System detection: a chain of options, then KERNELS_* environment, then
+ * what the process and machine show. Facts that cannot change while the
+ * process runs (uname, glibc, CUDA driver and runtime, GPUs) are detected
+ * once behind pthread_once; torch and tvm-ffi are looked up on every call
+ * because they may be loaded later. */
+#include "system.h"
+#include "error.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <libgen.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* ---- small parsers ---------------------------------------------------- */
+
+int kernels__system_version_parse(const char *s)
+{
+	long major, minor = 0;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	major = strtol(s, &end, 10);
+	if (*end == '.') {
+		if (!isdigit((unsigned char)end[1]))
+			return -1;
+		minor = strtol(end + 1, &end, 10);
+	}
+	if (major > 100000 || minor > 99)
+		return -1;
+	/* Only a patch level, a local tag or a pre-release may follow. */
+	if (*end && *end != '.' && *end != '+' && *end != '-' && !isalpha((unsigned char)*end))
+		return -1;
+	return (int)(major * 100 + minor);
+}
+
+/* "9.0,8.6" -> {90, 86}; -1 on a malformed list. */
+static int parse_gpu_archs(const char *s, int *archs, int max)
+{
+	int n = 0;
+	char *end;
+
+	while (*s) {
+		long major, minor;
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		major = strtol(s, &end, 10);
+		if (*end != '.' || !isdigit((unsigned char)end[1]))
+			return -1;
+		minor = strtol(end + 1, &end, 10);
+		if (minor > 9 || major > 99 || n == max)
+			return -1;
+		archs[n++] = (int)(major * 10 + minor);
+		while (*end == ',' || *end == ' ')
+			end++;
+		s = end;
+	}
+	return n;
+}
+
+static char *read_small_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
+
+	if (!f)
+		return NULL;
+	if (!(buf = malloc(65537))) {
+		fclose(f);
+		return NULL;
+	}
+	n = fread(buf, 1, 65536, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* The string value of a top-level Python assignment `name = '...'` or
+ * `name: Optional[str] = "..."`; NULL when absent or None. */
+static char *py_string_assignment(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+	const char *line = text;
+
+	for (; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		const char *p = line, *eq, *nl = strchr(line, '\n'), *close;
+		char quote;
+
+		if (strncmp(p, name, len) || (p[len] != ' ' && p[len] != ':' && p[len] != '='))
+			continue;
+		eq = strchr(p + len, '=');
+		if (!eq || (nl && eq > nl))
+			continue;
+		for (p = eq + 1; *p == ' ' || *p == '\t'; p++)
+			;
+		if (*p != '\'' && *p != '"')
+			return NULL;
+		quote = *p++;
+		close = strchr(p, quote);
+		if (!close || (nl && close > nl))
+			return NULL;
+		return strndup(p, (size_t)(close - p));
+	}
+	return NULL;
+}
+
+/* ---- facts fixed for the life of the process --------------------------- */
+
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+static struct {
+	char cpu[64];
+	char os[64];
+	char glibc[32];
+	int macos_version;
+	int cudart_version;
+	int driver_version;
+	int gpu_count;
+	int gpu_archs[KERNELS_MAX_GPUS];
+} machine;
+static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
+
+/* CUDA encodes versions as major*1000 + minor*10. */
+static int cuda_version_code(int v)
+{
+	return (v / 1000) * 100 + (v % 1000) / 10;
+}
+
+static void detect_cudart(void)
+{
+	static const char *const names[] = { "libcudart.so", "libcudart.so.13", "libcudart.so.12",
+					     "libcudart.so.11.0" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+		int (*get)(int *);
+		int v = 0;
+
+		if (!h)
+			continue;
+		/* The handle is kept: unloading a CUDA runtime is not safe. */
+		*(void **)&get = dlsym(h, "cudaRuntimeGetVersion");
+		if (get && get(&v) == 0 && v > 0) {
+			machine.cudart_version = cuda_version_code(v);
+			return;
+		}
+	}
+}
+
+/* No driver, no GPU, a broken install: all of them simply leave zeros. */
+static void detect_driver(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int (*init)(unsigned), (*version)(int *), (*count)(int *), (*get)(int *, int),
+		(*attr)(int *, int, int);
+	int v = 0, n = 0, i;
+
+	if (!h)
+		return;
+	*(void **)&init = dlsym(h, "cuInit");
+	*(void **)&version = dlsym(h, "cuDriverGetVersion");
+	*(void **)&count = dlsym(h, "cuDeviceGetCount");
+	*(void **)&get = dlsym(h, "cuDeviceGet");
+	*(void **)&attr = dlsym(h, "cuDeviceGetAttribute");
+	if (version && version(&v) == 0 && v > 0)
+		machine.driver_version = cuda_version_code(v);
+	if (!init || !count || !get || !attr || init(0) != 0 || count(&n) != 0)
+		return;
+	for (i = 0; i < n && machine.gpu_count < KERNELS_MAX_GPUS; i++) {
+		int dev, major = 0, minor = 0;
+		if (get(&dev, i) || attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
+		    attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+			continue;
+		machine.gpu_archs[machine.gpu_count++] = major * 10 + minor;
+	}
+}
+
+static void detect_machine(void)
+{
+	struct utsname u;
+	size_t i;
+
+	if (uname(&u) == 0) {
+		snprintf(machine.cpu, sizeof(machine.cpu), "%.63s", u.machine);
+		snprintf(machine.os, sizeof(machine.os), "%.63s", u.sysname);
+		for (i = 0; machine.os[i]; i++)
+			machine.os[i] = (char)tolower((unsigned char)machine.os[i]);
+		/* Variant names use Python's spelling of the cpu. */
+		if (!strcmp(machine.cpu, "arm64"))
+			snprintf(machine.cpu, sizeof(machine.cpu), "aarch64");
+		else if (!strcmp(machine.cpu, "AMD64"))
+			snprintf(machine.cpu, sizeof(machine.cpu), "x86_64");
+	}
+	snprintf(machine.glibc, sizeof(machine.glibc), "%s", gnu_get_libc_version());
+	detect_cudart();
+	detect_driver();
+}
+
+/* ---- torch and tvm-ffi in this process --------------------------------- */
+
+typedef struct {
+	char *c10;     /* path of libc10 */
+	char *torch;   /* path of libtorch / libtorch_cpu */
+	char *tvm_ffi; /* path of libtvm_ffi */
+} loaded_libs;
+
+static int has_prefix(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	loaded_libs *l = data;
+	const char *name = info->dlpi_name, *base;
+	(void)size;
+
+	if (!name || !*name)
+		return 0;
+	base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	if (!l->c10 && has_prefix(base, "libc10.so"))
+		l->c10 = strdup(name);
+	else if (!l->torch && (has_prefix(base, "libtorch_cpu.so") || has_prefix(base, "libtorch.so")))
+		l->torch = strdup(name);
+	else if (!l->tvm_ffi && has_prefix(base, "libtvm_ffi.so"))
+		l->tvm_ffi = strdup(name);
+	return 0;
+}
+
+/* The folder above the one holding `lib` (torch/lib/libc10.so -> torch). */
+static char *package_root(const char *lib)
+{
+	char real[PATH_MAX], *dir;
+
+	if (!realpath(lib, real))
+		return NULL;
+	dir = dirname(real);      /* .../torch/lib */
+	dir = dirname(dir);       /* .../torch */
+	return strdup(dir);
+}
+
+/* The C++ ABI of libc10: a known c10 function taking a std::string is
+ * exported under one of two manglings. Failing that, any exported name in
+ * the cxx11 inline namespace tells. */
+static const char *const c10_cxx11_symbol =
+	"_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
+static const char *const c10_cxx98_symbol = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs";
+
+static int elf_dynstr_abi(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), abi = -1;
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	char *str = NULL;
+	size_t i;
+
+	if (fd < 0)
+		return -1;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum ||
+	    eh.e_shnum > 65000)
+		goto out;
+	if (!(sh = calloc(eh.e_shnum, sizeof(*sh))) ||
+	    pread(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) != (ssize_t)(eh.e_shnum * sizeof(*sh)))
+		goto out;
+	for (i = 0; i < eh.e_shnum; i++) {
+		Elf64_Shdr *s;
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum)
+			continue;
+		s = &sh[sh[i].sh_link];
+		if (s->sh_size == 0 || s->sh_size > (64u << 20) || !(str = malloc(s->sh_size)) ||
+		    pread(fd, str, s->sh_size, (off_t)s->sh_offset) != (ssize_t)s->sh_size)
+			goto out;
+		if (memmem(str, s->sh_size, "St7__cxx11", 10))
+			abi = 1;
+		else if (memmem(str, s->sh_size, "_ZN3c10", 7))
+			abi = 0;
+		break;
+	}
+out:
+	free(str);
+	free(sh);
+	close(fd);
+	return abi;
+}
+
+static int torch_abi(const char *lib)
+{
+	void *h = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
+	int abi = -1;
+
+	if (h) {
+		if (dlsym(h, c10_cxx11_symbol))
+			abi = 1;
+		else if (dlsym(h, c10_cxx98_symbol))
+			abi = 0;
+		dlclose(h);
+	}
+	return abi >= 0 ? abi : elf_dynstr_abi(lib);
+}
+
+typedef struct {
+	int version;           /* major*100+minor; 0 none */
+	int cxx11_abi;
+	char *version_string;
+	char *path;
+	char *backend;         /* NULL: unknown */
+	int backend_version;
+} torch_info;
+
+static void torch_info_free(torch_info *t)
+{
+	free(t->version_string);
+	free(t->path);
+	free(t->backend);
+}
+
+/* torch/version.py of a pip install: __version__, cuda, hip, xpu. */
+static int torch_from_version_py(torch_info *t, const char *root)
+{
+	char *path = kernels__sprintf("%s/version.py", root), *text, *v;
+
+	text = path ? read_small_file(path) : NULL;
+	free(path);
+	if (!text)
+		return 0;
+	t->version_string = py_string_assignment(text, "__version__");
+	if ((v = py_string_assignment(text, "cuda"))) {
+		t->backend = strdup("cuda");
+		t->backend_version = kernels__system_version_parse(v);
+	} else if ((v = py_string_assignment(text, "hip"))) {
+		t->backend = strdup("rocm");
+		t->backend_version = kernels__system_version_parse(v);
+	} else if ((v = py_string_assignment(text, "xpu")) && strlen(v) >= 6) {
+		/* torch.version.xpu is e.g. "20250100": kernels reads [0:4].[5]. */
+		t->backend = strdup("xpu");
+		t->backend_version = atoi((char[5]){ v[0], v[1], v[2], v[3], 0 }) * 100 + (v[5] - '0');
+	} else {
+		t->backend = strdup("cpu");
+	}
+	free(v);
+	free(text);
+	return t->version_string != NULL;
+}
+
+/* libtorch archives ship build-version, e.g. "2.5.1+cu124". */
+static int torch_from_build_version(torch_info *t, const char *root)
+{
+	char *path = kernels__sprintf("%s/build-version", root), *text, *plus;
+	size_t n;
+
+	text = path ? read_small_file(path) : NULL;
+	free(path);
+	if (!text)
+		return 0;
+	n = strcspn(text, "\r\n \t");
+	text[n] = '\0';
+	t->version_string = text;
+	if ((plus = strchr(text, '+'))) {
+		const char *tag = plus + 1;
+		size_t d = strspn(tag + 2, "0123456789");
+		if (has_prefix(tag, "cu") && d >= 2 && !tag[2 + d]) {
+			/* As the variant grammar reads cu126: the last digit is the minor. */
+			int all = atoi(tag + 2);
+			t->backend = strdup("cuda");
+			t->backend_version = (all / 10) * 100 + all % 10;
+		} else if (has_prefix(tag, "rocm")) {
+			t->backend = strdup("rocm");
+			t->backend_version = kernels__system_version_parse(tag + 4);
+		} else if (!strcmp(tag, "cpu")) {
+			t->backend = strdup("cpu");
+		}
+	}
+	return 1;
+}
+
+static void detect_torch(const loaded_libs *l, torch_info *t)
+{
+	const char *lib = l->c10 ? l->c10 : l->torch;
+	char *root;
+
+	memset(t, 0, sizeof(*t));
+	t->cxx11_abi = -1;
+	if (!lib || !(root = package_root(lib)))
+		return;
+	if (torch_from_version_py(t, root) || torch_from_build_version(t, root)) {
+		t->version = kernels__system_version_parse(t->version_string);
+		if (t->version <= 0)
+			t->version = 0;
+		t->cxx11_abi = torch_abi(lib);
+		t->path = root;
+		if (t->backend_version < 0)
+			t->backend_version = 0;
+		return;
+	}
+	free(root);
+}
+
+/* tvm_ffi/lib/libtvm_ffi.so: the package's __init__.py holds __version__. */
+static int detect_tvm_ffi(const loaded_libs *l, char **path)
+{
+	static const char *const files[] = { "__init__.py", "_version.py", "version.py" };
+	char *root = l->tvm_ffi ? package_root(l->tvm_ffi) : NULL;
+	size_t i;
+	int version = 0;
+
+	*path = NULL;
+	if (!root)
+		return 0;
+	for (i = 0; i < sizeof(files) / sizeof(files[0]) && version <= 0; i++) {
+		char *file = kernels__sprintf("%s/%s", root, files[i]), *text, *v;
+		text = file ? read_small_file(file) : NULL;
+		free(file);
+		v = text ? py_string_assignment(text, "__version__") : NULL;
+		version = kernels__system_version_parse(v);
+		free(v);
+		free(text);
+	}
+	if (version <= 0) {
+		free(root);
+		return 0;
+	}
+	*path = root;
+	return version;
+}
+
+/* ---- the chain ---------------------------------------------------------- */
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static int env_version(const char *name, int *out)
+{
+	const char *v = env(name);
+	if (!v)
+		return 0;
+	if (!strcasecmp(v, "none")) {
+		*out = 0;
+		return 1;
+	}
+	if ((*out = kernels__system_version_parse(v)) <= 0)
+		return kernels__error(KERNELS_EINVAL, "%s='%s' is not a version like 2.11; fix or unset it", name, v);
+	return 1;
+}
+
+static char *dup_field(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+void kernels_system_free(kernels_system *sys)
+{
+	if (!sys)
+		return;
+	free((char *)sys->backend);
+	free((char *)sys->cpu);
+	free((char *)sys->os);
+	free((char *)sys->glibc);
+	free((char *)sys->torch_version_string);
+	free((char *)sys->torch_path);
+	free((char *)sys->tvm_ffi_path);
+	free((char *)sys->backend_source);
+	free(sys);
+}
+
+kernels_system *kernels__system_copy(const kernels_system *src)
+{
+	kernels_system *s = malloc(sizeof(*s));
+
+	if (!s)
+		return NULL;
+	*s = *src;
+	s->backend = dup_field(src->backend);
+	s->cpu = dup_field(src->cpu);
+	s->os = dup_field(src->os);
+	s->glibc = dup_field(src->glibc);
+	s->torch_version_string = dup_field(src->torch_version_string);
+	s->torch_path = dup_field(src->torch_path);
+	s->tvm_ffi_path = dup_field(src->tvm_ffi_path);
+	s->backend_source = dup_field(src->backend_source);
+	return s;
+}
+
+static int chain_torch(kernels_system *s, const kernels_system *ov, const torch_info *t)
+{
+	const char *abi = env("KERNELS_CXX11_ABI");
+	int v, rc;
+
+	if (ov->torch_version != 0) {
+		s->torch_version = ov->torch_version > 0 ? ov->torch_version : 0;
+		s->torch_cxx11_abi = ov->torch_version > 0 ? ov->torch_cxx11_abi : -1;
+		return 0;
+	}
+	if ((rc = env_version("KERNELS_TORCH_VERSION", &v)) < 0)
+		return rc;
+	if (rc) {
+		s->torch_version = v;
+		s->torch_cxx11_abi = -1;
+	} else {
+		s->torch_version = t->version;
+		s->torch_cxx11_abi = t->cxx11_abi;
+		s->torch_version_string = dup_field(t->version_string);
+		s->torch_path = dup_field(t->path);
+	}
+	if (abi) {
+		if (strcmp(abi, "0") && strcmp(abi, "1"))
+			return kernels__error(KERNELS_EINVAL, "KERNELS_CXX11_ABI='%s' must be 0 or 1; fix or unset it", abi);
+		s->torch_cxx11_abi = abi[0] == '1';
+	}
+	if (!s->torch_version)
+		s->torch_cxx11_abi = -1;
+	return 0;
+}
+
+static int chain_tvm_ffi(kernels_system *s, const kernels_system *ov, const loaded_libs *l)
+{
+	char *path;
+	int v, rc;
+
+	if (ov->tvm_ffi_version != 0) {
+		s->tvm_ffi_version = ov->tvm_ffi_version > 0 ? ov->tvm_ffi_version : 0;
+		return 0;
+	}
+	if ((rc = env_version("KERNELS_TVM_FFI_VERSION", &v)) < 0)
+		return rc;
+	if (rc) {
+		s->tvm_ffi_version = v;
+		return 0;
+	}
+	s->tvm_ffi_version = detect_tvm_ffi(l, &path);
+	s->tvm_ffi_path = path;
+	return 0;
+}
+
+static void set_backend(kernels_system *s, const char *backend, int version, const char *source)
+{
+	s->backend = strdup(backend);
+	s->backend_version = version > 0 ? version : 0;
+	s->backend_source = strdup(source);
+}
+
+static int chain_backend(kernels_system *s, const kernels_system *ov, const torch_info *t, int *forced_cpu)
+{
+	const char *eb = env("KERNELS_BACKEND");
+	int v = 0, rc;
+
+	*forced_cpu = 0;
+	if (ov->no_gpu || (ov->backend && !strcmp(ov->backend, "cpu"))) {
+		*forced_cpu = 1;
+		set_backend(s, "cpu", 0, "options");
+	} else if (ov->backend) {
+		set_backend(s, ov->backend, ov->backend_version, "options");
+	} else if (eb && !strcmp(eb, "cpu")) {
+		*forced_cpu = 1;
+		set_backend(s, "cpu", 0, "environment");
+	} else if (eb || env("KERNELS_CUDA_VERSION")) {
+		const char *name = eb ? eb : "cuda";
+		if ((rc = env_version(env("KERNELS_BACKEND_VERSION") ? "KERNELS_BACKEND_VERSION" :
+				      "KERNELS_CUDA_VERSION", &v)) < 0)
+			return rc;
+		set_backend(s, name, v, "environment");
+	} else if (t->backend && t->version) {
+		set_backend(s, t->backend, t->backend_version, "torch");
+	} else if (machine.cudart_version) {
+		set_backend(s, "cuda", machine.cudart_version, "cudart");
+	} else if (machine.driver_version && machine.gpu_count > 0) {
+		set_backend(s, "cuda", machine.driver_version, "driver");
+	} else {
+		set_backend(s, "cpu", 0, "default");
+	}
+	return 0;
+}
+
+static int chain_gpus(kernels_system *s, const kernels_system *ov, int forced_cpu)
+{
+	const char *ea = env("KERNELS_GPU_ARCHS");
+	int n;
+
+	s->gpu_count = 0;
+	if (forced_cpu || ov->gpu_count < 0)
+		return 0;
+	if (ov->gpu_count > 0) {
+		s->gpu_count = ov->gpu_count > KERNELS_MAX_GPUS ? KERNELS_MAX_GPUS : ov->gpu_count;
+		memcpy(s->gpu_archs, ov->gpu_archs, sizeof(int) * (size_t)s->gpu_count);
+	} else if (ea) {
+		if (!strcasecmp(ea, "none"))
+			return 0;
+		if ((n = parse_gpu_archs(ea, s->gpu_archs, KERNELS_MAX_GPUS)) < 0)
+			return kernels__error(KERNELS_EINVAL,
+					      "KERNELS_GPU_ARCHS='%s' is not a list like 9.0,8.6 (at most %d); fix or unset it",
+					      ea, KERNELS_MAX_GPUS);
+		s->gpu_count = n;
+	} else {
+		s->gpu_count = machine.gpu_count;
+		memcpy(s->gpu_archs, machine.gpu_archs, sizeof(machine.gpu_archs));
+	}
+	return 0;
+}
+
+int kernels__system_detect(const kernels__config *cfg, kernels_system **out)
+{
+	const kernels_system *ov = &cfg->system_override;
+	loaded_libs libs = { 0 };
+	torch_info torch;
+	kernels_system *s;
+	int rc, forced_cpu;
+
+	if (!out)
+		return kernels__error(KERNELS_EINVAL, "kernels_system_detect: out is NULL");
+	*out = NULL;
+	pthread_once(&machine_once, detect_machine);
+	if (!(s = calloc(1, sizeof(*s))))
+		return kernels__error_oom();
+	dl_iterate_phdr(phdr_cb, &libs);
+	detect_torch(&libs, &torch);
+
+	if ((rc = chain_torch(s, ov, &torch)) < 0 || (rc = chain_tvm_ffi(s, ov, &libs)) < 0 ||
+	    (rc = chain_backend(s, ov, &torch, &forced_cpu)) < 0 || (rc = chain_gpus(s, ov, forced_cpu)) < 0)
+		goto fail;
+	s->cpu = strdup(ov->cpu ? ov->cpu : env("KERNELS_CPU") ? env("KERNELS_CPU") : machine.cpu);
+	s->os = strdup(ov->os ? ov->os : env("KERNELS_OS") ? env("KERNELS_OS") : machine.os);
+	s->glibc = machine.glibc[0] ? strdup(machine.glibc) : NULL;
+	s->macos_version = ov->macos_version ? ov->macos_version : machine.macos_version;
+	s->cuda_runtime_version = machine.cudart_version;
+	s->cuda_driver_version = machine.driver_version;
+	if (!s->cpu || !s->os || !s->backend || !s->backend_source) {
+		rc = kernels__error_oom();
+		goto fail;
+	}
+	torch_info_free(&torch);
+	free(libs.c10);
+	free(libs.torch);
+	free(libs.tvm_ffi);
+	*out = s;
+	return 0;
+fail:
+	torch_info_free(&torch);
+	free(libs.c10);
+	free(libs.torch);
+	free(libs.tvm_ffi);
+	kernels_system_free(s);
+	return rc;
+}
+
+int kernels_system_detect(kernels_system **out, const kernels_options *opts)
+{
+	kernels__config cfg;
+	int rc;
+
+	if (!out)
+		return kernels__error(KERNELS_EINVAL, "kernels_system_detect: out is NULL; pass a kernels_system **");
+	*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__system_detect(&cfg, out);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+size_t kernels_system_format(const kernels_system *sys, char *buf, size_t size)
+{
+	kernels__buf b = { 0 };
+	size_t n;
+	int i;
+
+	if (!sys) {
+		kernels__buf_puts(&b, "(no system)");
+	} else {
+		if (sys->torch_version > 0) {
+			kernels__buf_printf(&b, "torch %d.%d", sys->torch_version / 100, sys->torch_version % 100);
+			if (sys->torch_cxx11_abi >= 0)
+				kernels__buf_printf(&b, " (%s ABI)", sys->torch_cxx11_abi ? "cxx11" : "cxx98");
+		} else {
+			kernels__buf_puts(&b, "no torch");
+		}
+		if (sys->tvm_ffi_version > 0)
+			kernels__buf_printf(&b, ", tvm-ffi %d.%d", sys->tvm_ffi_version / 100,
+					    sys->tvm_ffi_version % 100);
+		kernels__buf_printf(&b, ", backend %s", sys->backend ? sys->backend : "cpu");
+		if (sys->backend_version > 0)
+			kernels__buf_printf(&b, " %d.%d", sys->backend_version / 100, sys->backend_version % 100);
+		if (sys->backend_source)
+			kernels__buf_printf(&b, " (from %s)", sys->backend_source);
+		if (sys->gpu_count > 0) {
+			kernels__buf_puts(&b, ", GPUs");
+			for (i = 0; i < sys->gpu_count && i < KERNELS_MAX_GPUS; i++)
+				kernels__buf_printf(&b, " %d.%d", sys->gpu_archs[i] / 10, sys->gpu_archs[i] % 10);
+		}
+		kernels__buf_printf(&b, ", %s-%s", sys->cpu ? sys->cpu : "?", sys->os ? sys->os : "?");
+		if (sys->glibc)
+			kernels__buf_printf(&b, ", glibc %s", sys->glibc);
+		if (sys->cuda_driver_version > 0)
+			kernels__buf_printf(&b, ", CUDA driver %d.%d", sys->cuda_driver_version / 100,
+					    sys->cuda_driver_version % 100);
+		if (sys->cuda_runtime_version > 0)
+			kernels__buf_printf(&b, ", CUDA runtime %d.%d", sys->cuda_runtime_version / 100,
+					    sys->cuda_runtime_version % 100);
+	}
+	n = b.ptr ? b.len : 0;
+	if (size > 0) {
+		size_t c = n < size - 1 ? n : size - 1;
+		if (c)
+			memcpy(buf, b.ptr, c);
+		buf[c] = '\0';
+	}
+	kernels__buf_free(&b);
+	return n;
+}

@@ -1,0 +1,25 @@
+/* Internal: variant resolution for the pipeline (kernels_get joins it). */
+#ifndef KERNELS_LIB_VARIANT_H
+#define KERNELS_LIB_VARIANT_H
+
+#include "kernels/variant.h"
+#include "config.h"
+
+/* Resolves candidates against `sys` (never NULL here: the caller detected
+ * it with kernels__system_detect). Warnings for unknown names go through
+ * kernels__log(cfg); `what` ("org/x (revision: v1)", may be NULL) names the
+ * repo in them. */
+int kernels__variant_resolve(const kernels__config *cfg, const char *what,
+			     const kernels_variant_candidate *candidates, size_t count,
+			     const kernels_system *sys, kernels_variant_trace **out);
+
+/* Raises KERNELS_ENOMATCH: "no build variant of <what> fits this system
+ * (<system>); <trace>" and returns it. For kernels_get when chosen is NULL. */
+int kernels__variant_no_match(const kernels_variant_trace *trace, const char *what, const kernels_system *sys);
+
+/* 1 when one of `archs` (metadata.json backend.archs) runs on compute
+ * capability `cc` (major*10+minor); 0 when none does; -1 when no arch
+ * string is in a known format (then compatibility is unknown). */
+int kernels__cuda_archs_support(const char *const *archs, int cc);
+
+#endif

@@ -1,0 +1,285 @@
+/* Variant parsing and resolution, held to the anchor table that the Python
+ * `kernels` resolver answered (tests/data/variants/anchor.json). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "kernels.h"
+#include "testutil.h"
+
+static int vcode(json_t *s)
+{
+	int major, minor;
+	if (!json_is_string(s))
+		return 0;
+	assert_int_equal(sscanf(json_string_value(s), "%d.%d", &major, &minor), 2);
+	return major * 100 + minor;
+}
+
+static void fill_system(json_t *js, kernels_system *s)
+{
+	json_t *abi = json_object_get(js, "cxx11_abi"), *g;
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	s->torch_version = vcode(json_object_get(js, "torch"));
+	s->torch_cxx11_abi = json_is_boolean(abi) ? json_is_true(abi) : -1;
+	s->tvm_ffi_version = vcode(json_object_get(js, "tvm_ffi"));
+	s->backend = json_string_value(json_object_get(js, "backend"));
+	s->backend_version = vcode(json_object_get(js, "backend_version"));
+	s->cpu = json_string_value(json_object_get(js, "cpu"));
+	s->os = json_string_value(json_object_get(js, "os"));
+	s->macos_version = vcode(json_object_get(js, "macos"));
+	json_array_foreach(json_object_get(js, "gpus"), i, g) {
+		s->gpu_archs[i] = (vcode(g) / 100) * 10 + vcode(g) % 100;
+		s->gpu_count++;
+	}
+}
+
+static int warnings;
+static void count_warnings(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	if (level == KERNELS_LOG_WARNING && strstr(msg, "invalid build variant"))
+		warnings++;
+}
+
+static int run_case(json_t *c)
+{
+	json_t *vars = json_object_get(c, "variants"), *exp = json_object_get(c, "expected"), *e, *v;
+	json_t *trace = json_object_get(exp, "trace"), *invalid = json_object_get(exp, "invalid");
+	const char *title = json_string_value(json_object_get(c, "title"));
+	size_t n = json_array_size(vars), i, j, k;
+	kernels_variant_candidate *cand = calloc(n + 1, sizeof(*cand));
+	const char ***archs = calloc(n + 1, sizeof(*archs));
+	kernels_variant_trace *t;
+	kernels_options opts;
+	kernels_system sys;
+	int failures = 0, rank = 0;
+
+	fill_system(json_object_get(c, "system"), &sys);
+	json_array_foreach(vars, i, v) {
+		json_t *a = json_object_get(v, "archs"), *s;
+		cand[i].name = json_string_value(json_object_get(v, "name"));
+		if (json_is_array(a)) {
+			archs[i] = calloc(json_array_size(a) + 1, sizeof(char *));
+			json_array_foreach(a, j, s)
+				archs[i][j] = json_string_value(s);
+			cand[i].archs = archs[i];
+		}
+	}
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.log_cb = count_warnings;
+	warnings = 0;
+	assert_int_equal(kernels_variant_resolve_candidates(&t, cand, n, &sys, &opts), 0);
+	assert_int_equal(warnings, (int)json_array_size(invalid));
+
+#define CHECK(cond, ...)                                                        \
+	do {                                                                    \
+		if (!(cond)) {                                                  \
+			fprintf(stderr, "case '%s': ", title);                  \
+			fprintf(stderr, __VA_ARGS__);                           \
+			fputc('\n', stderr);                                    \
+			failures++;                                             \
+		}                                                               \
+	} while (0)
+
+	CHECK(kernels_variant_trace_count(t) == json_array_size(trace) + json_array_size(invalid),
+	      "trace has %zu entries, expected %zu", kernels_variant_trace_count(t),
+	      json_array_size(trace) + json_array_size(invalid));
+	json_array_foreach(trace, k, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		const char *reason = json_string_value(json_object_get(e, "reason"));
+		int accepted = json_is_true(json_object_get(e, "accepted"));
+		const char *got = kernels_variant_trace_name(t, k), *got_reason = kernels_variant_trace_reason(t, k);
+
+		CHECK(got && !strcmp(got, name), "entry %zu is %s, expected %s", k, got ? got : "(none)", name);
+		CHECK(kernels_variant_trace_accepted(t, k) == accepted, "%s accepted %d, expected %d", name,
+		      kernels_variant_trace_accepted(t, k), accepted);
+		CHECK(kernels_variant_trace_valid(t, k) == 1, "%s should be valid", name);
+		CHECK((!reason && !got_reason) || (reason && got_reason && !strcmp(reason, got_reason)),
+		      "%s reason '%s', expected '%s'", name, got_reason ? got_reason : "(null)",
+		      reason ? reason : "(null)");
+		CHECK(kernels_variant_trace_rank(t, k) == (accepted ? rank : -1), "%s rank %d", name,
+		      kernels_variant_trace_rank(t, k));
+		if (accepted)
+			rank++;
+	}
+	json_array_foreach(invalid, k, e) {
+		size_t at = json_array_size(trace) + k;
+		const char *name = json_string_value(json_object_get(e, "name"));
+		const char *got = kernels_variant_trace_name(t, at), *reason = kernels_variant_trace_reason(t, at);
+		char want[1024];
+		snprintf(want, sizeof(want), "invalid build variant: %s", json_string_value(json_object_get(e, "error")));
+		CHECK(got && !strcmp(got, name), "invalid entry %zu is %s, expected %s", at, got ? got : "(none)", name);
+		CHECK(kernels_variant_trace_valid(t, at) == 0, "%s should be invalid", name);
+		CHECK(reason && !strcmp(reason, want), "%s: reason '%s', expected '%s'", name, reason ? reason : "",
+		      want);
+	}
+	{
+		json_t *chosen = json_object_get(exp, "chosen");
+		const char *got = kernels_variant_trace_chosen(t);
+		CHECK(json_is_null(chosen) ? got == NULL : (got && !strcmp(got, json_string_value(chosen))),
+		      "chose %s, expected %s", got ? got : "(none)",
+		      json_is_null(chosen) ? "(none)" : json_string_value(chosen));
+		CHECK(kernels_variant_fits(NULL, 0, &sys, NULL) == 0, "an empty list fits nothing");
+	}
+	kernels_variant_trace_free(t);
+	for (i = 0; i < n; i++)
+		free(archs[i]);
+	free(archs);
+	free(cand);
+	return failures;
+}
+
+static void test_anchor(void **state)
+{
+	char path[4096];
+	json_error_t err;
+	json_t *doc, *cases, *c;
+	size_t i;
+	int failures = 0;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/tests/data/variants/anchor.json", KERNELS_SOURCE_DIR);
+	doc = json_load_file(path, 0, &err);
+	if (!doc)
+		fail_msg("cannot read %s: %s", path, err.text);
+	cases = json_object_get(doc, "cases");
+	assert_true(json_array_size(cases) >= 40);
+	json_array_foreach(cases, i, c)
+		failures += run_case(c);
+	json_decref(doc);
+	assert_int_equal(failures, 0);
+}
+
+static void test_parse(void **state)
+{
+	kernels_variant_info v;
+	(void)state;
+
+	assert_int_equal(kernels_variant_parse("torch27-cxx11-cu126-x86_64-linux", &v), 0);
+	assert_int_equal(v.kind, KERNELS_VARIANT_TORCH);
+	assert_int_equal(v.framework_major, 2);
+	assert_int_equal(v.framework_minor, 7);
+	assert_int_equal(v.cxx11_abi, 1);
+	assert_string_equal(v.backend, "cuda");
+	assert_int_equal(v.backend_major, 12);
+	assert_int_equal(v.backend_minor, 6);
+	assert_string_equal(v.cpu, "x86_64");
+	assert_string_equal(v.os, "linux");
+
+	assert_int_equal(kernels_variant_parse("torch211-cu130-aarch64-linux", &v), 0);
+	assert_int_equal(v.framework_minor, 11);
+	assert_int_equal(v.cxx11_abi, -1);
+	assert_int_equal(v.backend_major, 13);
+	assert_int_equal(v.backend_minor, 0);
+
+	assert_int_equal(kernels_variant_parse("torch-stable-abi210-rocm63-x86_64-linux", &v), 0);
+	assert_int_equal(v.kind, KERNELS_VARIANT_TORCH_STABLE_ABI);
+	assert_int_equal(v.framework_minor, 10);
+	assert_string_equal(v.backend, "rocm");
+
+	assert_int_equal(kernels_variant_parse("tvm-ffi01-xpu20251-x86_64-linux", &v), 0);
+	assert_int_equal(v.kind, KERNELS_VARIANT_TVM_FFI);
+	assert_int_equal(v.framework_major, 0);
+	assert_int_equal(v.framework_minor, 1);
+	assert_int_equal(v.backend_major, 2025);
+	assert_int_equal(v.backend_minor, 1);
+
+	assert_int_equal(kernels_variant_parse("torch-universal", &v), 0);
+	assert_int_equal(v.kind, KERNELS_VARIANT_NOARCH);
+	assert_string_equal(v.backend, "universal");
+	assert_string_equal(v.cpu, "");
+	assert_int_equal(kernels_variant_parse("torch29-metal-aarch64-darwin", &v), 0);
+	assert_int_equal(v.backend_major, -1);
+
+	/* Never a crash, always a message naming the bad part. */
+	static const char *bad[] = { "", "-", "torch211", "torch211-cu", "torch211-cu1", "tvm", "tvm-ffi",
+				     "torch-stable-abi", "torch-stable-abi-", "torch99999999999-cu126-x86_64-linux",
+				     "torch211-cu99999999999999-x86_64-linux", "a-b-c-d-e-f-g-h-i-j-k-l-m" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(kernels_variant_parse(bad[i], &v), KERNELS_EINVAL);
+		assert_true(strlen(kernels_error_last()) > 10);
+	}
+	char longname[600];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	memcpy(longname, "torch-", 6);
+	assert_int_equal(kernels_variant_parse(longname, &v), KERNELS_EINVAL);
+	assert_int_equal(kernels_variant_parse(NULL, &v), KERNELS_EINVAL);
+}
+
+static void test_trace_api(void **state)
+{
+	const char *names[] = { "torch211-cu130-x86_64-linux", "bogus", "torch211-cu128-x86_64-linux", NULL,
+				"torch-cuda" };
+	kernels_system sys = { 0 };
+	kernels_variant_trace *t;
+	(void)state;
+
+	sys.torch_version = 211;
+	sys.torch_cxx11_abi = 1;
+	sys.backend = "cuda";
+	sys.backend_version = 1208;
+	sys.cpu = "x86_64";
+	sys.os = "linux";
+	assert_int_equal(kernels_variant_resolve(&t, names, 5, &sys, NULL), 0);
+	assert_int_equal(kernels_variant_trace_count(t), 4); /* the NULL name is ignored */
+	assert_string_equal(kernels_variant_trace_chosen(t), "torch211-cu128-x86_64-linux");
+	assert_string_equal(kernels_variant_trace_name(t, 1), "torch-cuda");
+	assert_null(kernels_variant_trace_reason(t, 0));
+	assert_null(kernels_variant_trace_name(t, 4));
+	assert_int_equal(kernels_variant_trace_accepted(t, 4), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_variant_trace_string(t),
+			       "torch211-cu128-x86_64-linux compatible, preferred"));
+	assert_non_null(strstr(kernels_variant_trace_string(t),
+			       "torch211-cu130-x86_64-linux: CUDA version (13.0) is not compatible with system CUDA "
+			       "version (12.8)"));
+	assert_non_null(strstr(kernels_variant_trace_string(t), "bogus: invalid build variant"));
+	kernels_variant_trace_free(t);
+
+	assert_int_equal(kernels_variant_fits(names, 5, &sys, NULL), 1);
+	sys.backend = "cpu";
+	assert_int_equal(kernels_variant_fits(names, 3, &sys, NULL), 0);
+	assert_int_equal(kernels_variant_resolve(NULL, names, 1, &sys, NULL), KERNELS_EINVAL);
+	assert_int_equal(kernels_variant_resolve(&t, NULL, 1, &sys, NULL), KERNELS_EINVAL);
+	assert_null(t);
+	kernels_variant_trace_free(NULL);
+}
+
+/* With no system given, resolution detects this machine (no torch, no GPU
+ * in the test environment): only noarch cpu/universal variants fit. */
+static void test_detected_system(void **state)
+{
+	const char *names[] = { "torch211-cu128-x86_64-linux", "torch-cpu", "torch-universal" };
+	kernels_options opts;
+	kernels_variant_trace *t;
+	(void)state;
+
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	kernels_system force = { 0 };
+	force.backend = "cpu";
+	opts.system = &force;
+	assert_int_equal(kernels_variant_resolve(&t, names, 3, NULL, &opts), 0);
+	assert_string_equal(kernels_variant_trace_chosen(t), "torch-cpu");
+	assert_int_equal(kernels_variant_trace_accepted(t, 1), 1);
+	assert_int_equal(kernels_variant_trace_accepted(t, 2), 0);
+	kernels_variant_trace_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_anchor),
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_trace_api),
+		cmocka_unit_test(test_detected_system),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
