@@ -13,8 +13,6 @@
 #include "kernels/common.h"
 #include "kernels/system.h"
 #include "kernels/options.h"
-#include "kernels/revision.h"
 #include "kernels/variant.h"
-#include "kernels/download.h"
 
 #endif
