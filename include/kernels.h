@@ -13,6 +13,7 @@
 #include "kernels/common.h"
 #include "kernels/system.h"
 #include "kernels/options.h"
+#include "kernels/revision.h"
 #include "kernels/variant.h"
 
 #endif

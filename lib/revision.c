@@ -1,0 +1,1204 @@
+/* The revision stage: what the caller asked for -> one commit id.
+ *
+ * The refs come from the repo's git remote through libgit2 (one GET of
+ * info/refs, no clone), or from the cache's refs/ folder when offline or
+ * when the Hub cannot be reached. Both feed the same matcher (resolve_in),
+ * so online and offline answers follow the same documented order. */
+#include "revision.h"
+#include "error.h"
+#include "hub.h"
+#include "refs.h"
+#include "specifier.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <git2.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define REVISION_MAX 255
+#define MAJOR_DIGITS_MAX 6
+#define SHORT_COMMIT_MIN 7
+#define NEAREST_MAX 5
+#define LISTED_MAX 30          /* versions named in an error message */
+
+/* ---- libgit2, initialised once per process and never shut down, so a
+ * host application's own use of libgit2 is never pulled from under it. */
+
+static pthread_once_t git_once = PTHREAD_ONCE_INIT;
+static int git_init_rc;
+
+static void git_init(void)
+{
+	git_init_rc = git_libgit2_init();
+}
+
+static int git_ready(void)
+{
+	pthread_once(&git_once, git_init);
+	if (git_init_rc < 0) {
+		const git_error *e = git_error_last();
+		return kernels__error(KERNELS_ERROR, "cannot initialise libgit2: %s; check the libgit2 installation",
+				      e ? e->message : "unknown error");
+	}
+	return 0;
+}
+
+/* ---- listing a remote: one worker thread per attempt, so a Hub that
+ * accepts the connection and then says nothing cannot hang the caller
+ * (libgit2 1.5 has no timeouts of its own). On a timeout the worker is
+ * left to finish alone; it owns everything it touches. */
+
+enum { LS_OK, LS_NOT_FOUND, LS_AUTH, LS_NETWORK, LS_TLS, LS_HTTP, LS_ERROR };
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int holders;            /* caller and worker */
+	int done;
+	char *url;
+	char *auth;             /* "Authorization: Bearer ..." or NULL */
+	int outcome;
+	long status;            /* HTTP status when libgit2 named one */
+	char message[512];
+	kernels__ref *heads;    /* full ref names (refs/heads/main, refs/tags/v1^{}) */
+	size_t count;
+} ls_job;
+
+static void job_release(ls_job *j)
+{
+	int last;
+
+	pthread_mutex_lock(&j->mu);
+	last = --j->holders == 0;
+	pthread_mutex_unlock(&j->mu);
+	if (!last)
+		return;
+	free(j->url);
+	free(j->auth);
+	kernels__refs_free(j->heads, j->count);
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv);
+	free(j);
+}
+
+/* libgit2 reports an HTTP failure as "unexpected http status code: 404". */
+static int classify(int rc, const git_error *e, long *status)
+{
+	const char *p;
+
+	if (rc == GIT_EAUTH) {
+		*status = 401;
+		return LS_AUTH;
+	}
+	if (!e)
+		return LS_ERROR;
+	if (e->klass == GIT_ERROR_HTTP && (p = strstr(e->message, "status code: "))) {
+		*status = strtol(p + 13, NULL, 10);
+		if (*status == 404)
+			return LS_NOT_FOUND;
+		if (*status == 401 || *status == 403)
+			return LS_AUTH;
+		return LS_HTTP;
+	}
+	if (e->klass == GIT_ERROR_SSL)
+		return LS_TLS;
+	if (e->klass == GIT_ERROR_OS || e->klass == GIT_ERROR_NET || e->klass == GIT_ERROR_HTTP)
+		return LS_NETWORK;
+	return LS_ERROR;
+}
+
+static int copy_heads(ls_job *j, const git_remote_head **heads, size_t n)
+{
+	size_t i;
+
+	if (n && !(j->heads = calloc(n, sizeof(*j->heads))))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (!(j->heads[i].name = strdup(heads[i]->name)))
+			return -1;
+		git_oid_tostr(j->heads[i].commit, sizeof(j->heads[i].commit), &heads[i]->oid);
+		j->count++;
+	}
+	return 0;
+}
+
+static void *ls_worker(void *arg)
+{
+	ls_job *j = arg;
+	git_remote *remote = NULL;
+	git_remote_connect_options co;
+	const git_remote_head **heads;
+	char *hdrs[1];
+	size_t n;
+	int rc;
+
+	git_remote_connect_options_init(&co, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
+	co.proxy_opts.type = GIT_PROXY_AUTO;          /* http(s)_proxy, no_proxy */
+	co.follow_redirects = GIT_REMOTE_REDIRECT_NONE; /* the token never leaves the endpoint's host */
+	if (j->auth) {
+		hdrs[0] = j->auth;
+		co.custom_headers.strings = hdrs;
+		co.custom_headers.count = 1;
+	}
+	rc = git_remote_create_detached(&remote, j->url);
+	if (rc == 0)
+		rc = git_remote_connect_ext(remote, GIT_DIRECTION_FETCH, &co);
+	if (rc == 0)
+		rc = git_remote_ls(&heads, &n, remote);
+	if (rc == 0) {
+		j->outcome = LS_OK;
+		if (copy_heads(j, heads, n) < 0) {
+			j->outcome = LS_ERROR;
+			snprintf(j->message, sizeof(j->message), "out of memory");
+		}
+	} else {
+		const git_error *e = git_error_last();
+		j->outcome = classify(rc, e, &j->status);
+		snprintf(j->message, sizeof(j->message), "%s", e && e->message ? e->message : "unknown libgit2 error");
+	}
+	git_remote_free(remote);
+
+	pthread_mutex_lock(&j->mu);
+	j->done = 1;
+	pthread_cond_signal(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	job_release(j);
+	return NULL;
+}
+
+typedef struct {
+	int outcome;
+	long status;
+	char message[512];
+	kernels__ref *heads;
+	size_t count;
+} ls_result;
+
+static ls_job *job_new(const char *url, const char *token)
+{
+	ls_job *j = calloc(1, sizeof(*j));
+	pthread_condattr_t ca;
+
+	if (!j)
+		return NULL;
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&j->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	j->holders = 2;
+	j->url = strdup(url);
+	j->auth = token ? kernels__sprintf("Authorization: Bearer %s", token) : NULL;
+	if (!j->url || (token && !j->auth)) {
+		j->holders = 1;
+		job_release(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* One attempt at listing `url`, bounded by `deadline_ms`. */
+static int ls_once(const char *url, const char *token, long deadline_ms, ls_result *res)
+{
+	ls_job *j = job_new(url, token);
+	pthread_attr_t attr;
+	pthread_t tid;
+	struct timespec until;
+	int rc = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (!j)
+		return kernels__error_oom();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&tid, &attr, ls_worker, j) != 0) {
+		pthread_attr_destroy(&attr);
+		job_release(j);
+		job_release(j);
+		return kernels__error(KERNELS_ERROR, "cannot start a thread to list %s; the process is out of threads", url);
+	}
+	pthread_attr_destroy(&attr);
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += deadline_ms / 1000;
+	until.tv_nsec += (deadline_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&j->mu);
+	while (!j->done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&j->cv, &j->mu, &until);
+	if (j->done) {
+		res->outcome = j->outcome;
+		res->status = j->status;
+		memcpy(res->message, j->message, sizeof(res->message));
+		res->heads = j->heads;
+		res->count = j->count;
+		j->heads = NULL;
+		j->count = 0;
+	} else {
+		res->outcome = LS_NETWORK;
+		snprintf(res->message, sizeof(res->message), "no answer within %ld ms", deadline_ms);
+	}
+	pthread_mutex_unlock(&j->mu);
+	job_release(j);
+	return 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Lists `url`, retrying connection failures, 5xx and 429 like every Hub
+ * request does. */
+static int ls_with_retries(const kernels__config *cfg, const char *url, ls_result *res)
+{
+	int attempt, rc;
+
+	for (attempt = 0;; attempt++) {
+		if ((rc = ls_once(url, cfg->token, cfg->timeout_ms * 2, res)) < 0)
+			return rc;
+		if (attempt >= cfg->max_retries)
+			return 0;
+		if (res->outcome == LS_NETWORK ||
+		    (res->outcome == LS_HTTP && (res->status >= 500 || res->status == 429))) {
+			sleep_ms(kernels__hub_backoff_ms(attempt, -1));
+			continue;
+		}
+		return 0;
+	}
+}
+
+/* ---- the table of names a revision is matched against ---- */
+
+typedef struct {
+	char *name;                 /* "main", "v1.1.2"; the full name for other refs ("refs/pr/1") */
+	char *full;                 /* "refs/heads/main"; NULL for cache entries */
+	char commit[41];
+	kernels_revision_kind kind; /* BRANCH or TAG */
+} entry;
+
+typedef struct {
+	entry *v;
+	size_t n;
+	kernels__repo_type type;
+	int from_cache;
+	char *repo_dir;             /* the cache folder (cache tables) */
+} table;
+
+static void table_free(table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		free(t->v[i].name);
+		free(t->v[i].full);
+	}
+	free(t->v);
+	free(t->repo_dir);
+	memset(t, 0, sizeof(*t));
+}
+
+static int table_add(table *t, const char *name, const char *full, const char *commit, kernels_revision_kind kind)
+{
+	entry *e;
+
+	if (!(e = realloc(t->v, (t->n + 1) * sizeof(*e))))
+		return kernels__error_oom();
+	t->v = e;
+	e = &t->v[t->n];
+	memset(e, 0, sizeof(*e));
+	e->name = kernels__strdup(name);
+	e->full = full ? kernels__strdup(full) : NULL;
+	if (!e->name || (full && !e->full)) {
+		free(e->name);
+		free(e->full);
+		return KERNELS_ENOMEM;
+	}
+	memcpy(e->commit, commit, 41);
+	e->kind = kind;
+	t->n++;
+	return 0;
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Remote heads -> table; an annotated tag's "^{}" line carries the commit
+ * the tag points at, which replaces the tag object's id. */
+static int table_from_heads(table *t, const kernels__ref *heads, size_t n)
+{
+	size_t i, k, len;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		const char *full = heads[i].name;
+		len = strlen(full);
+		if (!strcmp(full, "HEAD") || (len > 3 && !strcmp(full + len - 3, "^{}")))
+			continue;
+		if (starts_with(full, "refs/heads/"))
+			rc = table_add(t, full + 11, full, heads[i].commit, KERNELS_REVISION_BRANCH);
+		else if (starts_with(full, "refs/tags/"))
+			rc = table_add(t, full + 10, full, heads[i].commit, KERNELS_REVISION_TAG);
+		else
+			rc = table_add(t, full, full, heads[i].commit, KERNELS_REVISION_BRANCH);
+		if (rc < 0)
+			return rc;
+	}
+	for (i = 0; i < n; i++) {
+		len = strlen(heads[i].name);
+		if (len <= 3 || strcmp(heads[i].name + len - 3, "^{}"))
+			continue;
+		for (k = 0; k < t->n; k++)
+			if (t->v[k].full && strlen(t->v[k].full) == len - 3 && !strncmp(t->v[k].full, heads[i].name, len - 3))
+				memcpy(t->v[k].commit, heads[i].commit, 41);
+	}
+	return 0;
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* The cache does not say branch or tag: "v" + a dotted version is a tag
+ * (the seed era's vX.Y.Z), anything else a branch (main, vN). */
+static kernels_revision_kind guess_kind(const char *name)
+{
+	kernels__version *v;
+
+	if (name[0] != 'v' || !strchr(name, '.') || !(v = kernels__version_try_parse(name + 1)))
+		return KERNELS_REVISION_BRANCH;
+	kernels__version_free(v);
+	return KERNELS_REVISION_TAG;
+}
+
+static int dir_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The cache folder of the repo: the kernel type's if present, else the
+ * model type's. Returns 1 when one exists (t->repo_dir, t->type set). */
+static int cache_pick(const kernels__config *cfg, const char *repo_id, table *t)
+{
+	static const kernels__repo_type order[] = { KERNELS__REPO_KERNEL, KERNELS__REPO_MODEL };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		char *dir = kernels__refs_repo_dir(cfg->cache_dir, order[i], repo_id);
+		if (!dir)
+			return KERNELS_ENOMEM;
+		if (dir_exists(dir)) {
+			t->repo_dir = dir;
+			t->type = order[i];
+			return 1;
+		}
+		free(dir);
+	}
+	t->type = KERNELS__REPO_KERNEL;
+	return 0;
+}
+
+static int table_from_cache(table *t)
+{
+	kernels__ref *refs;
+	size_t n, i;
+	int rc;
+
+	t->from_cache = 1;
+	if ((rc = kernels__refs_list(t->repo_dir, &refs, &n)) < 0)
+		return rc;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = table_add(t, refs[i].name, NULL, refs[i].commit, guess_kind(refs[i].name));
+	kernels__refs_free(refs, n);
+	return rc;
+}
+
+/* ---- the remote, kernel type first, then model type ---- */
+
+static char *repo_url(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
+{
+	return kernels__sprintf("%s/%s%s", cfg->endpoint, kernels__repo_url_prefix(type), repo_id);
+}
+
+/* Fills `t` from the Hub. KERNELS_ENETWORK means "unreachable" (the caller
+ * may fall back to the cache); `reason` then says why. */
+static int table_from_remote(const kernels__config *cfg, const char *repo_id, table *t, char *reason, size_t reason_len)
+{
+	ls_result res[2];
+	char *url = NULL;
+	int i, rc = 0, auth = 0;
+
+	if ((rc = git_ready()) < 0)
+		return rc;
+	if (cfg->token && strpbrk(cfg->token, "\r\n"))
+		return kernels__error(KERNELS_EINVAL, "the Hub token contains a line break; fix HF_TOKEN or the token file");
+	memset(res, 0, sizeof(res));
+	for (i = 0; i < 2; i++) {
+		free(url);
+		if (!(url = repo_url(cfg, (kernels__repo_type)i, repo_id)))
+			return KERNELS_ENOMEM;
+		if ((rc = ls_with_retries(cfg, url, &res[i])) < 0)
+			goto done;
+		if (res[i].outcome == LS_AUTH)
+			auth = 1;
+		/* The Hub answers 404 (or asks for credentials) when no kernel
+		 * repo has this name: then try the model repo. */
+		if (res[i].outcome != LS_NOT_FOUND && res[i].outcome != LS_AUTH)
+			break;
+	}
+	if (i == 2) {
+		if (auth && cfg->token)
+			rc = kernels__error(KERNELS_EAUTH,
+					    "the Hub at %s refused the token for %s (HTTP 401/403): check that HF_TOKEN "
+					    "(or kernels_options.token) is valid and has read access to the repo",
+					    cfg->endpoint, repo_id);
+		else if (auth)
+			rc = kernels__error(KERNELS_EAUTH,
+					    "%s needs authentication (a private or gated repo on %s): set HF_TOKEN (or "
+					    "kernels_options.token, or log in with `hf auth login`) to a token with read access",
+					    repo_id, cfg->endpoint);
+		else
+			rc = kernels__error(KERNELS_ENOTFOUND,
+					    "repository %s not found on %s: neither a kernel repo (%s/kernels/%s) nor a "
+					    "model repo (%s/%s); check the name%s",
+					    repo_id, cfg->endpoint, cfg->endpoint, repo_id, cfg->endpoint, repo_id,
+					    cfg->token ? "" : ", and set HF_TOKEN if it is private");
+		goto done;
+	}
+	switch (res[i].outcome) {
+	case LS_OK:
+		t->type = (kernels__repo_type)i;
+		rc = table_from_heads(t, res[i].heads, res[i].count);
+		break;
+	case LS_NETWORK:
+		snprintf(reason, reason_len, "%s", res[i].message);
+		rc = kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s: %s", url, res[i].message);
+		break;
+	case LS_TLS:
+		rc = kernels__error(KERNELS_ENETWORK,
+				    "TLS failure talking to %s: %s; check the system's CA certificates and any proxy",
+				    url, res[i].message);
+		break;
+	case LS_HTTP:
+		rc = kernels__error(KERNELS_EHTTP, "the Hub answered HTTP %ld when listing %s: %s; try again later",
+				    res[i].status, url, res[i].message);
+		break;
+	default:
+		rc = kernels__error(KERNELS_ERROR, "listing the refs of %s failed: %s", url, res[i].message);
+	}
+done:
+	free(url);
+	kernels__refs_free(res[0].heads, res[0].count);
+	kernels__refs_free(res[1].heads, res[1].count);
+	return rc;
+}
+
+/* ---- matching ---- */
+
+size_t kernels__edit_distance(const char *a, const char *b, size_t cap)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, *row, best;
+
+	if (la > 256 || lb > 256)
+		return cap;
+	if (!(row = malloc((lb + 1) * sizeof(*row))))
+		return cap;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < v)
+				v = up + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			diag = up;
+			row[j] = v;
+		}
+	}
+	best = row[lb];
+	free(row);
+	return best < cap ? best : cap;
+}
+
+typedef struct {
+	size_t dist;
+	const char *name;
+} near_name;
+
+static int near_cmp(const void *a, const void *b)
+{
+	const near_name *x = a, *y = b;
+	if (x->dist != y->dist)
+		return x->dist < y->dist ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* ", nearest names: a, b, c" (up to NEAREST_MAX), or a note that the repo
+ * has no branch or tag at all. */
+static void nearest_names(const table *t, const char *rev, kernels__buf *out)
+{
+	near_name *v = t->n ? calloc(t->n, sizeof(*v)) : NULL;
+	size_t i, n = 0;
+
+	for (i = 0; v && i < t->n; i++) {
+		v[n].dist = kernels__edit_distance(rev, t->v[i].name, (size_t)-1);
+		v[n++].name = t->v[i].name;
+	}
+	if (!n) {
+		kernels__buf_puts(out, t->n ? "" : "; it has no branch or tag at all");
+		free(v);
+		return;
+	}
+	qsort(v, n, sizeof(*v), near_cmp);
+	kernels__buf_puts(out, "; nearest names: ");
+	for (i = 0; i < n && i < NEAREST_MAX; i++)
+		kernels__buf_printf(out, "%s%s", i ? ", " : "", v[i].name);
+	free(v);
+}
+
+static const char *where(const table *t, const char *repo_id, char *buf, size_t n)
+{
+	if (t->from_cache)
+		snprintf(buf, n, "the cached refs of %s (%s/refs)", repo_id, t->repo_dir);
+	else
+		snprintf(buf, n, "%s (%s repo)", repo_id, t->type == KERNELS__REPO_KERNEL ? "kernel" : "model");
+	return buf;
+}
+
+static const entry *find_name(const table *t, const char *name, kernels_revision_kind kind)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->v[i].kind == kind && !strcmp(t->v[i].name, name))
+			return &t->v[i];
+	return NULL;
+}
+
+static const entry *find_exact(const table *t, const char *rev)
+{
+	const entry *e;
+	size_t i;
+
+	if ((e = find_name(t, rev, KERNELS_REVISION_BRANCH)) || (e = find_name(t, rev, KERNELS_REVISION_TAG)))
+		return e;
+	for (i = 0; i < t->n; i++)
+		if (t->v[i].full && !strcmp(t->v[i].full, rev))
+			return &t->v[i];
+	return NULL;
+}
+
+static int set_result(kernels_revision *r, const entry *e, kernels_revision_kind kind)
+{
+	memcpy(r->commit, e->commit, 41);
+	r->kind = kind;
+	free(r->ref);
+	r->ref = kernels__strdup(e->name);
+	return r->ref ? 0 : KERNELS_ENOMEM;
+}
+
+/* Major version numbers of the table's vN branches, for messages. */
+static void majors(const table *t, kernels__buf *out, unsigned long *highest, const entry **high_entry)
+{
+	size_t i;
+
+	*highest = 0;
+	*high_entry = NULL;
+	for (i = 0; i < t->n; i++) {
+		const entry *e = &t->v[i];
+		unsigned long m;
+		if (e->kind != KERNELS_REVISION_BRANCH || e->name[0] != 'v' || !all_digits(e->name + 1) ||
+		    strlen(e->name + 1) > MAJOR_DIGITS_MAX)
+			continue;
+		m = strtoul(e->name + 1, NULL, 10);
+		kernels__buf_printf(out, "%s%lu", out->len ? ", " : "", m);
+		if (!*high_entry || m > *highest) {
+			*highest = m;
+			*high_entry = e;
+		}
+	}
+}
+
+static int resolve_major(const kernels__config *cfg, const char *repo_id, const char *rev, const table *t,
+			 kernels_revision *r)
+{
+	unsigned long n = strtoul(rev, NULL, 10), highest;
+	kernels__buf avail = { 0 };
+	const entry *e, *high;
+	char name[32], w[600];
+	int rc;
+
+	snprintf(name, sizeof(name), "v%lu", n);
+	majors(t, &avail, &highest, &high);
+	if (!(e = find_name(t, name, KERNELS_REVISION_BRANCH))) {
+		rc = kernels__error(KERNELS_ENOTFOUND,
+				    "version %lu of %s not found: no branch %s in %s; available versions: %s",
+				    n, repo_id, name, where(t, repo_id, w, sizeof(w)), avail.len ? avail.ptr : "none");
+		kernels__buf_free(&avail);
+		return rc;
+	}
+	kernels__buf_free(&avail);
+	if (high && highest > n)
+		kernels__log(cfg, KERNELS_LOG_WARNING,
+			     "%s: a newer major version %s exists (you asked for version %lu); consider moving to it",
+			     repo_id, high->name, n);
+	return set_result(r, e, KERNELS_REVISION_MAJOR);
+}
+
+static int is_hex(const char *s)
+{
+	for (; *s; s++)
+		if (!isxdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* Adds `commit` to the distinct matches of `prefix`. */
+static void prefix_match(const char *commit, const char *prefix, char found[2][41], size_t *n)
+{
+	if (strncmp(commit, prefix, strlen(prefix)))
+		return;
+	if (*n > 0 && !strcmp(found[0], commit))
+		return;
+	if (*n < 2)
+		memcpy(found[*n], commit, 41);
+	(*n)++;
+}
+
+/* Offline, snapshots/{commit} folders are commits we know too. */
+static void snapshot_matches(const table *t, const char *prefix, char found[2][41], size_t *n)
+{
+	char *path = kernels__sprintf("%s/snapshots", t->repo_dir);
+	struct dirent *d;
+	DIR *dir;
+
+	if (!path)
+		return;
+	dir = opendir(path);
+	free(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir)))
+		if (kernels__is_full_commit(d->d_name))
+			prefix_match(d->d_name, prefix, found, n);
+	closedir(dir);
+}
+
+/* The Hub's revision API knows every commit, not only the ones refs name. */
+static int expand_online(const kernels__config *cfg, const char *repo_id, const char *lower, const table *t,
+			 kernels_revision *r)
+{
+	kernels__repo_type type = t->type;
+	json_t *info = NULL, *sha;
+	char *esc = kernels__url_escape(lower, 0), *suffix;
+	int rc;
+
+	if (!esc)
+		return KERNELS_ENOMEM;
+	suffix = kernels__sprintf("/revision/%s", esc);
+	free(esc);
+	if (!suffix)
+		return KERNELS_ENOMEM;
+	rc = kernels__hub_api_json(cfg, &type, repo_id, suffix, &info);
+	free(suffix);
+	if (rc == KERNELS_ENOTFOUND)
+		return kernels__error(KERNELS_ENOTFOUND,
+				      "short commit id '%s' matches no commit of %s, or several; give more digits or "
+				      "the full 40-hex commit id", lower, repo_id);
+	if (rc < 0)
+		return kernels__error_prefix("expanding short commit id '%s' of %s", lower, repo_id);
+	sha = json_object_get(info, "sha");
+	if (!json_is_string(sha) || !kernels__is_full_commit(json_string_value(sha)) ||
+	    strncasecmp(json_string_value(sha), lower, strlen(lower))) {
+		json_decref(info);
+		return kernels__error(KERNELS_EHTTP,
+				      "the Hub's answer for short commit id '%s' of %s has no matching 'sha'; "
+				      "pin the full commit id instead", lower, repo_id);
+	}
+	for (rc = 0; rc < 40; rc++)
+		r->commit[rc] = (char)tolower((unsigned char)json_string_value(sha)[rc]);
+	r->commit[40] = '\0';
+	json_decref(info);
+	r->kind = KERNELS_REVISION_SHORT_COMMIT;
+	return 0;
+}
+
+static int resolve_short(const kernels__config *cfg, const char *repo_id, const char *rev, const table *t,
+			 kernels_revision *r)
+{
+	char lower[41], found[2][41], w[600];
+	size_t i, n = 0, len = strlen(rev);
+
+	for (i = 0; i <= len; i++)
+		lower[i] = (char)tolower((unsigned char)rev[i]);
+	for (i = 0; i < t->n; i++)
+		prefix_match(t->v[i].commit, lower, found, &n);
+	if (t->from_cache)
+		snapshot_matches(t, lower, found, &n);
+	if (n > 1)
+		return kernels__error(KERNELS_EAMBIGUOUS,
+				      "short commit id '%s' is ambiguous in %s (%s, %s%s); give more digits or the full "
+				      "40-hex commit id", lower, where(t, repo_id, w, sizeof(w)), found[0], found[1],
+				      n > 2 ? ", ..." : "");
+	if (n == 1) {
+		memcpy(r->commit, found[0], 41);
+		r->kind = KERNELS_REVISION_SHORT_COMMIT;
+		return 0;
+	}
+	if (t->from_cache)
+		return kernels__error(KERNELS_ENOTFOUND, "short commit id '%s' matches no commit in %s", lower,
+				      where(t, repo_id, w, sizeof(w)));
+	return expand_online(cfg, repo_id, lower, t, r);
+}
+
+typedef struct {
+	kernels__version *v;
+	const char *name;
+} tagver;
+
+static int tagver_cmp(const void *a, const void *b)
+{
+	const tagver *x = a, *y = b;
+	int c = kernels__version_compare(x->v, y->v);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/* The table's "v" + version tags, parsed (skipping the rest), sorted. */
+static int tag_versions(const table *t, tagver **out, size_t *count)
+{
+	tagver *v = t->n ? calloc(t->n, sizeof(*v)) : NULL;
+	size_t i, n = 0;
+
+	*out = NULL;
+	*count = 0;
+	if (t->n && !v)
+		return kernels__error_oom();
+	for (i = 0; i < t->n; i++) {
+		const entry *e = &t->v[i];
+		if (e->kind != KERNELS_REVISION_TAG || e->name[0] != 'v' || !(v[n].v = kernels__version_try_parse(e->name + 1)))
+			continue;
+		v[n++].name = e->name;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), tagver_cmp);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+static void tagvers_free(tagver *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		kernels__version_free(v[i].v);
+	free(v);
+}
+
+static int resolve_spec(const char *repo_id, const char *rev, const table *t, kernels_revision *r)
+{
+	kernels__specifier_set *spec;
+	kernels__buf list = { 0 };
+	const char **texts = NULL;
+	tagver *tags;
+	size_t n, i, best;
+	char w[600];
+	int rc;
+
+	if ((rc = kernels__specifier_parse(rev, &spec)) < 0)
+		return kernels__error_prefix("revision of %s is read as a version specifier set, but it does not parse",
+					     repo_id);
+	if ((rc = tag_versions(t, &tags, &n)) < 0)
+		goto out;
+	if (n && !(texts = calloc(n, sizeof(*texts)))) {
+		rc = kernels__error_oom();
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		texts[i] = tags[i].name + 1;
+	rc = n ? kernels__specifier_select(spec, texts, n, -1, &best) : KERNELS_ENOMATCH;
+	if (rc == 0) {
+		entry e = { (char *)tags[best].name, NULL, { 0 }, KERNELS_REVISION_TAG };
+		memcpy(e.commit, find_name(t, tags[best].name, KERNELS_REVISION_TAG)->commit, 41);
+		rc = set_result(r, &e, KERNELS_REVISION_VERSION_SPEC);
+	} else if (rc == KERNELS_ENOMATCH) {
+		for (i = 0; i < n && i < LISTED_MAX; i++)
+			kernels__buf_printf(&list, "%s%s", i ? ", " : "", tags[i].name);
+		if (n > LISTED_MAX)
+			kernels__buf_printf(&list, ", ... (%zu in all)", n);
+		rc = kernels__error(KERNELS_ENOMATCH,
+				    "no version of %s satisfies '%s'; versions that exist in %s: %s", repo_id, rev,
+				    where(t, repo_id, w, sizeof(w)), n ? list.ptr : "none (no vX.Y.Z tags)");
+	}
+out:
+	kernels__buf_free(&list);
+	free(texts);
+	tagvers_free(tags, n);
+	kernels__specifier_set_free(spec);
+	return rc;
+}
+
+/* The documented order, after full commit ids (handled by the caller). */
+static int resolve_in(const kernels__config *cfg, const char *repo_id, const char *rev, const table *t,
+		      kernels_revision *r)
+{
+	const entry *e;
+	size_t len = strlen(rev);
+	kernels__buf near = { 0 };
+	char w[600];
+	int rc;
+
+	if ((e = find_exact(t, rev)))
+		return set_result(r, e, e->kind);
+	if (all_digits(rev) && len <= MAJOR_DIGITS_MAX)
+		return resolve_major(cfg, repo_id, rev, t, r);
+	if (len >= SHORT_COMMIT_MIN && len < 40 && is_hex(rev))
+		return resolve_short(cfg, repo_id, rev, t, r);
+	if (kernels__specifier_looks_like(rev))
+		return resolve_spec(repo_id, rev, t, r);
+	nearest_names(t, rev, &near);
+	rc = kernels__error(KERNELS_ENOTFOUND, "revision '%s' not found: no branch or tag of that name in %s%s%s", rev,
+			    where(t, repo_id, w, sizeof(w)), near.ptr ? near.ptr : "",
+			    t->from_cache ? "" : "; pin an existing branch, tag, full commit id or version");
+	kernels__buf_free(&near);
+	return rc;
+}
+
+/* ---- entry points ---- */
+
+int kernels__revision_check(const char *revision)
+{
+	const char *p;
+
+	if (!revision || !*revision)
+		return kernels__error(KERNELS_EINVAL,
+				      "no revision given: pin a branch (\"main\"), a tag (\"v1.1.2\"), a commit id, a "
+				      "major version (\"1\") or a version specifier (\">=1.1,<2\")");
+	if (strlen(revision) > REVISION_MAX)
+		return kernels__error(KERNELS_EINVAL, "revision '%.40s...' is longer than %d bytes; pin a shorter name",
+				      revision, REVISION_MAX);
+	for (p = revision; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return kernels__error(KERNELS_EINVAL,
+					      "revision has a control character (0x%02x) at offset %zu; pass the branch, "
+					      "tag, commit or version as printable text", (unsigned char)*p,
+					      (size_t)(p - revision));
+	if (strstr(revision, ".."))
+		return kernels__error(KERNELS_EINVAL, "revision '%s' contains '..', which no branch, tag, commit or "
+				      "version does", revision);
+	return 0;
+}
+
+/* After an online answer: refs/{name} = commit, as huggingface_hub does.
+ * A cache that cannot be written only costs the offline answer later. */
+static void record(const kernels__config *cfg, const kernels_revision *r)
+{
+	char *dir;
+
+	if (!r->ref || kernels__ref_name_check(r->ref) < 0) {
+		kernels_error_clear();
+		return;
+	}
+	if (!(dir = kernels__refs_repo_dir(cfg->cache_dir, r->type, r->repo_id)))
+		return;
+	if (kernels__refs_write(dir, r->ref, r->commit) < 0)
+		kernels__log(cfg, KERNELS_LOG_WARNING, "could not record %s of %s in the cache: %s", r->ref, r->repo_id,
+			     kernels_error_last());
+	kernels_error_clear();
+	free(dir);
+}
+
+/* Answers from the cache's refs/. `code` is what a miss becomes
+ * (KERNELS_EOFFLINE offline, KERNELS_ENETWORK with the Hub unreachable). */
+static int resolve_cached(const kernels__config *cfg, const char *repo_id, const char *rev, const char *why,
+			  int code, kernels_revision *r)
+{
+	const char *todo = code == KERNELS_EOFFLINE
+		? "resolve it once online (unset HF_HUB_OFFLINE) so it is recorded, or pin a full commit id"
+		: "check the network connection, HF_ENDPOINT and proxy settings, or pin a full commit id";
+	char inner[1024];
+	table t = { 0 };
+	int rc;
+
+	if ((rc = cache_pick(cfg, repo_id, &t)) < 0)
+		return rc;
+	if (rc == 0) {
+		rc = kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id, cfg->cache_dir, todo);
+		goto out;
+	}
+	if ((rc = table_from_cache(&t)) < 0)
+		goto out;
+	rc = resolve_in(cfg, repo_id, rev, &t, r);
+	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_ENOMATCH) {
+		snprintf(inner, sizeof(inner), "%s", kernels_error_last());
+		rc = kernels__error(code, "%s, and the cache cannot answer '%s': %s; %s", why, rev, inner, todo);
+	}
+	if (rc == 0) {
+		r->type = t.type;
+		r->from_cache = 1;
+	}
+out:
+	table_free(&t);
+	return rc;
+}
+
+static kernels_revision *revision_new(const char *repo_id)
+{
+	kernels_revision *r = calloc(1, sizeof(*r));
+
+	if (!r || !(r->repo_id = kernels__strdup(repo_id))) {
+		free(r);
+		kernels__error_oom();
+		return NULL;
+	}
+	return r;
+}
+
+int kernels__revision_resolve(const kernels__config *cfg, const char *repo_id, const char *revision,
+			      kernels_revision **out)
+{
+	kernels_revision *r;
+	char reason[512] = "", why[1024];
+	table t = { 0 };
+	int rc, i;
+
+	if (!out)
+		return kernels__error(KERNELS_EINVAL, "kernels_revision_resolve: out is NULL");
+	*out = NULL;
+	if ((rc = kernels__repo_id_check(repo_id)) < 0 || (rc = kernels__revision_check(revision)) < 0)
+		return rc;
+	if (!(r = revision_new(repo_id)))
+		return KERNELS_ENOMEM;
+
+	if (kernels__is_full_commit(revision)) {
+		for (i = 0; i < 40; i++)
+			r->commit[i] = (char)tolower((unsigned char)revision[i]);
+		r->kind = KERNELS_REVISION_COMMIT;
+		if ((rc = cache_pick(cfg, repo_id, &t)) >= 0) {
+			r->type = t.type;
+			rc = 0;
+		}
+	} else if (cfg->offline) {
+		snprintf(why, sizeof(why), "offline (HF_HUB_OFFLINE or kernels_options.offline)");
+		rc = resolve_cached(cfg, repo_id, revision, why, KERNELS_EOFFLINE, r);
+	} else {
+		rc = table_from_remote(cfg, repo_id, &t, reason, sizeof(reason));
+		if (rc == 0) {
+			r->type = t.type;
+			if ((rc = resolve_in(cfg, repo_id, revision, &t, r)) == 0)
+				record(cfg, r);
+		} else if (rc == KERNELS_ENETWORK && reason[0]) {
+			snprintf(why, sizeof(why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, reason);
+			if ((rc = resolve_cached(cfg, repo_id, revision, why, KERNELS_ENETWORK, r)) == 0)
+				kernels__log(cfg, KERNELS_LOG_WARNING,
+					     "%s; using the cached answer for '%s' of %s: %s", why, revision, repo_id,
+					     r->commit);
+		}
+	}
+	table_free(&t);
+	if (rc < 0) {
+		kernels_revision_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int kernels_revision_resolve(kernels_revision **out, const char *repo_id, const char *revision,
+			     const kernels_options *opts)
+{
+	kernels__config cfg;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__revision_resolve(&cfg, repo_id, revision, out);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+const char *kernels_revision_commit(const kernels_revision *r)
+{
+	return r ? r->commit : NULL;
+}
+
+const char *kernels_revision_repo_id(const kernels_revision *r)
+{
+	return r ? r->repo_id : NULL;
+}
+
+int kernels_revision_is_model_repo(const kernels_revision *r)
+{
+	return r && r->type == KERNELS__REPO_MODEL;
+}
+
+kernels_revision_kind kernels_revision_kind_of(const kernels_revision *r)
+{
+	return r ? r->kind : KERNELS_REVISION_COMMIT;
+}
+
+const char *kernels_revision_ref(const kernels_revision *r)
+{
+	return r && r->kind != KERNELS_REVISION_COMMIT && r->kind != KERNELS_REVISION_SHORT_COMMIT ? r->ref : NULL;
+}
+
+void kernels_revision_free(kernels_revision *r)
+{
+	if (!r)
+		return;
+	free(r->repo_id);
+	free(r->ref);
+	free(r);
+}
+
+/* ---- versions ---- */
+
+typedef struct {
+	kernels__version *v;
+	const char *name;
+} named_version;
+
+static int named_cmp(const void *a, const void *b)
+{
+	const named_version *x = a, *y = b;
+	int c = kernels__version_compare(x->v, y->v);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/* vN branches and v+version tags of `t`, sorted, each name once. */
+static int versions_from(const table *t, char ***versions, size_t *count)
+{
+	named_version *v = t->n ? calloc(t->n, sizeof(*v)) : NULL;
+	char **names = NULL;
+	size_t i, n = 0, k = 0;
+	int rc = 0;
+
+	if (t->n && !v)
+		return kernels__error_oom();
+	for (i = 0; i < t->n; i++) {
+		const entry *e = &t->v[i];
+		int major = e->kind == KERNELS_REVISION_BRANCH && e->name[0] == 'v' && all_digits(e->name + 1);
+		int tag = e->kind == KERNELS_REVISION_TAG && e->name[0] == 'v';
+		if (!major && !tag)
+			continue;
+		if ((v[n].v = kernels__version_try_parse(e->name + 1)))
+			v[n++].name = e->name;
+	}
+	if (n) {
+		qsort(v, n, sizeof(*v), named_cmp);
+		if (!(names = calloc(n, sizeof(*names))))
+			rc = kernels__error_oom();
+	}
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (k && !strcmp(names[k - 1], v[i].name))
+			continue;
+		if (!(names[k++] = kernels__strdup(v[i].name)))
+			rc = KERNELS_ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		kernels__version_free(v[i].v);
+	free(v);
+	if (rc < 0) {
+		kernels_strings_free(names, k);
+		return rc;
+	}
+	*versions = k ? names : NULL;
+	if (!k)
+		free(names);
+	*count = k;
+	return 0;
+}
+
+static int versions_cached(const kernels__config *cfg, const char *repo_id, const char *why, int code, table *t)
+{
+	int rc = cache_pick(cfg, repo_id, t);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id, cfg->cache_dir,
+				      code == KERNELS_EOFFLINE ? "list its versions once online (unset HF_HUB_OFFLINE)"
+							       : "check the network connection, HF_ENDPOINT and proxy settings");
+	return table_from_cache(t);
+}
+
+int kernels__versions_list(const kernels__config *cfg, const char *repo_id, char ***versions, size_t *count)
+{
+	char reason[512] = "", why[1024];
+	table t = { 0 };
+	int rc;
+
+	if (!versions || !count)
+		return kernels__error(KERNELS_EINVAL, "kernels_versions_list: versions or count is NULL");
+	*versions = NULL;
+	*count = 0;
+	if ((rc = kernels__repo_id_check(repo_id)) < 0)
+		return rc;
+	if (cfg->offline) {
+		rc = versions_cached(cfg, repo_id, "offline (HF_HUB_OFFLINE or kernels_options.offline)",
+				     KERNELS_EOFFLINE, &t);
+	} else {
+		rc = table_from_remote(cfg, repo_id, &t, reason, sizeof(reason));
+		if (rc == KERNELS_ENETWORK && reason[0]) {
+			snprintf(why, sizeof(why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, reason);
+			table_free(&t);
+			if ((rc = versions_cached(cfg, repo_id, why, KERNELS_ENETWORK, &t)) == 0)
+				kernels__log(cfg, KERNELS_LOG_WARNING, "%s; listing the versions of %s recorded in the cache",
+					     why, repo_id);
+		}
+	}
+	if (rc == 0)
+		rc = versions_from(&t, versions, count);
+	table_free(&t);
+	return rc;
+}
+
+int kernels_versions_list(char ***versions, size_t *count, const char *repo_id, const kernels_options *opts)
+{
+	kernels__config cfg;
+	int rc;
+
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__versions_list(&cfg, repo_id, versions, count);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+void kernels_strings_free(char **strings, size_t count)
+{
+	size_t i;
+
+	if (!strings)
+		return;
+	for (i = 0; i < count; i++)
+		free(strings[i]);
+	free(strings);
+}
