@@ -15,5 +15,6 @@
 #include "kernels/options.h"
 #include "kernels/revision.h"
 #include "kernels/variant.h"
+#include "kernels/download.h"
 
 #endif

@@ -168,7 +168,8 @@ class Handler(BaseHTTPRequestHandler):
             headers = []
             if code == 429 or "retry_after" in fault:
                 headers.append(("Retry-After", str(fault.get("retry_after", 1))))
-            resp = json_response(code, {"error": f"injected fault {code}"}, headers)
+            # "body": any JSON to answer instead (e.g. a hostile tree listing with mode "200").
+            resp = json_response(code, fault.get("body", {"error": f"injected fault {code}"}), headers)
         else:
             try:
                 resp = self.route(method, path, query, body)

@@ -1,0 +1,379 @@
+/* The cache layout shared with huggingface_hub. Every change a reader could
+ * observe is a rename: blobs from .incomplete, links from a temporary name,
+ * refs from a temporary file, so a concurrent reader sees old or new, never
+ * half of either. */
+#include "cache.h"
+#include "error.h"
+#include "hub.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static atomic_uint tmp_counter;
+
+char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
+{
+	char *name = kernels__repo_cache_name(type, repo_id), *dir;
+
+	if (!name)
+		return NULL;
+	dir = kernels__sprintf("%s/%s", cfg->cache_dir, name);
+	free(name);
+	return dir;
+}
+
+static int hex_lower(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!s || strlen(s) != n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+int kernels__is_commit(const char *s)
+{
+	return hex_lower(s, 40);
+}
+
+int kernels__is_etag(const char *s)
+{
+	return hex_lower(s, 40) || hex_lower(s, 64);
+}
+
+char *kernels__cache_link_target(const char *path, const char *etag)
+{
+	kernels__buf b = { 0 };
+	const char *p;
+	int rc = kernels__buf_puts(&b, "../../");   /* out of {commit}/ and snapshots/ */
+
+	for (p = path; rc == 0 && (p = strchr(p, '/')); p++)
+		rc = kernels__buf_puts(&b, "../");
+	if (rc == 0)
+		rc = kernels__buf_printf(&b, "blobs/%s", etag);
+	if (rc < 0) {
+		kernels__buf_free(&b);
+		return NULL;
+	}
+	return kernels__buf_detach(&b);
+}
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int kernels__cache_find_snapshot(const kernels__config *cfg, const char *repo_id, const char *commit,
+				 kernels__repo_type *type)
+{
+	kernels__repo_type t;
+
+	for (t = KERNELS__REPO_KERNEL; t <= KERNELS__REPO_MODEL; t++) {
+		char *dir = kernels__cache_repo_dir(cfg, t, repo_id), *snap;
+		int found;
+		if (!dir)
+			return KERNELS_ENOMEM;
+		snap = kernels__sprintf("%s/snapshots/%s", dir, commit);
+		free(dir);
+		if (!snap)
+			return KERNELS_ENOMEM;
+		found = is_dir(snap);
+		free(snap);
+		if (found) {
+			*type = t;
+			return 0;
+		}
+	}
+	return kernels__error(KERNELS_EOFFLINE,
+			      "offline: %s at commit %s is not in the cache %s; download it while online "
+			      "(kernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that has it",
+			      repo_id, commit, cfg->cache_dir);
+}
+
+/* ---- refs ---------------------------------------------------------------------- */
+
+static char *ref_path(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *rev)
+{
+	char *dir, *path;
+
+	if (kernels__repo_path_check(rev) < 0) {
+		kernels__error(KERNELS_EINVAL, "revision '%.200s' cannot name a ref file; use a branch, tag or commit id",
+			       rev);
+		return NULL;
+	}
+	if (!(dir = kernels__cache_repo_dir(cfg, type, repo_id)))
+		return NULL;
+	path = kernels__sprintf("%s/refs/%s", dir, rev);
+	free(dir);
+	return path;
+}
+
+static char *tmp_name(const char *path)
+{
+	return kernels__sprintf("%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
+}
+
+static char *parent_of(const char *path)
+{
+	char *p = kernels__strdup(path), *slash;
+
+	if (p && (slash = strrchr(p, '/')))
+		*slash = '\0';
+	return p;
+}
+
+int kernels__cache_ref_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			     const char *revision, const char *commit)
+{
+	char *path = ref_path(cfg, type, repo_id, revision), *tmp = NULL, *dir = NULL;
+	int rc = 0, fd = -1;
+	size_t n = strlen(commit);
+
+	if (!path)
+		return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_ENOMEM;
+	if (!(tmp = tmp_name(path)) || !(dir = parent_of(path))) {
+		rc = KERNELS_ENOMEM;
+		goto out;
+	}
+	if ((rc = kernels__mkdir_p(dir, 0777)) < 0)
+		goto out;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0 || write(fd, commit, n) != (ssize_t)n || close(fd) < 0 || rename(tmp, path) < 0) {
+		rc = kernels__error(KERNELS_EIO, "cannot write the ref %s: %s; check that the cache is writable",
+				    path, strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
+	}
+out:
+	free(path);
+	free(tmp);
+	free(dir);
+	return rc;
+}
+
+int kernels__cache_ref_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			    const char *revision, char **commit)
+{
+	char *path = ref_path(cfg, type, repo_id, revision), buf[128];
+	FILE *f;
+	size_t n;
+
+	*commit = NULL;
+	if (!path)
+		return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_ENOMEM;
+	f = fopen(path, "r");
+	if (!f) {
+		int rc = kernels__error(KERNELS_ENOTFOUND, "no cached ref %s", path);
+		free(path);
+		return rc;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	if (!kernels__is_commit(buf)) {
+		int rc = kernels__error(KERNELS_ENOTFOUND, "the cached ref %s does not hold a commit id; delete it", path);
+		free(path);
+		return rc;
+	}
+	free(path);
+	return (*commit = kernels__strdup(buf)) ? 0 : KERNELS_ENOMEM;
+}
+
+/* ---- locks ---------------------------------------------------------------------- */
+
+int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
+{
+	char *dir = parent_of(lock_path);
+	int fd, rc;
+
+	lock->fd = -1;
+	if (!dir)
+		return KERNELS_ENOMEM;
+	rc = kernels__mkdir_p(dir, 0777);
+	free(dir);
+	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
+		fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return kernels__error(KERNELS_EIO,
+				      "cannot open the lock file %s: %s; make the cache's .locks folder writable for "
+				      "this user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)",
+				      lock_path, strerror(errno));
+	(void)rc;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK || e == EINTR)
+			return 1;
+		return kernels__error(KERNELS_EIO, "cannot lock %s: %s", lock_path, strerror(e));
+	}
+	lock->fd = fd;
+	return 0;
+}
+
+void kernels__cache_unlock(kernels__cache_lock *lock)
+{
+	if (lock->fd >= 0) {
+		flock(lock->fd, LOCK_UN);
+		close(lock->fd);
+	}
+	lock->fd = -1;
+}
+
+/* ---- blobs and links ---------------------------------------------------------- */
+
+int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long size)
+{
+	char *blob = kernels__sprintf("%s/blobs/%s", repo_dir, etag);
+	struct stat st;
+	int ok;
+
+	if (!blob)
+		return 0;
+	ok = stat(blob, &st) == 0 && S_ISREG(st.st_mode) && (size < 0 || st.st_size == size);
+	free(blob);
+	return ok;
+}
+
+int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char *path, const char *etag,
+			   long long size)
+{
+	char *snap = kernels__sprintf("%s/snapshots/%s/%s", repo_dir, commit, path);
+	char *target = kernels__cache_link_target(path, etag), buf[PATH_MAX];
+	ssize_t n;
+	int ok = 0;
+
+	if (snap && target && (n = readlink(snap, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		ok = !strcmp(buf, target) && kernels__cache_blob_ok(repo_dir, etag, size);
+	}
+	free(snap);
+	free(target);
+	return ok;
+}
+
+/* The folder holding a link must resolve inside the snapshot: a folder on
+ * the way that is a symlink (planted in a shared cache) must not redirect
+ * where we write. */
+static int inside(const char *dir, const char *root)
+{
+	char rd[PATH_MAX], rr[PATH_MAX];
+	size_t n;
+
+	if (!realpath(dir, rd) || !realpath(root, rr))
+		return 0;
+	n = strlen(rr);
+	return !strncmp(rd, rr, n) && (rd[n] == '\0' || rd[n] == '/');
+}
+
+int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag)
+{
+	char *root = kernels__sprintf("%s/snapshots/%s", repo_dir, commit);
+	char *snap = kernels__sprintf("%s/snapshots/%s/%s", repo_dir, commit, path);
+	char *target = kernels__cache_link_target(path, etag), *dir = NULL, *tmp = NULL;
+	int rc = 0;
+
+	if (!root || !snap || !target || !(dir = parent_of(snap)) || !(tmp = tmp_name(snap))) {
+		rc = KERNELS_ENOMEM;
+		goto out;
+	}
+	if ((rc = kernels__mkdir_p(dir, 0777)) < 0)
+		goto out;
+	if (!inside(dir, root)) {
+		rc = kernels__error(KERNELS_EUNSAFE, "the folder of %s resolves outside the snapshot %s; refusing to "
+				    "write there (remove the snapshot folder and download again)", snap, root);
+		goto out;
+	}
+	if (symlink(target, tmp) < 0 || rename(tmp, snap) < 0) {
+		rc = kernels__error(KERNELS_EIO, "cannot link %s to %s: %s; check that the cache is writable", snap,
+				    target, strerror(errno));
+		unlink(tmp);
+	}
+out:
+	free(root);
+	free(snap);
+	free(target);
+	free(dir);
+	free(tmp);
+	return rc;
+}
+
+int kernels__cache_publish(int fd, const char *from, const char *to)
+{
+	char *dir;
+	int dfd, rc = 0;
+
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		int e = errno;
+		close(fd);
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from, strerror(e));
+	}
+	if (rename(from, to) < 0)
+		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(errno));
+	/* The rename itself must survive a crash, or the link may point at nothing. */
+	if ((dir = parent_of(to))) {
+		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+		free(dir);
+	} else
+		rc = KERNELS_ENOMEM;
+	return rc;
+}
+
+/* ---- offline checks ------------------------------------------------------------ */
+
+static int check_dir(const char *dir, const char *top, const char *what)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d)
+		return kernels__error(KERNELS_EOFFLINE, "offline: cannot read %s (%s); download %s while online",
+				      dir, strerror(errno), what);
+	while (rc == 0 && (de = readdir(d))) {
+		char *p;
+		struct stat lst, st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!(p = kernels__sprintf("%s/%s", dir, de->d_name))) {
+			rc = KERNELS_ENOMEM;
+			break;
+		}
+		if (lstat(p, &lst) < 0)
+			rc = kernels__error(KERNELS_EOFFLINE, "offline: %s vanished; download %s while online", p, what);
+		else if (S_ISDIR(lst.st_mode))
+			rc = check_dir(p, top, what);
+		else if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))
+			rc = kernels__error(KERNELS_EOFFLINE,
+					    "offline: %s is not in the cache (its link points at a missing blob); "
+					    "download %s while online, or unset HF_HUB_OFFLINE",
+					    p + strlen(top) + 1, what);
+		free(p);
+	}
+	closedir(d);
+	return rc;
+}
+
+int kernels__cache_check_tree(const char *dir, const char *what)
+{
+	return check_dir(dir, dir, what);
+}

@@ -1,0 +1,77 @@
+/* Internal: the on-disk cache shared with huggingface_hub (SPEC section 3).
+ *
+ *   {root}/{kernels|models}--{org}--{name}/blobs/{etag}[.incomplete]
+ *                                        /snapshots/{commit}/{path} -> ../../(..)/blobs/{etag}
+ *                                        /refs/{revision}
+ *   {root}/.locks/{kernels|models}--{org}--{name}/{etag}.lock
+ *
+ * A blob only ever appears complete and verified (written as .incomplete,
+ * fsync'ed, renamed); snapshot links are replaced atomically. Locks are
+ * flock(2) locks, the ones Python's filelock takes, so libkernels and
+ * huggingface_hub processes exclude each other per blob. */
+#ifndef KERNELS_LIB_CACHE_H
+#define KERNELS_LIB_CACHE_H
+
+#include "config.h"
+#include "repo.h"
+
+/* {root}/{type}s--{org}--{name} (malloc'ed). */
+char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
+
+/* The relative link target of snapshots/{commit}/{path}: "../" for every
+ * folder between the link and the repo folder, then "blobs/{etag}". */
+char *kernels__cache_link_target(const char *path, const char *etag);
+
+/* 1 when `s` is a 40-hex commit id (lower case). */
+int kernels__is_commit(const char *s);
+/* 1 when `s` can name a blob: 40 or 64 hex digits (lower case). */
+int kernels__is_etag(const char *s);
+
+/* Which repo folder holds `commit` offline: the kernel one, else the model
+ * one. KERNELS_EOFFLINE (message naming what to download) when neither. */
+int kernels__cache_find_snapshot(const kernels__config *cfg, const char *repo_id, const char *commit,
+				 kernels__repo_type *type);
+
+/* refs/{revision} -> commit. Revisions with '/' become nested folders;
+ * ".." and absolute names are refused. The file is replaced atomically. */
+int kernels__cache_ref_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			     const char *revision, const char *commit);
+/* *commit (malloc'ed) from refs/{revision}; KERNELS_ENOTFOUND when absent
+ * or not a commit id. */
+int kernels__cache_ref_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			    const char *revision, char **commit);
+
+/* A per-blob lock: .locks/{repo folder}/{etag}.lock. */
+typedef struct {
+	int fd;
+} kernels__cache_lock;
+
+/* Tries to take the lock without waiting: 0 taken, 1 busy (another process
+ * or handle holds it), <0 error (cannot create or open the lock file). A
+ * lock file we may not write (shared cache, created by another user) is
+ * opened read-only: flock works on any descriptor. */
+int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock);
+void kernels__cache_unlock(kernels__cache_lock *lock);
+
+/* Links snapshots/{commit}/{path} to blobs/{etag} (relative), atomically
+ * replacing what is there. Refuses (KERNELS_EUNSAFE) when a folder on the
+ * way resolves outside the snapshot. */
+int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag);
+
+/* 1 when snapshots/{commit}/{path} is our link to blobs/{etag} and the blob
+ * exists with `size` bytes. */
+int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char *path, const char *etag,
+			   long long size);
+
+/* 1 when blobs/{etag} exists as a regular file of `size` bytes. */
+int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long size);
+
+/* fsync(fd), rename `from` to `to`, fsync the folder: the blob appears
+ * complete or not at all, even across a crash. Closes fd. */
+int kernels__cache_publish(int fd, const char *from, const char *to);
+
+/* Checks an offline snapshot folder: every link under `dir` resolves to a
+ * complete blob. KERNELS_EOFFLINE naming the first broken file otherwise. */
+int kernels__cache_check_tree(const char *dir, const char *what);
+
+#endif

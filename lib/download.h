@@ -1,0 +1,36 @@
+/* Internal: the fetch stage. Takes a resolved commit and the files of some
+ * build variants, and makes them present and verified in the cache
+ * (lib/cache.h) with the Hub client (lib/hub.h). */
+#ifndef KERNELS_LIB_DOWNLOAD_H
+#define KERNELS_LIB_DOWNLOAD_H
+
+#include "kernels/download.h"
+#include "config.h"
+#include "hub.h"
+#include "repo.h"
+
+/* Fetches the file entries of `tree` (folders are skipped) of repo_id at
+ * `commit` into the cache, verifying each, then links them under
+ * snapshots/{commit}/. Every path must already have passed the listing's
+ * checks (kernels__hub_tree_list does that). `stats` may be NULL. */
+int kernels__fetch_tree(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			const char *commit, const kernels__tree *tree, kernels_download_stats *stats);
+
+/* Everything under build/{variant}/ of each variant; *type starts at KERNELS__REPO_KERNEL
+ * and ends as the type the Hub (or the cache, offline) knew. On success
+ * *snapshot_dir (malloc'ed, may be NULL to skip) is the snapshot folder. */
+int kernels__download(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+		      const char *commit, const char *const *variants, size_t n_variants, char **snapshot_dir,
+		      kernels_download_stats *stats);
+
+/* Variant names under build/ (sorted, malloc'ed array of malloc'ed strings). */
+int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			   const char *commit, char ***names, size_t *count);
+
+/* One repo file by path (e.g. "kernel-status.toml"), verified against the
+ * Hub's ETag and X-Linked-Size, cached and linked; *local_path (malloc'ed)
+ * is its snapshot path. Offline: the cached link, else KERNELS_EOFFLINE. */
+int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			   const char *commit, const char *path, char **local_path);
+
+#endif

@@ -1,0 +1,880 @@
+/* The fetch stage against the local Hub fixture: cache layout byte for byte,
+ * no second download, offline, fault modes, hostile listings, a SIGKILLed
+ * download resumed, 16 processes sharing one cache, a cache shared by two
+ * users. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels.h"
+#include "../lib/cache.h"
+#include "../lib/download.h"
+#include "../lib/hub.h"
+#include "hub.h" /* the fixture (tests/support/hub.h) */
+#include "testutil.h"
+
+#define V1 "torch27-cxx11-cu126-x86_64-linux"
+#define V2 "torch-universal"
+#define BIG_SIZE (3 * 1024 * 1024 + 17)
+#define HUGE_SIZE (12 * 1024 * 1024)
+
+static const char *self_exe;
+
+/* The files of variant V1, with their bytes, published as "org/k". */
+typedef struct {
+	const char *path;
+	unsigned char *data;
+	size_t len;
+} file;
+
+static file files[8];
+static size_t n_files;
+
+typedef struct {
+	test_hub *hub;
+	char *src;        /* the published tree */
+	char commit[41];  /* org/k */
+	char mcommit[41]; /* org/m, a model-type repo */
+	char hcommit[41]; /* org/huge: one large LFS file */
+	char *cache;      /* a fresh cache per test */
+} env;
+
+static unsigned char *random_bytes(size_t n, unsigned int seed)
+{
+	unsigned char *p = malloc(n ? n : 1);
+	size_t i;
+	unsigned long long x = seed * 2654435761ULL + 1;
+
+	for (i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		p[i] = (unsigned char)(x >> 24);
+	}
+	return p;
+}
+
+static void add_file(const char *path, const void *data, size_t len)
+{
+	file *f = &files[n_files++];
+	f->path = path;
+	f->data = malloc(len ? len : 1);
+	memcpy(f->data, data, len);
+	f->len = len;
+}
+
+/* git blob sha1 or sha256 (lfs) of a buffer, hex. */
+static void hash_hex(const void *data, size_t len, int lfs, char *out)
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int n;
+	char hdr[64];
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	static const char hx[] = "0123456789abcdef";
+
+	EVP_DigestInit_ex(c, lfs ? EVP_sha256() : EVP_sha1(), NULL);
+	if (!lfs) {
+		int k = snprintf(hdr, sizeof(hdr), "blob %zu", len);
+		EVP_DigestUpdate(c, hdr, (size_t)k + 1);
+	}
+	EVP_DigestUpdate(c, data, len);
+	EVP_DigestFinal_ex(c, d, &n);
+	EVP_MD_CTX_free(c);
+	for (unsigned int i = 0; i < n; i++) {
+		out[2 * i] = hx[d[i] >> 4];
+		out[2 * i + 1] = hx[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int is_lfs(const file *f)
+{
+	return f->len > 1024 * 1024;
+}
+
+static void etag_of(const file *f, char *out)
+{
+	hash_hex(f->data, f->len, is_lfs(f), out);
+}
+
+static int group_setup(void **state)
+{
+	env *e = calloc(1, sizeof(*e));
+	unsigned char *big = random_bytes(BIG_SIZE, 7), *mid = random_bytes(5000, 3), *huge = random_bytes(HUGE_SIZE, 9);
+	static const char init[] = "from ._ops import ops\n";
+	static const char meta[] = "{\"id\": \"_k_abc\", \"name\": \"k\", \"version\": 1}\n";
+	char path[PATH_MAX];
+	size_t i;
+
+	add_file("build/" V1 "/metadata.json", meta, strlen(meta));
+	add_file("build/" V1 "/__init__.py", init, strlen(init));
+	add_file("build/" V1 "/k/__init__.py", init, strlen(init)); /* same blob */
+	add_file("build/" V1 "/_ops.py", "ops = None\n", 11);
+	add_file("build/" V1 "/_k_abc.abi3.so", big, BIG_SIZE);    /* LFS: 302 to the CDN */
+	add_file("build/" V1 "/sub/deep/data.bin", mid, 5000);
+	add_file("build/" V1 "/empty.txt", "", 0);
+	free(big);
+	free(mid);
+
+	e->src = test_mkdtemp("dl-src");
+	for (i = 0; i < n_files; i++) {
+		snprintf(path, sizeof(path), "%s/%s", e->src, files[i].path);
+		assert_int_equal(test_write_file(path, files[i].data, files[i].len), 0);
+	}
+	snprintf(path, sizeof(path), "%s/build/" V2 "/__init__.py", e->src);
+	test_write_file(path, "v2\n", 3);
+	snprintf(path, sizeof(path), "%s/README.md", e->src);
+	test_write_file(path, "# k\n", 4);
+
+	e->hub = test_hub_start();
+	assert_non_null(e->hub);
+	assert_int_equal(test_hub_publish(e->hub, "--repo org/k --dir '%s' --branch main", e->src), 0);
+	strcpy(e->commit, test_hub_last_commit(e->hub));
+	assert_int_equal(test_hub_publish(e->hub, "--repo org/m --type model --dir '%s' --branch main", e->src), 0);
+	strcpy(e->mcommit, test_hub_last_commit(e->hub));
+	snprintf(path, sizeof(path), "%s/huge.bin", e->src);
+	test_write_file(path, huge, HUGE_SIZE);
+	free(huge);
+	assert_int_equal(test_hub_publish(e->hub, "--repo org/huge --file 'build/" V1 "/huge.bin=%s' --branch main", path), 0);
+	strcpy(e->hcommit, test_hub_last_commit(e->hub));
+	unlink(path);
+	kernels__hub_set_backoff_base_ms(20);
+	*state = e;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	env *e = *state;
+	size_t i;
+
+	test_hub_stop(e->hub);
+	test_rmtree(e->src);
+	free(e->src);
+	free(e);
+	for (i = 0; i < n_files; i++)
+		free(files[i].data);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	env *e = *state;
+	e->cache = test_mkdtemp("dl-cache");
+	test_hub_faults_clear(e->hub);
+	test_hub_log_clear(e->hub);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	env *e = *state;
+	test_rmtree(e->cache);
+	free(e->cache);
+	e->cache = NULL;
+	return 0;
+}
+
+static void options(env *e, kernels_options *o)
+{
+	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
+	o->endpoint = test_hub_endpoint(e->hub);
+	o->cache_dir = e->cache;
+	o->offline = 0;
+	o->max_retries = 3;
+	o->timeout_ms = 5000;
+}
+
+static int download(env *e, const kernels_options *o, const char *repo, const char *commit, const char *variant,
+		    kernels_download_stats *stats)
+{
+	const char *vs[1] = { variant };
+	kernels_snapshot *s = NULL;
+	int rc = kernels_download(&s, repo, commit, vs, 1, o);
+
+	if (rc == 0) {
+		assert_non_null(kernels_snapshot_path(s));
+		assert_string_equal(kernels_snapshot_commit(s), commit);
+		if (stats)
+			kernels_snapshot_stats(s, stats);
+	} else {
+		assert_null(s);
+	}
+	kernels_snapshot_free(s);
+	(void)e;
+	return rc;
+}
+
+/* Every file of V1 present in `repo_folder` exactly as SPEC section 3 says. */
+static void check_layout(env *e, const char *repo_folder, const char *commit)
+{
+	char snap[PATH_MAX], blob[PATH_MAX], target[PATH_MAX], expect[PATH_MAX], etag[65];
+	size_t i, len;
+
+	for (i = 0; i < n_files; i++) {
+		const file *f = &files[i];
+		const char *p;
+		ssize_t n;
+		char *data;
+		int depth = 0;
+
+		etag_of(f, etag);
+		snprintf(snap, sizeof(snap), "%s/%s/snapshots/%s/%s", e->cache, repo_folder, commit, f->path);
+		snprintf(blob, sizeof(blob), "%s/%s/blobs/%s", e->cache, repo_folder, etag);
+		n = readlink(snap, target, sizeof(target) - 1);
+		assert_true(n > 0);
+		target[n] = '\0';
+		for (p = f->path; (p = strchr(p, '/')); p++)
+			depth++;
+		expect[0] = '\0';
+		for (int k = 0; k < depth + 2; k++)
+			strcat(expect, "../");
+		strcat(expect, "blobs/");
+		strcat(expect, etag);
+		assert_string_equal(target, expect);
+		data = test_read_file(blob, &len);
+		assert_non_null(data);
+		assert_int_equal(len, f->len);
+		assert_memory_equal(data, f->data, f->len);
+		free(data);
+		data = test_read_file(snap, &len);   /* through the link */
+		assert_non_null(data);
+		assert_int_equal(len, f->len);
+		free(data);
+	}
+	/* Nothing else: no README, no other variant, no temporary files. */
+	snprintf(snap, sizeof(snap), "%s/%s/snapshots/%s/README.md", e->cache, repo_folder, commit);
+	assert_false(test_exists(snap));
+	snprintf(snap, sizeof(snap), "%s/%s/snapshots/%s/build/" V2, e->cache, repo_folder, commit);
+	assert_false(test_exists(snap));
+	assert_int_equal(test_system("test -z \"$(find '%s' -name '*.incomplete' -o -name '*.tmp-*')\"", e->cache), 0);
+}
+
+/* Log entries matching, as a JSON array (caller decrefs). */
+static json_t *log_json(env *e)
+{
+	char *text = test_hub_log(e->hub);
+	json_t *j = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(j);
+	return j;
+}
+
+static void test_fetch_layout(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	kernels_download_stats st;
+	json_t *log, *it;
+	size_t i;
+	int cdn = 0;
+	char url[256];
+
+	options(e, &o);
+	o.token = "hf_test_token";
+	assert_int_equal(test_hub_config(e->hub, "{\"page_size\": 3}"), 0); /* force Link paging */
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
+	test_hub_config(e->hub, "{\"page_size\": 50}");
+	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(st.files, n_files);
+	assert_int_equal(st.blobs_downloaded, n_files - 1); /* the two __init__.py share a blob */
+	assert_int_equal(st.files_cached, 0);
+	assert_true(st.max_parallel >= 2);
+
+	/* One GET per blob (an empty file needs none: its hash is known); the LFS
+	 * file came from the CDN without the token. */
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), (int)n_files - 2);
+	assert_true(test_hub_log_count(e->hub, "GET", "/tree/") >= 3);
+	log = log_json(e);
+	json_array_foreach(log, i, it) {
+		const char *listener = json_string_value(json_object_get(it, "listener"));
+		int auth = json_is_true(json_object_get(it, "authorization"));
+		if (!strcmp(listener, "cdn")) {
+			cdn++;
+			assert_false(auth);
+		} else {
+			assert_true(auth);
+		}
+		/* Only build/V1/ was asked for. */
+		assert_null(strstr(json_string_value(json_object_get(it, "path")), "README"));
+		assert_null(strstr(json_string_value(json_object_get(it, "path")), V2));
+	}
+	assert_int_equal(cdn, 1);
+	json_decref(log);
+
+	/* A second fetch lists the tree but transfers no blob. */
+	test_hub_log_clear(e->hub);
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
+	assert_int_equal(test_hub_log_count(e->hub, NULL, "/resolve/"), 0);
+	assert_int_equal(test_hub_log_count(e->hub, NULL, "/lfs/"), 0);
+	assert_int_equal(st.blobs_downloaded, 0);
+	assert_int_equal(st.files_cached, n_files);
+
+	/* Offline: not one request, and the same answer. */
+	test_hub_log_clear(e->hub);
+	o.offline = 1;
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit, V2, NULL), KERNELS_EOFFLINE);
+	assert_non_null(strstr(kernels_error_last(), V2));
+	assert_non_null(strstr(kernels_error_last(), "download"));
+	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
+
+	/* Offline with a blob gone: the broken file is named. */
+	{
+		char etag[65], blob[PATH_MAX];
+		etag_of(&files[5], etag);
+		snprintf(blob, sizeof(blob), "%s/kernels--org--k/blobs/%s", e->cache, etag);
+		assert_int_equal(unlink(blob), 0);
+		assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EOFFLINE);
+		assert_non_null(strstr(kernels_error_last(), "data.bin"));
+		/* Online again, only that blob is fetched. */
+		o.offline = 0;
+		test_hub_log_clear(e->hub);
+		assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
+		assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), 1);
+		assert_int_equal(st.blobs_downloaded, 1);
+		check_layout(e, "kernels--org--k", e->commit);
+	}
+	snprintf(url, sizeof(url), "%s", e->cache);
+}
+
+static void test_model_repo_and_variants(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	char **names = NULL;
+	size_t n = 0;
+
+	options(e, &o);
+	assert_int_equal(download(e, &o, "org/m", e->mcommit, V1, NULL), 0);
+	check_layout(e, "models--org--m", e->mcommit);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->mcommit, &o), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], V2);
+	assert_string_equal(names[1], V1);
+	kernels_variants_free(names, n);
+	/* Offline lists what the snapshot holds. */
+	o.offline = 1;
+	test_hub_log_clear(e->hub);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->mcommit, &o), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], V1);
+	kernels_variants_free(names, n);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/k", e->commit, &o), KERNELS_EOFFLINE);
+	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
+	/* A variant the commit lacks names those it has. */
+	o.offline = 0;
+	assert_int_equal(download(e, &o, "org/k", e->commit, "torch99-cpu-x86_64-linux", NULL), KERNELS_ENOTFOUND);
+	assert_non_null(strstr(kernels_error_last(), V1));
+	assert_int_equal(download(e, &o, "org/k", e->commit, "../x", NULL), KERNELS_EINVAL);
+	assert_int_equal(download(e, &o, "org/k", "main", V1, NULL), KERNELS_EINVAL);
+	assert_int_equal(download(e, &o, "org/nope", e->commit, V1, NULL), KERNELS_ENOTFOUND);
+}
+
+/* ---- faults --------------------------------------------------------------------------- */
+
+static void fault(env *e, const char *json)
+{
+	assert_int_equal(test_hub_fault(e->hub, json), 0);
+}
+
+static int count_range_requests(env *e, const char *listener)
+{
+	json_t *log = log_json(e), *it;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(log, i, it) {
+		if (json_is_string(json_object_get(it, "range")) &&
+		    !strcmp(json_string_value(json_object_get(it, "listener")), listener))
+			n++;
+	}
+	json_decref(log);
+	return n;
+}
+
+static void test_fault_5xx_and_429(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	kernels_download_stats st;
+	struct timespec t0, t1;
+
+	options(e, &o);
+	fault(e, "{\"path\": \"/resolve/\", \"regex\": \"metadata\\\\.json$\", \"mode\": \"500\", \"count\": 2}");
+	fault(e, "{\"path\": \"_ops.py\", \"mode\": \"429\", \"retry_after\": 1}");
+	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"503\"}");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "metadata.json"), 3);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "_ops.py"), 2);
+	assert_true(st.retries >= 4);
+	/* Retry-After: 1 was waited for. */
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 1000);
+}
+
+static void test_fault_reset_and_truncate_resume(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+
+	options(e, &o);
+	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"reset\", \"after_bytes\": 1000000}");
+	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"truncate\", \"after_bytes\": 2000000}");
+	fault(e, "{\"path\": \"data.bin\", \"mode\": \"truncate\", \"after_bytes\": 1000}");
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit);
+	/* Three CDN requests; the second and third resumed with a Range. */
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 3);
+	assert_true(count_range_requests(e, "cdn") >= 2);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "data.bin"), 2);
+	/* Hub: the LFS file's 2nd and 3rd resolve, and data.bin's 2nd, carried the Range. */
+	assert_int_equal(count_range_requests(e, "hub"), 3);
+}
+
+static void test_fault_wrong_bytes(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	char path[PATH_MAX];
+
+	options(e, &o);
+	/* Once: the damaged bytes are thrown away and fetched again. */
+	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"wrong_bytes\", \"after_bytes\": 5000}");
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 2);
+
+	/* Always: a clear error, and the cache holds nothing of that file nor any link. */
+	test_rmtree(e->cache);
+	mkdir(e->cache, 0755);
+	fault(e, "{\"path\": \"data.bin\", \"mode\": \"wrong_bytes\", \"count\": -1}");
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EINTEGRITY);
+	assert_non_null(strstr(kernels_error_last(), "sub/deep/data.bin"));
+	{
+		char etag[65];
+		etag_of(&files[5], etag);
+		assert_non_null(strstr(kernels_error_last(), etag));
+		snprintf(path, sizeof(path), "%s/kernels--org--k/blobs/%s", e->cache, etag);
+		assert_false(test_exists(path));
+		strcat(path, ".incomplete");
+		assert_false(test_exists(path));
+	}
+	snprintf(path, sizeof(path), "%s/kernels--org--k/snapshots", e->cache);
+	assert_false(test_exists(path));
+	test_hub_faults_clear(e->hub);
+}
+
+static void test_fault_slow(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+
+	options(e, &o);
+	o.timeout_ms = 1000;
+	/* Stalls longer than the timeout are cut and retried; a short delay is just waited out. */
+	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"slow\", \"delay\": 3}");
+	fault(e, "{\"path\": \"_ops.py\", \"mode\": \"slow\", \"delay\": 0.5}");
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit);
+	/* The stalled request is logged when the fixture wakes up from its delay. */
+	for (int waited = 0; test_hub_log_count(e->hub, "GET", "/lfs/") < 2 && waited < 5000; waited += 50)
+		usleep(50000);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 2);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "_ops.py"), 1);
+}
+
+static void test_fault_persistent_error(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	char path[PATH_MAX];
+
+	options(e, &o);
+	o.max_retries = 2;
+	fault(e, "{\"path\": \"_ops.py\", \"mode\": \"500\", \"count\": -1}");
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EHTTP);
+	assert_non_null(strstr(kernels_error_last(), "_ops.py"));
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "_ops.py"), 3);
+	snprintf(path, sizeof(path), "%s/kernels--org--k/snapshots", e->cache);
+	assert_false(test_exists(path));
+	/* A cancelled download (progress callback) is an error too, and resumable. */
+	test_hub_faults_clear(e->hub);
+}
+
+static int cancel_cb(const char *path, size_t fd, size_t ft, size_t ad, size_t at, void *payload)
+{
+	(void)path, (void)fd, (void)ft, (void)at;
+	*(size_t *)payload = ad;
+	return ad > 1000000;
+}
+
+static int record_cb(const char *path, size_t fd, size_t ft, size_t ad, size_t at, void *payload)
+{
+	size_t *p = payload;
+	(void)path;
+	assert_true(fd <= ft);
+	assert_true(ad <= at);
+	p[0]++;
+	p[1] = ad;
+	p[2] = at;
+	return 0;
+}
+
+static void test_progress(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	size_t seen = 0, rec[3] = { 0 }, total = 0, i;
+
+	options(e, &o);
+	o.max_retries = 0;
+	o.progress_cb = cancel_cb;
+	o.progress_payload = &seen;
+	o.max_parallel = 1;
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_ERROR);
+	assert_non_null(strstr(kernels_error_last(), "cancelled"));
+	/* Fresh cache: every byte is then counted up front. */
+	test_rmtree(e->cache);
+	mkdir(e->cache, 0700);
+	o.progress_cb = record_cb;
+	o.progress_payload = rec;
+	o.max_parallel = 0;
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	for (i = 0; i < n_files; i++)
+		total += i == 2 ? 0 : files[i].len; /* one blob for the two __init__.py */
+	assert_true(rec[0] >= n_files - 1);
+	assert_int_equal(rec[2], total);
+	assert_int_equal(rec[1], total);
+	check_layout(e, "kernels--org--k", e->commit);
+}
+
+/* ---- hostile listings ------------------------------------------------------------------ */
+
+static void hostile(env *e, const char *entry_json, int expect)
+{
+	kernels_options o;
+	char buf[2048];
+	char *listing_dir = test_mkdtemp("dl-outside");
+
+	options(e, &o);
+	snprintf(buf, sizeof(buf),
+		 "{\"path\": \"/tree/\", \"mode\": \"200\", \"body\": [{\"type\": \"file\", \"oid\": "
+		 "\"%s\", \"size\": 3, \"path\": \"build/" V1 "/ok.txt\"}, %s]}",
+		 "0000000000000000000000000000000000000001", entry_json);
+	fault(e, buf);
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), expect);
+	assert_non_null(strstr(kernels_error_last(), "refus"));
+	/* Nothing at all was written: no file was even requested. */
+	assert_int_equal(test_hub_log_count(e->hub, NULL, "/resolve/"), 0);
+	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", e->cache), 0);
+	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", listing_dir), 0);
+	test_rmtree(listing_dir);
+	free(listing_dir);
+	test_hub_faults_clear(e->hub);
+}
+
+#define OID "\"oid\": \"1111111111111111111111111111111111111111\""
+
+static void test_hostile_listings(void **state)
+{
+	env *e = *state;
+
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/../../../../../evil\"}",
+		KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"/tmp/evil\"}", KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/a\\\\b\"}", KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/a\\nb\"}", KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/other/x\"}", KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"symlink\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/link\", "
+		   "\"target\": \"../../../../etc/passwd\"}", KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 1000000000000000, \"path\": \"build/" V1 "/big\"}",
+		KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/ok.txt/x\"}", KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", \"oid\": 12, \"size\": 3, \"path\": \"build/" V1 "/n\"}", KERNELS_EPARSE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": \"3\", \"path\": \"build/" V1 "/n\"}", KERNELS_EPARSE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/n\", \"lfs\": {\"oid\": \"x\"}}",
+		KERNELS_EPARSE);
+	hostile(e, "[1, 2]", KERNELS_EPARSE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/ok.txt\"}", KERNELS_EPARSE);
+
+	/* A size under the per-file cap but beyond the free disk is refused before any transfer. */
+	{
+		struct statvfs vs;
+		char entry[512];
+		unsigned long long avail;
+		assert_int_equal(statvfs(e->cache, &vs), 0);
+		avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
+		if (avail < (63ULL << 30)) {
+			snprintf(entry, sizeof(entry), "{\"type\": \"file\", " OID ", \"size\": %llu, \"path\": \"build/" V1
+				 "/big\"}", avail + (1ULL << 30));
+			kernels_options o;
+			char buf[2048];
+			options(e, &o);
+			snprintf(buf, sizeof(buf), "{\"path\": \"/tree/\", \"mode\": \"200\", \"body\": [%s]}", entry);
+			fault(e, buf);
+			assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EIO);
+			assert_non_null(strstr(kernels_error_last(), "free"));
+			assert_int_equal(test_hub_log_count(e->hub, NULL, "/resolve/"), 0);
+		} else {
+			/* The per-file cap (64 GiB) is below the free space: the case above covers it. */
+			print_message("disk has %llu bytes free; the free-space refusal is covered by the cap case\n", avail);
+		}
+	}
+}
+
+/* ---- processes ------------------------------------------------------------------------- */
+
+static int slow_cb(const char *path, size_t fd, size_t ft, size_t ad, size_t at, void *payload)
+{
+	struct timespec ts = { 0, 40 * 1000000L };
+	(void)path, (void)fd, (void)ft, (void)ad, (void)at, (void)payload;
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
+/* `self child ENDPOINT CACHE REPO COMMIT VARIANT GO_FILE SLOW`: one download in
+ * a fresh process, started when GO_FILE exists. Exit 0 on success. */
+static int child_main(char **argv)
+{
+	kernels_options o;
+	const char *vs[1] = { argv[6] };
+	kernels_snapshot *s = NULL;
+	struct timespec ts = { 0, 1000000L };
+	int rc;
+
+	while (access(argv[7], F_OK) != 0)
+		nanosleep(&ts, NULL);
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.endpoint = argv[2];
+	o.cache_dir = argv[3];
+	o.offline = 0;
+	if (!strcmp(argv[8], "1")) {
+		o.progress_cb = slow_cb;
+		o.max_parallel = 1;
+	}
+	rc = kernels_download(&s, argv[4], argv[5], vs, 1, &o);
+	if (rc < 0)
+		fprintf(stderr, "child %ld: %s\n", (long)getpid(), kernels_error_last());
+	kernels_snapshot_free(s);
+	return rc < 0 ? 1 : 0;
+}
+
+static pid_t spawn(env *e, const char *repo, const char *commit, const char *go, int slow, uid_t uid)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
+			_exit(126);
+		execl(self_exe, self_exe, "child", test_hub_endpoint(e->hub), e->cache, repo, commit, V1, go,
+		      slow ? "1" : "0", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void test_sixteen_processes(void **state)
+{
+	env *e = *state;
+	pid_t pids[16];
+	char go[PATH_MAX];
+	size_t i;
+	int status;
+
+	snprintf(go, sizeof(go), "%s.go", e->cache);
+	unlink(go);
+	for (i = 0; i < 16; i++)
+		pids[i] = spawn(e, "org/k", e->commit, go, 0, 0);
+	usleep(200000);
+	test_write_file(go, "", 0);
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	unlink(go);
+	/* Each blob crossed the wire exactly once. */
+	for (i = 0; i < n_files; i++) {
+		if (i == 2)
+			continue; /* shares the blob of __init__.py */
+		if (is_lfs(&files[i]))
+			assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 1);
+		else {
+			char name[PATH_MAX];
+			int n;
+			snprintf(name, sizeof(name), "/resolve/%s/%s", e->commit, files[i].path);
+			n = test_hub_log_count(e->hub, "GET", name);
+			if (n != (files[i].len ? 1 : 0))
+				print_error("%s was fetched %d times\n", files[i].path, n);
+			assert_int_equal(n, files[i].len ? 1 : 0);
+		}
+	}
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), (int)n_files - 2);
+	check_layout(e, "kernels--org--k", e->commit);
+}
+
+static long long file_size(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+static void test_sigkill_resume(void **state)
+{
+	env *e = *state;
+	char go[PATH_MAX], inc[PATH_MAX], etag[65], blob[PATH_MAX];
+	pid_t pid;
+	int status, waited = 0;
+	long long have;
+	json_t *log, *it;
+	size_t i;
+	int resumed = 0;
+	kernels_options o;
+	char *data;
+	size_t len;
+	unsigned char *huge = random_bytes(HUGE_SIZE, 9);
+
+	hash_hex(huge, HUGE_SIZE, 1, etag);
+	snprintf(inc, sizeof(inc), "%s/kernels--org--huge/blobs/%s.incomplete", e->cache, etag);
+	snprintf(blob, sizeof(blob), "%s/kernels--org--huge/blobs/%s", e->cache, etag);
+	snprintf(go, sizeof(go), "%s.go", e->cache);
+	test_write_file(go, "", 0);
+	pid = spawn(e, "org/huge", e->hcommit, go, 1, 0);
+	while ((have = file_size(inc)) < 2 * 1024 * 1024 && waited < 20000) {
+		usleep(5000);
+		waited += 5;
+	}
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	unlink(go);
+	assert_true(WIFSIGNALED(status));
+	have = file_size(inc);
+	assert_true(have >= 2 * 1024 * 1024 && have < HUGE_SIZE);
+	assert_false(test_exists(blob));
+
+	test_hub_log_clear(e->hub);
+	options(e, &o);
+	assert_int_equal(download(e, &o, "org/huge", e->hcommit, V1, NULL), 0);
+	log = log_json(e);
+	json_array_foreach(log, i, it) {
+		const char *r = json_string_value(json_object_get(it, "range"));
+		char want[64];
+		snprintf(want, sizeof(want), "bytes=%lld-", have);
+		if (r && !strcmp(r, want))
+			resumed++;
+	}
+	json_decref(log);
+	assert_int_equal(resumed, 2); /* the Hub's 302, then the CDN */
+	data = test_read_file(blob, &len);
+	assert_int_equal(len, HUGE_SIZE);
+	assert_memory_equal(data, huge, HUGE_SIZE);
+	assert_false(test_exists(inc));
+	free(data);
+	free(huge);
+}
+
+/* A cache shared by two users: root fetched, another uid reuses the blobs
+ * (lock files it cannot write) and adds its own. */
+static void test_shared_cache(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	pid_t pid;
+	int status;
+	mode_t old = umask(0);
+	char blob[PATH_MAX], etag[65];
+
+	options(e, &o);
+	chmod(e->cache, 0777);
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	umask(old);
+	/* Lock files left read-only for others, as another user's umask 022 makes them. */
+	assert_int_equal(test_system("find '%s/.locks' -type f -exec chmod 0644 {} +", e->cache), 0);
+	/* One blob missing: the other user must download it through a read-only lock file. */
+	etag_of(&files[3], etag);
+	snprintf(blob, sizeof(blob), "%s/kernels--org--k/blobs/%s", e->cache, etag);
+	assert_int_equal(unlink(blob), 0);
+	test_hub_log_clear(e->hub);
+	if (getuid() != 0) {
+		/* Without root there is no second user to become; run the same check as ourselves. */
+		assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+		return;
+	}
+	{
+		/* Another user: the lock file of the missing blob is not writable for it. */
+		char lock[PATH_MAX], go[PATH_MAX];
+		snprintf(lock, sizeof(lock), "%s/.locks/kernels--org--k/%s.lock", e->cache, etag);
+		assert_true(test_exists(lock));
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			if (setgid(65534) < 0 || setuid(65534) < 0)
+				_exit(3);
+			_exit(open(lock, O_RDWR) < 0 && errno == EACCES ? 0 : 4);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_int_equal(WEXITSTATUS(status), 0);
+		snprintf(go, sizeof(go), "%s.go", e->cache);
+		test_write_file(go, "", 0);
+		pid = spawn(e, "org/k", e->commit, go, 0, 65534);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		unlink(go);
+	}
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), 1);
+	check_layout(e, "kernels--org--k", e->commit);
+	{
+		struct stat st;
+		assert_int_equal(stat(blob, &st), 0);
+		assert_int_equal(st.st_uid, 65534);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static char exe[PATH_MAX];
+	ssize_t n;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fetch_layout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_model_repo_and_variants, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_5xx_and_429, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_reset_and_truncate_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_wrong_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_slow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_persistent_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_listings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sixteen_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigkill_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_cache, setup, teardown),
+	};
+
+	if (argc == 9 && !strcmp(argv[1], "child"))
+		return child_main(argv);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 2;
+	exe[n] = '\0';
+	self_exe = exe;
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
