@@ -15,7 +15,7 @@ if(TARGET img2gray_torch_deps)
 endif()
 
 if(IMG2GRAY_HAVE_CUDA AND EXISTS ${PROJECT_SOURCE_DIR}/bench/img2gray/bench_img2gray.cu)
-  add_executable(bench_img2gray ${PROJECT_SOURCE_DIR}/bench/img2gray/bench_img2gray.cu)
+  add_executable(bench_img2gray ${PROJECT_SOURCE_DIR}/bench/img2gray/bench_img2gray.cu ${IMG2GRAY_SRC}/img2gray_cuda.cu)
   target_include_directories(bench_img2gray PRIVATE ${IMG2GRAY_INC} ${IMG2GRAY_SRC})
   set_target_properties(bench_img2gray PROPERTIES CUDA_RUNTIME_LIBRARY Static)
   target_compile_options(bench_img2gray PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>)

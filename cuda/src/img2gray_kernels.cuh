@@ -55,7 +55,7 @@ __device__ __forceinline__ uint4 gray16(uint4 a, uint4 b, uint4 c) {
  * pixels; the tail (n % 16 pixels starting at pixel nchunks * 16) is done by
  * the first `tail` threads of the grid. */
 template <int K>
-__global__ void __launch_bounds__(kThreads)
+static __global__ void __launch_bounds__(kThreads)
 vec16_kernel(const uint4 *__restrict__ rgb, uint4 *__restrict__ gray, int64_t nchunks,
              const uint8_t *__restrict__ rgb_tail, uint8_t *__restrict__ gray_tail, int tail) {
   const int64_t tile = (int64_t)kThreads * K;
@@ -85,7 +85,7 @@ vec16_kernel(const uint4 *__restrict__ rgb, uint4 *__restrict__ gray, int64_t nc
 }
 
 /* Any alignment: one pixel per thread and step, grid-stride. */
-__global__ void __launch_bounds__(kThreads)
+static __global__ void __launch_bounds__(kThreads)
 scalar_kernel(const uint8_t *__restrict__ rgb, uint8_t *__restrict__ gray, int64_t n) {
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
