@@ -15,6 +15,7 @@
 #include "kernels/options.h"
 #include "kernels/revision.h"
 #include "kernels/variant.h"
+#include "kernels/kernel.h"
 #include "kernels/download.h"
 
 #endif

@@ -1,0 +1,323 @@
+/* Loading verified variants into the process. A process-wide registry
+ * (mutex-protected list keyed by the variant folder's real path) makes a
+ * second load of the same folder return the same handle; two folders (two
+ * commits of one kernel) are two handles with their own RTLD_LOCAL module,
+ * so their identical symbol names do not clash. */
+#include "loader.h"
+#include "error.h"
+#include "util.h"
+#include "verify.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kernels_kernel {
+	struct kernels_kernel *next;
+	int refs;                 /* under registry_lock */
+	char *repo, *commit, *variant, *path, *library;
+	kernels_metadata *meta;
+	void *dl;                 /* NULL: noarch */
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static kernels_kernel *registry;
+
+static void kernel_free(kernels_kernel *k)
+{
+	if (!k)
+		return;
+	if (k->dl)
+		dlclose(k->dl);
+	kernels_metadata_free(k->meta);
+	free(k->repo);
+	free(k->commit);
+	free(k->variant);
+	free(k->path);
+	free(k->library);
+	free(k);
+}
+
+/* Finds a loaded variant and takes a reference; call with the lock held. */
+static kernels_kernel *find_locked(const char *path)
+{
+	kernels_kernel *k;
+	for (k = registry; k; k = k->next)
+		if (!strcmp(k->path, path)) {
+			k->refs++;
+			return k;
+		}
+	return NULL;
+}
+
+static int is_so(const char *rel, const char *dir)
+{
+	size_t n = strlen(rel), d = dir ? strlen(dir) : 0;
+	if (dir && (strncmp(rel, dir, d) || rel[d] != '/'))
+		return 0;
+	rel += dir ? d + 1 : 0;
+	n = strlen(rel);
+	return !strchr(rel, '/') && n > 3 && !strcmp(rel + n - 3, ".so");
+}
+
+/* The one native module among the files of `dir` (NULL: top level): the
+ * only *.so there, else the one named after the metadata id. */
+static int pick_in(const kernels_metadata *m, const char *dir, const char *what, const char **out)
+{
+	size_t i, n = kernels__metadata_file_count(m), found = 0;
+	const char *id = kernels_metadata_id(m), *named = NULL, *only = NULL;
+	size_t idlen = strlen(id);
+	kernels__buf list = { 0 };
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		const char *rel = kernels__metadata_file(m, i), *base;
+		if (!is_so(rel, dir))
+			continue;
+		base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+		found++;
+		only = rel;
+		kernels__buf_printf(&list, "%s%s", found > 1 ? ", " : "", rel);
+		if (!strncmp(base, id, idlen) && (!strcmp(base + idlen, ".so") || base[idlen] == '.'))
+			named = rel;
+	}
+	*out = found == 1 ? only : named;
+	rc = found > 1 && !named ?
+		     kernels__error(KERNELS_ELOAD,
+				    "%s has several native modules (%s) and none is named after its id '%s'; "
+				    "keep one *.so per variant or name it %s.abi3.so", what, list.ptr, id, id) : 0;
+	kernels__buf_free(&list);
+	return rc;
+}
+
+static int pick_module(const kernels_metadata *m, const char *what, const char **out)
+{
+	char pkg[256];
+	size_t i;
+	int rc;
+
+	if ((rc = pick_in(m, NULL, what, out)) < 0 || *out)
+		return rc;
+	/* A build with the module inside its Python package: {name}/ */
+	snprintf(pkg, sizeof(pkg), "%s", kernels_metadata_name(m));
+	for (i = 0; pkg[i]; i++)
+		if (pkg[i] == '-')
+			pkg[i] = '_';
+	return pick_in(m, pkg, what, out);
+}
+
+static char *describe(const char *repo, const char *commit, const char *variant, const char *path)
+{
+	if (repo)
+		return kernels__sprintf("variant '%s' of %s@%.12s", variant, repo, commit ? commit : "?");
+	return kernels__sprintf("variant '%s' (%s)", variant, path);
+}
+
+int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const char *commit,
+			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out)
+{
+	char real[PATH_MAX], *what = NULL;
+	kernels_kernel *k, *other;
+	const char *module = NULL, *base;
+	int rc;
+
+	if (!out || !folder)
+		return kernels__error(KERNELS_EINVAL, "loading a kernel: out and the variant folder must be given");
+	*out = NULL;
+	if (!realpath(folder, real))
+		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
+				      "variant folder %s: %s; download the variant first", folder, strerror(errno));
+	pthread_mutex_lock(&registry_lock);
+	k = find_locked(real);
+	pthread_mutex_unlock(&registry_lock);
+	if (k) {
+		*out = k;
+		return 0;
+	}
+
+	base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	if (!(k = calloc(1, sizeof(*k))))
+		return kernels__error_oom();
+	k->refs = 1;
+	k->path = kernels__strdup(real);
+	k->variant = kernels__strdup(variant_name ? variant_name : base);
+	k->repo = repo_id ? kernels__strdup(repo_id) : NULL;
+	k->commit = commit ? kernels__strdup(commit) : NULL;
+	if (!k->path || !k->variant || (repo_id && !k->repo) || (commit && !k->commit) ||
+	    !(what = describe(repo_id, commit, k->variant, real))) {
+		rc = KERNELS_ENOMEM;
+		goto fail;
+	}
+	/* Nothing from the folder runs before its digest checked out. */
+	if ((rc = kernels__verify_variant(cfg, real, root, what, &k->meta)) < 0 ||
+	    (rc = pick_module(k->meta, what, &module)) < 0)
+		goto fail;
+	if (module) {
+		const char *err;
+		if (!(k->library = kernels__sprintf("%s/%s", real, module))) {
+			rc = KERNELS_ENOMEM;
+			goto fail;
+		}
+		dlerror();
+		if (!(k->dl = dlopen(k->library, RTLD_NOW | RTLD_LOCAL))) {
+			err = dlerror();
+			rc = kernels__error(KERNELS_ELOAD,
+					    "loading %s failed: %s; the module needs a library or symbol this process "
+					    "lacks (load the torch/CUDA it was built for first, or pick a variant "
+					    "matching this process's torch version and C++ ABI)",
+					    what, err ? err : "dlopen failed");
+			goto fail;
+		}
+	}
+	pthread_mutex_lock(&registry_lock);
+	if ((other = find_locked(real)) == NULL) {
+		k->next = registry;
+		registry = k;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	if (other) {
+		/* Another thread loaded it meanwhile: use that handle. */
+		kernel_free(k);
+		k = other;
+	}
+	free(what);
+	*out = k;
+	return 0;
+fail:
+	free(what);
+	kernel_free(k);
+	return rc;
+}
+
+int kernels_load_local(kernels_kernel **out, const char *variant_dir, const kernels_options *opts)
+{
+	kernels__config cfg;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__loader_open(&cfg, NULL, NULL, NULL, variant_dir, NULL, out);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+void *kernels_symbol(const kernels_kernel *k, const char *symbol)
+{
+	const char *err;
+	void *p;
+
+	if (!k || !symbol) {
+		kernels__error(KERNELS_EINVAL, "kernels_symbol: kernel and symbol must not be NULL");
+		return NULL;
+	}
+	if (!k->dl) {
+		kernels__error(KERNELS_ELOAD,
+			       "variant '%s' has no native code (a noarch variant: Python/Triton files only), so "
+			       "there is no symbol '%s' to look up; use its files under %s", k->variant, symbol,
+			       k->path);
+		return NULL;
+	}
+	dlerror();
+	p = dlsym(k->dl, symbol);
+	if (!p && (err = dlerror())) {
+		kernels__error(KERNELS_ELOAD,
+			       "symbol '%s' is not exported by %s (variant '%s'): %s; check the name (C++ names are "
+			       "mangled; export it with extern \"C\")", symbol, k->library, k->variant, err);
+		return NULL;
+	}
+	return p;
+}
+
+void kernels_kernel_close(kernels_kernel *k)
+{
+	kernels_kernel **pp;
+	int last = 0;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&registry_lock);
+	if (--k->refs == 0) {
+		for (pp = &registry; *pp; pp = &(*pp)->next)
+			if (*pp == k) {
+				*pp = k->next;
+				break;
+			}
+		last = 1;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	if (last)
+		kernel_free(k);
+}
+
+int kernels_kernel_list(kernels_kernel ***out, size_t *count)
+{
+	kernels_kernel *k, **v = NULL;
+	size_t n = 0, i = 0;
+
+	if (!out || !count)
+		return kernels__error(KERNELS_EINVAL, "kernels_kernel_list: out and count must be given");
+	*out = NULL;
+	*count = 0;
+	pthread_mutex_lock(&registry_lock);
+	for (k = registry; k; k = k->next)
+		n++;
+	if (n && !(v = malloc(n * sizeof(*v)))) {
+		pthread_mutex_unlock(&registry_lock);
+		return kernels__error_oom();
+	}
+	for (k = registry; k; k = k->next) {
+		k->refs++;
+		v[i++] = k;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+const char *kernels_kernel_repo(const kernels_kernel *k)
+{
+	return k ? k->repo : NULL;
+}
+
+const char *kernels_kernel_commit(const kernels_kernel *k)
+{
+	return k ? k->commit : NULL;
+}
+
+const char *kernels_kernel_variant(const kernels_kernel *k)
+{
+	return k ? k->variant : NULL;
+}
+
+const char *kernels_kernel_path(const kernels_kernel *k)
+{
+	return k ? k->path : NULL;
+}
+
+const char *kernels_kernel_library(const kernels_kernel *k)
+{
+	return k ? k->library : NULL;
+}
+
+const kernels_metadata *kernels_kernel_metadata(const kernels_kernel *k)
+{
+	return k ? k->meta : NULL;
+}
+
+int kernels_kernel_refcount(const kernels_kernel *k)
+{
+	int n;
+	if (!k)
+		return 0;
+	pthread_mutex_lock(&registry_lock);
+	n = k->refs;
+	pthread_mutex_unlock(&registry_lock);
+	return n;
+}

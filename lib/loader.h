@@ -1,0 +1,16 @@
+/* Internal: the loader behind kernels_get and kernels_load_local. */
+#ifndef KERNELS_LIB_LOADER_H
+#define KERNELS_LIB_LOADER_H
+
+#include "kernels/kernel.h"
+#include "config.h"
+
+/* Verifies `folder` (links must stay inside `root`, the repo cache folder
+ * kernels--org--name; NULL: inside `folder`) and loads its native module,
+ * or returns the handle already loaded from the same real path with one
+ * more reference. repo_id/commit may be NULL (local loads); variant_name
+ * NULL means the folder's base name. */
+int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const char *commit,
+			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out);
+
+#endif

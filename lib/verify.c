@@ -1,0 +1,519 @@
+/* metadata.json of a variant, and its digest checked against the files on
+ * disk: the gate in front of every dlopen. The digest covers every regular
+ * file except metadata.json and metadata.json.sigstore at the top, any
+ * __pycache__/ folder and *.pyc file, as kernel-builder writes it and the
+ * Python client checks it. */
+#include "verify.h"
+#include "error.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_DEPTH 32
+#define MAX_FILES 100000
+
+struct kernels_metadata {
+	json_t *json;
+	const char *id, *name, *license, *backend; /* borrowed from json */
+	int version;
+	const char **archs;   /* NULL-terminated, borrowed strings; NULL when none */
+	size_t narchs;
+	int dirty;
+	char dirty_sources[64];
+	const char *algorithm;
+	json_t *files;        /* digest.files, borrowed */
+	char **walked;        /* verified files, relative, sorted */
+	size_t nwalked;
+};
+
+static const char *const backend_types[] = { "cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu" };
+
+void kernels_metadata_free(kernels_metadata *m)
+{
+	size_t i;
+	if (!m)
+		return;
+	for (i = 0; i < m->nwalked; i++)
+		free(m->walked[i]);
+	free(m->walked);
+	free(m->archs);
+	json_decref(m->json);
+	free(m);
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+static int bad_key(const char *path, const char *key, const char *want)
+{
+	return kernels__error(KERNELS_EPARSE,
+			      "%s: key '%s' %s; the variant's metadata.json is not what kernel-builder writes "
+			      "(rebuild or re-upload the variant)", path, key, want);
+}
+
+static int get_string(json_t *obj, const char *path, const char *key, const char *label, const char **out)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return bad_key(path, label, "is missing");
+	if (!json_is_string(v) || !json_string_length(v))
+		return bad_key(path, label, "must be a non-empty string");
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int parse_backend(kernels_metadata *m, const char *path)
+{
+	json_t *b = json_object_get(m->json, "backend"), *archs, *a;
+	size_t i, ok = 0;
+	int rc;
+
+	if (!b)
+		return bad_key(path, "backend", "is missing");
+	if (!json_is_object(b))
+		return bad_key(path, "backend", "must be an object like {\"type\": \"cuda\", \"archs\": [...]}");
+	if ((rc = get_string(b, path, "type", "backend.type", &m->backend)) < 0)
+		return rc;
+	for (i = 0; i < sizeof(backend_types) / sizeof(backend_types[0]); i++)
+		ok |= !strcmp(m->backend, backend_types[i]);
+	if (!ok)
+		return bad_key(path, "backend.type",
+			       "is not one of cann, cpu, cuda, metal, neuron, rocm, tpu, xpu");
+	archs = json_object_get(b, "archs");
+	if (!archs || json_is_null(archs))
+		return 0;
+	if (!json_is_array(archs))
+		return bad_key(path, "backend.archs", "must be a list of strings");
+	m->narchs = json_array_size(archs);
+	if (!(m->archs = calloc(m->narchs + 1, sizeof(*m->archs))))
+		return kernels__error_oom();
+	json_array_foreach(archs, i, a) {
+		if (!json_is_string(a))
+			return bad_key(path, "backend.archs", "must be a list of strings");
+		m->archs[i] = json_string_value(a);
+	}
+	if (!m->narchs) {
+		free(m->archs);
+		m->archs = NULL;
+	}
+	return 0;
+}
+
+static int parse_digest(kernels_metadata *m, const char *path)
+{
+	json_t *d = json_object_get(m->json, "digest"), *v;
+	const char *key;
+	int rc;
+
+	if (!d)
+		return bad_key(path, "digest", "is missing (a variant without a digest cannot be verified)");
+	if (!json_is_object(d))
+		return bad_key(path, "digest", "must be an object {\"algorithm\": ..., \"files\": {...}}");
+	if ((rc = get_string(d, path, "algorithm", "digest.algorithm", &m->algorithm)) < 0)
+		return rc;
+	if (strcasecmp(m->algorithm, "sha256") && strcasecmp(m->algorithm, "sha512"))
+		return bad_key(path, "digest.algorithm", "must be sha256 or sha512");
+	m->files = json_object_get(d, "files");
+	if (!json_is_object(m->files))
+		return bad_key(path, "digest.files", m->files ? "must be an object of path: hash" : "is missing");
+	json_object_foreach(m->files, key, v)
+		if (!json_is_string(v))
+			return bad_key(path, "digest.files", "must map every path to a base64 string");
+	return 0;
+}
+
+static int git_dirty(json_t *git)
+{
+	return json_is_object(git) && json_is_true(json_object_get(git, "dirty"));
+}
+
+static void parse_provenance(kernels_metadata *m)
+{
+	json_t *p = json_object_get(m->json, "provenance"), *kb;
+	int kernel, builder;
+
+	if (!json_is_object(p))
+		return;
+	kb = json_object_get(p, "kernel-builder");
+	kernel = git_dirty(json_object_get(p, "kernel"));
+	builder = json_is_object(kb) && git_dirty(json_object_get(kb, "git"));
+	m->dirty = kernel || builder;
+	snprintf(m->dirty_sources, sizeof(m->dirty_sources), "%s%s%s", kernel ? "kernel source" : "",
+		 kernel && builder ? ", " : "", builder ? "kernel-builder" : "");
+}
+
+int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
+{
+	kernels_metadata *m;
+	json_error_t jerr;
+	json_t *version;
+	char *path;
+	int rc;
+
+	if (!out || !variant_dir)
+		return kernels__error(KERNELS_EINVAL, "kernels_metadata_read: out and variant_dir must be given");
+	*out = NULL;
+	if (!(path = kernels__sprintf("%s/metadata.json", variant_dir)))
+		return KERNELS_ENOMEM;
+	if (access(path, F_OK) != 0) {
+		rc = kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
+				    "%s: %s; a variant folder must hold the metadata.json kernel-builder writes",
+				    path, strerror(errno));
+		free(path);
+		return rc;
+	}
+	if (!(m = calloc(1, sizeof(*m)))) {
+		free(path);
+		return kernels__error_oom();
+	}
+	if (!(m->json = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr))) {
+		rc = kernels__error(KERNELS_EPARSE, "%s: not valid JSON (line %d: %s); re-download the variant",
+				    path, jerr.line, jerr.text);
+		goto fail;
+	}
+	if (!json_is_object(m->json)) {
+		rc = kernels__error(KERNELS_EPARSE, "%s: must hold a JSON object", path);
+		goto fail;
+	}
+	if ((rc = get_string(m->json, path, "id", "id", &m->id)) < 0 ||
+	    (rc = get_string(m->json, path, "name", "name", &m->name)) < 0)
+		goto fail;
+	version = json_object_get(m->json, "version");
+	if (!version) {
+		rc = bad_key(path, "version", "is missing");
+		goto fail;
+	}
+	if (!json_is_integer(version) || json_integer_value(version) < 0 || json_integer_value(version) > INT_MAX) {
+		rc = bad_key(path, "version", "must be a non-negative integer (the kernel's major version)");
+		goto fail;
+	}
+	m->version = (int)json_integer_value(version);
+	if ((rc = get_string(m->json, path, "license", "license", &m->license)) < 0 ||
+	    (rc = parse_backend(m, path)) < 0 || (rc = parse_digest(m, path)) < 0)
+		goto fail;
+	parse_provenance(m);
+	free(path);
+	*out = m;
+	return 0;
+fail:
+	free(path);
+	kernels_metadata_free(m);
+	return rc;
+}
+
+/* ---- walking the folder -------------------------------------------------- */
+
+typedef struct {
+	char *rel;
+	char *real;
+} file_ent;
+
+typedef struct {
+	const char *root;     /* real path links must stay in */
+	file_ent *v;
+	size_t n, cap;
+} walk_state;
+
+static int inside(const char *root, const char *path)
+{
+	size_t n = strlen(root);
+	return !strncmp(root, path, n) && (path[n] == '/' || path[n] == '\0' || (n == 1 && root[0] == '/'));
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static int push(walk_state *w, const char *rel, const char *real)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 32;
+		file_ent *v = realloc(w->v, cap * sizeof(*v));
+		if (!v)
+			return kernels__error_oom();
+		w->v = v;
+		w->cap = cap;
+	}
+	if (w->n >= MAX_FILES)
+		return kernels__error(KERNELS_EINVAL, "more than %d files in the variant folder", MAX_FILES);
+	w->v[w->n].rel = kernels__strdup(rel);
+	w->v[w->n].real = kernels__strdup(real);
+	if (!w->v[w->n].rel || !w->v[w->n].real) {
+		free(w->v[w->n].rel);
+		free(w->v[w->n].real);
+		return KERNELS_ENOMEM;
+	}
+	w->n++;
+	return 0;
+}
+
+static int walk(walk_state *w, const char *abs, const char *rel, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (depth > MAX_DEPTH)
+		return kernels__error(KERNELS_EUNSAFE, "%s: folders nested deeper than %d (a link loop?)", abs,
+				      MAX_DEPTH);
+	if (!(d = opendir(abs)))
+		return kernels__error(KERNELS_EIO, "cannot read folder %s: %s", abs, strerror(errno));
+	while (rc == 0 && (de = readdir(d))) {
+		char *a, *r, real[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (depth == 0 && (!strcmp(de->d_name, "metadata.json") || !strcmp(de->d_name, "metadata.json.sigstore")))
+			continue;
+		a = kernels__sprintf("%s/%s", abs, de->d_name);
+		r = *rel ? kernels__sprintf("%s/%s", rel, de->d_name) : kernels__strdup(de->d_name);
+		if (!a || !r) {
+			rc = KERNELS_ENOMEM;
+		} else if (!realpath(a, real) || stat(real, &st) != 0) {
+			rc = kernels__error(KERNELS_EINTEGRITY, "%s: %s (a broken link?); re-download the variant", a,
+					    strerror(errno));
+		} else if (!inside(w->root, real)) {
+			rc = kernels__error(KERNELS_EUNSAFE,
+					    "%s is a link to %s, outside %s; refusing to follow it (the folder was "
+					    "tampered with or built wrongly)", a, real, w->root);
+		} else if (S_ISDIR(st.st_mode)) {
+			if (strcmp(de->d_name, "__pycache__"))
+				rc = walk(w, a, r, depth + 1);
+		} else if (S_ISREG(st.st_mode)) {
+			if (!ends_with(de->d_name, ".pyc"))
+				rc = push(w, r, real);
+		} else {
+			rc = kernels__error(KERNELS_EUNSAFE, "%s is neither a file nor a folder; remove it", a);
+		}
+		free(a);
+		free(r);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const file_ent *)a)->rel, ((const file_ent *)b)->rel);
+}
+
+/* ---- hashing -------------------------------------------------------------- */
+
+/* Standard base64 with padding of the file's digest. */
+static int hash_file(const char *path, const EVP_MD *md, char *out, size_t out_size)
+{
+	unsigned char buf[65536], digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	FILE *f = fopen(path, "rb");
+	size_t n;
+	int ok;
+
+	if (!ctx || !f) {
+		int rc = f ? kernels__error_oom() :
+			     kernels__error(KERNELS_EIO, "cannot read %s: %s", path, strerror(errno));
+		EVP_MD_CTX_free(ctx);
+		if (f)
+			fclose(f);
+		return rc;
+	}
+	ok = EVP_DigestInit_ex(ctx, md, NULL);
+	while (ok && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		ok = EVP_DigestUpdate(ctx, buf, n);
+	ok = ok && !ferror(f) && EVP_DigestFinal_ex(ctx, digest, &dlen);
+	fclose(f);
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return kernels__error(KERNELS_EIO, "hashing %s failed", path);
+	if (out_size < 4 * ((dlen + 2) / 3) + 1)
+		return kernels__error(KERNELS_ERROR, "digest buffer too small");
+	EVP_EncodeBlock((unsigned char *)out, digest, (int)dlen);
+	return 0;
+}
+
+/* ---- verification --------------------------------------------------------- */
+
+static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, const char *what)
+{
+	const EVP_MD *md = strcasecmp(m->algorithm, "sha512") ? EVP_sha256() : EVP_sha512();
+	kernels__buf msg = { 0 };
+	const char *key;
+	json_t *v;
+	size_t i, violations = 0;
+	int rc = 0;
+
+	json_object_foreach(m->files, key, v) {
+		file_ent probe = { (char *)key, NULL };
+		if (!bsearch(&probe, w->v, w->n, sizeof(*w->v), ent_cmp)) {
+			kernels__buf_printf(&msg, "\n  missing file: %s", key);
+			violations++;
+		}
+	}
+	for (i = 0; i < w->n && rc == 0; i++) {
+		char got[EVP_MAX_MD_SIZE * 2];
+		const char *want;
+
+		if (!(v = json_object_get(m->files, w->v[i].rel))) {
+			kernels__buf_printf(&msg, "\n  unknown file: %s", w->v[i].rel);
+			violations++;
+			continue;
+		}
+		if ((rc = hash_file(w->v[i].real, md, got, sizeof(got))) < 0)
+			break;
+		want = json_string_value(v);
+		if (strcmp(want, got)) {
+			kernels__buf_printf(&msg, "\n  hash mismatch: %s (expected %s, got %s)", w->v[i].rel, want, got);
+			violations++;
+		}
+	}
+	if (rc == 0 && violations)
+		rc = kernels__error(KERNELS_EINTEGRITY,
+				    "%s%s%s: %zu file%s do%s not match metadata.json's digest; the download is "
+				    "corrupt or was tampered with: delete the folder and fetch it again%s",
+				    what ? what : "", what ? " in " : "", dir, violations, violations == 1 ? "" : "s",
+				    violations == 1 ? "es" : "", msg.ptr ? msg.ptr : "");
+	kernels__buf_free(&msg);
+	return rc;
+}
+
+int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
+			    const char *what, kernels_metadata **out)
+{
+	char dir_real[PATH_MAX], root_real[PATH_MAX];
+	walk_state w = { 0 };
+	kernels_metadata *m = NULL;
+	size_t i;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (!variant_dir)
+		return kernels__error(KERNELS_EINVAL, "verify: no variant folder given");
+	if (!realpath(variant_dir, dir_real))
+		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "variant folder %s: %s",
+				      variant_dir, strerror(errno));
+	if (!realpath(root ? root : variant_dir, root_real))
+		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
+	if (!inside(root_real, dir_real))
+		return kernels__error(KERNELS_EUNSAFE, "variant folder %s lies outside %s; refusing it", dir_real,
+				      root_real);
+	{
+		char meta[PATH_MAX + 16], meta_real[PATH_MAX];
+		snprintf(meta, sizeof(meta), "%s/metadata.json", dir_real);
+		if (realpath(meta, meta_real) && !inside(root_real, meta_real))
+			return kernels__error(KERNELS_EUNSAFE, "%s is a link to %s, outside %s; refusing it", meta,
+					      meta_real, root_real);
+	}
+	if ((rc = kernels_metadata_read(&m, dir_real)) < 0)
+		return what ? kernels__error_prefix("%s", what) : rc;
+	w.root = root_real;
+	if ((rc = walk(&w, dir_real, "", 0)) == 0) {
+		qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
+		rc = check_digest(m, &w, dir_real, what);
+	}
+	if (rc == 0 && m->dirty)
+		kernels__log(cfg, KERNELS_LOG_WARNING,
+			     "Kernel '%s' variant '%s' was built from a dirty git tree (%s had uncommitted changes). "
+			     "Its recorded git revision does not fully identify the sources it was built from, so the "
+			     "build may not be reproducible.", m->name, what ? what : dir_real, m->dirty_sources);
+	if (rc == 0 && (m->walked = calloc(w.n ? w.n : 1, sizeof(char *)))) {
+		for (i = 0; i < w.n; i++) {
+			m->walked[i] = w.v[i].rel;
+			w.v[i].rel = NULL;
+		}
+		m->nwalked = w.n;
+	} else if (rc == 0) {
+		rc = kernels__error_oom();
+	}
+	for (i = 0; i < w.n; i++) {
+		free(w.v[i].rel);
+		free(w.v[i].real);
+	}
+	free(w.v);
+	if (rc < 0 || !out)
+		kernels_metadata_free(m);
+	else
+		*out = m;
+	return rc;
+}
+
+int kernels_verify_variant(const char *variant_dir, const kernels_options *opts, kernels_metadata **out)
+{
+	kernels__config cfg;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__verify_variant(&cfg, variant_dir, NULL, NULL, out);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+size_t kernels__metadata_file_count(const kernels_metadata *m)
+{
+	return m ? m->nwalked : 0;
+}
+
+const char *kernels__metadata_file(const kernels_metadata *m, size_t i)
+{
+	return m && i < m->nwalked ? m->walked[i] : NULL;
+}
+
+const char *kernels_metadata_id(const kernels_metadata *m)
+{
+	return m ? m->id : NULL;
+}
+
+const char *kernels_metadata_name(const kernels_metadata *m)
+{
+	return m ? m->name : NULL;
+}
+
+int kernels_metadata_version(const kernels_metadata *m)
+{
+	return m ? m->version : -1;
+}
+
+const char *kernels_metadata_license(const kernels_metadata *m)
+{
+	return m ? m->license : NULL;
+}
+
+const char *kernels_metadata_backend(const kernels_metadata *m)
+{
+	return m ? m->backend : NULL;
+}
+
+size_t kernels_metadata_archs_count(const kernels_metadata *m)
+{
+	return m ? m->narchs : 0;
+}
+
+const char *kernels_metadata_arch(const kernels_metadata *m, size_t i)
+{
+	return m && i < m->narchs ? m->archs[i] : NULL;
+}
+
+const char *const *kernels_metadata_archs(const kernels_metadata *m)
+{
+	return m ? (const char *const *)m->archs : NULL;
+}
+
+int kernels_metadata_dirty(const kernels_metadata *m)
+{
+	return m ? m->dirty : 0;
+}

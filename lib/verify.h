@@ -1,0 +1,21 @@
+/* Internal: metadata.json and digest verification of a variant folder. */
+#ifndef KERNELS_LIB_VERIFY_H
+#define KERNELS_LIB_VERIFY_H
+
+#include "kernels/kernel.h"
+#include "config.h"
+
+/* Parses and verifies `variant_dir`. Links are resolved but must stay
+ * inside `root` (the repo's cache folder kernels--org--name, whose
+ * snapshots link into blobs/); NULL root: the variant folder itself.
+ * `what` names the variant in messages ("org/x@abc1234 variant v"), may be
+ * NULL. `*out` (may be NULL) receives the metadata on success. */
+int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
+			    const char *what, kernels_metadata **out);
+
+/* The verified regular files, relative to the variant, sorted; valid as
+ * long as `m`. The loader picks the native module from these. */
+size_t kernels__metadata_file_count(const kernels_metadata *m);
+const char *kernels__metadata_file(const kernels_metadata *m, size_t i);
+
+#endif
