@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import threading
+import time
 
 LFS_SPEC = "version https://git-lfs.github.com/spec/v1"
 # A pointer file is tiny; anything larger is ordinary content.
@@ -112,7 +113,9 @@ class Repo:
         return None
 
     def commit_date(self, commit):
-        return git(self.gitdir, "show", "-s", "--format=%cI", commit).stdout.decode().strip()
+        """The Hub's date format: 2024-01-01T00:00:00.000Z."""
+        epoch = int(git(self.gitdir, "show", "-s", "--format=%ct", commit).stdout.decode().strip())
+        return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(epoch))
 
     def read_blob(self, oid):
         return git(self.gitdir, "cat-file", "blob", oid).stdout

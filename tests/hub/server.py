@@ -72,10 +72,12 @@ class State:
         self.endpoint = None
         self.cdn = None
 
-    def take_fault(self, method, path, listener):
+    def take_fault(self, method, path, query, listener):
         with self.lock:
             for f in self.faults:
                 if f.get("method") and f["method"].upper() != method:
+                    continue
+                if f.get("query") and f["query"] not in query:
                     continue
                 if f.get("listener") and f["listener"] != listener:
                     continue
@@ -160,14 +162,18 @@ class Handler(BaseHTTPRequestHandler):
         if self.listener == "hub" and path.startswith("/_fixture/"):
             self.send(self.control(method, path, body), method)
             return
-        fault = self.state.take_fault(method, unquote(path), self.listener)
+        fault = self.state.take_fault(method, unquote(path), unquote(query), self.listener)
         if fault and fault["mode"] == "slow":
             time.sleep(float(fault.get("delay", 5)))
         if fault and fault["mode"].isdigit():
             code = int(fault["mode"])
             headers = []
             if code == 429 or "retry_after" in fault:
-                headers.append(("Retry-After", str(fault.get("retry_after", 1))))
+                wait = int(fault.get("retry_after", 1))
+                headers.append(("Retry-After", str(wait)))
+                if code == 429:  # what the Hub sends along (IETF RateLimit draft)
+                    headers.append(("RateLimit", f'"api";r=0;t={wait}'))
+                    headers.append(("RateLimit-Policy", '"fixed window";"api";q=500;w=300'))
             # "body": any JSON to answer instead (e.g. a hostile tree listing with mode "200").
             resp = json_response(code, fault.get("body", {"error": f"injected fault {code}"}), headers)
         else:
