@@ -986,19 +986,25 @@ int kernels__specifier_filter(const kernels__specifier_set *s, const char *const
 	return 0;
 }
 
-static int cmp_version_ptr(const void *a, const void *b)
+struct named {
+	const kernels__version *v;
+	const char *name;
+};
+
+static int cmp_named(const void *a, const void *b)
 {
-	return kernels__version_compare(*(kernels__version *const *)a, *(kernels__version *const *)b);
+	return kernels__version_compare(((const struct named *)a)->v, ((const struct named *)b)->v);
 }
 
 #define LIST_MAX 40
 
-/* The ENOMATCH message: the spec and the versions that exist (highest ones
- * when there are many), ascending. */
-static int no_match_error(const kernels__specifier_set *s, kernels__version **parsed, size_t n, int prereleases)
+/* The ENOMATCH message: the spec and the versions that exist (by the names
+ * the caller knows them by; the highest ones when there are many), ascending. */
+static int no_match_error(const kernels__specifier_set *s, kernels__version **parsed, const char *const *names,
+	size_t n, int prereleases)
 {
 	kernels__buf b = { 0 };
-	kernels__version **valid;
+	struct named *valid;
 	size_t i, nvalid = 0, from;
 	int excluded_pre = 0, rc;
 
@@ -1007,11 +1013,12 @@ static int no_match_error(const kernels__specifier_set *s, kernels__version **pa
 	for (i = 0; i < n; i++) {
 		if (!parsed[i])
 			continue;
-		valid[nvalid++] = parsed[i];
+		valid[nvalid].v = parsed[i];
+		valid[nvalid++].name = names[i];
 		if (prereleases == 0 && kernels__version_is_prerelease(parsed[i]) && in_range(s, parsed[i]))
 			excluded_pre = 1;
 	}
-	qsort(valid, nvalid, sizeof(*valid), cmp_version_ptr);
+	qsort(valid, nvalid, sizeof(*valid), cmp_named);
 	if (nvalid == 0) {
 		rc = kernels__buf_printf(&b, "no versions exist (%s)",
 			n ? "none of the names is a PEP 440 version" : "there are no version tags");
@@ -1019,7 +1026,7 @@ static int no_match_error(const kernels__specifier_set *s, kernels__version **pa
 		from = nvalid > LIST_MAX ? nvalid - LIST_MAX : 0;
 		rc = kernels__buf_printf(&b, "the versions that exist are: %s", from ? "... " : "");
 		for (i = from; rc == 0 && i < nvalid; i++)
-			rc = kernels__buf_printf(&b, "%s%s", i > from ? ", " : "", valid[i]->text);
+			rc = kernels__buf_printf(&b, "%s%s", i > from ? ", " : "", valid[i].name);
 		if (rc == 0 && from)
 			rc = kernels__buf_printf(&b, " (%zu versions in all)", nvalid);
 	}
@@ -1034,27 +1041,95 @@ static int no_match_error(const kernels__specifier_set *s, kernels__version **pa
 	return rc;
 }
 
-int kernels__specifier_select(const kernels__specifier_set *s, const char *const *versions, size_t n,
-	int prereleases, size_t *best)
+/* texts: what is parsed and what === compares; names: what messages show.
+ * Among equal versions the first wins, or the last with `last_of_equals`. */
+static int select_impl(const kernels__specifier_set *s, const char *const *texts, const char *const *names,
+	size_t n, int prereleases, int last_of_equals, size_t *best)
 {
 	kernels__version **parsed;
 	unsigned char *ok;
 	size_t i;
 	int rc, found = 0;
 
-	if (!s || (n && !versions) || !best)
-		return kernels__error(KERNELS_EINVAL, "kernels__specifier_select: missing argument");
-	if ((rc = parse_all(s, versions, n, &parsed, &ok)) < 0)
+	if ((rc = parse_all(s, texts, n, &parsed, &ok)) < 0)
 		return rc;
 	apply_prereleases(s, parsed, ok, n, prereleases);
 	for (i = 0; i < n; i++) {
-		if (ok[i] && (!found || kernels__version_compare(parsed[i], parsed[*best]) > 0)) {
+		int c;
+		if (!ok[i])
+			continue;
+		c = found ? kernels__version_compare(parsed[i], parsed[*best]) : 1;
+		if (c > 0 || (c == 0 && last_of_equals)) {
 			*best = i;
 			found = 1;
 		}
 	}
-	rc = found ? 0 : no_match_error(s, parsed, n, prereleases);
+	rc = found ? 0 : no_match_error(s, parsed, names, n, prereleases);
 	free_all(parsed, ok, n);
+	return rc;
+}
+
+int kernels__specifier_select(const kernels__specifier_set *s, const char *const *versions, size_t n,
+	int prereleases, size_t *best)
+{
+	if (!s || (n && !versions) || !best)
+		return kernels__error(KERNELS_EINVAL, "kernels__specifier_select: missing argument");
+	return select_impl(s, versions, versions, n, prereleases, 0, best);
+}
+
+struct tag {
+	kernels__version *v;
+	size_t index;
+};
+
+static int cmp_tag(const void *a, const void *b)
+{
+	const struct tag *x = a, *y = b;
+	int c = kernels__version_compare(x->v, y->v);
+	return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+int kernels__specifier_select_tags(const kernels__specifier_set *s, const char *const *tags, size_t n, size_t *best)
+{
+	struct tag *t;
+	char **norm;
+	size_t i, nt = 0, first = 0;
+	int rc = 0;
+
+	if (!s || (n && !tags) || !best)
+		return kernels__error(KERNELS_EINVAL, "kernels__specifier_select_tags: missing argument");
+	norm = calloc(n ? n : 1, sizeof(*norm));
+	t = calloc(n ? n : 1, sizeof(*t));
+	if (!norm || !t) {
+		rc = kernels__error_oom();
+		goto out;
+	}
+	/* The Python client keys tags by Version(name[1:]) for names starting
+	 * with a lower-case 'v': equal versions share the first tag's key (its
+	 * normalised text is what === sees) and the last tag is the value. */
+	for (i = 0; i < n; i++) {
+		kernels__version *v = tags[i] && tags[i][0] == 'v' ? kernels__version_try_parse(tags[i] + 1) : NULL;
+		if (v) {
+			t[nt].v = v;
+			t[nt++].index = i;
+		}
+	}
+	qsort(t, nt, sizeof(*t), cmp_tag);
+	for (i = 0; i < nt && rc == 0; i++) {
+		if (i > 0 && kernels__version_compare(t[i].v, t[first].v) != 0)
+			first = i;
+		if (!(norm[t[i].index] = kernels__version_normalized(t[first].v)))
+			rc = KERNELS_ENOMEM;
+	}
+	if (rc == 0)
+		rc = select_impl(s, (const char *const *)norm, tags, n, -1, 1, best);
+out:
+	for (i = 0; norm && i < n; i++)
+		free(norm[i]);
+	for (i = 0; t && i < nt; i++)
+		kernels__version_free(t[i].v);
+	free(norm);
+	free(t);
 	return rc;
 }
 

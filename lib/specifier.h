@@ -117,6 +117,18 @@ int kernels__specifier_filter(const kernels__specifier_set *s, const char *const
 int kernels__specifier_select(const kernels__specifier_set *s, const char *const *versions, size_t n,
 	int prereleases, size_t *best);
 
+/*
+ * The seed-era Python client's rule over git tags (SPEC section 1): only
+ * names starting with 'v' count, the rest of the name must be a version;
+ * the highest one the set accepts wins, with the default pre-release rule,
+ * `===` comparing the normalised version, and the last of equal versions
+ * winning (the client keys tags by version, later tags overwrite). Returns 0
+ * with the tag's index in `*best`, KERNELS_ENOMATCH (the message names the
+ * spec and lists the version tags that exist), KERNELS_EINVAL or
+ * KERNELS_ENOMEM.
+ */
+int kernels__specifier_select_tags(const kernels__specifier_set *s, const char *const *tags, size_t n, size_t *best);
+
 void kernels__specifier_set_free(kernels__specifier_set *s);
 
 /* Heuristic for the revision resolver: 1 when `text` (after leading

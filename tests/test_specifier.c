@@ -244,6 +244,28 @@ out:
 	kernels__specifier_set_free(s);
 }
 
+static void check_tags(struct table_run *run, char **f, int nf)
+{
+	kernels__specifier_set *s = NULL;
+	size_t n, best = 0;
+	char *want;
+	int rc;
+
+	if (nf < 3 || (n = (size_t)atoi(f[2])) + 4 != (size_t)nf)
+		return fail_case(run, "tags line has the wrong number of fields");
+	want = f[3 + n];
+	if (kernels__specifier_parse(f[1], &s) < 0)
+		return fail_case(run, "tags '%s': %s", f[1], kernels_error_last());
+	rc = kernels__specifier_select_tags(s, (const char *const *)&f[3], n, &best);
+	if (!strcmp(want, "-")) {
+		if (rc != KERNELS_ENOMATCH)
+			fail_case(run, "tags '%s': %d (index %zu), the Python client finds no match", f[1], rc, best);
+	} else if (rc != 0 || best != (size_t)atoi(want)) {
+		fail_case(run, "tags '%s': rc %d index %zu, the Python client picks %s", f[1], rc, best, want);
+	}
+	kernels__specifier_set_free(s);
+}
+
 static char *table_path(void)
 {
 	const char *env = getenv("KERNELS_PEP440_TABLE"), *src = getenv("KERNELS_SOURCE_DIR");
@@ -262,8 +284,8 @@ static void test_table_agrees_with_packaging(void **state)
 {
 	struct table_run run = { 0, 0, 0, NULL };
 	char *path = table_path(), *text, *line, *next;
-	size_t counts[8] = { 0 };
-	static const char *const kinds[] = { "version", "badversion", "compare", "spec", "badspec", "contains", "filter" };
+	size_t counts[9] = { 0 };
+	static const char *const kinds[] = { "version", "badversion", "compare", "spec", "badspec", "contains", "filter", "tags" };
 	(void)state;
 
 	run.path = path;
@@ -294,7 +316,7 @@ static void test_table_agrees_with_packaging(void **state)
 			continue;
 		}
 		run.cases++;
-		for (k = 0; k < 7 && strcmp(f[0], kinds[k]); k++)
+		for (k = 0; k < 8 && strcmp(f[0], kinds[k]); k++)
 			;
 		counts[k]++;
 		switch (k) {
@@ -305,18 +327,21 @@ static void test_table_agrees_with_packaging(void **state)
 		case 4: check_badspec(&run, f, nf); break;
 		case 5: check_contains(&run, f, nf); break;
 		case 6: check_filter(&run, f, nf); break;
+		case 7: check_tags(&run, f, nf); break;
 		default: fail_case(&run, "unknown case kind '%s'", f[0]);
 		}
 	}
 	free(text);
 	printf("PEP 440 table %s: %zu cases (%zu version, %zu badversion, %zu compare, %zu spec, %zu badspec, "
-	       "%zu contains, %zu filter), %zu disagree with packaging\n",
-	       path, run.cases, counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], run.failures);
+	       "%zu contains, %zu filter, %zu tags), %zu disagree with packaging\n",
+	       path, run.cases, counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7],
+	       run.failures);
 	free(path);
 	assert_int_equal(run.failures, 0);
 	/* every kind is exercised, so a truncated table cannot pass */
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < 8; k++)
 		assert_true(counts[k] >= 50);
+	assert_int_equal(counts[8], 0);
 }
 
 /* ---- what packaging cannot tell us: our messages and limits ---- */
@@ -507,6 +532,22 @@ static void test_select_over_tags(void **state)
 	assert_error_has("relax the specifier or pin a revision");
 	assert_int_equal(kernels__specifier_select(s, tags + 1, 1, -1, &best), KERNELS_ENOMATCH);
 	assert_error_has("none of the names is a PEP 440 version");
+	/* the Python client's tag rule: only 'v' names count */
+	assert_int_equal(kernels__specifier_select_tags(s, tags, 9, &best), KERNELS_ENOMATCH);
+	assert_error_has("the versions that exist are: v0.1.0, v0.1.2, v1.1.2, v1.1.10, v1.2.0rc1, v2.0.0;");
+	kernels__specifier_set_free(s);
+
+	assert_int_equal(kernels__specifier_parse("~=1.1.3", &s), 0);
+	assert_int_equal(kernels__specifier_select(s, tags, 9, -1, &best), 0);
+	assert_string_equal(tags[best], "v1.1.10");
+	assert_int_equal(kernels__specifier_select_tags(s, tags, 9, &best), 0);
+	assert_string_equal(tags[best], "v1.1.10");
+	kernels__specifier_set_free(s);
+	assert_int_equal(kernels__specifier_parse("==1.1.3", &s), 0);
+	assert_int_equal(kernels__specifier_select(s, tags, 9, -1, &best), 0);
+	assert_string_equal(tags[best], "1.1.3");
+	assert_int_equal(kernels__specifier_select_tags(s, tags, 9, &best), KERNELS_ENOMATCH);
+	assert_int_equal(kernels__specifier_select_tags(s, NULL, 0, NULL), KERNELS_EINVAL);
 	kernels__specifier_set_free(s);
 }
 

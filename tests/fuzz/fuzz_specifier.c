@@ -13,7 +13,8 @@
  *  - contains with the default mode equals contains with pre-releases
  *    allowed, and refusing pre-releases only removes pre-releases;
  *  - filter keeps only members, select picks a kept version no other kept
- *    version exceeds, and reports ENOMATCH exactly when filter keeps none.
+ *    version exceeds, and reports ENOMATCH exactly when filter keeps none;
+ *    select_tags picks a 'v' tag whose version the set accepts.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -138,6 +139,18 @@ static void check_set(const kernels__specifier_set *s, kernels__version **v, con
 		CHECK(j < count);
 		for (j = 0; j < count; j++)
 			CHECK(kernels__version_compare(v[matches[j]], v[best]) <= 0);
+	}
+	/* the tag rule picks a 'v' name whose rest is a version the set accepts
+	 * (=== aside, which compares the normalised text) */
+	if (kernels__specifier_select_tags(s, texts, n, &best) == 0) {
+		kernels__version *t;
+		CHECK(best < n && texts[best][0] == 'v');
+		t = kernels__version_try_parse(texts[best] + 1);
+		CHECK(t != NULL);
+		CHECK(strstr(kernels__specifier_text(s), "===") || kernels__specifier_contains(s, t, 1));
+		kernels__version_free(t);
+	} else {
+		CHECK(kernels_error_last_code() == KERNELS_ENOMATCH || kernels_error_last_code() == KERNELS_ENOMEM);
 	}
 }
 

@@ -25,6 +25,9 @@ field as \\xHH.
             MATCHES: comma-separated indices of the items filter() keeps that
             are versions ('-' for none); BEST: index of the highest of them
             (first of equals), '-' for none
+  tags      SPEC N TAG1..TAGN BEST            the seed-era Python `kernels` client's pick among git
+                                              tags: names starting with 'v', keyed by Version(name[1:]),
+                                              highest that SpecifierSet(SPEC).filter() keeps ('-': none)
   MODE is default (None), true or false.
 """
 
@@ -190,6 +193,29 @@ LISTS = [
     ["foo", "1.0a1", "FOO", "1.0"],
 ]
 
+# Git tag lists for the client's rule (only 'v' names; later equal tags win).
+TAG_LISTS = [
+    LISTS[2],
+    ["v1.0", "v1.0.0", "1.1", "V1.2", "vv1.1", "v1.0a1", "v2.0rc1", "v1!0.1"],
+    ["v1.0a1", "v1.0b1", "release-1"],
+    ["v0.1.2", "v0.2.0.dev1", "v0.1.10", "v0.1.9"],
+    ["v1.0", "v1.0+local", "v1.0.post1", "v1.0.0+x", "v1.0.0"],
+]
+
+
+def client_pick(spec: str, tags: list[str]):
+    """What kernels' resolve_version_spec_as_ref picks (seed era), as an index."""
+    versions = {}
+    for i, name in enumerate(tags):
+        if not name.startswith("v"):
+            continue
+        try:
+            versions[Version(name[1:])] = i
+        except InvalidVersion:
+            continue
+    accepted = sorted(SpecifierSet(spec).filter(versions.keys()))
+    return versions[accepted[-1]] if accepted else "-"
+
 
 def random_version(rng: random.Random) -> str:
     """A string near the version grammar: usually valid, sometimes mangled."""
@@ -313,6 +339,12 @@ def build(out, seed: int = 440) -> int:
                 kept = [i for i in kept if parse_version(items[i]) is not None]
                 best = max(kept, key=lambda i: Version(items[i])) if kept else "-"
                 emit("filter", text, mode, len(items), *items, ",".join(map(str, kept)) or "-", best)
+
+    out.write("# the Python client's pick among git tags\n")
+    for text in good_specs:
+        tag_lists = TAG_LISTS if text in SPECS else [["v" + t for t in rng.sample(valid, 4)] + rng.sample(POOL, 2)]
+        for tags in tag_lists:
+            emit("tags", text, len(tags), *tags, client_pick(text, tags))
     return lines
 
 
