@@ -1,0 +1,329 @@
+/* The loader: verified variants compiled at test time, dlopen()ed only
+ * after verification, shared handles, side-by-side versions, noarch
+ * variants, dlopen failures and concurrent loads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "loader.h"
+#include "../tests/data/variants/fixture.h"
+
+static char *tmp;
+
+static int setup(void **state)
+{
+	(void)state;
+	tmp = test_mkdtemp("loader");
+	return tmp ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_rmtree(tmp);
+	free(tmp);
+	return 0;
+}
+
+static int answer(const kernels_kernel *k)
+{
+	int (*fn)(void);
+	*(void **)&fn = kernels_symbol(k, "kernel_answer");
+	assert_non_null(fn);
+	return fn();
+}
+
+static void test_load_twice_same_handle(void **state)
+{
+	char *dir = fx_variant(tmp, "one/torch-cpu", "one", 41, NULL), *alias;
+	kernels_kernel *a, *b, *c;
+	const kernels_metadata *m;
+	(void)state;
+
+	assert_non_null(dir);
+	assert_int_equal(kernels_load_local(&a, dir, NULL), 0);
+	assert_int_equal(answer(a), 41);
+	assert_int_equal(kernels_kernel_refcount(a), 1);
+	assert_null(kernels_kernel_repo(a));
+	assert_null(kernels_kernel_commit(a));
+	assert_string_equal(kernels_kernel_variant(a), "torch-cpu");
+	assert_non_null(strstr(kernels_kernel_path(a), "/one/torch-cpu"));
+	assert_non_null(strstr(kernels_kernel_library(a), "_one_41.abi3.so"));
+	m = kernels_kernel_metadata(a);
+	assert_string_equal(kernels_metadata_id(m), "_one_41");
+	assert_string_equal(kernels_metadata_name(m), "one");
+	assert_int_equal(kernels_metadata_version(m), 1);
+	assert_string_equal(kernels_metadata_license(m), "Apache-2.0");
+	assert_string_equal(kernels_metadata_backend(m), "cpu");
+
+	/* Same folder, spelled differently (a link to it, a /./): same handle. */
+	assert_true(asprintf(&alias, "%s/alias", tmp) > 0);
+	test_system("ln -s '%s' '%s'", dir, alias);
+	assert_int_equal(kernels_load_local(&b, dir, NULL), 0);
+	assert_ptr_equal(a, b);
+	assert_int_equal(kernels_load_local(&c, alias, NULL), 0);
+	assert_ptr_equal(a, c);
+	assert_int_equal(kernels_kernel_refcount(a), 3);
+	kernels_kernel_close(c);
+	kernels_kernel_close(b);
+	assert_int_equal(kernels_kernel_refcount(a), 1);
+	assert_int_equal(answer(a), 41);
+	kernels_kernel_close(a);
+	kernels_kernel_close(NULL);
+	free(alias);
+	free(dir);
+}
+
+static void test_two_versions_side_by_side(void **state)
+{
+	char *v1 = fx_variant(tmp, "commit1/build/torch-cpu", "twin", 1, NULL);
+	char *v2 = fx_variant(tmp, "commit2/build/torch-cpu", "twin", 2, NULL);
+	kernels__config cfg;
+	kernels_kernel *a, *b, **list;
+	size_t n, i, seen = 0;
+	(void)state;
+
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(kernels__loader_open(&cfg, "org/twin", "1111111111111111111111111111111111111111", NULL, v1,
+					      tmp, &a), 0);
+	assert_int_equal(kernels__loader_open(&cfg, "org/twin", "2222222222222222222222222222222222222222",
+					      "torch-cpu", v2, tmp, &b), 0);
+	kernels__config_free(&cfg);
+	assert_ptr_not_equal(a, b);
+	assert_string_equal(kernels_kernel_repo(a), "org/twin");
+	assert_string_equal(kernels_kernel_commit(b), "2222222222222222222222222222222222222222");
+	assert_int_equal(answer(a), 1);
+	assert_int_equal(answer(b), 2);
+
+	assert_int_equal(kernels_kernel_list(&list, &n), 0);
+	for (i = 0; i < n; i++) {
+		seen += list[i] == a || list[i] == b;
+		kernels_kernel_close(list[i]);
+	}
+	free(list);
+	assert_int_equal(seen, 2);
+
+	kernels_kernel_close(a);
+	assert_int_equal(answer(b), 2);
+	assert_int_equal(kernels_kernel_list(&list, &n), 0);
+	for (i = 0; i < n; i++) {
+		assert_ptr_not_equal(list[i], a);
+		kernels_kernel_close(list[i]);
+	}
+	free(list);
+	kernels_kernel_close(b);
+	free(v1);
+	free(v2);
+}
+
+static void test_tampered_never_loaded(void **state)
+{
+	char *marker, *dir, *so;
+	kernels_kernel *k = (kernels_kernel *)1;
+	(void)state;
+
+	assert_true(asprintf(&marker, "%s/tampered.marker", tmp) > 0);
+	dir = fx_variant(tmp, "tampered/torch-cpu", "tampered", 7, marker);
+	assert_non_null(dir);
+	/* Swap the module for another build after the digest was taken. */
+	assert_true(asprintf(&so, "%s/_tampered_7.abi3.so", dir) > 0);
+	assert_int_equal(fx_build_so(so, 666, marker, NULL, NULL), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_EINTEGRITY);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "hash mismatch: _tampered_7.abi3.so"));
+	assert_non_null(strstr(kernels_error_last(), "variant 'torch-cpu'"));
+	assert_false(test_exists(marker));
+
+	/* An extra native file also blocks loading. */
+	assert_int_equal(fx_metadata(dir, "--name tampered --id _tampered_7"), 0);
+	test_system("cp '%s' '%s/other.so'", so, dir);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_EINTEGRITY);
+	assert_non_null(strstr(kernels_error_last(), "unknown file: other.so"));
+	assert_false(test_exists(marker));
+
+	/* Once the metadata matches, it loads and the constructor runs. */
+	assert_int_equal(fx_metadata(dir, "--name tampered --id _tampered_7"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_true(test_exists(marker));
+	assert_int_equal(answer(k), 666);
+	assert_string_equal(strrchr(kernels_kernel_library(k), '/'), "/_tampered_7.abi3.so");
+	kernels_kernel_close(k);
+	free(so);
+	free(dir);
+	free(marker);
+}
+
+static void test_noarch(void **state)
+{
+	char *dir;
+	kernels_kernel *k;
+	(void)state;
+
+	assert_true(asprintf(&dir, "%s/noarch/torch-universal", tmp) > 0);
+	test_system("mkdir -p '%s/noarchk' && echo 'x = 1' > '%s/__init__.py' && echo 'y = 2' > '%s/noarchk/__init__.py'",
+		    dir, dir, dir);
+	assert_int_equal(fx_metadata(dir, "--name noarchk --backend cuda"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_null(kernels_kernel_library(k));
+	assert_non_null(strstr(kernels_kernel_path(k), "torch-universal"));
+	assert_string_equal(kernels_metadata_name(kernels_kernel_metadata(k)), "noarchk");
+	assert_null(kernels_symbol(k, "kernel_answer"));
+	assert_int_equal(kernels_error_last_code(), KERNELS_ELOAD);
+	assert_non_null(strstr(kernels_error_last(), "no native code"));
+	assert_non_null(strstr(kernels_error_last(), "kernel_answer"));
+	kernels_kernel_close(k);
+	free(dir);
+}
+
+static void test_module_choice(void **state)
+{
+	char *dir, *p;
+	kernels_kernel *k;
+	(void)state;
+
+	/* Two modules at the top: the one named after the id wins. */
+	dir = fx_variant(tmp, "choice/torch-cpu", "choice", 5, NULL);
+	assert_true(asprintf(&p, "%s/helper.so", dir) > 0);
+	assert_int_equal(fx_build_so(p, 99, NULL, NULL, NULL), 0);
+	assert_int_equal(fx_metadata(dir, "--name choice --id _choice_5"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_int_equal(answer(k), 5);
+	kernels_kernel_close(k);
+	/* ... and with no module named after it, the choice is refused. */
+	assert_int_equal(fx_metadata(dir, "--name choice --id _other_id"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_ELOAD);
+	assert_non_null(strstr(kernels_error_last(), "several native modules"));
+	free(p);
+	free(dir);
+
+	/* The module inside the {name}/ package folder. */
+	assert_true(asprintf(&dir, "%s/pkgmod/torch-cpu", tmp) > 0);
+	assert_true(asprintf(&p, "%s/pkg_mod/_pkg_mod_x.abi3.so", dir) > 0);
+	test_system("mkdir -p '%s/pkg_mod'", dir);
+	assert_int_equal(fx_build_so(p, 12, NULL, NULL, NULL), 0);
+	assert_int_equal(fx_metadata(dir, "--name pkg-mod"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_int_equal(answer(k), 12);
+	assert_null(kernels_symbol(k, "no_such_function"));
+	assert_non_null(strstr(kernels_error_last(), "no_such_function"));
+	assert_non_null(strstr(kernels_error_last(), "not exported"));
+	kernels_kernel_close(k);
+	free(p);
+	free(dir);
+}
+
+static void test_dlopen_failures(void **state)
+{
+	char *dir, *so, *dep, *flags;
+	kernels_kernel *k;
+	(void)state;
+
+	/* A module needing a library this process cannot find. */
+	assert_true(asprintf(&dir, "%s/needs-lib/torch211-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&so, "%s/_needs_lib_1.abi3.so", dir) > 0);
+	assert_true(asprintf(&dep, "%s/deps/libkernelsmissingdep.so", tmp) > 0);
+	test_system("mkdir -p '%s' '%s/deps'", dir, tmp);
+	assert_int_equal(fx_build_so(dep, 0, NULL, "int missing_dep_fn(void) { return 3; }", NULL), 0);
+	assert_true(asprintf(&flags, "-L'%s/deps' -lkernelsmissingdep", tmp) > 0);
+	assert_int_equal(fx_build_so(so, 1, NULL, "int missing_dep_fn(void); int use_dep(void) { return missing_dep_fn(); }",
+				     flags), 0);
+	remove(dep);
+	assert_int_equal(fx_metadata(dir, "--name needs-lib --id _needs_lib_1"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_ELOAD);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "libkernelsmissingdep.so"));
+	assert_non_null(strstr(kernels_error_last(), "torch211-cpu-x86_64-linux"));
+	free(dir);
+	free(so);
+
+	/* A module with an unresolved symbol (as with a torch of the wrong ABI). */
+	assert_true(asprintf(&dir, "%s/needs-sym/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&so, "%s/_needs_sym_1.abi3.so", dir) > 0);
+	test_system("mkdir -p '%s'", dir);
+	assert_int_equal(fx_build_so(so, 1, NULL,
+				     "int _ZN3c106detail14torchCheckFailEPKcS2_jRKSs(void);"
+				     "int use_sym(void) { return _ZN3c106detail14torchCheckFailEPKcS2_jRKSs(); }", NULL), 0);
+	assert_int_equal(fx_metadata(dir, "--name needs-sym --id _needs_sym_1"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_ELOAD);
+	assert_non_null(strstr(kernels_error_last(), "undefined symbol: _ZN3c106detail14torchCheckFail"));
+	assert_non_null(strstr(kernels_error_last(), "torch211-cxx11-cpu-x86_64-linux"));
+	free(dir);
+	free(so);
+	free(dep);
+	free(flags);
+}
+
+#define THREADS 16
+static char *concurrent_dirs[2];
+static kernels_kernel *concurrent_got[THREADS];
+static int concurrent_answer[THREADS];
+
+static void *load_thread(void *arg)
+{
+	long i = (long)arg;
+	int (*fn)(void);
+
+	if (kernels_load_local(&concurrent_got[i], concurrent_dirs[i % 2], NULL) != 0)
+		return NULL;
+	*(void **)&fn = kernels_symbol(concurrent_got[i], "kernel_answer");
+	concurrent_answer[i] = fn ? fn() : -1;
+	return NULL;
+}
+
+static void test_concurrent_loads(void **state)
+{
+	pthread_t t[THREADS];
+	long i;
+	(void)state;
+
+	concurrent_dirs[0] = fx_variant(tmp, "conc/a/torch-cpu", "conc", 100, NULL);
+	concurrent_dirs[1] = fx_variant(tmp, "conc/b/torch-cpu", "conc", 200, NULL);
+	for (i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, load_thread, (void *)i), 0);
+	for (i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < THREADS; i++) {
+		assert_non_null(concurrent_got[i]);
+		assert_ptr_equal(concurrent_got[i], concurrent_got[i % 2]);
+		assert_int_equal(concurrent_answer[i], i % 2 ? 200 : 100);
+	}
+	assert_int_equal(kernels_kernel_refcount(concurrent_got[0]), THREADS / 2);
+	assert_int_equal(kernels_kernel_refcount(concurrent_got[1]), THREADS / 2);
+	for (i = 0; i < THREADS; i++)
+		kernels_kernel_close(concurrent_got[i]);
+	free(concurrent_dirs[0]);
+	free(concurrent_dirs[1]);
+}
+
+static void test_bad_arguments(void **state)
+{
+	kernels_kernel *k;
+	(void)state;
+	assert_int_equal(kernels_load_local(NULL, tmp, NULL), KERNELS_EINVAL);
+	assert_int_equal(kernels_load_local(&k, NULL, NULL), KERNELS_EINVAL);
+	assert_int_equal(kernels_load_local(&k, "/nonexistent/variant", NULL), KERNELS_ENOTFOUND);
+	assert_null(kernels_symbol(NULL, "x"));
+	assert_int_equal(kernels_kernel_list(NULL, NULL), KERNELS_EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load_twice_same_handle),
+		cmocka_unit_test(test_two_versions_side_by_side),
+		cmocka_unit_test(test_tampered_never_loaded),
+		cmocka_unit_test(test_noarch),
+		cmocka_unit_test(test_module_choice),
+		cmocka_unit_test(test_dlopen_failures),
+		cmocka_unit_test(test_concurrent_loads),
+		cmocka_unit_test(test_bad_arguments),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
