@@ -17,5 +17,6 @@
 #include "kernels/variant.h"
 #include "kernels/kernel.h"
 #include "kernels/download.h"
+#include "kernels/lock.h"
 
 #endif
