@@ -329,8 +329,9 @@ tail:
 		st = ST_SPACE;
 	}
 fail:
-	/* A separator is fine in itself; what follows it is what went wrong. */
-	if (i < len && is_sep(s[i]) && st != ST_SPACE && st != ST_WILDCARD && (i + 1 == len || !is_space(s[i + 1])))
+	/* After a release, pre, post or dev part a separator is fine in itself:
+	 * what follows it is what went wrong. */
+	if (i < len && is_sep(s[i]) && st >= ST_RELEASE && st <= ST_DEV && (i + 1 == len || !is_space(s[i + 1])))
 		i++;
 	err->at = i;
 	err->state = st;
@@ -757,10 +758,13 @@ void kernels__specifier_set_free(kernels__specifier_set *s)
 static int spec_syntax_error(const char *text, size_t len, size_t at, const char *expected)
 {
 	char what[64];
+	/* ">=1 <2", ">=1;<2", ">=1 && <2": another specifier where one ended */
+	int joined = at > 0 && at < len && strchr(";<>=!~&|", text[at]);
 	describe_at(what, sizeof(what), text, len, at);
 	return kernels__error(KERNELS_EPARSE,
-		"version specifier '%.*s%s' is malformed: %s at column %zu, expected %s; " SPEC_HINT,
-		QUOTE_MAX, text, len > QUOTE_MAX ? "..." : "", what, at + 1, expected);
+		"version specifier '%.*s%s' is malformed: %s at column %zu, expected %s%s; " SPEC_HINT,
+		QUOTE_MAX, text, len > QUOTE_MAX ? "..." : "", what, at + 1, expected,
+		joined ? " (separate specifiers with ',')" : "");
 }
 
 static int spec_rule_error(const char *text, size_t len, size_t at, const char *rule)
@@ -772,15 +776,17 @@ static int spec_rule_error(const char *text, size_t len, size_t at, const char *
 /* One item text[from..to) (already stripped, non-empty) into *sp. */
 static int parse_item(const char *text, size_t len, size_t from, size_t to, struct spec *sp)
 {
+	static const char firsts[] = "~=!<>";
+	static const enum op two[] = { OP_COMPAT, OP_EQ, OP_NE, OP_LE, OP_GE };
+	const char *first = text[from] ? strchr(firsts, text[from]) : NULL;
 	struct perr err;
 	size_t i = from, oplen;
 	int rc;
 
 	if (to - from >= 3 && !memcmp(text + from, "===", 3)) {
 		sp->op = OP_ARBITRARY, oplen = 3;
-	} else if (to - from >= 2 && (text[from + 1] == '=' && strchr("~=!<>", text[from]))) {
-		static const enum op two[] = { OP_COMPAT, OP_EQ, OP_NE, OP_LE, OP_GE };
-		sp->op = two[strchr("~=!<>", text[from]) - "~=!<>"], oplen = 2;
+	} else if (to - from >= 2 && text[from + 1] == '=' && first) {
+		sp->op = two[first - firsts], oplen = 2;
 	} else if (text[from] == '<' || text[from] == '>') {
 		sp->op = text[from] == '<' ? OP_LT : OP_GT, oplen = 1;
 	} else {

@@ -378,6 +378,13 @@ static void test_version_error_says_where_and_what(void **state)
 	assert_error_has("unexpected 'm' at column 1");
 	assert_error_has("a release number such as 1.2.3");
 
+	assert_int_equal(kernels__version_parse("-1.0", &v), KERNELS_EPARSE);
+	assert_error_has("unexpected '-' at column 1");
+	assert_int_equal(kernels__version_parse("1.0+.abc", &v), KERNELS_EPARSE);
+	assert_error_has("unexpected '.' at column 5");
+	assert_int_equal(kernels__version_parse("1.0.x", &v), KERNELS_EPARSE);
+	assert_error_has("unexpected 'x' at column 5");
+
 	assert_int_equal(kernels__version_parse("1.0\x01", &v), KERNELS_EPARSE);
 	assert_error_has("unexpected byte 0x01 at column 4");
 }
@@ -414,6 +421,12 @@ static void test_spec_error_says_where_and_what(void **state)
 	assert_int_equal(kernels__specifier_parse(">=", &s), KERNELS_EPARSE);
 	assert_error_has("the text ends at column 3");
 	assert_error_has("a version after the operator");
+
+	assert_int_equal(kernels__specifier_parse(">=1.0 <2", &s), KERNELS_EPARSE);
+	assert_error_has("unexpected '<' at column 7");
+	assert_error_has("(separate specifiers with ',')");
+	assert_int_equal(kernels__specifier_parse(">=1.0;<2", &s), KERNELS_EPARSE);
+	assert_error_has("(separate specifiers with ',')");
 
 	assert_int_equal(kernels__specifier_parse("===a b", &s), KERNELS_EPARSE);
 	assert_error_has("unexpected byte 0x20 at column 5");
