@@ -5,8 +5,9 @@
  *   --build SPEC.json          build a lock through the API, print it
  *   --roundtrip LOCK           load a lock file, print what we would write
  *   --check LOCK               load only (exit 2 + message when refused)
- *   --lock-project DIR MAP     manifest DIR/pyproject.toml + {repo: commit}
- *                              map -> DIR/kernels.lock (kernels_lock_save)
+ *   --lock-project DIR MAP     manifest DIR/pyproject.toml + what the Hub
+ *                              would say ({repo: {commit, variants}}) ->
+ *                              DIR/kernels.lock (kernels_lock_save)
  *   --hash FILES.json          kernels_lock_variant_hash of [{path,hash,is_lfs}]
  *   --hash-dir DIR [LFS...]    kernels_lock_variant_hash_dir
  */
@@ -127,13 +128,25 @@ static int mode_lock_project(const char *dir, const char *map_path)
 		if (!variants) {
 			rc = kernels_lock_add_version(lock, d->repo_id, d->version, commit);
 		} else {
-			json_t *v;
-			size_t j;
+			/* "variants": [[name, [{path, hash, is_lfs}, ...]], ...] in listing order */
+			json_t *v, *f;
+			size_t j, k;
 			rc = kernels_lock_add_entry(lock, d->repo_id, commit);
 			json_array_foreach(json_object_get(info, "variants"), j, v) {
+				json_t *fl = json_array_get(v, 1);
+				kernels_lock_file *files = calloc(json_array_size(fl) + 1, sizeof(*files));
+				char hash[KERNELS_LOCK_HASH_SIZE];
+				json_array_foreach(fl, k, f) {
+					files[k].path = json_string_value(json_object_get(f, "path"));
+					files[k].hash = json_string_value(json_object_get(f, "hash"));
+					files[k].is_lfs = json_is_true(json_object_get(f, "is_lfs"));
+				}
+				if (rc == 0)
+					rc = kernels_lock_variant_hash(files, json_array_size(fl), hash);
 				if (rc == 0)
 					rc = kernels_lock_add_variant(lock, d->repo_id, json_string_value(json_array_get(v, 0)),
-								      json_string_value(json_array_get(v, 1)));
+								      hash);
+				free(files);
 			}
 		}
 	}
