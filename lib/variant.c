@@ -532,7 +532,8 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 		e->archs = NULL;
 		sort_key(e);
 	}
-	qsort(t->entries, t->count, sizeof(*t->entries), entry_cmp);
+	if (t->count)
+		qsort(t->entries, t->count, sizeof(*t->entries), entry_cmp);
 	for (i = 0; i < t->count; i++)
 		t->entries[i].rank = t->entries[i].accepted ? rank++ : -1;
 	t->chosen = t->count && t->entries[0].accepted ? t->entries[0].name : NULL;
