@@ -6,6 +6,7 @@
  * (tests/python/test_specifier_packaging.py runs this program over a table
  * it just regenerated). The other tests cover what `packaging` cannot say:
  * our error messages, limits and argument checks. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -606,6 +607,53 @@ static void test_looks_like(void **state)
 	assert_false(kernels__specifier_looks_like(NULL));
 }
 
+/* No global state: threads share one parsed set and keep their own errors. */
+struct worker {
+	const kernels__specifier_set *set;
+	int id, ok;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	const char *tags[] = { "v0.9", "v1.0", "v1.5", "v1.9.9", "v2.0", "main" };
+	char bad[32];
+	int i;
+
+	w->ok = 1;
+	for (i = 0; i < 2000 && w->ok; i++) {
+		size_t best = 99;
+		kernels__version *v = NULL;
+		snprintf(bad, sizeof(bad), "1.0x%d", w->id);
+		if (kernels__specifier_select_tags(w->set, tags, 6, &best) != 0 || best != 3)
+			w->ok = 0;
+		if (kernels__version_parse(bad, &v) != KERNELS_EPARSE || !strstr(kernels_error_last(), bad))
+			w->ok = 0;
+	}
+	return NULL;
+}
+
+static void test_threads_share_a_set(void **state)
+{
+	kernels__specifier_set *s = NULL;
+	pthread_t t[8];
+	struct worker w[8];
+	int i;
+	(void)state;
+
+	assert_int_equal(kernels__specifier_parse(">=1.0,<2,!=1.5.*", &s), 0);
+	for (i = 0; i < 8; i++) {
+		w[i].set = s;
+		w[i].id = i;
+		assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_true(w[i].ok);
+	}
+	kernels__specifier_set_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -617,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_select_over_tags),
 		cmocka_unit_test(test_long_version_lists_are_shortened),
 		cmocka_unit_test(test_looks_like),
+		cmocka_unit_test(test_threads_share_a_set),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
