@@ -237,8 +237,9 @@ def _commit(root, gitdir, content, parent, overlay, message, lfs_threshold):
             _git(gitdir, "read-tree", parent, env=env)
         else:
             _git(gitdir, "read-tree", "--empty", env=env)
-        lines = []
-        for path, (data, executable) in sorted(content.items()):
+        items = sorted(content.items())
+        blob_files = []
+        for i, (path, (data, executable)) in enumerate(items):
             if path != ".gitattributes" and (len(data) > lfs_threshold or _is_lfs(path, pats)):
                 sha256 = hashlib.sha256(data).hexdigest()
                 dest = os.path.join(root, "lfs", sha256)
@@ -247,8 +248,16 @@ def _commit(root, gitdir, content, parent, overlay, message, lfs_threshold):
                         f.write(data)
                     os.replace(dest + ".tmp", dest)
                 data = hubrepo.lfs_pointer(sha256, len(data))
-            oid = _git(gitdir, "hash-object", "-w", "--stdin", data=data)
-            lines.append(f"{'100755' if executable else '100644'} {oid}\t{path}\n")
+            blob = os.path.join(tmp, f"blob{i}")
+            with open(blob, "wb") as f:
+                f.write(data)
+            blob_files.append(blob)
+        # One git process hashes every blob.
+        oids = _git(gitdir, "hash-object", "-w", "--no-filters", "--stdin-paths", data="\n".join(blob_files).encode())
+        oids = oids.split() if blob_files else []
+        lines = [
+            f"{'100755' if executable else '100644'} {oid}\t{path}\n" for (path, (_, executable)), oid in zip(items, oids)
+        ]
         _git(gitdir, "update-index", "--add", "--index-info", data="".join(lines).encode(), env=env)
         tree = _git(gitdir, "write-tree", env=env)
     args = ["commit-tree", tree, "-m", message]

@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -163,7 +164,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send(self.control(method, path, body), method)
             return
         fault = self.state.take_fault(method, unquote(path), unquote(query), self.listener)
-        if fault and fault["mode"] == "slow":
+        if fault and fault["mode"] == "slow" and "after_bytes" not in fault:
             time.sleep(float(fault.get("delay", 5)))
         if fault and fault["mode"].isdigit():
             code = int(fault["mode"])
@@ -206,6 +207,9 @@ class Handler(BaseHTTPRequestHandler):
         mode = fault["mode"] if fault else None
         if mode == "wrong_bytes" and body:
             body = corrupt(body, int(fault.get("after_bytes", 0)))
+        if mode == "reset" and int(fault.get("after_bytes", 0)) <= 0:
+            self.send_reset_now()
+            return
         self.send_response(resp.status)
         for k, v in resp.headers:
             self.send_header(k, v)
@@ -218,19 +222,30 @@ class Handler(BaseHTTPRequestHandler):
             body = b""
         if mode == "reset":
             n = int(fault.get("after_bytes", 0))
+            if n > 0:
+                self.wfile.write(body[:n])
+                self.wfile.flush()
+                time.sleep(0.05)
+            self.send_reset_now()
+            return
+        if mode == "slow" and "after_bytes" in fault:
+            n = int(fault["after_bytes"])
             self.wfile.write(body[:n])
             self.wfile.flush()
-            time.sleep(0.05)
-            # SO_LINGER 0: close() sends RST instead of FIN.
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.connection.close()
-            return
+            time.sleep(float(fault.get("delay", 5)))
+            body = body[n:]
         if mode == "truncate":
             n = int(fault.get("after_bytes", len(body) // 2))
             body = body[: min(n, max(len(body) - 1, 0))]
         if body:
             self.wfile.write(body)
         self.wfile.flush()
+
+    def send_reset_now(self):
+        # SO_LINGER 0: close() sends RST instead of FIN.
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
 
     # -- control endpoint -----------------------------------------------------
 
@@ -621,6 +636,7 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--parent-pid", type=int)
     ap.add_argument("--page-size", type=int, default=50, help="tree entries per page (default 50)")
+    ap.add_argument("--remove-root", action="store_true", help="delete --root when the parent dies")
     args = ap.parse_args()
 
     root = os.path.abspath(args.root)
@@ -643,6 +659,8 @@ def main():
     while True:
         time.sleep(0.3)
         if args.parent_pid and not parent_alive(args.parent_pid):
+            if args.remove_root:
+                shutil.rmtree(root, ignore_errors=True)
             os._exit(0)
 
 

@@ -61,6 +61,8 @@ class Hub:
         ]
         if page_size:
             cmd += ["--page-size", str(page_size)]
+        if owns_root:
+            cmd.append("--remove-root")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

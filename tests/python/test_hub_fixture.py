@@ -388,3 +388,37 @@ def test_publish_cli_and_control_validation(hub):
     )
     assert status == 400
     assert hub.faults() == []
+
+
+def test_fault_reset_before_headers_and_mid_body_stall(hub):
+    publish_history(hub)
+    hub.fault(path="/resolve/v1/README.md", mode="reset")
+    with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
+        httpx.get(hub.url("/kernels/org/kern/resolve/v1/README.md"))
+    # A stall after the first bytes trips a read timeout mid-body.
+    hub.fault(path="/lfs/", mode="slow", after_bytes=1000, delay=2)
+    loc = httpx.head(hub.url(f"/kernels/org/kern/resolve/v1/{WEIGHTS}")).headers["location"]
+    got = 0
+    with pytest.raises(httpx.ReadTimeout):
+        with httpx.stream("GET", loc, timeout=0.5) as r:
+            assert r.status_code == 200
+            for chunk in r.iter_bytes():
+                got += len(chunk)
+    assert got == 1000
+
+
+def test_server_goes_away_with_its_parent(tmp_path):
+    """A test process that dies without stopping its hub leaves nothing behind."""
+    script = (
+        "import os, sys; sys.path.insert(0, %r); from hubclient import Hub;"
+        "h = Hub.start(); print(h.proc.pid, h.root, flush=True); os._exit(0)" % os.path.dirname(__file__)
+    )
+    out = subprocess.run([sys.executable, "-c", script], check=True, stdout=subprocess.PIPE).stdout.decode()
+    pid, root = out.split()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (os.path.exists(f"/proc/{pid}") or os.path.exists(root)):
+        time.sleep(0.1)
+    assert not os.path.exists(root)
+    # The server is a zombie of the dead child at most (reaped by init), never still serving.
+    if os.path.exists(f"/proc/{pid}/stat"):
+        assert open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"

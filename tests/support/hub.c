@@ -92,7 +92,7 @@ test_hub *test_hub_start(void)
 	}
 	if (hub->pid == 0) {
 		execl(KERNELS_PYTHON, KERNELS_PYTHON, script, "--root", hub->root, "--port-file", port_file,
-		      "--parent-pid", ppid, (char *)NULL);
+		      "--parent-pid", ppid, "--remove-root", (char *)NULL);
 		fprintf(stderr, "test_hub_start: cannot run %s: %s\n", KERNELS_PYTHON, strerror(errno));
 		_exit(127);
 	}
