@@ -565,6 +565,28 @@ static void test_versions_list(void **state)
 	ctx_free(&c);
 }
 
+/* The standard proxy variables are honoured for https (the real Hub):
+ * libgit2 asks the proxy for a CONNECT tunnel. The fixture, posing as the
+ * proxy, refuses CONNECT (501), which proves the proxy was used for a host
+ * name that does not even resolve; no_proxy turns the proxy off again.
+ * (libgit2 1.5 sends plain-http requests directly, proxy or not.) */
+static void test_proxy(void **state)
+{
+	ctx c;
+	(void)state;
+	ctx_init(&c);
+	c.opts.endpoint = "https://kernels-hub.invalid";
+	setenv("https_proxy", test_hub_endpoint(hub), 1);
+	unsetenv("no_proxy");
+	unsetenv("NO_PROXY");
+	expect_error(&c, "org/kern", "main", KERNELS_ENETWORK, NEEDLES("proxy returned unexpected status: 501"));
+	setenv("no_proxy", "kernels-hub.invalid", 1);
+	expect_error(&c, "org/kern", "main", KERNELS_ENETWORK, NEEDLES("failed to resolve address for kernels-hub.invalid"));
+	unsetenv("no_proxy");
+	unsetenv("https_proxy");
+	ctx_free(&c);
+}
+
 typedef struct {
 	const char *cache;
 	int failures;
@@ -634,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_fallback),
 		cmocka_unit_test(test_retries_5xx),
 		cmocka_unit_test(test_versions_list),
+		cmocka_unit_test(test_proxy),
 		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -27,7 +27,11 @@
  * {endpoint}/kernels/{org}/{name} (a kernel-type repo), falling back to
  * {endpoint}/{org}/{name} (model type) when the Hub does not know the
  * kernel-type repo. The token (HF_TOKEN or the token file) goes along as
- * "Authorization: Bearer"; proxies come from the standard variables.
+ * "Authorization: Bearer" and never follows a redirect. Proxies come from
+ * https_proxy / HTTPS_PROXY and no_proxy / NO_PROXY (libgit2 1.5 contacts
+ * plain-http endpoints directly). The listing is retried like every Hub
+ * request (connection errors, 5xx, 429; kernels_options.max_retries) and
+ * bounded by twice kernels_options.timeout_ms per attempt.
  *
  * The cache: a resolved name is recorded under the repo's refs/ folder in
  * the Hugging Face cache (refs/main, refs/v1, refs/v1.1.2 for a spec that
