@@ -18,5 +18,6 @@
 #include "kernels/kernel.h"
 #include "kernels/download.h"
 #include "kernels/lock.h"
+#include "kernels/get.h"
 
 #endif

@@ -1,0 +1,517 @@
+/* The main call: joins the stages into kernels_get. Data flows one way:
+ * revision -> trust -> redirect -> variant selection -> download -> verify
+ * and load. Each stage lives in its own file; this one only sequences them
+ * and keeps the timings. */
+#include "kernels/get.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cache.h"
+#include "config.h"
+#include "download.h"
+#include "error.h"
+#include "hub.h"
+#include "loader.h"
+#include "manifest.h"
+#include "repo.h"
+#include "revision.h"
+#include "system.h"
+#include "util.h"
+#include "variant.h"
+
+/* A redirect chain longer than this is a loop or a mistake. */
+#define MAX_REDIRECTS 4
+
+/* What the remote part of the pipeline settled on. */
+typedef struct {
+	char *repo_id;
+	kernels_revision *rev;
+	kernels__repo_type type;
+	kernels_system *sys;
+	kernels_variant_trace *trace;
+	char *what;                  /* "org/x@abc1234", for messages */
+} plan;
+
+static void plan_free(plan *p)
+{
+	free(p->repo_id);
+	kernels_revision_free(p->rev);
+	kernels_system_free(p->sys);
+	kernels_variant_trace_free(p->trace);
+	free(p->what);
+	memset(p, 0, sizeof(*p));
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- local overrides ---------------------------------------------------- */
+
+/* $LOCAL_KERNELS is "org/a=/path/a:org/b=/path/b"; returns the path for
+ * repo_id (malloc'ed) or NULL when the repo is not overridden. */
+static char *local_override(const kernels__config *cfg, const char *repo_id)
+{
+	const char *s = cfg->local_kernels;
+	size_t n = strlen(repo_id);
+
+	while (s && *s) {
+		const char *end = strchr(s, ':');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		if (len > n + 1 && !strncmp(s, repo_id, n) && s[n] == '=')
+			return strndup(s + n + 1, len - n - 1);
+		s = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Sub-folder names of `dir` (sorted), as the variant list of a local tree. */
+static int list_subdirs(const char *dir, char ***names, size_t *count)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, alphasort), i;
+	size_t k = 0;
+
+	*names = NULL;
+	*count = 0;
+	if (n < 0)
+		return 0;
+	*names = calloc((size_t)n + 1, sizeof(char *));
+	for (i = 0; i < n; i++) {
+		char *full = kernels__sprintf("%s/%s", dir, ents[i]->d_name);
+		if (*names && full && ents[i]->d_name[0] != '.' && is_dir(full))
+			(*names)[k++] = kernels__strdup(ents[i]->d_name);
+		free(full);
+		free(ents[i]);
+	}
+	free(ents);
+	if (!*names)
+		return kernels__error_oom();
+	*count = k;
+	return 0;
+}
+
+static int system_for(const kernels__config *cfg, kernels_system **sys)
+{
+	return *sys ? 0 : kernels__system_detect(cfg, sys);
+}
+
+/* Resolves the variants found under `base` and loads the chosen one; 1 when
+ * `base` holds no variant folder at all (the caller tries the next base). */
+static int load_from_base(const kernels__config *cfg, const char *base, kernels_system **sys, kernels_kernel **out)
+{
+	char **names;
+	size_t count, i;
+	kernels_variant_candidate *cands;
+	kernels_variant_trace *trace = NULL;
+	int rc;
+
+	if ((rc = list_subdirs(base, &names, &count)) < 0)
+		return rc;
+	if (count == 0) {
+		kernels_strings_free(names, count);
+		return 1;
+	}
+	if (!(cands = calloc(count, sizeof(*cands)))) {
+		kernels_strings_free(names, count);
+		return kernels__error_oom();
+	}
+	for (i = 0; i < count; i++)
+		cands[i].name = names[i];
+	rc = system_for(cfg, sys);
+	if (rc == 0)
+		rc = kernels__variant_resolve(cfg, base, cands, count, *sys, &trace);
+	if (rc == 0 && !kernels_variant_trace_chosen(trace))
+		rc = kernels__variant_no_match(trace, base, *sys);
+	if (rc == 0) {
+		char *folder = kernels__sprintf("%s/%s", base, kernels_variant_trace_chosen(trace));
+		rc = folder ? kernels__loader_open(cfg, NULL, NULL, NULL, folder, NULL, out) : KERNELS_ENOMEM;
+		free(folder);
+	}
+	kernels_variant_trace_free(trace);
+	free(cands);
+	kernels_strings_free(names, count);
+	return rc;
+}
+
+static int get_local(const kernels__config *cfg, const char *path, kernels_kernel **out)
+{
+	kernels_system *sys = NULL;
+	char *build = kernels__sprintf("%s/build", path), *meta = kernels__sprintf("%s/metadata.json", path);
+	struct stat st;
+	int rc;
+
+	if (!build || !meta) {
+		rc = KERNELS_ENOMEM;
+	} else if (!is_dir(path)) {
+		rc = kernels__error(KERNELS_ENOTFOUND, "local kernel path '%s' is not a folder; point it at a repo "
+				    "checkout, its build/ folder or one variant folder", path);
+	} else if (stat(meta, &st) == 0) {
+		rc = kernels__loader_open(cfg, NULL, NULL, NULL, path, NULL, out);
+	} else {
+		rc = is_dir(build) ? load_from_base(cfg, build, &sys, out) : 1;
+		if (rc == 1)
+			rc = load_from_base(cfg, path, &sys, out);
+		if (rc == 1)
+			rc = kernels__error(KERNELS_ENOTFOUND, "no build variant folders in '%s' (nor in its build/); "
+					    "build the kernel first or point at a variant folder holding metadata.json",
+					    path);
+	}
+	kernels_system_free(sys);
+	free(build);
+	free(meta);
+	return rc;
+}
+
+/* ---- trust --------------------------------------------------------------- */
+
+/* An allowlist entry is an org ("acme") or a repo id ("acme/relu"). */
+static int allowlisted(const char *list, const char *repo_id)
+{
+	size_t org_len = strcspn(repo_id, "/"), n;
+
+	for (; list && *list; list += n + (list[n] == ',')) {
+		n = strcspn(list, ",");
+		while (n && *list == ' ')
+			list++, n--;
+		if ((n == strlen(repo_id) && !strncmp(list, repo_id, n)) ||
+		    (n == org_len && !strncmp(list, repo_id, n)))
+			return 1;
+	}
+	return 0;
+}
+
+static int trust_check(const kernels__config *cfg, const char *repo_id)
+{
+	kernels__hub_response r = { 0 };
+	char *org = strndup(repo_id, strcspn(repo_id, "/")), *path;
+	json_t *doc = NULL;
+	int rc, trusted = 0;
+
+	if (cfg->trust_remote_code || allowlisted(cfg->trusted_orgs, repo_id)) {
+		free(org);
+		return 0;
+	}
+	if (cfg->offline) {
+		kernels__log(cfg, KERNELS_LOG_WARNING,
+			     "skipping the publisher trust check for '%s' because the Hub is offline", repo_id);
+		free(org);
+		return 0;
+	}
+	path = org ? kernels__sprintf("/api/organizations/%s/overview", org) : NULL;
+	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM;
+	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)))
+		trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
+	if (rc == 0 || rc == KERNELS_ENETWORK)
+		rc = trusted ? 0 : kernels__error(KERNELS_EUNTRUSTED,
+			"kernel repository '%s' is %s; native code from it would run in this process. Set "
+			"options.trust_remote_code = 1, or list the repo or its org in options.trusted_orgs, "
+			"to load kernels from publishers the Hub does not mark as trusted",
+			repo_id, r.status == 200 ? "not from a trusted publisher" :
+				 "from a publisher whose trust status could not be verified");
+	json_decref(doc);
+	kernels__hub_response_free(&r);
+	free(path);
+	free(org);
+	return rc;
+}
+
+/* ---- revision and redirects --------------------------------------------- */
+
+/* Reads kernel-status.toml at the resolved commit, if the repo has one.
+ * Returns 1 and fills `st` for a redirect, 0 when there is none. */
+static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_status *st)
+{
+	char *local = NULL, *data;
+	size_t len;
+	FILE *f;
+	int rc;
+
+	rc = kernels__download_file(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev),
+				    "kernel-status.toml", &local);
+	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
+		kernels_error_clear();
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	f = fopen(local, "rb");
+	free(local);
+	if (!f)
+		return kernels__error(KERNELS_EIO, "cannot read kernel-status.toml of %s from the cache", p->repo_id);
+	data = malloc(65537);
+	len = data ? fread(data, 1, 65536, f) : 0;
+	fclose(f);
+	if (!data)
+		return kernels__error_oom();
+	rc = kernels__kernel_status_parse(data, len, "kernel-status.toml", st);
+	free(data);
+	return rc < 0 ? kernels__error_prefix("%s", p->repo_id) : 1;
+}
+
+static int resolve(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p)
+{
+	char *rev_owned = NULL;
+	int hops, rc;
+
+	if (!(p->repo_id = kernels__strdup(repo_id)))
+		return KERNELS_ENOMEM;
+	for (hops = 0;; hops++) {
+		kernels__kernel_status st = { 0 };
+
+		if ((rc = kernels__repo_id_check(p->repo_id)) < 0 || (rc = trust_check(cfg, p->repo_id)) < 0)
+			break;
+		rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision, &p->rev);
+		if (rc < 0)
+			break;
+		p->type = kernels_revision_is_model_repo(p->rev) ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
+		if ((rc = read_status(cfg, p, &st)) <= 0)
+			break;
+		if (hops == MAX_REDIRECTS) {
+			kernels__kernel_status_clear(&st);
+			rc = kernels__error(KERNELS_EINVAL, "'%s' redirects more than %d times (a loop?); ask its "
+					    "publisher to fix kernel-status.toml, or pin the destination repo",
+					    repo_id, MAX_REDIRECTS);
+			break;
+		}
+		kernels__log(cfg, KERNELS_LOG_WARNING, "'%s' redirected to '%s' (revision %s)", p->repo_id,
+			     st.destination, st.revision);
+		free(p->repo_id);
+		free(rev_owned);
+		p->repo_id = st.destination;
+		rev_owned = st.revision;
+		st.destination = st.revision = NULL;
+		kernels_revision_free(p->rev);
+		p->rev = NULL;
+	}
+	free(rev_owned);
+	if (rc == 0 && !(p->what = kernels__sprintf("%s@%.7s", p->repo_id, kernels_revision_commit(p->rev))))
+		rc = KERNELS_ENOMEM;
+	return rc;
+}
+
+/* ---- variant selection --------------------------------------------------- */
+
+static int is_cuda_variant(const char *name)
+{
+	kernels_variant_info info;
+	return kernels_variant_parse(name, &info) == 0 && !strcmp(info.backend, "cuda");
+}
+
+/* The GPU arch check needs backend.archs, which only metadata.json has:
+ * fetch it for the CUDA variants (a few hundred bytes each). */
+static int read_archs(const kernels__config *cfg, plan *p, const char *variant, kernels_metadata **m)
+{
+	char *path = kernels__sprintf("build/%s/metadata.json", variant), *local = NULL, *slash;
+	int rc;
+
+	*m = NULL;
+	if (!path)
+		return KERNELS_ENOMEM;
+	rc = kernels__download_file(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), path, &local);
+	free(path);
+	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
+		kernels_error_clear();
+		return 0; /* unknown archs: the variant stays a candidate */
+	}
+	if (rc == 0 && (slash = strrchr(local, '/'))) {
+		*slash = '\0';
+		rc = kernels_metadata_read(m, local);
+		if (rc < 0) {
+			kernels__log(cfg, KERNELS_LOG_WARNING, "%s: %s", p->what, kernels_error_last());
+			kernels_error_clear();
+			rc = 0;
+		}
+	}
+	free(local);
+	return rc;
+}
+
+static int select_variant(const kernels__config *cfg, plan *p)
+{
+	char **names = NULL;
+	size_t count = 0, i;
+	kernels_variant_candidate *cands = NULL;
+	kernels_metadata **metas = NULL;
+	int rc;
+
+	rc = kernels__variants_list(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), &names, &count);
+	if (rc == 0)
+		rc = system_for(cfg, &p->sys);
+	if (rc == 0 && (!(cands = calloc(count + 1, sizeof(*cands))) || !(metas = calloc(count + 1, sizeof(*metas)))))
+		rc = kernels__error_oom();
+	for (i = 0; rc == 0 && i < count; i++) {
+		cands[i].name = names[i];
+		if (p->sys->gpu_count > 0 && is_cuda_variant(names[i]) &&
+		    (rc = read_archs(cfg, p, names[i], &metas[i])) == 0 && metas[i])
+			cands[i].archs = kernels_metadata_archs(metas[i]);
+	}
+	if (rc == 0)
+		rc = kernels__variant_resolve(cfg, p->what, cands, count, p->sys, &p->trace);
+	for (i = 0; metas && i < count; i++)
+		kernels_metadata_free(metas[i]);
+	free(metas);
+	free(cands);
+	kernels_strings_free(names, count);
+	return rc;
+}
+
+/* ---- the pipeline ---------------------------------------------------------- */
+
+static int plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
+		       kernels_get_stats *stats)
+{
+	double t0 = now_ms();
+	int rc = resolve(cfg, repo_id, revision, p);
+
+	stats->resolve_ms = now_ms() - t0;
+	if (rc < 0)
+		return rc;
+	t0 = now_ms();
+	rc = select_variant(cfg, p);
+	stats->select_ms = now_ms() - t0;
+	snprintf(stats->commit, sizeof(stats->commit), "%s", kernels_revision_commit(p->rev));
+	snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", p->repo_id);
+	return rc;
+}
+
+static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats *stats, kernels_kernel **out)
+{
+	const char *variant = kernels_variant_trace_chosen(p->trace);
+	const char *commit = kernels_revision_commit(p->rev);
+	char *snapshot = NULL, *folder = NULL, *root = NULL;
+	double t0 = now_ms();
+	int rc;
+
+	if (!variant)
+		return kernels__variant_no_match(p->trace, p->what, p->sys);
+	rc = kernels__download(cfg, &p->type, p->repo_id, commit, &variant, 1, &snapshot, &stats->download);
+	stats->download_ms = now_ms() - t0;
+	stats->from_cache = stats->download.blobs_downloaded == 0;
+	if (rc < 0)
+		return rc;
+	t0 = now_ms();
+	folder = kernels__sprintf("%s/build/%s", snapshot, variant);
+	root = kernels__cache_repo_dir(cfg, p->type, p->repo_id);
+	rc = folder && root ? kernels__loader_open(cfg, p->repo_id, commit, variant, folder, root, out)
+			    : KERNELS_ENOMEM;
+	stats->load_ms = now_ms() - t0;
+	free(snapshot);
+	free(folder);
+	free(root);
+	return rc;
+}
+
+static int get_with_config(const kernels__config *cfg, const char *repo_id, const char *revision,
+			   kernels_kernel **out, kernels_get_stats *stats)
+{
+	char *local;
+	plan p = { 0 };
+	int rc;
+
+	if (repo_id && (local = local_override(cfg, repo_id))) {
+		double t0 = now_ms();
+		stats->local = 1;
+		snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", repo_id);
+		rc = get_local(cfg, local, out);
+		stats->load_ms = now_ms() - t0;
+		if (rc < 0)
+			kernels__error_prefix("loading %s from LOCAL_KERNELS path '%s'", repo_id, local);
+		free(local);
+		return rc;
+	}
+	rc = plan_remote(cfg, repo_id, revision, &p, stats);
+	if (rc == 0)
+		rc = fetch_and_load(cfg, &p, stats, out);
+	plan_free(&p);
+	return rc;
+}
+
+int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revision, const kernels_options *opts,
+		    kernels_get_stats *stats)
+{
+	kernels__config cfg;
+	kernels_get_stats scratch;
+	int rc;
+
+	if (!out)
+		return kernels__error(KERNELS_EINVAL, "kernels_get: out is NULL; pass the address of a kernels_kernel *");
+	*out = NULL;
+	if (!stats)
+		stats = &scratch;
+	memset(stats, 0, sizeof(*stats));
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = get_with_config(&cfg, repo_id, revision, out, stats);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+int kernels_get(kernels_kernel **out, const char *repo_id, const char *revision, const kernels_options *opts)
+{
+	return kernels_get_ext(out, repo_id, revision, opts, NULL);
+}
+
+int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const char *revision,
+			 const kernels_options *opts)
+{
+	kernels__config cfg;
+	kernels_get_stats stats;
+	plan p = { 0 };
+	int rc;
+
+	if (!out)
+		return kernels__error(KERNELS_EINVAL, "kernels_get_variants: out is NULL");
+	*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = plan_remote(&cfg, repo_id, revision, &p, &stats);
+	if (rc == 0) {
+		*out = p.trace;
+		p.trace = NULL;
+	}
+	plan_free(&p);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+int kernels_has_kernel(const char *repo_id, const char *revision, const kernels_options *opts)
+{
+	kernels_variant_trace *trace;
+	int rc = kernels_get_variants(&trace, repo_id, revision, opts);
+
+	if (rc < 0)
+		return rc;
+	rc = kernels_variant_trace_chosen(trace) != NULL;
+	kernels_variant_trace_free(trace);
+	return rc;
+}
+
+int kernels_get_local(kernels_kernel **out, const char *path, const kernels_options *opts)
+{
+	kernels__config cfg;
+	int rc;
+
+	if (!out || !path || !*path)
+		return kernels__error(KERNELS_EINVAL, "kernels_get_local: out and path must be given");
+	*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = get_local(&cfg, path, out);
+	kernels__config_free(&cfg);
+	return rc;
+}
