@@ -283,6 +283,28 @@ static void test_libgit2_ls_remote_and_clone(void **state)
 	free(dest);
 	free(u);
 
+	/* a private repo: refused without a token, listed with a Bearer header
+	 * (how the library passes its token to libgit2) */
+	assert_int_equal(test_hub_publish(h, "--repo org/p --text a.txt=s --private-token tok-1"), 0);
+	u = url_of(h, "/kernels/org/p");
+	assert_int_equal(git_remote_create_anonymous(&remote, NULL, u), 0);
+	assert_true(git_remote_connect(remote, GIT_DIRECTION_FETCH, NULL, NULL, NULL) < 0);
+	git_remote_free(remote);
+	{
+		char *hdr = "Authorization: Bearer tok-1";
+		git_strarray headers = { &hdr, 1 };
+
+		assert_int_equal(git_remote_create_anonymous(&remote, NULL, u), 0);
+		assert_int_equal(git_remote_connect(remote, GIT_DIRECTION_FETCH, NULL, NULL, &headers), 0);
+		assert_int_equal(git_remote_ls(&heads, &n, remote), 0);
+		assert_true(n >= 2);
+		git_remote_free(remote);
+	}
+	assert_int_equal(test_hub_log_count_ex(h, "GET", "/kernels/org/p/info/refs", "hub", 401, 0), 1);
+	assert_int_equal(test_hub_log_count_ex(h, "GET", "/kernels/org/p/info/refs", "hub", 200, 1), 1);
+
+	free(u);
+
 	/* the model URL form does not find a kernel repo */
 	u = url_of(h, "/org/k");
 	assert_int_equal(git_remote_create_anonymous(&remote, NULL, u), 0);

@@ -269,6 +269,12 @@ char *test_hub_log(test_hub *hub)
 
 int test_hub_log_count(test_hub *hub, const char *method, const char *path_substring)
 {
+	return test_hub_log_count_ex(hub, method, path_substring, NULL, 0, -1);
+}
+
+int test_hub_log_count_ex(test_hub *hub, const char *method, const char *path_substring, const char *listener,
+			  int status, int authorization)
+{
 	char *text = test_hub_log(hub);
 	json_t *log, *entry;
 	size_t i;
@@ -285,10 +291,18 @@ int test_hub_log_count(test_hub *hub, const char *method, const char *path_subst
 	json_array_foreach(log, i, entry) {
 		const char *m = json_string_value(json_object_get(entry, "method"));
 		const char *p = json_string_value(json_object_get(entry, "path"));
+		const char *l = json_string_value(json_object_get(entry, "listener"));
+		json_t *auth = json_object_get(entry, "authorization");
 
 		if (method && (!m || strcmp(m, method)))
 			continue;
 		if (path_substring && (!p || !strstr(p, path_substring)))
+			continue;
+		if (listener && (!l || strcmp(l, listener)))
+			continue;
+		if (status && json_integer_value(json_object_get(entry, "status")) != status)
+			continue;
+		if (authorization >= 0 && json_is_true(auth) != (authorization > 0))
 			continue;
 		count++;
 	}

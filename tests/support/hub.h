@@ -43,6 +43,11 @@ char *test_hub_log(test_hub *hub);
 /* Number of log entries with this method (NULL: any) whose path contains
  * path_substring (NULL: any).  -1 on failure. */
 int test_hub_log_count(test_hub *hub, const char *method, const char *path_substring);
+/* Like test_hub_log_count, also filtered on the listener ("hub", "cdn" or
+ * NULL: any), the status (0: any) and whether an Authorization header was
+ * sent (1 sent, 0 not sent, -1 any).  -1 on failure. */
+int test_hub_log_count_ex(test_hub *hub, const char *method, const char *path_substring, const char *listener,
+			  int status, int authorization);
 /* DELETE /_fixture/log. */
 void test_hub_log_clear(test_hub *hub);
 
