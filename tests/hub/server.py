@@ -519,11 +519,12 @@ class Handler(BaseHTTPRequestHandler):
         if method not in ("GET", "HEAD") or not m:
             return Response(404, b"not found", content_type="text/plain")
         try:
-            with open(os.path.join(self.state.root, "lfs", m.group(1)), "rb") as f:
-                data = f.read()
+            f = open(os.path.join(self.state.root, "lfs", m.group(1)), "rb")
         except OSError:
             return Response(404, b"no such object", content_type="text/plain")
-        return ranged(self.headers.get("Range"), data, [("ETag", f'"{m.group(1)}"'), ("Accept-Ranges", "bytes")])
+        with f:
+            # Read only the requested range: LFS objects may be large.
+            return ranged(self.headers.get("Range"), f, [("ETag", f'"{m.group(1)}"'), ("Accept-Ranges", "bytes")])
 
     # -- git smart HTTP -------------------------------------------------------
 
@@ -585,14 +586,26 @@ def corrupt(body, offset):
 
 
 def ranged(range_header, data, headers):
-    """200 with the whole body, or 206/416 for a single bytes range."""
-    total = len(data)
+    """200 with the whole body, or 206/416 for a single bytes range.
+
+    `data` is bytes or a seekable binary file."""
+    if isinstance(data, (bytes, bytearray)):
+        total = len(data)
+
+        def read(start, length):
+            return bytes(data[start : start + length])
+
+    else:
+        total = os.fstat(data.fileno()).st_size
+
+        def read(start, length):
+            data.seek(start)
+            return data.read(length)
+
     headers = list(headers)
-    if not range_header:
-        return Response(200, data, headers, "application/octet-stream")
-    m = re.match(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", range_header)
+    m = re.match(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", range_header or "")
     if not m or (m.group(1) == "" and m.group(2) == ""):
-        return Response(200, data, headers, "application/octet-stream")
+        return Response(200, read(0, total), headers, "application/octet-stream")
     if m.group(1) == "":
         start, end = max(total - int(m.group(2)), 0), total - 1
     else:
@@ -601,7 +614,7 @@ def ranged(range_header, data, headers):
     if start >= total or start > end:
         return Response(416, b"", headers + [("Content-Range", f"bytes */{total}")], "text/plain")
     headers.append(("Content-Range", f"bytes {start}-{end}/{total}"))
-    return Response(206, data[start : end + 1], headers, "application/octet-stream")
+    return Response(206, read(start, end + 1 - start), headers, "application/octet-stream")
 
 
 class Server(ThreadingHTTPServer):
