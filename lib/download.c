@@ -572,7 +572,7 @@ static int run(fetch *f)
 {
 	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1;
 	size_t i;
-	int running, rc;
+	int running, rc, progressed;
 
 	while (!f->fail_code && !f->cancelled && !all_settled(f)) {
 		long long now = now_ms(), wake = now + 100;
@@ -583,7 +583,10 @@ static int run(fetch *f)
 			job *j = &f->jobs[i];
 			if (j->state == J_WAIT_LOCK && f->holding < limit)
 				try_lock(f, j, now);
-			if (j->state == J_WAIT_LOCK && j->next_lock_try < wake)
+			/* Only a lock we could take now is worth waking up for; the rest
+			 * wait for a transfer to end, which wakes the poll anyway. */
+			if (j->state == J_WAIT_LOCK && f->holding < limit && j->next_lock_try > now &&
+			    j->next_lock_try < wake)
 				wake = j->next_lock_try;
 			if (j->state == J_READY && f->active < limit) {
 				if (j->not_before <= now) {
@@ -596,15 +599,19 @@ static int run(fetch *f)
 		if (f->fail_code)
 			break;
 		curl_multi_perform(f->multi, &running);
+		progressed = 0;
 		while ((m = curl_multi_info_read(f->multi, &left))) {
 			job *j = NULL;
 			if (m->msg != CURLMSG_DONE)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
 			finished(f, j, m->data.result);
+			progressed = 1;
 		}
 		if (f->fail_code || f->cancelled || all_settled(f))
 			break;
+		if (progressed)
+			continue;   /* a slot freed up: fill it before waiting */
 		now = now_ms();
 		if (wake < now)
 			wake = now;
