@@ -1,0 +1,425 @@
+/* kernels_get from end to end, against the local Hub: kernels compiled by
+ * the test (one small shared object per variant, answering a known number),
+ * published under several variant names and versions, then fetched,
+ * verified, dlopen'ed and called for injected system descriptions. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "hub.h"
+#include "testutil.h"
+#include "../tests/data/variants/fixture.h"
+
+/* Variant -> answer = version * 1000 + this offset. */
+static const struct {
+	const char *variant;
+	int offset;
+	const char *backend;
+	const char *archs;
+} layout[] = {
+	{ "torch211-cxx11-cu130-x86_64-linux", 130, "cuda", "8.0,9.0+PTX" },
+	{ "torch211-cxx11-cu126-x86_64-linux", 126, "cuda", "8.0,9.0" },
+	{ "torch211-cxx11-cpu-x86_64-linux", 1, "cpu", NULL },
+	{ "torch29-cxx11-cpu-x86_64-linux", 9, "cpu", NULL },
+	{ "tvm-ffi01-cpu-x86_64-linux", 77, "cpu", NULL },
+};
+
+typedef struct {
+	test_hub *hub;
+	char *tmp;
+	char *cache;
+	char commit[3][41]; /* v1.0.0, v1.1.2, v2.0.0 */
+} world;
+
+static world W;
+
+/* One commit's tree: every variant of the layout answering for `version`. */
+static char *make_tree(const char *tmp, int version, int minor)
+{
+	char *root, *dir, *so;
+	size_t i;
+
+	assert_int_equal(asprintf(&root, "%s/src-%d-%d", tmp, version, minor) > 0, 1);
+	for (i = 0; i < sizeof(layout) / sizeof(layout[0]); i++) {
+		int answer = version * 1000 + minor * 100 + layout[i].offset;
+		assert_int_equal(asprintf(&dir, "%s/build/%s", root, layout[i].variant) > 0, 1);
+		assert_int_equal(asprintf(&so, "%s/_answer_%d.abi3.so", dir, answer) > 0, 1);
+		assert_int_equal(fx_build_so(so, answer, NULL, NULL, NULL), 0);
+		assert_int_equal(fx_metadata(dir, "--name answer --id _answer_%d --backend %s%s%s --version %d", answer,
+					     layout[i].backend, layout[i].archs ? " --archs " : "",
+					     layout[i].archs ? layout[i].archs : "", version), 0);
+		free(so);
+		free(dir);
+	}
+	return root;
+}
+
+static void publish(const char *src, const char *refs, char out[41])
+{
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/answer --dir '%s' %s", src, refs), 0);
+	snprintf(out, 41, "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(strlen(out), 40);
+}
+
+static int setup(void **state)
+{
+	char *a, *b, *c;
+	(void)state;
+
+	W.hub = test_hub_start();
+	assert_non_null(W.hub);
+	W.tmp = test_mkdtemp("get");
+	a = make_tree(W.tmp, 1, 0);
+	b = make_tree(W.tmp, 1, 1);
+	c = make_tree(W.tmp, 2, 0);
+	publish(a, "--branch main --branch v1 --tag v1.0.0 --trusted", W.commit[0]);
+	publish(b, "--branch main --branch v1 --tag v1.1.2", W.commit[1]);
+	publish(c, "--branch main --branch v2 --tag v2.0.0 --parent v1.1.2", W.commit[2]);
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/answer --target v1 --branch v1"), 0);
+	free(a);
+	free(b);
+	free(c);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_hub_stop(W.hub);
+	test_rmtree(W.tmp);
+	free(W.tmp);
+	return 0;
+}
+
+static int fresh_cache(void **state)
+{
+	(void)state;
+	if (W.cache)
+		test_rmtree(W.cache);
+	free(W.cache);
+	W.cache = test_mkdtemp("get-cache");
+	test_hub_log_clear(W.hub);
+	return 0;
+}
+
+static void options(kernels_options *o, kernels_system *sys)
+{
+	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
+	o->endpoint = test_hub_endpoint(W.hub);
+	o->cache_dir = W.cache;
+	o->offline = 0;
+	o->system = sys;
+}
+
+static kernels_system sys_cuda(void)
+{
+	kernels_system s = { 0 };
+	s.torch_version = 211;
+	s.torch_cxx11_abi = 1;
+	s.backend = "cuda";
+	s.backend_version = 1300;
+	s.gpu_count = 1;
+	s.gpu_archs[0] = 90;
+	s.cpu = "x86_64";
+	s.os = "linux";
+	return s;
+}
+
+static kernels_system sys_cpu(int torch)
+{
+	kernels_system s = { 0 };
+	s.torch_version = torch;
+	s.torch_cxx11_abi = 1;
+	s.tvm_ffi_version = -1;
+	s.backend = "cpu";
+	s.cpu = "x86_64";
+	s.os = "linux";
+	s.no_gpu = 1;
+	return s;
+}
+
+static int call_answer(kernels_kernel *k)
+{
+	int (*answer)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
+	assert_non_null(answer);
+	return answer();
+}
+
+static void expect(const char *revision, kernels_system sys, const char *variant, int answer)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	int rc;
+
+	options(&o, &sys);
+	rc = kernels_get(&k, "acme/answer", revision, &o);
+	if (rc < 0)
+		fail_msg("kernels_get(%s): %s", revision, kernels_error_last());
+	assert_string_equal(kernels_kernel_variant(k), variant);
+	assert_string_equal(kernels_kernel_repo(k), "acme/answer");
+	assert_int_equal(call_answer(k), answer);
+	kernels_kernel_close(k);
+}
+
+static void test_revision_forms_pick_the_right_commit(void **state)
+{
+	char short_id[8];
+	(void)state;
+
+	expect("v1.0.0", sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 1130);
+	expect(">=1.1.2,<2", sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 1230);
+	expect("~=1.0", sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 1230);
+	expect("1", sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 1230);
+	expect("2", sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 2130);
+	expect("main", sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 2130);
+	expect(W.commit[0], sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 1130);
+	memcpy(short_id, W.commit[1], 7);
+	short_id[7] = '\0';
+	expect(short_id, sys_cuda(), "torch211-cxx11-cu130-x86_64-linux", 1230);
+}
+
+static void test_system_picks_the_variant(void **state)
+{
+	kernels_system older_cuda = sys_cuda(), tvm = sys_cpu(0), old_gpu = sys_cuda();
+	(void)state;
+
+	expect("v2.0.0", sys_cpu(211), "torch211-cxx11-cpu-x86_64-linux", 2001);
+	expect("v2.0.0", sys_cpu(209), "torch29-cxx11-cpu-x86_64-linux", 2009);
+	older_cuda.backend_version = 1208;
+	expect("v2.0.0", older_cuda, "torch211-cxx11-cu126-x86_64-linux", 2126);
+	tvm.tvm_ffi_version = 1;
+	expect("v2.0.0", tvm, "tvm-ffi01-cpu-x86_64-linux", 2077);
+	/* An sm_75 GPU: neither CUDA build covers it (8.0 and up), so the arch
+	 * check rejects both and nothing fits. */
+	old_gpu.gpu_archs[0] = 75;
+	{
+		kernels_options o;
+		kernels_kernel *k = NULL;
+		options(&o, &old_gpu);
+		assert_int_equal(kernels_get(&k, "acme/answer", "v2.0.0", &o), KERNELS_ENOMATCH);
+		assert_null(k);
+		assert_non_null(strstr(kernels_error_last(), "torch211-cxx11-cu130-x86_64-linux"));
+		assert_non_null(strstr(kernels_error_last(), "7.5"));
+	}
+}
+
+static void test_trace_and_has_kernel(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211), none = sys_cpu(208);
+	kernels_variant_trace *t = NULL;
+	size_t i, accepted = 0;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get_variants(&t, "acme/answer", "v1.0.0", &o), 0);
+	assert_int_equal(kernels_variant_trace_count(t), 5);
+	assert_string_equal(kernels_variant_trace_chosen(t), "torch211-cxx11-cpu-x86_64-linux");
+	for (i = 0; i < kernels_variant_trace_count(t); i++) {
+		accepted += kernels_variant_trace_accepted(t, i) != 0;
+		if (!kernels_variant_trace_accepted(t, i))
+			assert_true(strlen(kernels_variant_trace_reason(t, i)) > 0);
+	}
+	assert_int_equal(accepted, 1);
+	kernels_variant_trace_free(t);
+	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 1);
+	options(&o, &none);
+	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 0);
+	/* Listing variants downloads no variant files. */
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), 0);
+}
+
+static void test_second_get_is_served_from_cache_and_offline(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *a = NULL, *b = NULL;
+	kernels_get_stats st;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get_ext(&a, "acme/answer", ">=1,<2", &o, &st), 0);
+	assert_int_equal(st.from_cache, 0);
+	assert_string_equal(st.commit, W.commit[1]);
+	assert_true(test_hub_log_count(W.hub, "GET", "/resolve/") > 0);
+
+	test_hub_log_clear(W.hub);
+	assert_int_equal(kernels_get_ext(&b, "acme/answer", ">=1,<2", &o, &st), 0);
+	assert_int_equal(st.from_cache, 1);
+	assert_ptr_equal(a, b); /* same variant: same handle, one more reference */
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), 0);
+	kernels_kernel_close(b);
+
+	test_hub_log_clear(W.hub);
+	o.offline = 1;
+	assert_int_equal(kernels_get_ext(&b, "acme/answer", ">=1,<2", &o, &st), 0);
+	assert_ptr_equal(a, b);
+	assert_int_equal(call_answer(b), 1101);
+	kernels_kernel_close(b);
+	kernels_kernel_close(a);
+	{
+		char *log = test_hub_log(W.hub);
+		assert_string_equal(log, "[]");
+		free(log);
+	}
+}
+
+static void test_two_commits_side_by_side(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *one = NULL, *two = NULL;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get(&one, "acme/answer", "v1.0.0", &o), 0);
+	assert_int_equal(kernels_get(&two, "acme/answer", "v2.0.0", &o), 0);
+	assert_ptr_not_equal(one, two);
+	assert_int_equal(call_answer(one), 1001);
+	assert_int_equal(call_answer(two), 2001);
+	kernels_kernel_close(one);
+	assert_int_equal(call_answer(two), 2001);
+	assert_string_equal(kernels_kernel_commit(two), W.commit[2]);
+	kernels_kernel_close(two);
+}
+
+static void test_untrusted_publisher_is_refused(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	char *src = make_tree(W.tmp, 5, 0);
+	(void)state;
+
+	assert_int_equal(test_hub_publish(W.hub, "--repo shady/answer --dir '%s' --tag v5.0.0 --untrusted", src), 0);
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "shady/answer", "v5.0.0", &o), KERNELS_EUNTRUSTED);
+	assert_non_null(strstr(kernels_error_last(), "trust_remote_code"));
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), 0);
+
+	o.trusted_orgs = "other, shady/answer";
+	assert_int_equal(kernels_get(&k, "shady/answer", "v5.0.0", &o), 0);
+	assert_int_equal(call_answer(k), 5001);
+	kernels_kernel_close(k);
+	free(src);
+}
+
+static void test_redirect_is_followed(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/old-name --text 'kernel-status.toml=kind = \"redirect\"\n"
+				     "destination = \"acme/answer\"\nrevision = \"v2\"\n' --branch main --trusted"), 0);
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/old-name", "main", &o), 0);
+	assert_string_equal(kernels_kernel_repo(k), "acme/answer");
+	assert_int_equal(call_answer(k), 2001);
+	kernels_kernel_close(k);
+}
+
+static void test_bad_input_is_refused_and_cache_untouched(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/../x", "main", &o), KERNELS_EINVAL);
+	assert_int_equal(kernels_get(&k, "acme/answer", NULL, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "pin"));
+	assert_int_equal(kernels_get(&k, "acme/answer", ">=9", &o), KERNELS_ENOMATCH);
+	assert_non_null(strstr(kernels_error_last(), "v2.0.0"));
+	assert_int_equal(kernels_get(&k, "acme/answer", ">=1,,<", &o), KERNELS_EPARSE);
+	assert_int_equal(kernels_get(NULL, "acme/answer", "main", &o), KERNELS_EINVAL);
+	assert_null(k);
+	assert_int_equal(test_system("test -z \"$(find '%s' -path '*/blobs/*' -print -quit)\"", W.cache), 0);
+}
+
+static void test_local_kernels_override(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_kernel *k = NULL;
+	char *src = make_tree(W.tmp, 7, 0), *env;
+	(void)state;
+
+	assert_int_equal(asprintf(&env, "other/x=/nowhere:acme/local=%s", src) > 0, 1);
+	setenv("LOCAL_KERNELS", env, 1);
+	options(&o, &s);
+	o.endpoint = "http://127.0.0.1:9"; /* no network is needed */
+	assert_int_equal(kernels_get(&k, "acme/local", "main", &o), 0);
+	assert_string_equal(kernels_kernel_variant(k), "torch29-cxx11-cpu-x86_64-linux");
+	assert_int_equal(call_answer(k), 7009);
+	kernels_kernel_close(k);
+	unsetenv("LOCAL_KERNELS");
+
+	assert_int_equal(kernels_get_local(&k, src, &o), 0);
+	assert_int_equal(call_answer(k), 7009);
+	kernels_kernel_close(k);
+	free(env);
+	free(src);
+}
+
+#define THREADS 16
+
+static void *get_in_thread(void *arg)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	intptr_t ok;
+
+	options(&o, &s);
+	ok = kernels_get(&k, "acme/answer", (const char *)arg, &o) == 0 &&
+	     ((int (*)(void))kernels_symbol(k, "kernel_answer"))() == (!strcmp(arg, "v2.0.0") ? 2001 : 1001);
+	if (!ok)
+		fprintf(stderr, "thread failed: %s\n", kernels_error_last());
+	kernels_kernel_close(k);
+	return (void *)ok;
+}
+
+static void test_sixteen_threads(void **state)
+{
+	pthread_t t[THREADS];
+	void *ok;
+	int i;
+	(void)state;
+
+	for (i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, get_in_thread, i % 2 ? "v2.0.0" : "v1.0.0"), 0);
+	for (i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(t[i], &ok), 0);
+		assert_non_null(ok);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_revision_forms_pick_the_right_commit, fresh_cache),
+		cmocka_unit_test_setup(test_system_picks_the_variant, fresh_cache),
+		cmocka_unit_test_setup(test_trace_and_has_kernel, fresh_cache),
+		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, fresh_cache),
+		cmocka_unit_test_setup(test_two_commits_side_by_side, fresh_cache),
+		cmocka_unit_test_setup(test_untrusted_publisher_is_refused, fresh_cache),
+		cmocka_unit_test_setup(test_redirect_is_followed, fresh_cache),
+		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, fresh_cache),
+		cmocka_unit_test_setup(test_local_kernels_override, fresh_cache),
+		cmocka_unit_test_setup(test_sixteen_threads, fresh_cache),
+	};
+	int rc = cmocka_run_group_tests(tests, setup, teardown);
+	test_rmtree(W.cache);
+	free(W.cache);
+	return rc;
+}
