@@ -255,7 +255,10 @@ static void test_libgit2_ls_remote_and_clone(void **state)
 	(void)state;
 	assert_non_null(h);
 	assert_int_equal(test_hub_publish(h, "--repo org/k --text a.txt=1 --tag v1.0.0 --branch main --branch v1"), 0);
-	assert_int_equal(test_hub_publish(h, "--repo org/k --text a.txt=2 --tag v2.0.0 --branch v2 --annotated"), 0);
+	assert_int_equal(test_hub_publish_json(h, "[{\"repo\": \"org/k\", \"files\": {\"a.txt\": \"2\"}, \"tags\": "
+						 "[\"v2.0.0\"], \"branches\": [\"v2\"], \"annotated\": true}]"),
+			 0);
+	assert_int_not_equal(test_hub_publish_json(h, "[{\"repo\": \"org/k\", \"bogus\": 1}]"), 0);
 	git_libgit2_init();
 
 	u = url_of(h, "/kernels/org/k");

@@ -6,6 +6,7 @@ Examples:
   publish.py --root R --repo org/k --text README.md=hello --random w.bin=3000000:7 --tag v1.1.0
   publish.py --root R --repo org/m --type model --dir ./tree --private-token hf_secret
   publish.py --root R --org org --trusted
+  publish.py --root R --spec steps.json      (a JSON list of steps, see run_spec)
 
 A commit is made when any content option is given (--dir, --file, --text,
 --random, --empty).  Its parent is --parent, else the tip of the first
@@ -20,6 +21,7 @@ inputs give the same commit ids.
 """
 
 import argparse
+import base64
 import fnmatch
 import hashlib
 import json
@@ -266,6 +268,59 @@ def _commit(root, gitdir, content, parent, overlay, message, lfs_threshold):
     return _git(gitdir, *args, env=_ident(depth))
 
 
+_SPEC_KEYS = {
+    "repo", "type", "dir", "files", "empty", "message", "branches", "tags", "target", "parent", "orphan",
+    "overlay", "annotated", "lfs_threshold", "private_tokens", "public", "gated", "granted_tokens", "trusted",
+    "delete_branches", "delete_tags", "org",
+}
+
+
+def _spec_file(value):
+    """A file in a spec: "text", {"text"}, {"base64"}, {"random": size, "seed"}, {"file": src}; "exec": true."""
+    if isinstance(value, str):
+        return value.encode(), False
+    if not isinstance(value, dict):
+        raise PublishError(f"a file in a spec must be a string or an object, not {value!r}")
+    if "text" in value:
+        data = value["text"].encode()
+    elif "base64" in value:
+        data = base64.b64decode(value["base64"])
+    elif "random" in value:
+        data = random_bytes(int(value["random"]), int(value.get("seed", 0)))
+    elif "file" in value:
+        with open(value["file"], "rb") as f:
+            data = f.read()
+    else:
+        raise PublishError(f"a file in a spec needs text, base64, random or file: {value!r}")
+    return data, bool(value.get("exec"))
+
+
+def run_spec(root, steps):
+    """Publishes a JSON list of steps in order; returns the commit id of each.
+
+    A step is an object whose keys are publish()'s keyword arguments, with
+    "type" for repo_type and "files" mapping paths to _spec_file values, e.g.
+      [{"repo": "org/k", "files": {"a.py": "x = 1", "w.bin": {"random": 2000000, "seed": 1}},
+        "tags": ["v1.0.0"], "branches": ["main", "v1"]},
+       {"repo": "org/k", "files": {"a.py": "x = 2"}, "tags": ["v1.1.0"], "branches": ["main", "v1"]}]
+    """
+    if isinstance(steps, dict):
+        steps = [steps]
+    commits = []
+    for step in steps:
+        unknown = set(step) - _SPEC_KEYS
+        if unknown:
+            raise PublishError(f"unknown key(s) in a publish step: {', '.join(sorted(unknown))}")
+        kwargs = dict(step)
+        repo = kwargs.pop("repo", None)
+        if "type" in kwargs:
+            kwargs["repo_type"] = kwargs.pop("type")
+        if "files" in kwargs:
+            kwargs["files"] = {p: _spec_file(v) for p, v in kwargs["files"].items()}
+        commits.append(publish(root, repo, **kwargs))
+    return commits
+
+
 def _kv(arg, what):
     key, sep, value = arg.partition("=")
     if not sep or not key:
@@ -305,7 +360,22 @@ def main(argv=None):
     ap.add_argument("--org", help="with --trusted/--untrusted and no --repo: set only the org")
     ap.add_argument("--delete-branch", action="append", default=[])
     ap.add_argument("--delete-tag", action="append", default=[])
+    ap.add_argument("--spec", metavar="FILE", help="JSON steps to publish in order ('-': stdin); see run_spec")
     args = ap.parse_args(argv)
+
+    if args.spec:
+        try:
+            if args.spec == "-":
+                steps = json.load(sys.stdin)
+            else:
+                with open(args.spec) as f:
+                    steps = json.load(f)
+            for commit in run_spec(args.root, steps):
+                print(commit or "")
+        except (PublishError, OSError, ValueError, TypeError, KeyError) as exc:
+            print(f"publish.py: {exc}", file=sys.stderr)
+            return 1
+        return 0
 
     try:
         files = {}

@@ -102,6 +102,10 @@ class Hub:
         """tests/hub/publish.py's publish(root, repo, **kwargs); returns the commit id."""
         return _publish.publish(self.root, repo, **kwargs)
 
+    def publish_spec(self, steps):
+        """publish.py's run_spec: a list of step dicts; returns their commit ids."""
+        return _publish.run_spec(self.root, steps)
+
     def publish_cli(self, *args):
         """Runs publish.py with these arguments; returns its stdout (the commit id)."""
         out = subprocess.run(

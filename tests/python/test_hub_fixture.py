@@ -383,6 +383,24 @@ def test_publish_cli_and_control_validation(hub):
     assert len(sha) == 40
     refs = HfApi(endpoint=hub.endpoint).list_repo_refs("org/cli", repo_type="kernel")
     assert [t.name for t in refs.tags] == ["v1.0.0"] and refs.tags[0].target_commit == sha
+    c1, c2, none = hub.publish_spec(
+        [
+            {"repo": "org/spec", "files": {"run.sh": {"text": "#!/bin/sh", "exec": True}, "b": {"base64": "AAE="}}},
+            {"repo": "org/spec", "files": {"c": "3"}, "overlay": True, "tags": ["v1"], "type": "kernel"},
+            {"org": "org", "trusted": True},
+        ]
+    )
+    assert none is None
+    tree = {e.path: e for e in HfApi(endpoint=hub.endpoint).list_repo_tree("org/spec", repo_type="kernel", revision="v1")}
+    assert set(tree) == {"run.sh", "b", "c"}
+    status, _, body = http("GET", hub.url("/kernels/org/spec/resolve/main/b"))
+    assert body == b"\x00\x01"
+    ls = subprocess.run(
+        ["git", "--git-dir", os.path.join(hub.root, "repos/kernels/org/spec.git"), "ls-tree", c2, "run.sh"],
+        check=True,
+        stdout=subprocess.PIPE,
+    ).stdout.decode()
+    assert ls.startswith("100755 ")
     status, _, _ = http(
         "POST", hub.url("/_fixture/faults"), {"Content-Type": "application/json"}, b'{"mode": "bogus"}'
     )

@@ -146,21 +146,15 @@ const char *test_hub_last_commit(const test_hub *hub)
 	return hub->commit;
 }
 
-int test_hub_publish(test_hub *hub, const char *fmt, ...)
+/* Runs publish.py with `args` (shell words); remembers the last commit id it printed. */
+static int run_publish(test_hub *hub, const char *args)
 {
-	char *args = NULL, *cmd = NULL, line[256] = "";
-	va_list ap;
+	char *cmd = NULL, line[256] = "";
 	FILE *p;
-	int rc, n;
+	int rc;
 
-	va_start(ap, fmt);
-	n = vasprintf(&args, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -1;
-	n = asprintf(&cmd, "'%s' '%s/tests/hub/publish.py' --root '%s' %s", KERNELS_PYTHON, source_dir(), hub->root, args);
-	free(args);
-	if (n < 0)
+	if (asprintf(&cmd, "'%s' '%s/tests/hub/publish.py' --root '%s' %s", KERNELS_PYTHON, source_dir(), hub->root,
+		     args) < 0)
 		return -1;
 	if (!(p = popen(cmd, "r"))) {
 		free(cmd);
@@ -176,6 +170,40 @@ int test_hub_publish(test_hub *hub, const char *fmt, ...)
 		fprintf(stderr, "test_hub_publish: failed (status %d): %s\n", rc, cmd);
 	free(cmd);
 	return rc == 0 ? 0 : -1;
+}
+
+int test_hub_publish(test_hub *hub, const char *fmt, ...)
+{
+	char *args = NULL;
+	va_list ap;
+	int rc, n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&args, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	rc = run_publish(hub, args);
+	free(args);
+	return rc;
+}
+
+int test_hub_publish_json(test_hub *hub, const char *json)
+{
+	static unsigned serial;
+	char *path = NULL, *args = NULL;
+	int rc = -1;
+	/* The hub's root is private to it, so a file there cannot clash. */
+	unsigned n = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
+
+	if (asprintf(&path, "%s/spec-%ld-%u.json", hub->root, (long)getpid(), n) < 0)
+		return -1;
+	if (test_write_file(path, json, strlen(json)) == 0 && asprintf(&args, "--spec '%s'", path) >= 0)
+		rc = run_publish(hub, args);
+	unlink(path);
+	free(args);
+	free(path);
+	return rc;
 }
 
 struct body {

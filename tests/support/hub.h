@@ -25,6 +25,13 @@ const char *test_hub_root(const test_hub *hub);
  *   test_hub_publish(h, "--repo org/k --text README.md=hi --tag v1.0.0 --branch main --branch v1");
  * 0 on success.  The commit id it printed is then test_hub_last_commit(). */
 int test_hub_publish(test_hub *hub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Publishes a JSON list of steps (or one step object) with
+ * `publish.py --spec`, no shell quoting involved, e.g.
+ *   [{"repo": "org/k", "files": {"a.py": "x = 1", "w.bin": {"random": 2000000, "seed": 1}},
+ *     "tags": ["v1.0.0"], "branches": ["main", "v1"]}]
+ * Keys are publish()'s keyword arguments (see tests/hub/README.md).  0 on
+ * success; test_hub_last_commit() is then the last step's commit. */
+int test_hub_publish_json(test_hub *hub, const char *json);
 /* 40-hex commit id of the last successful publish that made or targeted a
  * commit; "" before.  Owned by the hub, overwritten by the next publish. */
 const char *test_hub_last_commit(const test_hub *hub);
