@@ -19,5 +19,6 @@
 #include "kernels/download.h"
 #include "kernels/lock.h"
 #include "kernels/get.h"
+#include "kernels/project.h"
 
 #endif
