@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
@@ -181,6 +182,7 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 resp = self.route(method, path, query, body)
             except Exception as exc:  # a bug here must show, not hang the client
+                traceback.print_exc()
                 resp = json_response(500, {"error": f"fixture error: {exc!r}"})
         # Logged before the reply goes out, so a client that got its answer
         # always finds the request in the log.
