@@ -112,6 +112,7 @@ int main(int argc, char **argv) {
         {"ours K=1", [&] { img2gray::launch<1>(rgb, gray, (int64_t)n, st, 0); }},
         {"ours K=4", [&] { img2gray::launch<4>(rgb, gray, (int64_t)n, st, 0); }},
         {"ours K=2 grid<=8*SMs", [&] { img2gray::launch<2>(rgb, gray, (int64_t)n, st, 8 * sms); }},
+        {"ours smem-staged", [&] { img2gray::launch_smem(rgb, gray, (int64_t)n, st, 0); }},
         {"seed 16x16 1px/thread", [&] { seed_img2gray<<<grd, blk, 0, st>>>(rgb, gray, s.width, s.height, s.batch); }},
         {"copy D2D (ceiling)", [&] { cudaMemcpyAsync(copy_dst, copy_src, 2 * n, cudaMemcpyDeviceToDevice, st); }},
     };
@@ -130,6 +131,15 @@ int main(int argc, char **argv) {
         CK(cudaEventElapsedTime(&ms, e0, e1));
         if (it >= 5)
           t.push_back(ms);
+      }
+      if (cases[c].name.rfind("ours", 0) == 0) { // every variant of ours must give the checked result
+        std::vector<uint8_t> again(n);
+        CK(cudaMemcpy(again.data(), gray, n, cudaMemcpyDeviceToHost));
+        if (again != h_gray) {
+          std::fprintf(stderr, "%s: %s gives a different result\n", s.name, cases[c].name.c_str());
+          return 1;
+        }
+        CK(cudaMemsetAsync(gray, 0x5a, n, st));
       }
       std::sort(t.begin(), t.end());
       double med = t[t.size() / 2] * 1e-3;

@@ -9,6 +9,6 @@ build=${1:?build dir}
 iters=${2:-100}
 cmake --build "$build" -j"$(nproc)" --target bench_img2gray img2gray_variants >/dev/null
 variant=$(ls -d "$build"/variants/img2gray/build/torch*-cu* | head -1)
-"$build/cuda/bench_img2gray" "$iters" "$build/bench_img2gray.csv"
+"$(find "$build" -name bench_img2gray -type f -perm -u+x | head -1)" "$iters" "$build/bench_img2gray.csv"
 echo
 python3 "$here/bench/img2gray/bench_torch.py" "$variant" "$build/bench_img2gray.csv" "$iters"

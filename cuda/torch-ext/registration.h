@@ -8,7 +8,35 @@
  */
 #pragma once
 
+#if __has_include(<Python.h>) && !defined(IMG2GRAY_NO_PYTHON_H)
 #include <Python.h>
+#else
+#include <sys/types.h>
+/* No Python headers on this machine: the few declarations PyInit needs, from
+ * the stable ABI (Py_LIMITED_API 3.9; these layouts are frozen by it). */
+extern "C" {
+typedef struct _object {
+  ssize_t ob_refcnt;
+  void *ob_type;
+} PyObject;
+typedef struct PyModuleDef_Base {
+  PyObject ob_base;
+  PyObject *(*m_init)(void);
+  ssize_t m_index;
+  PyObject *m_copy;
+} PyModuleDef_Base;
+typedef struct PyModuleDef {
+  PyModuleDef_Base m_base;
+  const char *m_name;
+  const char *m_doc;
+  ssize_t m_size;
+  void *m_methods, *m_slots, *m_traverse, *m_clear, *m_free;
+} PyModuleDef;
+PyObject *PyModule_Create2(PyModuleDef *def, int apiver);
+}
+#define PyModuleDef_HEAD_INIT {{1, nullptr}, nullptr, 0, nullptr}
+#define PyModule_Create(def) PyModule_Create2(def, 3 /* PYTHON_ABI_VERSION */)
+#endif
 
 /* The only Python symbol used, and only inside PyInit (which only Python
  * calls): weak, so a C/C++ host without libpython can dlopen the module with
