@@ -49,11 +49,11 @@ grep -qE "^[0-9]+ passed" "$out/pytest.log" && ! grep -qE "failed|error" "$out/p
 step compute-sanitizer
 for tool in memcheck initcheck racecheck synccheck; do
   extra=""; [ $tool = memcheck ] && extra="--leak-check full"
-  timeout 300 compute-sanitizer --tool $tool $extra --error-exitcode 9 "$(exe test_img2gray_cuda)" >"$out/sanitizer-$tool.log" 2>&1
+  timeout 120 compute-sanitizer --tool $tool $extra --error-exitcode 9 "$(exe test_img2gray_cuda)" >"$out/sanitizer-$tool.log" 2>&1
   rc=$?; echo "$tool on test_img2gray_cuda: rc=$rc, $(grep -E 'ERROR SUMMARY|passed' "$out/sanitizer-$tool.log" | tr '\n' ' ')"
   [ $rc -eq 0 ] || status=1
 done
-timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$(exe test_img2gray_dispatch)" "$cuda_variant" \
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$(exe test_img2gray_dispatch)" "$cuda_variant" \
   >"$out/sanitizer-dispatch.log" 2>&1
 rc=$?; echo "memcheck on test_img2gray_dispatch (torch op): rc=$rc, $(grep -E 'ERROR SUMMARY|passed' "$out/sanitizer-dispatch.log" | tr '\n' ' ')"
 [ $rc -eq 0 ] || status=1
