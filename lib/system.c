@@ -581,7 +581,9 @@ static int chain_backend(kernels_system *s, const kernels_system *ov, const torc
 		set_backend(s, name, v, "environment");
 	} else if (t->backend && t->version) {
 		set_backend(s, t->backend, t->backend_version, "torch");
-	} else if (machine.cudart_version) {
+	} else if (machine.cudart_version && machine.gpu_count > 0) {
+		/* Without torch, a CUDA runtime alone (a toolkit on a machine
+		 * with no driver or no GPU) does not make a CUDA machine. */
 		set_backend(s, "cuda", machine.cudart_version, "cudart");
 	} else if (machine.driver_version && machine.gpu_count > 0) {
 		set_backend(s, "cuda", machine.driver_version, "driver");

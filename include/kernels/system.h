@@ -70,8 +70,10 @@ typedef struct kernels_system {
  * Detection: torch from a loaded libtorch/libc10 (dl_iterate_phdr; version
  * from torch/version.py or libtorch's build-version next to it; C++ ABI from
  * its exported symbols), tvm-ffi from a loaded libtvm_ffi, the backend from
- * torch, else libcudart's runtime version, else the CUDA driver's version
- * when it sees a GPU, else cpu; GPUs from the driver; cpu/os from uname.
+ * torch, else (when the CUDA driver sees a GPU) libcudart's runtime version
+ * or else the driver's version, else cpu; GPUs from the driver; cpu/os from
+ * uname. Unlike the Python client, a CUDA runtime on a machine without a
+ * driver or GPU does not make it a CUDA machine.
  */
 
 /**
