@@ -472,7 +472,8 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 		if (auth && cfg->token)
 			rc = kernels__error(KERNELS_EAUTH,
 					    "the Hub at %s refused the token for %s (HTTP 401/403): check that HF_TOKEN "
-					    "(or kernels_options.token) is valid and has read access to the repo",
+					    "(or kernels_options.token) is valid and has read access to the repo (for a gated "
+					    "repo, request access on its Hub page)",
 					    cfg->endpoint, repo_id);
 		else if (auth)
 			rc = kernels__error(KERNELS_EAUTH,

@@ -26,7 +26,7 @@ void kernels__hub_set_backoff_base_ms(long ms);
 
 static test_hub *hub;
 static char c_v100[41], c_main[41], c_v2[41], c_rc[41], c_feat[41], c_annot[41], c_loose[41], c_model[41],
-	c_secret[41];
+	c_secret[41], c_gated[41];
 
 /* Warnings land here so tests can check them. */
 static char logged[8192];
@@ -73,6 +73,7 @@ static int setup(void **state)
 	/* org/modl exists only as a model-type repo. */
 	publish(c_model, "--repo org/modl --type model --text m=1 --branch main --tag v1.0.0");
 	publish(c_secret, "--repo org/secret --text s=1 --branch main --private-token hf_good");
+	publish(c_gated, "--repo org/gated --text g=1 --branch main --gated manual --grant hf_granted");
 	return 0;
 }
 
@@ -377,6 +378,20 @@ static void test_private_repo(void **state)
 	ctx_free(&c);
 }
 
+/* Gated repos: git asks for credentials; a granted token gets through. */
+static void test_gated_repo(void **state)
+{
+	ctx c;
+	(void)state;
+	ctx_init(&c);
+	expect_error(&c, "org/gated", "main", KERNELS_EAUTH, NEEDLES("org/gated", "gated", "set HF_TOKEN"));
+	c.opts.token = "hf_not_granted";
+	expect_error(&c, "org/gated", "main", KERNELS_EAUTH, NEEDLES("refused the token"));
+	c.opts.token = "hf_granted";
+	expect(&c, "org/gated", "main", c_gated, KERNELS_REVISION_BRANCH, "main");
+	ctx_free(&c);
+}
+
 /* Online answers recorded in refs/ let offline calls resolve with no
  * request at all. */
 static void test_offline(void **state)
@@ -650,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_model_repo_fallback),
 		cmocka_unit_test(test_unknown_repo),
 		cmocka_unit_test(test_private_repo),
+		cmocka_unit_test(test_gated_repo),
 		cmocka_unit_test(test_offline),
 		cmocka_unit_test(test_offline_ambiguous),
 		cmocka_unit_test(test_unreachable_fallback),
