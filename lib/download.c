@@ -1045,6 +1045,71 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
 
 /* ---- one file --------------------------------------------------------------------- */
 
+/* What the cache already knows about `path` at a full commit, with no
+ * network: 1 and *local_path when the snapshot link resolves to a blob,
+ * KERNELS_ENOTFOUND when huggingface_hub's ".no_exist" marker says the file
+ * is absent from that commit, 0 when the cache cannot tell. */
+static int cached_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+		       const char *commit, const char *path, char **local_path)
+{
+	kernels__repo_type t;
+	struct stat st;
+
+	for (t = KERNELS__REPO_KERNEL; t <= KERNELS__REPO_MODEL; t++) {
+		char *dir = kernels__cache_repo_dir(cfg, t, repo_id), *snap, *marker;
+		int found = 0;
+		if (!dir)
+			return KERNELS_ENOMEM;
+		snap = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path);
+		marker = kernels__sprintf("%s/.no_exist/%s/%s", dir, commit, path);
+		free(dir);
+		if (!snap || !marker) {
+			free(snap);
+			free(marker);
+			return KERNELS_ENOMEM;
+		}
+		if (stat(snap, &st) == 0 && S_ISREG(st.st_mode)) {
+			*type = t;
+			*local_path = snap;
+			found = 1;
+		} else if (stat(marker, &st) == 0 && S_ISREG(st.st_mode)) {
+			*type = t;
+			found = kernels__error(KERNELS_ENOTFOUND, "%s has no file %s at commit %s (answer cached in %s)",
+					       repo_id, path, commit, marker);
+		}
+		if (found != 1)
+			free(snap);
+		free(marker);
+		if (found)
+			return found;
+	}
+	return 0;
+}
+
+/* Remembers, as huggingface_hub does, that `path` does not exist at `commit`. */
+static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			  const char *commit, const char *path)
+{
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
+	char *marker = dir ? kernels__sprintf("%s/.no_exist/%s/%s", dir, commit, path) : NULL;
+	char *slash = marker ? strrchr(marker, '/') : NULL;
+	char saved[4096];
+	int code = kernels_error_last_code(), fd;
+
+	snprintf(saved, sizeof(saved), "%s", kernels_error_last());
+	if (slash) {
+		*slash = '\0';
+		if (kernels__mkdir_p(marker, 0777) == 0) {
+			*slash = '/';
+			if ((fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0666)) >= 0)
+				close(fd);
+		}
+	}
+	kernels__error(code, "%s", saved);   /* the caller's error stands */
+	free(dir);
+	free(marker);
+}
+
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, char **local_path)
 {
@@ -1059,25 +1124,14 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type,
 		return rc;
 	if ((rc = kernels__repo_path_check(path)) < 0)
 		return rc;
+	/* A commit's files never change: what the cache knows is the answer. */
+	if ((rc = cached_file(cfg, type, repo_id, commit, path, local_path)) != 0)
+		return rc < 0 ? rc : 0;
+	if (cfg->offline)
+		return kernels__error(KERNELS_EOFFLINE, "offline: %s of %s at %s is not in the cache; download it "
+				      "while online (unset HF_HUB_OFFLINE)", path, repo_id, commit);
 	memset(&e, 0, sizeof(e));
-	if (cfg->offline) {
-		struct stat st;
-		if ((rc = kernels__cache_find_snapshot(cfg, repo_id, commit, type)) < 0)
-			return rc;
-		if (!(dir = kernels__cache_repo_dir(cfg, *type, repo_id)) ||
-		    !(*local_path = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path))) {
-			free(dir);
-			return KERNELS_ENOMEM;
-		}
-		free(dir);
-		if (stat(*local_path, &st) < 0 || !S_ISREG(st.st_mode)) {
-			free(*local_path);
-			*local_path = NULL;
-			return kernels__error(KERNELS_EOFFLINE, "offline: %s of %s at %s is not in the cache; download it "
-					      "while online (unset HF_HUB_OFFLINE)", path, repo_id, commit);
-		}
-		return 0;
-	}
+	memset(&r, 0, sizeof(r));
 	/* HEAD for the identity (ETag, size), then the usual verified fetch. */
 	for (;;) {
 		if (!(rev = kernels__url_escape(commit, 0)) || !(epath = kernels__url_escape(path, 1)) ||
@@ -1099,7 +1153,9 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type,
 	snprintf(what, sizeof(what), "%s of %s at %.12s", path, repo_id, commit);
 	if (r.status < 200 || r.status >= 400) {
 		rc = kernels__hub_status_error(&r, what);
-	} else if (!r.etag || (strlen(r.etag) != 40 && strlen(r.etag) != 64) || !kernels__is_etag(r.etag) || r.size < 0) {
+		if (r.status == 404 && r.error_code && !strcmp(r.error_code, "EntryNotFound"))
+			mark_no_exist(cfg, *type, repo_id, commit, path);
+	} else if (!r.etag || !kernels__is_etag(r.etag) || r.size < 0) {
 		rc = kernels__error(KERNELS_EHTTP, "%s: the Hub gave no usable ETag or size; check HF_ENDPOINT", what);
 	} else {
 		e.path = (char *)path;

@@ -29,7 +29,10 @@ int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type,
 
 /* One repo file by path (e.g. "kernel-status.toml"), verified against the
  * Hub's ETag and X-Linked-Size, cached and linked; *local_path (malloc'ed)
- * is its snapshot path. Offline: the cached link, else KERNELS_EOFFLINE. */
+ * is its snapshot path. No request at all when the snapshot already has the
+ * file, or when huggingface_hub's marker .no_exist/{commit}/{path} says the
+ * commit has no such file (KERNELS_ENOTFOUND; the marker is written when the
+ * Hub answers EntryNotFound). Offline and not cached: KERNELS_EOFFLINE. */
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, char **local_path);
 

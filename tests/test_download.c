@@ -386,6 +386,60 @@ static void test_model_repo_and_variants(void **state)
 	assert_int_equal(download(e, &o, "org/nope", e->commit, V1, NULL), KERNELS_ENOTFOUND);
 }
 
+static void test_download_file(void **state)
+{
+	env *e = *state;
+	kernels__config cfg;
+	kernels_options o;
+	kernels__repo_type t = KERNELS__REPO_KERNEL;
+	char *local = NULL, *data, marker[PATH_MAX];
+	size_t len;
+
+	options(e, &o);
+	assert_int_equal(kernels__config_load(&cfg, &o), 0);
+	/* An LFS file through its redirect, verified and linked. */
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/k", e->commit, files[4].path, &local), 0);
+	data = test_read_file(local, &len);
+	assert_int_equal(len, files[4].len);
+	assert_memory_equal(data, files[4].data, len);
+	free(data);
+	free(local);
+	/* Known now: no request at all, online or offline. */
+	test_hub_log_clear(e->hub);
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/k", e->commit, files[4].path, &local), 0);
+	free(local);
+	cfg.offline = 1;
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/k", e->commit, files[4].path, &local), 0);
+	free(local);
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/k", e->commit, "kernel-status.toml", &local),
+			 KERNELS_EOFFLINE);
+	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
+	/* A file the commit lacks: asked once, then remembered like huggingface_hub does. */
+	cfg.offline = 0;
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/k", e->commit, "kernel-status.toml", &local),
+			 KERNELS_ENOTFOUND);
+	assert_null(local);
+	snprintf(marker, sizeof(marker), "%s/kernels--org--k/.no_exist/%s/kernel-status.toml", e->cache, e->commit);
+	assert_true(test_exists(marker));
+	assert_int_equal(test_hub_log_count(e->hub, "HEAD", "kernel-status.toml"), 1);
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/k", e->commit, "kernel-status.toml", &local),
+			 KERNELS_ENOTFOUND);
+	cfg.offline = 1;
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/k", e->commit, "kernel-status.toml", &local),
+			 KERNELS_ENOTFOUND);
+	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 1);
+	/* Model repos are found too. */
+	cfg.offline = 0;
+	t = KERNELS__REPO_KERNEL;
+	assert_int_equal(kernels__download_file(&cfg, &t, "org/m", e->mcommit, "README.md", &local), 0);
+	assert_int_equal(t, KERNELS__REPO_MODEL);
+	data = test_read_file(local, &len);
+	assert_int_equal(len, 4);
+	free(data);
+	free(local);
+	kernels__config_free(&cfg);
+}
+
 /* ---- faults --------------------------------------------------------------------------- */
 
 static void fault(env *e, const char *json)
@@ -857,6 +911,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fetch_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_model_repo_and_variants, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_download_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_5xx_and_429, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_reset_and_truncate_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_wrong_bytes, setup, teardown),

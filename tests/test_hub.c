@@ -8,9 +8,16 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "kernels.h"
 #include "config.h"
 #include "../lib/hub.h" /* tests/support/hub.h is the fixture */
+#include "hub.h"
+#include "testutil.h"
 
 static void test_url_escape(void **state)
 {
@@ -172,6 +179,255 @@ static void test_status_errors(void **state)
 	assert_non_null(strstr(kernels_error_last(), "bad gateway"));
 }
 
+/* ---- against the local Hub fixture ------------------------------------------------- */
+
+#define BIG (1536 * 1024 + 5)
+
+typedef struct {
+	test_hub *hub;
+	char kcommit[41], mcommit[41];
+	char *src;
+	kernels__config cfg;
+} fx;
+
+static int fx_setup(void **state)
+{
+	fx *f = calloc(1, sizeof(*f));
+	char path[4096];
+	unsigned char *big = malloc(BIG);
+	kernels_options o;
+	size_t i;
+
+	for (i = 0; i < BIG; i++)
+		big[i] = (unsigned char)(i * 31 + (i >> 9));
+	f->src = test_mkdtemp("hub-src");
+	snprintf(path, sizeof(path), "%s/build/v/big.bin", f->src);
+	test_write_file(path, big, BIG);
+	free(big);
+	for (i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/build/v/sub/f%zu.txt", f->src, i);
+		test_write_file(path, "x", 1);
+	}
+	f->hub = test_hub_start();
+	assert_non_null(f->hub);
+	assert_int_equal(test_hub_publish(f->hub, "--repo org/k --dir '%s' --branch main", f->src), 0);
+	strcpy(f->kcommit, test_hub_last_commit(f->hub));
+	assert_int_equal(test_hub_publish(f->hub, "--repo org/m --type model --text a.txt=1 --branch main"), 0);
+	strcpy(f->mcommit, test_hub_last_commit(f->hub));
+	assert_int_equal(test_hub_publish(f->hub, "--repo org/gated --text a.txt=1 --gated auto --grant hf_ok"), 0);
+	assert_int_equal(test_hub_publish(f->hub, "--repo org/private --text a.txt=1 --private-token hf_secret"), 0);
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.endpoint = test_hub_endpoint(f->hub);
+	o.offline = 0;
+	o.max_retries = 3;
+	o.token = "hf_secret";
+	assert_int_equal(kernels__config_load(&f->cfg, &o), 0);
+	kernels__hub_set_backoff_base_ms(20);
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	fx *f = *state;
+	kernels__config_free(&f->cfg);
+	test_hub_stop(f->hub);
+	test_rmtree(f->src);
+	free(f->src);
+	free(f);
+	return 0;
+}
+
+static int fx_reset(void **state)
+{
+	fx *f = *state;
+	test_hub_faults_clear(f->hub);
+	test_hub_log_clear(f->hub);
+	return 0;
+}
+
+static void test_fx_model_fallback(void **state)
+{
+	fx *f = *state;
+	kernels__repo_type t = KERNELS__REPO_KERNEL;
+	json_t *j = NULL;
+
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/m", "/revision/main", &j), 0);
+	assert_int_equal(t, KERNELS__REPO_MODEL);
+	assert_string_equal(json_string_value(json_object_get(j, "sha")), f->mcommit);
+	json_decref(j);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/kernels/org/m/revision/main"), 1);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/models/org/m/revision/main"), 1);
+	/* A kernel repo stays one; an unknown revision is not a reason to fall back. */
+	t = KERNELS__REPO_KERNEL;
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/revision/nope", &j), KERNELS_ENOTFOUND);
+	assert_int_equal(t, KERNELS__REPO_KERNEL);
+	assert_non_null(strstr(kernels_error_last(), "revision not found"));
+	t = KERNELS__REPO_KERNEL;
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/none", "/refs", &j), KERNELS_ENOTFOUND);
+	assert_non_null(strstr(kernels_error_last(), "repository not found"));
+	assert_null(j);
+}
+
+static void test_fx_auth(void **state)
+{
+	fx *f = *state;
+	kernels__config anon = f->cfg;
+	kernels__hub_response r;
+	kernels__repo_type t = KERNELS__REPO_KERNEL;
+	json_t *j = NULL;
+	char url[512];
+
+	/* Private: visible with the token, "not found" without. */
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/private", "/refs", &j), 0);
+	json_decref(j);
+	anon.token = NULL;
+	t = KERNELS__REPO_KERNEL;
+	assert_int_equal(kernels__hub_api_json(&anon, &t, "org/private", "/refs", &j), KERNELS_ENOTFOUND);
+	assert_non_null(strstr(kernels_error_last(), "HF_TOKEN"));
+	/* Gated: files need a granted token. */
+	snprintf(url, sizeof(url), "/kernels/org/gated/resolve/main/a.txt");
+	assert_int_equal(kernels__hub_request(&anon, url, 0, &r), 0);
+	assert_int_equal(r.status, 401);
+	assert_int_equal(kernels__hub_status_error(&r, "org/gated a.txt"), KERNELS_EAUTH);
+	kernels__hub_response_free(&r);
+}
+
+static void test_fx_lfs_redirect(void **state)
+{
+	fx *f = *state;
+	kernels__hub_response r;
+	char url[512];
+	json_t *log, *it;
+	size_t i;
+	int cdn = 0;
+
+	snprintf(url, sizeof(url), "/kernels/org/k/resolve/%s/build/v/big.bin", f->kcommit);
+	/* HEAD: the Hub's metadata, the CDN is not contacted. */
+	assert_int_equal(kernels__hub_request(&f->cfg, url, 1, &r), 0);
+	assert_int_equal(r.status, 302);
+	assert_non_null(r.location);
+	assert_int_equal(strncmp(r.location, test_hub_cdn(f->hub), strlen(test_hub_cdn(f->hub))), 0);
+	assert_int_equal(strlen(r.etag), 64);
+	assert_int_equal(r.size, BIG);
+	assert_string_equal(r.repo_commit, f->kcommit);
+	assert_null(r.body);
+	kernels__hub_response_free(&r);
+	assert_int_equal(test_hub_log_count(f->hub, NULL, "/lfs/"), 0);
+	/* GET follows to the CDN, without the token. */
+	assert_int_equal(kernels__hub_request(&f->cfg, url, 0, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, BIG);
+	assert_int_equal(strlen(r.etag), 64);          /* X-Linked-Etag of the first answer */
+	assert_string_equal(r.repo_commit, f->kcommit);
+	kernels__hub_response_free(&r);
+	log = NULL;
+	{
+		char *text = test_hub_log(f->hub);
+		log = json_loads(text, 0, NULL);
+		free(text);
+	}
+	json_array_foreach(log, i, it) {
+		int auth = json_is_true(json_object_get(it, "authorization"));
+		if (!strcmp(json_string_value(json_object_get(it, "listener")), "cdn")) {
+			cdn++;
+			assert_false(auth);
+		} else
+			assert_true(auth);
+	}
+	json_decref(log);
+	assert_int_equal(cdn, 1);
+}
+
+static void test_fx_tree_paging(void **state)
+{
+	fx *f = *state;
+	kernels__repo_type t = KERNELS__REPO_KERNEL;
+	kernels__tree tree;
+	size_t i, files = 0;
+
+	assert_int_equal(test_hub_config(f->hub, "{\"page_size\": 2}"), 0);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "build/v", 1, &tree), 0);
+	test_hub_config(f->hub, "{\"page_size\": 50}");
+	assert_int_equal(tree.n, 7); /* big.bin, sub/, 5 files */
+	for (i = 0; i < tree.n; i++) {
+		if (i)
+			assert_true(strcmp(tree.entries[i - 1].path, tree.entries[i].path) < 0);
+		if (!tree.entries[i].is_dir) {
+			files++;
+			assert_int_equal(strlen(tree.entries[i].oid), 40);
+		}
+		if (!strcmp(tree.entries[i].path, "build/v/big.bin")) {
+			assert_non_null(tree.entries[i].lfs_sha256);
+			assert_int_equal(tree.entries[i].size, BIG);
+		}
+	}
+	assert_int_equal(files, 6);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/tree/"), 4);
+	kernels__tree_free(&tree);
+	/* Non-recursive: the folders and files of one level. */
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "build", 0, &tree), 0);
+	assert_int_equal(tree.n, 1);
+	assert_true(tree.entries[0].is_dir);
+	assert_string_equal(tree.entries[0].path, "build/v");
+	kernels__tree_free(&tree);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "build/nope", 1, &tree),
+			 KERNELS_ENOTFOUND);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "../x", 1, &tree), KERNELS_EUNSAFE);
+}
+
+static long elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void test_fx_retries(void **state)
+{
+	fx *f = *state;
+	kernels__repo_type t = KERNELS__REPO_KERNEL;
+	kernels__hub_response r;
+	json_t *j = NULL;
+	struct timespec t0;
+
+	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"503\", \"count\": 2}"), 0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), 0);
+	json_decref(j);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 3);
+
+	test_hub_log_clear(f->hub);
+	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"429\", \"retry_after\": 1}"), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), 0);
+	json_decref(j);
+	assert_true(elapsed_ms(&t0) >= 1000);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 2);
+
+	test_hub_log_clear(f->hub);
+	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"reset\"}"), 0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), 0);
+	json_decref(j);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 2);
+
+	/* Bounded: max_retries + 1 attempts, then the last answer is the error. */
+	test_hub_log_clear(f->hub);
+	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"500\", \"count\": -1}"), 0);
+	assert_int_equal(kernels__hub_request(&f->cfg, "/api/kernels/org/k/refs", 0, &r), 0);
+	assert_int_equal(r.status, 500);
+	kernels__hub_response_free(&r);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 4);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), KERNELS_EHTTP);
+	assert_non_null(strstr(kernels_error_last(), "try again later"));
+	test_hub_faults_clear(f->hub);
+
+	/* Garbage instead of JSON is a parse error, not a crash. */
+	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"200\", \"body\": \"not an object\"}"), 0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), KERNELS_EPARSE);
+	assert_null(j);
+	assert_non_null(strstr(kernels_error_last(), "not valid JSON"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,5 +437,13 @@ int main(void)
 		cmocka_unit_test(test_offline_refuses), cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_status_errors),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest fixture[] = {
+		cmocka_unit_test_setup(test_fx_model_fallback, fx_reset),
+		cmocka_unit_test_setup(test_fx_auth, fx_reset),
+		cmocka_unit_test_setup(test_fx_lfs_redirect, fx_reset),
+		cmocka_unit_test_setup(test_fx_tree_paging, fx_reset),
+		cmocka_unit_test_setup(test_fx_retries, fx_reset),
+	};
+	int failed = cmocka_run_group_tests_name("pure", tests, NULL, NULL);
+	return failed + cmocka_run_group_tests_name("fixture", fixture, fx_setup, fx_teardown);
 }
