@@ -24,7 +24,13 @@ LIBRARY = os.environ.get("KERNELS_LIBRARY")
 
 # A tiny program: kernels_download (or kernels_variants_list) with opts NULL,
 # so everything comes from the environment, like an embedding application.
-DRIVER = r"""
+WAIT_FOR_GO = r"""
+import os, time
+while os.environ.get("GO_FILE") and not os.path.exists(os.environ["GO_FILE"]):
+    time.sleep(0.002)
+"""
+
+DRIVER = WAIT_FOR_GO + r"""
 import ctypes, json, sys
 lib = ctypes.CDLL(sys.argv[1])
 lib.kernels_error_last.restype = ctypes.c_char_p
@@ -44,7 +50,7 @@ if rc == 0:
 print(json.dumps(out))
 """
 
-HF = r"""
+HF = WAIT_FOR_GO + r"""
 import json, sys
 from huggingface_hub import snapshot_download, hf_hub_download
 repo, commit, variant, mode = sys.argv[1:5]
@@ -188,3 +194,42 @@ def test_missing_blob_in_hf_cache_is_fetched_once(hub, tmp_path, published):
     assert r["rc"] == 0, r["error"]
     assert [e["path"].rsplit("/", 1)[-1] for e in hub.requests("GET", "/resolve/")] == ["data.bin"]
     check_files(r["path"], files, V1)
+
+
+def test_libkernels_and_hf_fetching_at_once_share_each_download(hub, tmp_path, published):
+    """3 libkernels and 3 huggingface_hub processes fill one empty cache at the
+    same moment: the per-blob locks are the same flock locks, so every blob
+    crosses the wire once and everyone ends with the complete variant."""
+    files, commit = published
+    cache = tmp_path / "shared"
+    go = tmp_path / "go"
+    procs = []
+    for i in range(6):
+        env = env_for(hub, cache)
+        env["GO_FILE"] = str(go)
+        if i % 2 == 0:
+            cmd = [sys.executable, "-c", DRIVER, LIBRARY, "org/k", commit, V1]
+        else:
+            cmd = [sys.executable, "-c", HF, "org/k", commit, V1, "snapshot"]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    import time
+
+    time.sleep(1.5)  # let every interpreter start and wait at the barrier
+    hub.log_clear()
+    go.write_text("")
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+        if i % 2 == 0:
+            r = json.loads(out)
+            assert r["rc"] == 0, r["error"]
+    snapshot = cache / "kernels--org--k" / "snapshots" / commit
+    check_files(snapshot, files, V1)
+    # Each plain file was served once (200), the LFS file once by the CDN.
+    for path in files:
+        if path.startswith(f"build/{V1}/") and path != f"build/{V1}/_k.abi3.so":
+            served = hub.requests("GET", f"/resolve/{commit}/{path}", status=200)
+            same_blob = [p for p in files if p != path and files[p] == files[path] and p.startswith(f"build/{V1}/")]
+            others = sum(len(hub.requests("GET", f"/resolve/{commit}/{p}", status=200)) for p in same_blob)
+            assert len(served) + others == 1, path
+    assert hub.count("GET", listener="cdn", status=200) + hub.count("GET", listener="cdn", status=206) == 1
