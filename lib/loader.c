@@ -6,8 +6,11 @@
 #include "loader.h"
 #include "error.h"
 #include "util.h"
+#include "system.h"
+#include "variant.h"
 #include "verify.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -15,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct kernels_kernel {
 	struct kernels_kernel *next;
@@ -193,7 +198,121 @@ fail:
 	return rc;
 }
 
-int kernels_load_local(kernels_kernel **out, const char *variant_dir, const kernels_options *opts)
+static int has_metadata(const char *dir)
+{
+	char *p = kernels__sprintf("%s/metadata.json", dir);
+	int yes = p && access(p, F_OK) == 0;
+	free(p);
+	return yes;
+}
+
+/* The variant folders of a build tree, with the archs of their metadata
+ * where it reads (unknown otherwise: resolution then accepts). */
+typedef struct {
+	kernels_variant_candidate *c;
+	kernels_metadata **meta;
+	char **names;
+	size_t n;
+} tree_list;
+
+static void tree_free(tree_list *t)
+{
+	size_t i;
+	for (i = 0; i < t->n; i++) {
+		free(t->names[i]);
+		kernels_metadata_free(t->meta[i]);
+	}
+	free(t->names);
+	free(t->meta);
+	free(t->c);
+}
+
+static int list_tree(const char *build, tree_list *t)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(build, &ents, NULL, alphasort), i, rc = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (n < 0)
+		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
+				      "cannot list %s: %s; give a variant folder or a build tree", build, strerror(errno));
+	t->c = calloc((size_t)n + 1, sizeof(*t->c));
+	t->meta = calloc((size_t)n + 1, sizeof(*t->meta));
+	t->names = calloc((size_t)n + 1, sizeof(*t->names));
+	for (i = 0; i < n; i++) {
+		char *dir = kernels__sprintf("%s/%s", build, ents[i]->d_name);
+		struct stat st;
+		if (!rc && t->c && t->meta && t->names && dir && ents[i]->d_name[0] != '.' && stat(dir, &st) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			if (!(t->names[t->n] = kernels__strdup(ents[i]->d_name)))
+				rc = KERNELS_ENOMEM;
+			else if (kernels_metadata_read(&t->meta[t->n], dir) < 0)
+				kernels_error_clear();
+			if (!rc) {
+				t->c[t->n].name = t->names[t->n];
+				t->c[t->n].archs = kernels_metadata_archs(t->meta[t->n]);
+				t->n++;
+			}
+		}
+		free(dir);
+		free(ents[i]);
+	}
+	free(ents);
+	if (!rc && (!t->c || !t->meta || !t->names))
+		rc = kernels__error_oom();
+	if (rc < 0)
+		tree_free(t);
+	return rc;
+}
+
+int kernels__loader_open_local(const kernels__config *cfg, const char *repo_id, const char *path,
+			       const kernels_system *sys, kernels_kernel **out)
+{
+	kernels_system *detected = NULL;
+	kernels_variant_trace *trace = NULL;
+	char *build = NULL, *chosen = NULL;
+	tree_list t;
+	int rc;
+
+	if (!out || !path)
+		return kernels__error(KERNELS_EINVAL, "kernels_load_local: out and path must be given");
+	*out = NULL;
+	if (has_metadata(path))
+		return kernels__loader_open(cfg, repo_id, NULL, NULL, path, NULL, out);
+	if (!(build = kernels__sprintf("%s/build", path)))
+		return KERNELS_ENOMEM;
+	if (access(build, F_OK) != 0) {
+		free(build);
+		if (!(build = kernels__strdup(path)))
+			return KERNELS_ENOMEM;
+	}
+	if ((rc = list_tree(build, &t)) < 0) {
+		free(build);
+		return rc;
+	}
+	if (!sys && (rc = kernels__system_detect(cfg, &detected)) < 0)
+		goto done;
+	if ((rc = kernels__variant_resolve(cfg, path, t.c, t.n, sys ? sys : detected, &trace)) < 0)
+		goto done;
+	if (!kernels_variant_trace_chosen(trace)) {
+		rc = kernels__variant_no_match(trace, path, sys ? sys : detected);
+		goto done;
+	}
+	if (!(chosen = kernels__sprintf("%s/%s", build, kernels_variant_trace_chosen(trace)))) {
+		rc = KERNELS_ENOMEM;
+		goto done;
+	}
+	rc = kernels__loader_open(cfg, repo_id, NULL, kernels_variant_trace_chosen(trace), chosen, NULL, out);
+done:
+	free(chosen);
+	kernels_variant_trace_free(trace);
+	kernels_system_free(detected);
+	tree_free(&t);
+	free(build);
+	return rc;
+}
+
+int kernels_load_local(kernels_kernel **out, const char *path, const kernels_options *opts)
 {
 	kernels__config cfg;
 	int rc;
@@ -202,7 +321,7 @@ int kernels_load_local(kernels_kernel **out, const char *variant_dir, const kern
 		*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = kernels__loader_open(&cfg, NULL, NULL, NULL, variant_dir, NULL, out);
+	rc = kernels__loader_open_local(&cfg, NULL, path, NULL, out);
 	kernels__config_free(&cfg);
 	return rc;
 }

@@ -4,6 +4,7 @@
 
 #include "kernels/kernel.h"
 #include "config.h"
+#include "kernels/system.h"
 
 /* Verifies `folder` (links must stay inside `root`, the repo cache folder
  * kernels--org--name; NULL: inside `folder`) and loads its native module,
@@ -12,5 +13,11 @@
  * NULL means the folder's base name. */
 int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const char *commit,
 			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out);
+
+/* kernels_load_local behind the API: `path` is a variant folder or a build
+ * tree (resolved against `sys`, NULL: detected from cfg). `repo_id` (may
+ * be NULL) is what kernels_kernel_repo() says, e.g. for LOCAL_KERNELS. */
+int kernels__loader_open_local(const kernels__config *cfg, const char *repo_id, const char *path,
+			       const kernels_system *sys, kernels_kernel **out);
 
 #endif

@@ -302,6 +302,70 @@ static void test_concurrent_loads(void **state)
 	free(concurrent_dirs[1]);
 }
 
+static void test_build_tree(void **state)
+{
+	char *repo, *v, *p;
+	kernels_options opts;
+	kernels_system sys = { 0 };
+	kernels_kernel *k;
+	(void)state;
+
+	assert_true(asprintf(&repo, "%s/tree", tmp) > 0);
+	assert_true(asprintf(&p, "%s/build", repo) > 0);
+	free(fx_variant(p, "torch-cpu", "tree", 1, NULL));
+	free(fx_variant(p, "torch211-cu130-x86_64-linux", "tree", 2, NULL));
+	free(fx_variant(p, "torch211-cu128-x86_64-linux", "tree", 3, NULL));
+	free(fx_variant(p, "torch-cuda", "tree", 4, NULL));
+	test_system("mkdir -p '%s/not-a-variant' && touch '%s/README.md'", p, repo);
+	/* cu130 supports only sm_100: skipped on an sm_90 machine */
+	assert_true(asprintf(&v, "%s/torch211-cu130-x86_64-linux", p) > 0);
+	assert_int_equal(fx_metadata(v, "--name tree --id _tree_2 --backend cuda --archs 10.0"), 0);
+
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.system = &sys;
+	sys.backend = "cpu";
+	assert_int_equal(kernels_load_local(&k, repo, &opts), 0);
+	assert_string_equal(kernels_kernel_variant(k), "torch-cpu");
+	assert_int_equal(answer(k), 1);
+	kernels_kernel_close(k);
+
+	sys.backend = "cuda";
+	sys.backend_version = 1300;
+	sys.torch_version = 211;
+	sys.torch_cxx11_abi = 1;
+	sys.gpu_count = 1;
+	sys.gpu_archs[0] = 100;
+	assert_int_equal(kernels_load_local(&k, p, &opts), 0); /* the build/ folder itself */
+	assert_string_equal(kernels_kernel_variant(k), "torch211-cu130-x86_64-linux");
+	assert_int_equal(answer(k), 2);
+	kernels_kernel_close(k);
+
+	sys.gpu_archs[0] = 90;
+	assert_int_equal(kernels_load_local(&k, repo, &opts), 0);
+	assert_string_equal(kernels_kernel_variant(k), "torch-cuda");
+	assert_int_equal(answer(k), 4);
+	kernels_kernel_close(k);
+
+	sys.backend_version = 1208;
+	assert_int_equal(kernels_load_local(&k, repo, &opts), 0);
+	assert_string_equal(kernels_kernel_variant(k), "torch211-cu128-x86_64-linux");
+	assert_int_equal(answer(k), 3);
+	kernels_kernel_close(k);
+
+	sys.backend = "rocm";
+	sys.backend_version = 603;
+	assert_int_equal(kernels_load_local(&k, repo, &opts), KERNELS_ENOMATCH);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "no build variant of"));
+	assert_non_null(strstr(kernels_error_last(),
+			       "torch211-cu128-x86_64-linux: backend (cu128) does not match selected backend (rocm63)"));
+	assert_non_null(strstr(kernels_error_last(), "torch-cuda: backend (cuda) does not match system backend (rocm)"));
+	assert_non_null(strstr(kernels_error_last(), "not-a-variant: invalid build variant"));
+	free(v);
+	free(p);
+	free(repo);
+}
+
 static void test_bad_arguments(void **state)
 {
 	kernels_kernel *k;
@@ -323,6 +387,7 @@ int main(void)
 		cmocka_unit_test(test_module_choice),
 		cmocka_unit_test(test_dlopen_failures),
 		cmocka_unit_test(test_concurrent_loads),
+		cmocka_unit_test(test_build_tree),
 		cmocka_unit_test(test_bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
