@@ -268,18 +268,37 @@ int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char 
 	return ok;
 }
 
-/* The folder holding a link must resolve inside the snapshot: a folder on
- * the way that is a symlink (planted in a shared cache) must not redirect
- * where we write. */
-static int inside(const char *dir, const char *root)
+/* Creates `rel` (folders under `root`, '/'-separated) one component at a
+ * time and refuses any component that is not a real folder: a symlink
+ * planted in a shared cache must not redirect where links are written.
+ * huggingface_hub never puts folder links in a snapshot, so nothing valid
+ * is refused. */
+static int mkdirs_nofollow(const char *root, const char *rel)
 {
-	char rd[PATH_MAX], rr[PATH_MAX];
-	size_t n;
+	char *p = kernels__sprintf("%s/%s", root, rel), *q;
+	size_t skip = strlen(root) + 1;
+	struct stat st;
+	int rc = 0;
 
-	if (!realpath(dir, rd) || !realpath(root, rr))
-		return 0;
-	n = strlen(rr);
-	return !strncmp(rd, rr, n) && (rd[n] == '\0' || rd[n] == '/');
+	if (!p)
+		return KERNELS_ENOMEM;
+	for (q = p + skip;; q++) {
+		char c = *q;
+		if (c != '/' && c != '\0')
+			continue;
+		*q = '\0';
+		if (mkdir(p, 0777) < 0 && errno != EEXIST)
+			rc = kernels__error(KERNELS_EIO, "cannot create folder '%s': %s; check that the cache is writable",
+					    p, strerror(errno));
+		else if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+			rc = kernels__error(KERNELS_EUNSAFE, "'%s' in the snapshot is not a folder (a link or a file); "
+					    "refusing to write through it; remove the snapshot folder and download again", p);
+		*q = c;
+		if (rc < 0 || c == '\0')
+			break;
+	}
+	free(p);
+	return rc;
 }
 
 int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag)
@@ -289,17 +308,14 @@ int kernels__cache_link(const char *repo_dir, const char *commit, const char *pa
 	char *target = kernels__cache_link_target(path, etag), *dir = NULL, *tmp = NULL;
 	int rc = 0;
 
-	if (!root || !snap || !target || !(dir = parent_of(snap)) || !(tmp = tmp_name(snap))) {
+	if (!root || !snap || !target || !(dir = parent_of(path)) || !(tmp = tmp_name(snap))) {
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
-	if ((rc = kernels__mkdir_p(dir, 0777)) < 0)
+	if ((rc = kernels__mkdir_p(root, 0777)) < 0)
 		goto out;
-	if (!inside(dir, root)) {
-		rc = kernels__error(KERNELS_EUNSAFE, "the folder of %s resolves outside the snapshot %s; refusing to "
-				    "write there (remove the snapshot folder and download again)", snap, root);
+	if (strchr(path, '/') && (rc = mkdirs_nofollow(root, dir)) < 0)
 		goto out;
-	}
 	if (symlink(target, tmp) < 0 || rename(tmp, snap) < 0) {
 		rc = kernels__error(KERNELS_EIO, "cannot link %s to %s: %s; check that the cache is writable", snap,
 				    target, strerror(errno));

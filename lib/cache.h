@@ -55,7 +55,7 @@ void kernels__cache_unlock(kernels__cache_lock *lock);
 
 /* Links snapshots/{commit}/{path} to blobs/{etag} (relative), atomically
  * replacing what is there. Refuses (KERNELS_EUNSAFE) when a folder on the
- * way resolves outside the snapshot. */
+ * way inside the snapshot is not a real folder (e.g. a planted symlink). */
 int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag);
 
 /* 1 when snapshots/{commit}/{path} is our link to blobs/{etag} and the blob

@@ -694,6 +694,26 @@ static void test_hostile_listings(void **state)
 	}
 }
 
+/* A folder link planted inside a snapshot (a shared cache, another user) must
+ * not make libkernels write outside the cache. */
+static void test_planted_folder_link(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	char *outside = test_mkdtemp("dl-outside"), snap[PATH_MAX], link[PATH_MAX + 16];
+
+	options(e, &o);
+	snprintf(snap, sizeof(snap), "%s/kernels--org--k/snapshots/%s", e->cache, e->commit);
+	assert_int_equal(test_system("mkdir -p '%s'", snap), 0);
+	snprintf(link, sizeof(link), "%s/build", snap);
+	assert_int_equal(symlink(outside, link), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EUNSAFE);
+	assert_non_null(strstr(kernels_error_last(), "not a folder"));
+	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", outside), 0);
+	test_rmtree(outside);
+	free(outside);
+}
+
 /* ---- processes ------------------------------------------------------------------------- */
 
 static int slow_cb(const char *path, size_t fd, size_t ft, size_t ad, size_t at, void *payload)
@@ -919,6 +939,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_fault_persistent_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_listings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_planted_folder_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sixteen_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_cache, setup, teardown),
