@@ -376,6 +376,27 @@ static void test_fx_tree_paging(void **state)
 	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "../x", 1, &tree), KERNELS_EUNSAFE);
 }
 
+/* Standard proxy variables apply (curl reads them per transfer); NO_PROXY exempts hosts. */
+static void test_fx_proxy_env(void **state)
+{
+	fx *f = *state;
+	kernels__config c = f->cfg;
+	kernels__hub_response r;
+
+	c.max_retries = 0;
+	setenv("http_proxy", "http://127.0.0.1:9", 1);
+	unsetenv("no_proxy");
+	unsetenv("NO_PROXY");
+	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), KERNELS_ENETWORK);
+	assert_int_equal(test_hub_log_count(f->hub, NULL, NULL), 0);
+	setenv("NO_PROXY", "127.0.0.1", 1);
+	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), 0);
+	assert_int_equal(r.status, 200);
+	kernels__hub_response_free(&r);
+	unsetenv("http_proxy");
+	unsetenv("NO_PROXY");
+}
+
 static long elapsed_ms(const struct timespec *t0)
 {
 	struct timespec t1;
@@ -443,6 +464,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fx_lfs_redirect, fx_reset),
 		cmocka_unit_test_setup(test_fx_tree_paging, fx_reset),
 		cmocka_unit_test_setup(test_fx_retries, fx_reset),
+		cmocka_unit_test_setup(test_fx_proxy_env, fx_reset),
 	};
 	int failed = cmocka_run_group_tests_name("pure", tests, NULL, NULL);
 	return failed + cmocka_run_group_tests_name("fixture", fixture, fx_setup, fx_teardown);
