@@ -1087,6 +1087,12 @@ static int parse_keyval(parser *p, kernels__toml_value *table, int inline_table,
 					     next->type == KERNELS__TOML_TABLE ? "a table" : "a value");
 				goto out;
 			}
+			/* a table a dotted key went through is defined by this
+			 * section, even if a header had implied it before */
+			if (!inline_table) {
+				next->flags |= T_DOTTED;
+				next->section = p->section;
+			}
 		}
 		t = next;
 	}

@@ -257,6 +257,7 @@ static void test_invalid_inline(void **state)
 	BAD("a = 1\r\n b = 2\rc = 3\n", 2, 7, "end of line");
 	BAD("a.b = 1\na.b.c = 2\n", 2, 3, "dotted key");
 	BAD("x = 'a'\n[x.y]\n", 2, 2, "value");
+	BAD("[a.b.c]\n[a]\nb.d = 1\n[a.b]\n", 4, 4, "defined more than once");
 }
 
 static void test_limits(void **state)

@@ -113,6 +113,91 @@ def test_toml_invalid_refused_by_both(path):
             tomllib.load(f)
 
 
+def _ours_vs_tomllib(data, tmp_path):
+    """Returns a description of a disagreement, or None."""
+    import json
+
+    f = tmp_path / "doc.toml"
+    f.write_bytes(data)
+    try:
+        ref = _tag(tomllib.loads(data.decode("utf-8")))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        ref = None
+    r = subprocess.run([_program("test_toml"), "--dump", str(f)], capture_output=True, text=True)
+    if r.returncode not in (0, 2):
+        return f"crash {r.returncode}: {r.stderr[-300:]}"
+    if ref is None:
+        return None if r.returncode == 2 else "accepted what tomllib refuses"
+    if r.returncode == 2:
+        limits = ("out of range", "nesting deeper")
+        return None if any(x in r.stderr for x in limits) else f"refused what tomllib accepts: {r.stderr}"
+    try:
+        _same(json.loads(r.stdout), ref)
+    except AssertionError as e:
+        return f"different value: {e}"
+    return None
+
+
+def test_toml_differential_mutants(tmp_path):
+    """Random edits of the valid files (fixed seed): both readers accept or
+    both refuse, and accepted documents read the same."""
+    import random
+
+    rnd = random.Random(20240607)
+    pieces = [b'"', b"'", b'"""', b"'''", b"[", b"]", b"[[", b"{", b"}", b",", b"=", b".", b"\n", b"\r\n",
+              b"#", b"\\", b"\\u", b"0x", b"_", b"-", b"+", b"1979-05-27", b"T07:32:00", b" ", b"\t", b"\x00",
+              b"\xc3\xa9", b"a", b"1", b"e", b"inf", b"true", b"\r"]
+    failures = []
+    for i in range(300):
+        data = bytearray(VALID[rnd.randrange(len(VALID))].read_bytes())
+        for _ in range(rnd.randint(1, 3)):
+            op, pos = rnd.random(), rnd.randint(0, len(data))
+            if op < 0.4:
+                data[pos:pos] = rnd.choice(pieces)
+            elif op < 0.7:
+                del data[pos:pos + rnd.randint(1, 5)]
+            elif op < 0.85 and data:
+                data[min(pos, len(data) - 1)] = rnd.randint(0, 255)
+            else:
+                data = data[:pos]
+        problem = _ours_vs_tomllib(bytes(data), tmp_path)
+        if problem:
+            failures.append((i, problem, bytes(data)[:200]))
+    assert not failures, failures[:3]
+
+
+def test_toml_differential_tables(tmp_path):
+    """Random mixes of [headers], [[arrays]], dotted keys and inline tables
+    over a few names (fixed seed): table definition rules agree with tomllib."""
+    import random
+
+    rnd = random.Random(4242)
+
+    def key(n):
+        return ".".join(rnd.choice("ab") for _ in range(n))
+
+    failures = []
+    for _ in range(500):
+        lines = []
+        for _ in range(rnd.randint(2, 8)):
+            r = rnd.random()
+            if r < 0.3:
+                lines.append(f"[{key(rnd.randint(1, 3))}]")
+            elif r < 0.5:
+                lines.append(f"[[{key(rnd.randint(1, 3))}]]")
+            elif r < 0.8:
+                lines.append(f"{key(rnd.randint(1, 3))} = 1")
+            elif r < 0.9:
+                lines.append(f"{key(rnd.randint(1, 2))} = {{ {key(rnd.randint(1, 2))} = 1 }}")
+            else:
+                lines.append(f"{key(1)} = [{{ {key(1)} = 1 }}]")
+        doc = ("\n".join(lines) + "\n").encode()
+        problem = _ours_vs_tomllib(doc, tmp_path)
+        if problem:
+            failures.append((problem, doc))
+    assert not failures, failures[:3]
+
+
 # ---- kernels.lock, DEPENDENCY format: the real kernels 0.17.2 ------------
 
 import json
