@@ -6,6 +6,7 @@ if(TARGET img2gray_torch_deps)
   add_executable(test_img2gray_dispatch ${IMG2GRAY_ROOT}/tests/test_img2gray_dispatch.cpp)
   target_link_libraries(test_img2gray_dispatch PRIVATE img2gray_torch_deps ${CMAKE_DL_LIBS})
   target_include_directories(test_img2gray_dispatch PRIVATE ${IMG2GRAY_INC})
+  add_dependencies(test_img2gray_dispatch img2gray_variants) # it loads them
   foreach(v ${_variants})
     if(v MATCHES "^torch")
       add_test(NAME img2gray_dispatch_${v} COMMAND test_img2gray_dispatch ${IMG2GRAY_BUILD_DIR}/${v})

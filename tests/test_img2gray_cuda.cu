@@ -78,6 +78,7 @@ int main() {
       CK(cudaMalloc(&d_gray, n + 2 * guard + 16));
       CK(cudaMemcpy(d_rgb + off, rgb.data(), 3 * n, cudaMemcpyHostToDevice));
       CK(cudaMemset(d_gray, 0x5a, n + 2 * guard + 16));
+      CK(cudaDeviceSynchronize()); // the memset is asynchronous; odd offsets launch on a non-blocking stream
       int rc = img2gray_cuda(d_rgb + off, d_gray + guard + off, s.b, s.h, s.w, off % 2 ? stream : nullptr);
       CK(cudaDeviceSynchronize());
       CK(cudaGetLastError());

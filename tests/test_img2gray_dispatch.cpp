@@ -178,6 +178,22 @@ int main(int argc, char **argv) {
     }
   }
 
+  // the boxed path (the one Python's torch.ops takes), results and errors
+  {
+    const auto &handle = c10::Dispatcher::singleton().findSchemaOrThrow((id + "::img2gray").c_str(), "");
+    at::Tensor in = random_image(rng, {3, 17, 29, 3});
+    at::Tensor out = at::full({3, 17, 29}, 0x5a, at::kByte);
+    torch::jit::Stack stack{c10::IValue(in), c10::IValue(out)};
+    handle.callBoxed(&stack);
+    check(at::equal(out, reference(in)), "boxed call matches the reference");
+    expect_error(
+        [&] {
+          torch::jit::Stack bad{c10::IValue(in.to(at::kFloat)), c10::IValue(out)};
+          handle.callBoxed(&bad);
+        },
+        "must be uint8", "boxed call with a float input");
+  }
+
   // zero-size images are valid and do nothing
   {
     at::Tensor in = at::empty({0, 5, 3}, at::kByte), out = at::empty({0, 5}, at::kByte);

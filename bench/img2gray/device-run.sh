@@ -21,7 +21,7 @@ step environment
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
   nvcc --version | tail -1
   cmake --version | head -1
-} 2>&1 | tee "$out/env.txt"
+} 2>&1
 
 step build
 t0=$(date +%s)
@@ -33,7 +33,7 @@ cuda_variant=$(ls -d "$b"/variants/img2gray/build/torch*-cu* 2>/dev/null | head 
 exe() { find "$b" -name "$1" -type f -perm -u+x | head -1; }
 
 step fatbin contents
-cuobjdump --list-elf --list-ptx "$cuda_variant"/*.so 2>&1 | tee "$out/cuobjdump.txt"
+cuobjdump --list-elf --list-ptx "$cuda_variant"/*.so 2>&1
 cuobjdump --dump-sass "$cuda_variant"/*.so 2>/dev/null | grep -oE '(LDG|STG)\.E[.A-Z0-9]*' | sort | uniq -c
 
 step ctest
@@ -49,13 +49,15 @@ grep -qE "^[0-9]+ passed" "$out/pytest.log" && ! grep -qE "failed|error" "$out/p
 step compute-sanitizer
 for tool in memcheck initcheck racecheck synccheck; do
   extra=""; [ $tool = memcheck ] && extra="--leak-check full"
-  timeout 120 compute-sanitizer --tool $tool $extra --error-exitcode 9 "$(exe test_img2gray_cuda)" >"$out/sanitizer-$tool.log" 2>&1
-  rc=$?; echo "$tool on test_img2gray_cuda: rc=$rc, $(grep -E 'ERROR SUMMARY|passed' "$out/sanitizer-$tool.log" | tr '\n' ' ')"
+  timeout 120 compute-sanitizer --tool $tool $extra --error-exitcode 9 "$(exe test_img2gray_cuda)" >/tmp/san.log 2>&1
+  rc=$?; cat /tmp/san.log >>"$out/sanitizer.log"
+  echo "$tool on test_img2gray_cuda: rc=$rc, $(grep -E 'ERROR SUMMARY|passed' /tmp/san.log | tr '\n' ' ')"
   [ $rc -eq 0 ] || status=1
 done
 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$(exe test_img2gray_dispatch)" "$cuda_variant" \
-  >"$out/sanitizer-dispatch.log" 2>&1
-rc=$?; echo "memcheck on test_img2gray_dispatch (torch op): rc=$rc, $(grep -E 'ERROR SUMMARY|passed' "$out/sanitizer-dispatch.log" | tr '\n' ' ')"
+  >/tmp/san.log 2>&1
+rc=$?; cat /tmp/san.log >>"$out/sanitizer.log"
+echo "memcheck on test_img2gray_dispatch (torch op): rc=$rc, $(grep -E 'ERROR SUMMARY|passed' /tmp/san.log | tr '\n' ' ')"
 [ $rc -eq 0 ] || status=1
 
 step benchmark
