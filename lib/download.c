@@ -1032,12 +1032,9 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
 	kernels__tree_free(&all);
 	if (rc == 0 && snapshot_dir) {
 		char *dir = kernels__cache_repo_dir(cfg, *type, repo_id);
+		/* Not created here: an empty snapshot folder would pass for a cached commit. */
 		if (!dir || !(*snapshot_dir = kernels__sprintf("%s/snapshots/%s", dir, commit)))
 			rc = KERNELS_ENOMEM;
-		else if ((rc = kernels__mkdir_p(*snapshot_dir, 0777)) < 0) {
-			free(*snapshot_dir);
-			*snapshot_dir = NULL;
-		}
 		free(dir);
 	}
 	return rc;

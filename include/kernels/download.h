@@ -78,9 +78,10 @@ typedef struct kernels_download_stats {
  * "torch27-cxx11-cu126-x86_64-linux"), downloading only what is missing.
  *
  * `commit` must be a full 40-hex commit id (kernels_revision_resolve gives
- * one); `n_variants` may be 0 (nothing fetched, the snapshot folder is
- * still returned when it exists or the repo is reachable). The repo is
- * looked up as a kernel repo, then as a model repo. `opts` may be NULL.
+ * one); `n_variants` may be 0 (nothing is fetched or created and no request
+ * is made; the snapshot then names where the commit's folder lives, for a
+ * kernel-type repo online). The repo is looked up as a kernel repo, then as
+ * a model repo. `opts` may be NULL.
  *
  * On success `*out` is a new snapshot owned by the caller
  * (kernels_snapshot_free). On failure `*out` is NULL.
