@@ -4,17 +4,16 @@
  * and keeps the timings. */
 #include "kernels/get.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "cache.h"
 #include "config.h"
 #include "download.h"
 #include "error.h"
+#include "get.h"
 #include "hub.h"
 #include "loader.h"
 #include "manifest.h"
@@ -27,17 +26,9 @@
 /* A redirect chain longer than this is a loop or a mistake. */
 #define MAX_REDIRECTS 4
 
-/* What the remote part of the pipeline settled on. */
-typedef struct {
-	char *repo_id;
-	kernels_revision *rev;
-	kernels__repo_type type;
-	kernels_system *sys;
-	kernels_variant_trace *trace;
-	char *what;                  /* "org/x@abc1234", for messages */
-} plan;
+typedef kernels__plan plan;
 
-static void plan_free(plan *p)
+void kernels__plan_free(plan *p)
 {
 	free(p->repo_id);
 	kernels_revision_free(p->rev);
@@ -73,108 +64,9 @@ static char *local_override(const kernels__config *cfg, const char *repo_id)
 	return NULL;
 }
 
-static int is_dir(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Sub-folder names of `dir` (sorted), as the variant list of a local tree. */
-static int list_subdirs(const char *dir, char ***names, size_t *count)
-{
-	struct dirent **ents;
-	int n = scandir(dir, &ents, NULL, alphasort), i;
-	size_t k = 0;
-
-	*names = NULL;
-	*count = 0;
-	if (n < 0)
-		return 0;
-	*names = calloc((size_t)n + 1, sizeof(char *));
-	for (i = 0; i < n; i++) {
-		char *full = kernels__sprintf("%s/%s", dir, ents[i]->d_name);
-		if (*names && full && ents[i]->d_name[0] != '.' && is_dir(full))
-			(*names)[k++] = kernels__strdup(ents[i]->d_name);
-		free(full);
-		free(ents[i]);
-	}
-	free(ents);
-	if (!*names)
-		return kernels__error_oom();
-	*count = k;
-	return 0;
-}
-
 static int system_for(const kernels__config *cfg, kernels_system **sys)
 {
 	return *sys ? 0 : kernels__system_detect(cfg, sys);
-}
-
-/* Resolves the variants found under `base` and loads the chosen one; 1 when
- * `base` holds no variant folder at all (the caller tries the next base). */
-static int load_from_base(const kernels__config *cfg, const char *base, kernels_system **sys, kernels_kernel **out)
-{
-	char **names;
-	size_t count, i;
-	kernels_variant_candidate *cands;
-	kernels_variant_trace *trace = NULL;
-	int rc;
-
-	if ((rc = list_subdirs(base, &names, &count)) < 0)
-		return rc;
-	if (count == 0) {
-		kernels_strings_free(names, count);
-		return 1;
-	}
-	if (!(cands = calloc(count, sizeof(*cands)))) {
-		kernels_strings_free(names, count);
-		return kernels__error_oom();
-	}
-	for (i = 0; i < count; i++)
-		cands[i].name = names[i];
-	rc = system_for(cfg, sys);
-	if (rc == 0)
-		rc = kernels__variant_resolve(cfg, base, cands, count, *sys, &trace);
-	if (rc == 0 && !kernels_variant_trace_chosen(trace))
-		rc = kernels__variant_no_match(trace, base, *sys);
-	if (rc == 0) {
-		char *folder = kernels__sprintf("%s/%s", base, kernels_variant_trace_chosen(trace));
-		rc = folder ? kernels__loader_open(cfg, NULL, NULL, NULL, folder, NULL, out) : KERNELS_ENOMEM;
-		free(folder);
-	}
-	kernels_variant_trace_free(trace);
-	free(cands);
-	kernels_strings_free(names, count);
-	return rc;
-}
-
-static int get_local(const kernels__config *cfg, const char *path, kernels_kernel **out)
-{
-	kernels_system *sys = NULL;
-	char *build = kernels__sprintf("%s/build", path), *meta = kernels__sprintf("%s/metadata.json", path);
-	struct stat st;
-	int rc;
-
-	if (!build || !meta) {
-		rc = KERNELS_ENOMEM;
-	} else if (!is_dir(path)) {
-		rc = kernels__error(KERNELS_ENOTFOUND, "local kernel path '%s' is not a folder; point it at a repo "
-				    "checkout, its build/ folder or one variant folder", path);
-	} else if (stat(meta, &st) == 0) {
-		rc = kernels__loader_open(cfg, NULL, NULL, NULL, path, NULL, out);
-	} else {
-		rc = is_dir(build) ? load_from_base(cfg, build, &sys, out) : 1;
-		if (rc == 1)
-			rc = load_from_base(cfg, path, &sys, out);
-		if (rc == 1)
-			rc = kernels__error(KERNELS_ENOTFOUND, "no build variant folders in '%s' (nor in its build/); "
-					    "build the kernel first or point at a variant folder holding metadata.json",
-					    path);
-	}
-	kernels_system_free(sys);
-	free(build);
-	free(meta);
-	return rc;
 }
 
 /* ---- trust --------------------------------------------------------------- */
@@ -372,8 +264,8 @@ static int select_variant(const kernels__config *cfg, plan *p)
 
 /* ---- the pipeline ---------------------------------------------------------- */
 
-static int plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
-		       kernels_get_stats *stats)
+int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
+			 kernels_get_stats *stats)
 {
 	double t0 = now_ms();
 	int rc = resolve(cfg, repo_id, revision, p);
@@ -389,30 +281,51 @@ static int plan_remote(const kernels__config *cfg, const char *repo_id, const ch
 	return rc;
 }
 
+int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant, kernels_get_stats *stats,
+			char **folder)
+{
+	char *snapshot = NULL;
+	double t0 = now_ms();
+	int rc;
+
+	*folder = NULL;
+	rc = kernels__download(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
+			       &stats->download);
+	stats->download_ms = now_ms() - t0;
+	stats->from_cache = stats->download.blobs_downloaded == 0;
+	if (rc == 0 && !(*folder = kernels__sprintf("%s/build/%s", snapshot, variant)))
+		rc = KERNELS_ENOMEM;
+	free(snapshot);
+	return rc;
+}
+
+int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, kernels_get_stats *stats,
+		       kernels_kernel **out)
+{
+	const char *variant = strrchr(folder, '/') + 1;
+	char *root = kernels__cache_repo_dir(cfg, p->type, p->repo_id);
+	double t0 = now_ms();
+	int rc;
+
+	rc = root ? kernels__loader_open(cfg, p->repo_id, kernels_revision_commit(p->rev), variant, folder, root, out)
+		  : KERNELS_ENOMEM;
+	stats->load_ms = now_ms() - t0;
+	free(root);
+	return rc;
+}
+
 static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats *stats, kernels_kernel **out)
 {
 	const char *variant = kernels_variant_trace_chosen(p->trace);
-	const char *commit = kernels_revision_commit(p->rev);
-	char *snapshot = NULL, *folder = NULL, *root = NULL;
-	double t0 = now_ms();
+	char *folder = NULL;
 	int rc;
 
 	if (!variant)
 		return kernels__variant_no_match(p->trace, p->what, p->sys);
-	rc = kernels__download(cfg, &p->type, p->repo_id, commit, &variant, 1, &snapshot, &stats->download);
-	stats->download_ms = now_ms() - t0;
-	stats->from_cache = stats->download.blobs_downloaded == 0;
-	if (rc < 0)
-		return rc;
-	t0 = now_ms();
-	folder = kernels__sprintf("%s/build/%s", snapshot, variant);
-	root = kernels__cache_repo_dir(cfg, p->type, p->repo_id);
-	rc = folder && root ? kernels__loader_open(cfg, p->repo_id, commit, variant, folder, root, out)
-			    : KERNELS_ENOMEM;
-	stats->load_ms = now_ms() - t0;
-	free(snapshot);
+	rc = kernels__plan_fetch(cfg, p, variant, stats, &folder);
+	if (rc == 0)
+		rc = kernels__plan_load(cfg, p, folder, stats, out);
 	free(folder);
-	free(root);
 	return rc;
 }
 
@@ -427,17 +340,17 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		double t0 = now_ms();
 		stats->local = 1;
 		snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", repo_id);
-		rc = get_local(cfg, local, out);
+		rc = kernels__loader_open_local(cfg, repo_id, local, NULL, out);
 		stats->load_ms = now_ms() - t0;
 		if (rc < 0)
 			kernels__error_prefix("loading %s from LOCAL_KERNELS path '%s'", repo_id, local);
 		free(local);
 		return rc;
 	}
-	rc = plan_remote(cfg, repo_id, revision, &p, stats);
+	rc = kernels__plan_remote(cfg, repo_id, revision, &p, stats);
 	if (rc == 0)
 		rc = fetch_and_load(cfg, &p, stats, out);
-	plan_free(&p);
+	kernels__plan_free(&p);
 	return rc;
 }
 
@@ -479,12 +392,12 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = plan_remote(&cfg, repo_id, revision, &p, &stats);
+	rc = kernels__plan_remote(&cfg, repo_id, revision, &p, &stats);
 	if (rc == 0) {
 		*out = p.trace;
 		p.trace = NULL;
 	}
-	plan_free(&p);
+	kernels__plan_free(&p);
 	kernels__config_free(&cfg);
 	return rc;
 }
@@ -511,7 +424,7 @@ int kernels_get_local(kernels_kernel **out, const char *path, const kernels_opti
 	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = get_local(&cfg, path, out);
+	rc = kernels__loader_open_local(&cfg, NULL, path, NULL, out);
 	kernels__config_free(&cfg);
 	return rc;
 }

@@ -1,0 +1,226 @@
+/* The locked workflow: pyproject.toml -> kernels.lock -> pinned loads.
+ * It reuses the steps of kernels_get (get.h) with the commit the lock pins,
+ * and checks a variant's files against the lock hash between fetching and
+ * loading, so a variant that differs from what was locked never runs. */
+#include "kernels/project.h"
+#include "kernels/lock.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+#include "get.h"
+#include "variant.h"
+#include "util.h"
+
+static char *lock_path_of(const char *project_dir)
+{
+	return kernels__sprintf("%s/kernels.lock", project_dir);
+}
+
+/* ---- lock --------------------------------------------------------------- */
+
+static int lock_dependency(const kernels__config *cfg, const kernels_dependency *dep, kernels_lock *lock)
+{
+	kernels_get_stats stats;
+	kernels__plan p = { 0 };
+	char major[32];
+	int rc;
+
+	snprintf(major, sizeof(major), "%llu", dep->version);
+	rc = kernels__plan_remote(cfg, dep->repo_id, dep->kind == KERNELS_DEPENDENCY_VERSION ? major : dep->specifier,
+				  &p, &stats);
+	if (rc == 0 && dep->kind == KERNELS_DEPENDENCY_VERSION)
+		rc = kernels_lock_add_version(lock, dep->repo_id, dep->version, kernels_revision_commit(p.rev));
+	else if (rc == 0)
+		rc = kernels_lock_add_revision(lock, dep->repo_id, dep->specifier, kernels_revision_commit(p.rev));
+	kernels__plan_free(&p);
+	return rc < 0 ? kernels__error_prefix("locking %s", dep->repo_id) : 0;
+}
+
+int kernels_project_lock(const char *project_dir, const kernels_options *opts)
+{
+	kernels__config cfg;
+	kernels_manifest *manifest = NULL;
+	kernels_lock *lock = NULL;
+	char *path = NULL;
+	size_t i;
+	int rc;
+
+	if (!project_dir)
+		return kernels__error(KERNELS_EINVAL, "kernels_project_lock: project_dir is NULL");
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels_manifest_load(&manifest, project_dir);
+	if (rc == 0 && kernels_manifest_count(manifest) == 0)
+		rc = kernels__error(KERNELS_ENOTFOUND, "%s lists no kernels under [tool.kernels.dependencies]; "
+				    "add one, e.g. \"kernels-community/activation\" = 1", kernels_manifest_path(manifest));
+	if (rc == 0)
+		rc = kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_DEPENDENCY);
+	for (i = 0; rc == 0 && i < kernels_manifest_count(manifest); i++)
+		rc = lock_dependency(&cfg, kernels_manifest_at(manifest, i), lock);
+	if (rc == 0 && !(path = lock_path_of(project_dir)))
+		rc = KERNELS_ENOMEM;
+	if (rc == 0)
+		rc = kernels_lock_save(lock, path);
+	free(path);
+	kernels_lock_free(lock);
+	kernels_manifest_free(manifest);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+/* ---- pinned loads ------------------------------------------------------- */
+
+/* A VARIANTS-format lock carries git_lfs_concat hashes: the fetched files
+ * must hash to what was locked. A DEPENDENCY-format lock pins the commit
+ * only; the metadata digest, checked at load, covers the files. */
+static int check_lock_hash(const kernels_lock_entry *entry, const char *variant, const char *folder)
+{
+	char actual[KERNELS_LOCK_HASH_SIZE];
+	const char *expected;
+	int rc;
+
+	if (entry->variant_count == 0)
+		return 0;
+	if (!(expected = kernels_lock_entry_variant_hash(entry, variant)))
+		return kernels__error(KERNELS_EINTEGRITY, "%s@%.7s: variant %s is not in the lock file; "
+				      "lock the project again on this system, or pick a locked variant",
+				      entry->repo_id, entry->commit, variant);
+	if ((rc = kernels_lock_variant_hash_dir(folder, NULL, actual)) < 0)
+		return rc;
+	if (strcmp(actual, expected))
+		return kernels__error(KERNELS_EINTEGRITY, "%s@%.7s variant %s does not match the lock file: "
+				      "locked %s, files hash to %s; the cache or the Hub content changed, so the "
+				      "variant was not loaded (remove it with 'kernels cache rm %s' and download again)",
+				      entry->repo_id, entry->commit, variant, expected, actual, entry->repo_id);
+	return 0;
+}
+
+static int find_entry(const char *lock_path, const char *repo_id, kernels_lock **lock,
+		      const kernels_lock_entry **entry)
+{
+	int rc = kernels_lock_load(lock, lock_path);
+
+	if (rc < 0)
+		return rc;
+	if (!(*entry = kernels_lock_find(*lock, repo_id)))
+		return kernels__error(KERNELS_ENOTFOUND, "kernel '%s' is not in %s; add it to pyproject.toml and run "
+				      "'kernels lock <project>'", repo_id, lock_path);
+	return 0;
+}
+
+static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entry, kernels_kernel **out)
+{
+	kernels_get_stats stats;
+	kernels__plan p = { 0 };
+	const char *variant;
+	char *folder = NULL;
+	int rc;
+
+	memset(&stats, 0, sizeof(stats));
+	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
+	if (rc == 0 && !(variant = kernels_variant_trace_chosen(p.trace)))
+		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
+	if (rc == 0)
+		rc = kernels__plan_fetch(cfg, &p, variant, &stats, &folder);
+	if (rc == 0)
+		rc = check_lock_hash(entry, variant, folder);
+	if (rc == 0)
+		rc = kernels__plan_load(cfg, &p, folder, &stats, out);
+	free(folder);
+	kernels__plan_free(&p);
+	return rc;
+}
+
+static int locked(kernels_kernel **out, const char *repo_id, const char *lock_path, const kernels_options *opts,
+		  int offline)
+{
+	kernels__config cfg;
+	kernels_lock *lock = NULL;
+	const kernels_lock_entry *entry = NULL;
+	int rc;
+
+	if (!out || !repo_id || !lock_path)
+		return kernels__error(KERNELS_EINVAL, "out, repo_id and lock_path must be given");
+	*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	cfg.offline |= offline;
+	rc = find_entry(lock_path, repo_id, &lock, &entry);
+	if (rc == 0)
+		rc = get_pinned(&cfg, entry, out);
+	if (rc == KERNELS_EOFFLINE && offline && entry)
+		kernels__error_prefix("%s@%.7s is locked but not in the cache; run 'kernels download <project "
+				      "folder of %s>' first", repo_id, entry->commit, lock_path);
+	kernels_lock_free(lock);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+int kernels_get_locked(kernels_kernel **out, const char *repo_id, const char *lock_path, const kernels_options *opts)
+{
+	return locked(out, repo_id, lock_path, opts, 0);
+}
+
+int kernels_load_locked(kernels_kernel **out, const char *repo_id, const char *lock_path, const kernels_options *opts)
+{
+	return locked(out, repo_id, lock_path, opts, 1);
+}
+
+/* ---- download ----------------------------------------------------------- */
+
+static int download_entry(const kernels__config *cfg, const kernels_lock_entry *entry, int all_variants)
+{
+	kernels_get_stats stats;
+	kernels__plan p = { 0 };
+	size_t i, n;
+	int rc;
+
+	memset(&stats, 0, sizeof(stats));
+	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
+	n = rc == 0 ? kernels_variant_trace_count(p.trace) : 0;
+	if (rc == 0 && !all_variants && !kernels_variant_trace_chosen(p.trace))
+		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
+	for (i = 0; rc == 0 && i < n; i++) {
+		const char *variant = kernels_variant_trace_name(p.trace, i);
+		char *folder = NULL;
+
+		if (all_variants ? !kernels_variant_trace_valid(p.trace, i)
+				 : strcmp(variant, kernels_variant_trace_chosen(p.trace)))
+			continue;
+		rc = kernels__plan_fetch(cfg, &p, variant, &stats, &folder);
+		if (rc == 0)
+			rc = check_lock_hash(entry, variant, folder);
+		free(folder);
+	}
+	kernels__plan_free(&p);
+	return rc < 0 ? kernels__error_prefix("downloading %s", entry->repo_id) : 0;
+}
+
+int kernels_project_download(const char *project_dir, int all_variants, const kernels_options *opts)
+{
+	kernels__config cfg;
+	kernels_lock *lock = NULL;
+	char *path;
+	size_t i;
+	int rc;
+
+	if (!project_dir)
+		return kernels__error(KERNELS_EINVAL, "kernels_project_download: project_dir is NULL");
+	if (!(path = lock_path_of(project_dir)))
+		return KERNELS_ENOMEM;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0) {
+		free(path);
+		return rc;
+	}
+	rc = kernels_lock_load(&lock, path);
+	for (i = 0; rc == 0 && i < kernels_lock_count(lock); i++)
+		rc = download_entry(&cfg, kernels_lock_at(lock, i), all_variants);
+	kernels_lock_free(lock);
+	kernels__config_free(&cfg);
+	free(path);
+	return rc;
+}

@@ -1,0 +1,239 @@
+/* The locked workflow against the local Hub: lock a project, download it,
+ * load it offline with no request, and refuse what differs from the lock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "hub.h"
+#include "testutil.h"
+#include "../tests/data/variants/fixture.h"
+
+static const char *const VARIANTS[] = { "torch211-cxx11-cpu-x86_64-linux", "torch29-cxx11-cpu-x86_64-linux" };
+
+static struct {
+	test_hub *hub;
+	char *tmp, *cache, *project, *lock;
+	char commit[2][41];
+} W;
+
+static char *make_tree(int answer)
+{
+	char *root, *dir, *so;
+	size_t i;
+
+	assert_int_equal(asprintf(&root, "%s/src-%d", W.tmp, answer) > 0, 1);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(asprintf(&dir, "%s/build/%s", root, VARIANTS[i]) > 0, 1);
+		assert_int_equal(asprintf(&so, "%s/_pinned_%d.abi3.so", dir, answer) > 0, 1);
+		assert_int_equal(fx_build_so(so, answer + (int)i, NULL, NULL, NULL), 0);
+		assert_int_equal(fx_metadata(dir, "--name pinned --id _pinned_%d --backend cpu", answer), 0);
+		free(so);
+		free(dir);
+	}
+	return root;
+}
+
+static int setup(void **state)
+{
+	char *a, *b, *pyproject;
+	(void)state;
+
+	W.hub = test_hub_start();
+	assert_non_null(W.hub);
+	W.tmp = test_mkdtemp("project");
+	a = make_tree(100);
+	b = make_tree(200);
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/pinned --dir '%s' --branch main --branch v1 "
+					  "--tag v1.0.0 --trusted", a), 0);
+	snprintf(W.commit[0], 41, "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/pinned --dir '%s' --branch main --branch v2 "
+					  "--tag v2.0.0", b), 0);
+	snprintf(W.commit[1], 41, "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(asprintf(&W.project, "%s/app", W.tmp) > 0, 1);
+	assert_int_equal(asprintf(&pyproject, "%s/pyproject.toml", W.project) > 0, 1);
+	assert_int_equal(asprintf(&W.lock, "%s/kernels.lock", W.project) > 0, 1);
+	{
+		const char *text = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/pinned\" = 1\n";
+		assert_int_equal(test_write_file(pyproject, text, strlen(text)), 0);
+	}
+	free(pyproject);
+	free(a);
+	free(b);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_hub_stop(W.hub);
+	test_rmtree(W.tmp);
+	free(W.tmp);
+	free(W.project);
+	free(W.lock);
+	return 0;
+}
+
+static void options(kernels_options *o, kernels_system *s)
+{
+	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
+	o->endpoint = test_hub_endpoint(W.hub);
+	o->cache_dir = W.cache;
+	o->offline = 0;
+	o->system = s;
+	memset(s, 0, sizeof(*s));
+	s->torch_version = 211;
+	s->torch_cxx11_abi = 1;
+	s->backend = "cpu";
+	s->no_gpu = 1;
+}
+
+static int answer(kernels_kernel *k)
+{
+	return ((int (*)(void))kernels_symbol(k, "kernel_answer"))();
+}
+
+static void test_lock_download_and_load_offline(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	char *text;
+	(void)state;
+
+	W.cache = test_mkdtemp("project-cache");
+	options(&o, &s);
+	assert_int_equal(kernels_project_lock(W.project, &o), 0);
+	text = test_read_file(W.lock, NULL);
+	assert_non_null(text);
+	assert_non_null(strstr(text, W.commit[0])); /* major version 1 is branch v1 */
+	assert_null(strstr(text, W.commit[1]));
+	free(text);
+
+	/* Nothing cached yet: the cache-only load says what to run. */
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), KERNELS_EOFFLINE);
+	assert_non_null(strstr(kernels_error_last(), "kernels download"));
+
+	assert_int_equal(kernels_project_download(W.project, 0, &o), 0);
+	test_hub_log_clear(W.hub);
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), 0);
+	assert_int_equal(answer(k), 100);
+	assert_string_equal(kernels_kernel_commit(k), W.commit[0]);
+	kernels_kernel_close(k);
+	{
+		char *log = test_hub_log(W.hub);
+		assert_string_equal(log, "[]");
+		free(log);
+	}
+	assert_int_equal(kernels_load_locked(&k, "acme/other", W.lock, &o), KERNELS_ENOTFOUND);
+	test_rmtree(W.cache);
+	free(W.cache);
+}
+
+static void test_get_locked_downloads_and_detects_tampering(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	W.cache = test_mkdtemp("project-cache");
+	options(&o, &s);
+	assert_int_equal(kernels_project_lock(W.project, &o), 0);
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", W.lock, &o), 0);
+	assert_int_equal(answer(k), 100);
+	kernels_kernel_close(k);
+
+	/* Overwrite the blob behind metadata's neighbour: the native module. */
+	assert_int_equal(test_system("for f in '%s'/kernels--acme--pinned/snapshots/*/build/%s/_pinned_100.abi3.so; do "
+				     "b=$(readlink -f \"$f\"); chmod u+w \"$b\"; printf 'tampered' >> \"$b\"; done",
+				     W.cache, VARIANTS[0]), 0);
+	/* The handle is gone, so this loads anew: verification must refuse it. */
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), KERNELS_EINTEGRITY);
+	assert_non_null(strstr(kernels_error_last(), "_pinned_100.abi3.so"));
+	assert_null(k);
+	test_rmtree(W.cache);
+	free(W.cache);
+}
+
+/* A seed-era lock carries variant hashes: a hash that differs is refused
+ * before anything is loaded. */
+static void test_variant_hash_lock(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	kernels_lock *lock;
+	char *path;
+	(void)state;
+
+	W.cache = test_mkdtemp("project-cache");
+	options(&o, &s);
+	assert_int_equal(asprintf(&path, "%s/seed.lock", W.tmp) > 0, 1);
+	assert_int_equal(kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_VARIANTS), 0);
+	assert_int_equal(kernels_lock_add_entry(lock, "acme/pinned", W.commit[1]), 0);
+	assert_int_equal(kernels_lock_add_variant(lock, "acme/pinned", VARIANTS[0],
+						  "sha256-0000000000000000000000000000000000000000000000000000000000000000"),
+			 0);
+	assert_int_equal(kernels_lock_save(lock, path), 0);
+	kernels_lock_free(lock);
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", path, &o), KERNELS_EINTEGRITY);
+	assert_non_null(strstr(kernels_error_last(), "does not match the lock file"));
+	assert_null(k);
+
+	/* With the hash the files really have, it loads. */
+	{
+		char hash[KERNELS_LOCK_HASH_SIZE], *dir;
+		assert_int_equal(asprintf(&dir, "%s/kernels--acme--pinned/snapshots/%s/build/%s", W.cache, W.commit[1],
+					  VARIANTS[0]) > 0, 1);
+		assert_int_equal(kernels_lock_variant_hash_dir(dir, NULL, hash), 0);
+		assert_int_equal(kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_VARIANTS), 0);
+		assert_int_equal(kernels_lock_add_entry(lock, "acme/pinned", W.commit[1]), 0);
+		assert_int_equal(kernels_lock_add_variant(lock, "acme/pinned", VARIANTS[0], hash), 0);
+		assert_int_equal(kernels_lock_save(lock, path), 0);
+		kernels_lock_free(lock);
+		free(dir);
+	}
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", path, &o), 0);
+	assert_int_equal(answer(k), 200);
+	kernels_kernel_close(k);
+	free(path);
+	test_rmtree(W.cache);
+	free(W.cache);
+}
+
+static void test_malformed_lock_is_refused(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	char *path;
+	(void)state;
+
+	W.cache = test_mkdtemp("project-cache");
+	options(&o, &s);
+	assert_int_equal(asprintf(&path, "%s/broken.lock", W.tmp) > 0, 1);
+	assert_int_equal(test_write_file(path, "[{\"repo_id\": \"acme/pinned\", \"sha\": \"12", 41), 0);
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", path, &o), KERNELS_EPARSE);
+	assert_null(k);
+	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", W.cache), 0);
+	free(path);
+	test_rmtree(W.cache);
+	free(W.cache);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lock_download_and_load_offline),
+		cmocka_unit_test(test_get_locked_downloads_and_detects_tampering),
+		cmocka_unit_test(test_variant_hash_lock),
+		cmocka_unit_test(test_malformed_lock_is_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
