@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -694,6 +695,50 @@ static void test_hostile_listings(void **state)
 	}
 }
 
+/* Threads of one process share the connection pool and still exclude each
+ * other per blob (flock locks belong to each open file, not the process). */
+typedef struct {
+	env *e;
+	int rc;
+	char msg[512];
+} thread_arg;
+
+static void *thread_fetch(void *p)
+{
+	thread_arg *a = p;
+	kernels_options o;
+	const char *vs[1] = { V1 };
+	kernels_snapshot *s = NULL;
+
+	options(a->e, &o);
+	a->rc = kernels_download(&s, "org/k", a->e->commit, vs, 1, &o);
+	snprintf(a->msg, sizeof(a->msg), "%s", kernels_error_last());
+	kernels_snapshot_free(s);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	env *e = *state;
+	pthread_t th[6];
+	thread_arg args[6];
+	size_t i;
+
+	for (i = 0; i < 6; i++) {
+		args[i].e = e;
+		assert_int_equal(pthread_create(&th[i], NULL, thread_fetch, &args[i]), 0);
+	}
+	for (i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		if (args[i].rc)
+			print_error("thread %zu: %s\n", i, args[i].msg);
+		assert_int_equal(args[i].rc, 0);
+	}
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), (int)n_files - 2);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 1);
+	check_layout(e, "kernels--org--k", e->commit);
+}
+
 /* A folder link planted inside a snapshot (a shared cache, another user) must
  * not make libkernels write outside the cache. */
 static void test_planted_folder_link(void **state)
@@ -941,6 +986,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_hostile_listings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planted_folder_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sixteen_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_cache, setup, teardown),
 	};
