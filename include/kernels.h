@@ -20,5 +20,6 @@
 #include "kernels/lock.h"
 #include "kernels/get.h"
 #include "kernels/project.h"
+#include "kernels/wheel.h"
 
 #endif

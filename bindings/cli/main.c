@@ -1,26 +1,193 @@
 /* kernels: the command-line tool. A binding of the public API only. */
-#include <stdio.h>
+
+#include "cli.h"
+
+#include <stdlib.h>
 #include <string.h>
-#include <kernels.h>
+
+static int cmd_version(cli_ctx *ctx, const cli_command *cmd)
+{
+	(void)cmd;
+	if (ctx->json)
+		return cli_json_print(json_pack("{s:s,s:i}", "version", kernels_version(), "version_number",
+						kernels_version_number()));
+	printf("kernels %s\n", kernels_version());
+	return CLI_OK;
+}
+
+static const cli_opt download_opts[] = {
+	{ "all-variants", 0, NULL, "every build variant, not only the one for this system" },
+	{ NULL, 0, NULL, NULL }
+};
+static const cli_opt variants_opts[] = {
+	{ "revision", 0, "REV", "branch, tag, commit, major version N or PEP 440 spec (required)" },
+	{ NULL, 0, NULL, NULL }
+};
+static const cli_opt wheel_opts[] = {
+	{ "out", 'o', "DIR", "folder for the wheels (default: the current folder; created if missing)" },
+	{ "python-version", 0, "X.Y", "minimum Python the kernel was built for (default 3.9)" },
+	{ "manylinux-version", 0, "X.Y", "manylinux (glibc) version the kernel was built for (default 2.28)" },
+	{ "variant", 0, "NAME", "only these variants (a comma-separated list of names)" },
+	{ NULL, 0, NULL, NULL }
+};
+static const cli_opt rm_opts[] = {
+	{ "revision", 0, "REV", "remove only this snapshot: a commit id (or a prefix) or a name under refs/" },
+	{ "dry-run", 'n', NULL, "only list what would be removed" },
+	{ NULL, 0, NULL, NULL }
+};
+
+static const cli_command commands[] = {
+	{ "lock", "DIR", "Resolve [tool.kernels.dependencies] of DIR/pyproject.toml and write DIR/kernels.lock.",
+	  "The lock file is byte-identical to what the Python `kernels lock` writes.", NULL, 1, 1, cmd_lock },
+	{ "download", "DIR", "Download the kernels DIR/kernels.lock pins into the cache.",
+	  "By default only the variant that fits this system; each variant is checked against its lock hash.",
+	  download_opts, 1, 1, cmd_download },
+	{ "versions", "REPO", "List the versions (vN branches and vX.Y.Z tags) of a kernel repo.", NULL, NULL, 1, 1,
+	  cmd_versions },
+	{ "variants", "REPO", "Show how the build variants of REPO at --revision are resolved on this system.",
+	  "Every variant is listed as accepted or rejected with the reason; the chosen one is marked. Exit status "
+	  "1 when no variant fits.",
+	  variants_opts, 1, 1, cmd_variants },
+	{ "get", "REPO REVISION", "Fetch and load a kernel, and print what was chosen and where the time went.",
+	  NULL, NULL, 2, 2, cmd_get },
+	{ "verify", "[DIR]",
+	  "Check the cached kernels that DIR/kernels.lock pins (DIR defaults to the current folder).",
+	  "Each cached variant of each locked commit is checked against its metadata.json digest and, when the "
+	  "lock records one, its git_lfs_concat lock hash. Exit status 1 when anything fails or a locked kernel "
+	  "is not cached.",
+	  NULL, 0, 1, cmd_verify },
+	{ "to-wheel", "REPO VERSION", "Build one Python wheel per build variant of REPO at version VERSION.",
+	  "VERSION is a tag's version (0.1.0 for the tag v0.1.0) or a major version N (branch vN). Arch variants "
+	  "give {name}-{version}+torch{Mm}{backend}cxx{11|98}-cp39-abi3-manylinux_2_28_{cpu}.whl, noarch variants "
+	  "{name}-{version}-py39-none-any.whl.",
+	  wheel_opts, 2, 2, cmd_to_wheel },
+	{ "cache ls", "[REPO]", "List the kernels in the cache: repos, snapshots (commits), refs, variants and sizes.",
+	  NULL, NULL, 0, 1, cmd_cache_ls },
+	{ "cache rm", "REPO", "Remove a kernel repo (or one snapshot with --revision) from the cache.",
+	  "Only paths inside the cache root are removed; links are removed, never followed. Blobs no snapshot "
+	  "uses any more are removed too.",
+	  rm_opts, 1, 1, cmd_cache_rm },
+	{ "version", NULL, "Print the version of the tool and library.", NULL, NULL, 0, 0, cmd_version },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static int usage(FILE *out)
 {
-	fprintf(out, "usage: kernels <command> [options]\n\n"
-		     "commands:\n"
-		     "  version    print the library version\n");
-	return out == stdout ? 0 : 2;
+	size_t i;
+
+	fputs("usage: kernels [global options] <command> [arguments] [options]\n\n"
+	      "Fetch, lock, verify and package compute kernels from the Hugging Face Kernel Hub.\n\ncommands:\n",
+	      out);
+	for (i = 0; i < NCOMMANDS; i++) {
+		char left[64];
+		snprintf(left, sizeof(left), "%s%s%s", commands[i].name, commands[i].args ? " " : "",
+			 commands[i].args ? commands[i].args : "");
+		fprintf(out, "  %-24s %s\n", left, commands[i].summary);
+	}
+	fputs("\nglobal options (accepted before or after the command):\n", out);
+	cli_global_help(out);
+	fputs("\nRun 'kernels <command> --help' for a command's options.\n"
+	      "Exit status: 0 success, 1 failure (the library's message is on stderr; with --json also an\n"
+	      "{\"error\": {code, name, message}} object on stdout), 2 bad command line.\n",
+	      out);
+	return out == stdout ? CLI_OK : CLI_USAGE;
+}
+
+static void on_log(kernels_log_level level, const char *message, void *payload)
+{
+	const cli_ctx *ctx = payload;
+
+	if (ctx->quiet || (level == KERNELS_LOG_DEBUG && !ctx->verbose) || (level == KERNELS_LOG_INFO && !ctx->verbose))
+		return;
+	fprintf(stderr, "kernels: %s: %s\n", level == KERNELS_LOG_WARNING ? "warning" : "debug", message);
+}
+
+/* Whether global option `arg` (before the command) takes the next argv entry. */
+static int global_takes_value(const char *arg)
+{
+	int i;
+
+	if (strncmp(arg, "--", 2) || strchr(arg, '='))
+		return 0;
+	for (i = 0; cli_global_opts[i].name; i++)
+		if (!strcmp(arg + 2, cli_global_opts[i].name))
+			return cli_global_opts[i].arg != NULL;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return usage(stderr);
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
-		return usage(stdout);
-	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("kernels %s\n", kernels_version());
-		return 0;
+	static cli_ctx ctx;
+	const cli_command *cmd = NULL;
+	char **rest;
+	int i, nrest = 0, rc, at = -1, at2 = -1;
+	size_t k;
+
+	/* The command is the first argument that is neither an option nor the value of a global one. */
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help"))
+			return usage(stdout);
+		if (!strcmp(argv[i], "--version"))
+			argv[i] = "version";
+		if (argv[i][0] == '-') {
+			i += global_takes_value(argv[i]);
+			continue;
+		}
+		at = i;
+		break;
 	}
-	fprintf(stderr, "kernels: unknown command '%s'; run 'kernels --help'\n", argv[1]);
-	return 2;
+	if (at < 0)
+		return usage(stderr);
+	if (!strcmp(argv[at], "cache")) {
+		for (i = at + 1; i < argc; i++) {
+			if (argv[i][0] == '-') {
+				if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+					printf("usage: kernels cache ls [REPO] | kernels cache rm REPO [--revision REV]\n");
+					return CLI_OK;
+				}
+				i += global_takes_value(argv[i]);
+				continue;
+			}
+			at2 = i;
+			break;
+		}
+		if (at2 < 0) {
+			fputs("kernels: 'cache' needs a subcommand: ls or rm\nusage: kernels cache ls [REPO] | kernels "
+			      "cache rm REPO [--revision REV]\n",
+			      stderr);
+			return CLI_USAGE;
+		}
+		for (k = 0; k < NCOMMANDS; k++)
+			if (!strncmp(commands[k].name, "cache ", 6) && !strcmp(commands[k].name + 6, argv[at2]))
+				cmd = &commands[k];
+		if (!cmd) {
+			fprintf(stderr, "kernels: unknown command 'cache %s'; the cache commands are 'cache ls' and "
+					"'cache rm'\n", argv[at2]);
+			return CLI_USAGE;
+		}
+	} else {
+		for (k = 0; k < NCOMMANDS; k++)
+			if (!strcmp(commands[k].name, argv[at]))
+				cmd = &commands[k];
+		if (!cmd) {
+			fprintf(stderr, "kernels: unknown command '%s'; run 'kernels --help'\n", argv[at]);
+			return CLI_USAGE;
+		}
+	}
+
+	if (!(rest = calloc((size_t)argc, sizeof(*rest))))
+		return CLI_ERROR;
+	for (i = 1; i < argc; i++)
+		if (i != at && i != at2)
+			rest[nrest++] = argv[i];
+
+	kernels_options_init(&ctx.opts, KERNELS_OPTIONS_VERSION);
+	ctx.progress = -1;
+	ctx.opts.log_cb = on_log;
+	ctx.opts.log_payload = &ctx;
+	rc = cli_parse(&ctx, cmd, nrest, rest);
+	if (rc < 0)
+		rc = cmd->run(&ctx, cmd);
+	free(rest);
+	return rc;
 }

@@ -1,0 +1,96 @@
+/* kernels command-line tool: what the subcommand files share. The tool is a
+ * binding of the public API only (kernels.h); nothing from lib/ is used. */
+#ifndef KERNELS_CLI_H
+#define KERNELS_CLI_H
+
+#include <stdio.h>
+#include <jansson.h>
+#include <kernels.h>
+
+/* Exit codes (documented in kernels.1 and `kernels --help`). */
+#define CLI_OK 0
+#define CLI_ERROR 1 /* the library (or a check) failed: message on stderr */
+#define CLI_USAGE 2 /* bad command line */
+
+/* One option of a subcommand. `arg` is the value's name, NULL for a flag. */
+typedef struct {
+	const char *name;
+	char short_name;
+	const char *arg;
+	const char *help;
+} cli_opt;
+
+struct cli_ctx;
+
+/* One subcommand. */
+typedef struct cli_command {
+	const char *name;
+	const char *args;      /* "REPO REVISION" */
+	const char *summary;
+	const char *details;   /* extra help paragraph or NULL */
+	const cli_opt *opts;   /* terminated by a zero entry; may be NULL */
+	int min_pos, max_pos;
+	int (*run)(struct cli_ctx *, const struct cli_command *);
+} cli_command;
+
+#define CLI_MAX_POS 8
+#define CLI_MAX_OPTS 16
+
+typedef struct cli_ctx {
+	kernels_options opts;
+	int json, quiet, verbose, progress; /* progress: -1 auto, 0 off, 1 on */
+	const char *pos[CLI_MAX_POS];
+	int npos;
+	const char *val[CLI_MAX_OPTS]; /* per command option: its value, "1" for a set flag, NULL unset */
+} cli_ctx;
+
+/* Parses argv after the command name into ctx (global options included).
+ * Returns -1 when parsing succeeded, else the exit code (0 after --help). */
+int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv);
+void cli_command_help(FILE *out, const cli_command *cmd);
+void cli_global_help(FILE *out);
+extern const cli_opt cli_global_opts[];
+/* Index of option `name` in cmd->opts: ctx->val[cli_opt_index(...)]. */
+const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *name);
+int cli_usage_error(const cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A library failure: the message to stderr (and a JSON error object on
+ * stdout with --json). Returns CLI_ERROR. */
+int cli_fail(const cli_ctx *ctx, int code, const char *context);
+/* Prints `obj` (stolen) as indented JSON on stdout. */
+int cli_json_print(json_t *obj);
+/* json_string() that accepts NULL (-> null). */
+json_t *cli_jstr(const char *s);
+
+/* Progress reporting around one library call. */
+void cli_progress_begin(cli_ctx *ctx, const char *what);
+void cli_progress_end(cli_ctx *ctx);
+/* A status line on stderr (suppressed by --quiet). */
+void cli_note(const cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The cache root as the library resolves it (options, then environment).
+ * malloc'ed. */
+char *cli_cache_root(const cli_ctx *ctx);
+/* "{root}/kernels--org--name" when it exists, else the models-- one when
+ * that exists, else NULL. malloc'ed. */
+char *cli_repo_cache_dir(const cli_ctx *ctx, const char *repo_id);
+char *cli_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sorted names of the subfolders (or entries when dirs_only is 0) of dir. */
+char **cli_list_dir(const char *dir, int dirs_only, size_t *count);
+void cli_strings_free(char **v, size_t n);
+/* The bytes of the regular files under `dir` (links followed, counted by
+ * their target), and the number of files. */
+unsigned long long cli_tree_size(const char *dir, size_t *files, int follow_links);
+
+int cmd_lock(cli_ctx *, const cli_command *);
+int cmd_download(cli_ctx *, const cli_command *);
+int cmd_verify(cli_ctx *, const cli_command *);
+int cmd_versions(cli_ctx *, const cli_command *);
+int cmd_variants(cli_ctx *, const cli_command *);
+int cmd_get(cli_ctx *, const cli_command *);
+int cmd_to_wheel(cli_ctx *, const cli_command *);
+int cmd_cache(cli_ctx *, const cli_command *);
+int cmd_cache_ls(cli_ctx *, const cli_command *);
+int cmd_cache_rm(cli_ctx *, const cli_command *);
+
+#endif

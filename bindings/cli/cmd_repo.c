@@ -1,0 +1,267 @@
+/* kernels CLI: commands about one Hub repo: versions, variants, get, to-wheel. */
+
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int cmd_versions(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *repo = ctx->pos[0];
+	char **v = NULL;
+	size_t n = 0, i;
+	int rc;
+
+	(void)cmd;
+	if ((rc = kernels_versions_list(&v, &n, repo, &ctx->opts)))
+		return cli_fail(ctx, rc, repo);
+	if (ctx->json) {
+		json_t *arr = json_array();
+		for (i = 0; i < n; i++)
+			json_array_append_new(arr, json_string(v[i]));
+		kernels_strings_free(v, n);
+		return cli_json_print(json_pack("{s:s,s:o}", "repo_id", repo, "versions", arr));
+	}
+	for (i = 0; i < n; i++)
+		printf("%s\n", v[i]);
+	if (!n)
+		cli_note(ctx, "%s has no versions (no vN branches or vX.Y.Z tags)", repo);
+	kernels_strings_free(v, n);
+	return CLI_OK;
+}
+
+static char *system_line(cli_ctx *ctx)
+{
+	kernels_system *sys = NULL;
+	char *line;
+	size_t n;
+
+	if (kernels_system_detect(&sys, &ctx->opts))
+		return NULL;
+	n = kernels_system_format(sys, NULL, 0);
+	if ((line = malloc(n + 1)))
+		kernels_system_format(sys, line, n + 1);
+	kernels_system_free(sys);
+	return line;
+}
+
+int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *repo = ctx->pos[0], *rev = cli_value(ctx, cmd, "revision");
+	kernels_revision *r = NULL;
+	kernels_variant_trace *t = NULL;
+	const char *chosen;
+	char *sys;
+	size_t i, n;
+	int rc;
+
+	if (!rev || !*rev)
+		return cli_usage_error(cmd, "--revision is required (a branch, tag, commit, major version or spec)");
+	if (!(sys = system_line(ctx)))
+		return cli_fail(ctx, kernels_error_last_code(), "describing this system");
+	if ((rc = kernels_revision_resolve(&r, repo, rev, &ctx->opts)) ||
+	    (rc = kernels_get_variants(&t, repo, rev, &ctx->opts))) {
+		free(sys);
+		kernels_revision_free(r);
+		return cli_fail(ctx, rc, repo);
+	}
+	chosen = kernels_variant_trace_chosen(t);
+	n = kernels_variant_trace_count(t);
+	if (ctx->json) {
+		json_t *arr = json_array();
+		for (i = 0; i < n; i++) {
+			int acc = kernels_variant_trace_accepted(t, i) == 1, rank = kernels_variant_trace_rank(t, i);
+			json_array_append_new(arr, json_pack("{s:s,s:b,s:b,s:o,s:o,s:b}", "name",
+							     kernels_variant_trace_name(t, i), "accepted", acc, "valid",
+							     kernels_variant_trace_valid(t, i) == 1, "rank",
+							     rank >= 0 ? json_integer(rank) : json_null(), "reason",
+							     cli_jstr(kernels_variant_trace_reason(t, i)), "chosen",
+							     chosen && !strcmp(chosen, kernels_variant_trace_name(t, i))));
+		}
+		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o}", "repo_id", repo, "revision", rev, "commit",
+					      kernels_revision_commit(r), "ref", cli_jstr(kernels_revision_ref(r)),
+					      "system", sys, "chosen", cli_jstr(chosen), "variants", arr));
+	} else {
+		printf("repo:     %s\nrevision: %s (commit %s)\nsystem:   %s\n\n", repo, rev, kernels_revision_commit(r),
+		       sys);
+		for (i = 0; i < n; i++) {
+			const char *name = kernels_variant_trace_name(t, i);
+			int is_chosen = chosen && !strcmp(chosen, name);
+			if (kernels_variant_trace_accepted(t, i) == 1)
+				printf("%s %-44s accepted%s (rank %d)\n", is_chosen ? "*" : " ", name,
+				       is_chosen ? ", chosen" : "", kernels_variant_trace_rank(t, i));
+			else
+				printf("  %-44s rejected: %s\n", name, kernels_variant_trace_reason(t, i));
+		}
+		printf("\nchosen:   %s\n", chosen ? chosen : "(none: no variant fits this system)");
+		rc = CLI_OK;
+	}
+	if (!chosen && rc == CLI_OK) {
+		if (!ctx->quiet)
+			fprintf(stderr, "kernels: error: no variant of %s at %s fits this system (%s)\n", repo, rev, sys);
+		rc = CLI_ERROR;
+	}
+	free(sys);
+	kernels_variant_trace_free(t);
+	kernels_revision_free(r);
+	return rc;
+}
+
+int cmd_get(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *repo = ctx->pos[0], *rev = ctx->pos[1];
+	kernels_get_stats st;
+	kernels_kernel *k = NULL;
+	const kernels_metadata *m;
+	int rc;
+
+	(void)cmd;
+	memset(&st, 0, sizeof(st));
+	cli_progress_begin(ctx, "fetching");
+	rc = kernels_get_ext(&k, repo, rev, &ctx->opts, &st);
+	cli_progress_end(ctx);
+	if (rc)
+		return cli_fail(ctx, rc, repo);
+	m = kernels_kernel_metadata(k);
+	if (ctx->json) {
+		json_t *meta = m ? json_pack("{s:s,s:s,s:i,s:s,s:s}", "id", kernels_metadata_id(m), "name",
+					     kernels_metadata_name(m), "version", kernels_metadata_version(m), "license",
+					     kernels_metadata_license(m), "backend", kernels_metadata_backend(m))
+				 : json_null();
+		json_t *timings = json_pack("{s:f,s:f,s:f,s:f}", "resolve", st.resolve_ms, "select", st.select_ms,
+					    "download", st.download_ms, "load", st.load_ms);
+		json_t *dl = json_pack("{s:I,s:I,s:I,s:I,s:I}", "files", (json_int_t)st.download.files, "files_cached",
+				       (json_int_t)st.download.files_cached, "blobs_downloaded",
+				       (json_int_t)st.download.blobs_downloaded, "bytes_downloaded",
+				       (json_int_t)st.download.bytes_downloaded, "bytes_total",
+				       (json_int_t)st.download.bytes_total);
+		rc = cli_json_print(json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:o,s:o,s:b,s:b,s:o,s:o}", "repo_id",
+					      st.repo_id[0] ? st.repo_id : repo, "revision", rev, "commit",
+					      cli_jstr(kernels_kernel_commit(k)), "requested_repo_id", json_string(repo),
+					      "variant", kernels_kernel_variant(k), "path", kernels_kernel_path(k), "library",
+					      cli_jstr(kernels_kernel_library(k)), "metadata", meta, "from_cache",
+					      st.from_cache, "local", st.local, "timings_ms", timings, "download", dl));
+	} else {
+		printf("repo:      %s\n", st.repo_id[0] ? st.repo_id : repo);
+		if (st.repo_id[0] && strcmp(st.repo_id, repo))
+			printf("requested: %s (redirected)\n", repo);
+		printf("revision:  %s\ncommit:    %s\nvariant:   %s\npath:      %s\nlibrary:   %s\n", rev,
+		       kernels_kernel_commit(k) ? kernels_kernel_commit(k) : "(local)", kernels_kernel_variant(k),
+		       kernels_kernel_path(k), kernels_kernel_library(k) ? kernels_kernel_library(k) : "(noarch)");
+		if (m)
+			printf("id:        %s\nname:      %s\nversion:   %d\nbackend:   %s\nlicense:   %s\n",
+			       kernels_metadata_id(m), kernels_metadata_name(m), kernels_metadata_version(m),
+			       kernels_metadata_backend(m), kernels_metadata_license(m));
+		printf("cache:     %s\n", st.local ? "local tree" : st.from_cache ? "hit (nothing downloaded)" : "downloaded");
+		printf("downloaded: %zu of %zu files, %llu bytes\n", st.download.blobs_downloaded, st.download.files,
+		       st.download.bytes_downloaded);
+		printf("timings:   resolve %.1f ms, select %.1f ms, download %.1f ms, load %.1f ms\n", st.resolve_ms,
+		       st.select_ms, st.download_ms, st.load_ms);
+		rc = CLI_OK;
+	}
+	kernels_kernel_close(k);
+	return rc;
+}
+
+/* ---- to-wheel --------------------------------------------------------------- */
+
+static int in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	while (p && *p) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+		p = c ? c + 1 : NULL;
+	}
+	return 0;
+}
+
+int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *repo = ctx->pos[0], *version = ctx->pos[1];
+	const char *out = cli_value(ctx, cmd, "out"), *only = cli_value(ctx, cmd, "variant");
+	kernels_wheel_options wo = { KERNELS_WHEEL_OPTIONS_VERSION, cli_value(ctx, cmd, "python-version"),
+				     cli_value(ctx, cmd, "manylinux-version") };
+	const char *bare = version[0] == 'v' ? version + 1 : version;
+	kernels_revision *r = NULL;
+	kernels_snapshot *snap = NULL;
+	char **names = NULL, **picked = NULL, *rev, *probe = NULL;
+	size_t n = 0, np = 0, i;
+	json_t *wheels = json_array();
+	int rc;
+
+	if (!out)
+		out = ".";
+	/* Check the names before any network call: a bad VERSION is a usage error. */
+	if (kernels_wheel_filename(&probe, repo, bare, "torch-universal", &wo)) {
+		json_decref(wheels);
+		return cli_usage_error(cmd, "%s", kernels_error_last());
+	}
+	free(probe);
+	if (mkdir(out, 0777) && errno != EEXIST) {
+		json_decref(wheels);
+		fprintf(stderr, "kernels: error: cannot create %s: %s\n", out, strerror(errno));
+		return CLI_ERROR;
+	}
+	rev = cli_sprintf("v%s", bare);
+	if ((rc = kernels_revision_resolve(&r, repo, rev, &ctx->opts)) ||
+	    (rc = kernels_variants_list(&names, &n, repo, kernels_revision_commit(r), &ctx->opts)))
+		goto fail;
+	picked = calloc(n ? n : 1, sizeof(*picked));
+	for (i = 0; i < n; i++)
+		if (!only || in_list(only, names[i]))
+			picked[np++] = names[i];
+	if (!np) {
+		fprintf(stderr, "kernels: error: %s at %s has no variant%s%s\n", repo, rev, only ? " named " : "",
+			only ? only : "");
+		rc = KERNELS_ENOTFOUND;
+		goto done;
+	}
+	cli_progress_begin(ctx, "downloading");
+	rc = kernels_download(&snap, repo, kernels_revision_commit(r), (const char *const *)picked, np, &ctx->opts);
+	cli_progress_end(ctx);
+	if (rc)
+		goto fail;
+	for (i = 0; i < np; i++) {
+		char *dir = cli_sprintf("%s/build/%s", kernels_snapshot_path(snap), picked[i]), *path = NULL;
+		rc = kernels_wheel_write(&path, dir, repo, bare, picked[i], out, &wo);
+		free(dir);
+		if (rc) {
+			char *what = cli_sprintf("%s variant %s", repo, picked[i]);
+			cli_fail(ctx, rc, what);
+			free(what);
+			goto done;
+		}
+		if (!ctx->json)
+			printf("%s\n", path);
+		json_array_append_new(wheels, json_pack("{s:s,s:s,s:s}", "variant", picked[i], "path", path, "filename",
+							strrchr(path, '/') ? strrchr(path, '/') + 1 : path));
+		free(path);
+	}
+	if (ctx->json) {
+		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:O}", "repo_id", repo, "version", bare, "commit",
+					      kernels_revision_commit(r), "wheels", wheels));
+	} else {
+		cli_note(ctx, "wrote %zu wheel%s for %s %s", np, np == 1 ? "" : "s", repo, bare);
+		rc = CLI_OK;
+	}
+	goto done;
+fail:
+	rc = cli_fail(ctx, rc, repo);
+done:
+	if (rc < 0)
+		rc = CLI_ERROR;
+	json_decref(wheels);
+	free(picked);
+	free(rev);
+	kernels_variants_free(names, n);
+	kernels_snapshot_free(snap);
+	kernels_revision_free(r);
+	return rc;
+}

@@ -1,0 +1,535 @@
+/* kernels CLI: option parsing, output, progress, cache paths. */
+
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- options ---------------------------------------------------------------- */
+
+const cli_opt cli_global_opts[] = {
+	{ "endpoint", 0, "URL", "Hub URL (default: $HF_ENDPOINT, else https://huggingface.co)" },
+	{ "cache-dir", 0, "DIR", "cache folder (default: $KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub)" },
+	{ "offline", 0, NULL, "make no network call: use only the cache (like HF_HUB_OFFLINE=1)" },
+	{ "trust-remote-code", 0, NULL, "load kernels whose publisher the Hub does not mark as trusted" },
+	{ "trusted-orgs", 0, "ORGS", "comma-separated organisations to trust without asking the Hub" },
+	{ "timeout", 0, "MS", "per-request connect/stall timeout in milliseconds (default 30000)" },
+	{ "retries", 0, "N", "retries on connection errors, 5xx and 429 (default 5)" },
+	{ "max-parallel", 0, "N", "concurrent transfers (default 8)" },
+	{ "backend", 0, "NAME", "resolve variants for this backend: cpu, cuda, rocm, xpu, metal, ..." },
+	{ "backend-version", 0, "X.Y", "the backend's version, e.g. 12.8 for CUDA" },
+	{ "torch", 0, "VERSION", "resolve for this torch version (\"2.11\"), or \"none\"" },
+	{ "cxx11-abi", 0, "0|1", "the torch C++ ABI to resolve for" },
+	{ "tvm-ffi", 0, "VERSION", "resolve for this tvm-ffi version (\"0.1\"), or \"none\"" },
+	{ "gpu-archs", 0, "LIST", "GPU compute capabilities (\"9.0,8.6\"), or \"none\"" },
+	{ "json", 0, NULL, "print the result as JSON on stdout (for scripts)" },
+	{ "quiet", 'q', NULL, "no progress, notes or warnings on stderr" },
+	{ "verbose", 'v', NULL, "also print the library's debug messages" },
+	{ "progress", 0, NULL, "draw a progress bar even when stderr is not a terminal" },
+	{ "no-progress", 0, NULL, "never draw a progress bar (plain lines only)" },
+	{ NULL, 0, NULL, NULL }
+};
+
+/* System overrides go through the environment variables the library itself
+ * parses and validates (include/kernels/system.h), so both agree exactly. */
+static const char *const global_env[][2] = {
+	{ "backend", "KERNELS_BACKEND" },     { "backend-version", "KERNELS_BACKEND_VERSION" },
+	{ "torch", "KERNELS_TORCH_VERSION" }, { "cxx11-abi", "KERNELS_CXX11_ABI" },
+	{ "tvm-ffi", "KERNELS_TVM_FFI_VERSION" }, { "gpu-archs", "KERNELS_GPU_ARCHS" },
+};
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, const char *value)
+{
+	long n;
+	size_t i;
+
+	if (!strcmp(name, "endpoint"))
+		ctx->opts.endpoint = value;
+	else if (!strcmp(name, "cache-dir"))
+		ctx->opts.cache_dir = value;
+	else if (!strcmp(name, "offline"))
+		ctx->opts.offline = 1;
+	else if (!strcmp(name, "trust-remote-code"))
+		ctx->opts.trust_remote_code = 1;
+	else if (!strcmp(name, "trusted-orgs"))
+		ctx->opts.trusted_orgs = value;
+	else if (!strcmp(name, "timeout")) {
+		if (parse_long(value, 1, 86400000, &n))
+			return cli_usage_error(cmd, "--timeout wants milliseconds (1 to 86400000), not '%s'", value);
+		ctx->opts.timeout_ms = n;
+	} else if (!strcmp(name, "retries")) {
+		if (parse_long(value, 0, 100, &n))
+			return cli_usage_error(cmd, "--retries wants a number from 0 to 100, not '%s'", value);
+		ctx->opts.max_retries = (int)n;
+	} else if (!strcmp(name, "max-parallel")) {
+		if (parse_long(value, 1, 256, &n))
+			return cli_usage_error(cmd, "--max-parallel wants a number from 1 to 256, not '%s'", value);
+		ctx->opts.max_parallel = (int)n;
+	} else if (!strcmp(name, "json"))
+		ctx->json = 1;
+	else if (!strcmp(name, "quiet"))
+		ctx->quiet = 1;
+	else if (!strcmp(name, "verbose"))
+		ctx->verbose = 1;
+	else if (!strcmp(name, "progress"))
+		ctx->progress = 1;
+	else if (!strcmp(name, "no-progress"))
+		ctx->progress = 0;
+	else {
+		for (i = 0; i < sizeof(global_env) / sizeof(global_env[0]); i++)
+			if (!strcmp(name, global_env[i][0])) {
+				if (!*value)
+					return cli_usage_error(cmd, "--%s wants a value", name);
+				setenv(global_env[i][1], value, 1);
+				return -1;
+			}
+	}
+	return -1;
+}
+
+static const cli_opt *find_opt(const cli_opt *opts, const char *name, size_t len, char short_name, int *index)
+{
+	int i;
+
+	for (i = 0; opts && opts[i].name; i++) {
+		if (short_name ? opts[i].short_name == short_name
+			       : strlen(opts[i].name) == len && !strncmp(opts[i].name, name, len)) {
+			*index = i;
+			return &opts[i];
+		}
+	}
+	return NULL;
+}
+
+int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("kernels: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd)
+		fprintf(stderr, "\nusage: kernels %s%s%s [options]\nrun 'kernels %s --help' for the options\n", cmd->name,
+			cmd->args ? " " : "", cmd->args ? cmd->args : "", cmd->name);
+	else
+		fputs("\nrun 'kernels --help' for the commands\n", stderr);
+	return CLI_USAGE;
+}
+
+static void opt_lines(FILE *out, const cli_opt *opts)
+{
+	int i;
+	for (i = 0; opts && opts[i].name; i++) {
+		char left[64];
+		if (opts[i].short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", opts[i].short_name, opts[i].name,
+				 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+				 opts[i].arg ? opts[i].arg : "");
+		fprintf(out, "  %-28s %s\n", left, opts[i].help);
+	}
+}
+
+void cli_global_help(FILE *out)
+{
+	opt_lines(out, cli_global_opts);
+}
+
+void cli_command_help(FILE *out, const cli_command *cmd)
+{
+	fprintf(out, "usage: kernels %s%s%s [options]\n\n%s\n", cmd->name, cmd->args ? " " : "",
+		cmd->args ? cmd->args : "", cmd->summary);
+	if (cmd->details)
+		fprintf(out, "\n%s\n", cmd->details);
+	if (cmd->opts && cmd->opts[0].name) {
+		fputs("\noptions:\n", out);
+		opt_lines(out, cmd->opts);
+	}
+	fputs("  -h, --help                   show this help\n\nglobal options:\n", out);
+	opt_lines(out, cli_global_opts);
+	fputs("\nexit status: 0 success, 1 failure (the message is on stderr), 2 bad command line\n", out);
+}
+
+int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
+{
+	int i, rc, only_pos = 0;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i], *value = NULL, *name, *eq;
+		const cli_opt *o;
+		int idx, global = 0;
+		size_t len;
+
+		if (only_pos || a[0] != '-' || !a[1]) {
+			if (ctx->npos >= cmd->max_pos || ctx->npos >= CLI_MAX_POS)
+				return cli_usage_error(cmd, "unexpected argument '%s'", a);
+			ctx->pos[ctx->npos++] = a;
+			continue;
+		}
+		if (!strcmp(a, "--")) {
+			only_pos = 1;
+			continue;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			cli_command_help(stdout, cmd);
+			return CLI_OK;
+		}
+		if (a[1] == '-') {
+			name = a + 2;
+			eq = strchr(name, '=');
+			len = eq ? (size_t)(eq - name) : strlen(name);
+			if (eq)
+				value = eq + 1;
+			o = find_opt(cmd->opts, name, len, 0, &idx);
+			if (!o && (o = find_opt(cli_global_opts, name, len, 0, &idx)))
+				global = 1;
+		} else {
+			if (a[2])
+				return cli_usage_error(cmd, "unknown option '%s' (short options stand alone)", a);
+			o = find_opt(cmd->opts, NULL, 0, a[1], &idx);
+			if (!o && (o = find_opt(cli_global_opts, NULL, 0, a[1], &idx)))
+				global = 1;
+		}
+		if (!o)
+			return cli_usage_error(cmd, "unknown option '%s'", a);
+		if (o->arg && !value) {
+			if (i + 1 >= argc)
+				return cli_usage_error(cmd, "option --%s needs a value (%s)", o->name, o->arg);
+			value = argv[++i];
+		} else if (!o->arg && value) {
+			return cli_usage_error(cmd, "option --%s takes no value", o->name);
+		}
+		if (global) {
+			if ((rc = apply_global(ctx, cmd, o->name, value ? value : "1")) >= 0)
+				return rc;
+		} else {
+			ctx->val[idx] = value ? value : "1";
+		}
+	}
+	if (ctx->npos < cmd->min_pos)
+		return cli_usage_error(cmd, "missing argument%s: %s", cmd->min_pos - ctx->npos > 1 ? "s" : "", cmd->args);
+	return -1;
+}
+
+const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *name)
+{
+	int idx;
+	if (!find_opt(cmd->opts, name, strlen(name), 0, &idx))
+		return NULL;
+	return ctx->val[idx];
+}
+
+/* ---- output ----------------------------------------------------------------- */
+
+json_t *cli_jstr(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+int cli_json_print(json_t *obj)
+{
+	int rc = json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	json_decref(obj);
+	fputc('\n', stdout);
+	fflush(stdout);
+	return rc ? CLI_ERROR : CLI_OK;
+}
+
+int cli_fail(const cli_ctx *ctx, int code, const char *context)
+{
+	const char *msg = kernels_error_last();
+
+	fprintf(stderr, "kernels: error: %s%s%s\n", context ? context : "", context ? ": " : "", msg);
+	if (ctx && ctx->json) {
+		json_t *o = json_pack("{s:{s:i,s:s,s:s}}", "error", "code", code, "name", kernels_strerror(code),
+				      "message", msg);
+		cli_json_print(o);
+	}
+	return CLI_ERROR;
+}
+
+void cli_note(const cli_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx->quiet)
+		return;
+	fputs("kernels: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+char *cli_sprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		fputs("kernels: error: out of memory\n", stderr);
+		exit(CLI_ERROR);
+	}
+	return s;
+}
+
+/* ---- progress ------------------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;
+	int bar;            /* 1: redraw a bar on stderr; 0: plain lines */
+	int drawn;
+	double last_draw;
+	char **done;        /* plain mode: paths already reported */
+	size_t ndone;
+	const char *what;
+} progress = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, NULL, 0, NULL };
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void human(unsigned long long n, char *out, size_t size)
+{
+	if (n >= 1024ULL * 1024 * 1024)
+		snprintf(out, size, "%.1f GiB", (double)n / (1024.0 * 1024 * 1024));
+	else if (n >= 1024 * 1024)
+		snprintf(out, size, "%.1f MiB", (double)n / (1024.0 * 1024));
+	else if (n >= 1024)
+		snprintf(out, size, "%.1f KiB", (double)n / 1024.0);
+	else
+		snprintf(out, size, "%llu B", n);
+}
+
+static int on_progress(const char *path, size_t file_done, size_t file_total, size_t all_done, size_t all_total,
+		       void *payload)
+{
+	(void)payload;
+	pthread_mutex_lock(&progress.lock);
+	if (progress.bar) {
+		double t = now_s();
+		if (t - progress.last_draw >= 0.1 || all_done == all_total) {
+			char a[32], b[32], bar[31];
+			int pct = all_total ? (int)((double)all_done * 100.0 / (double)all_total) : 100, i;
+			const char *base = path ? strrchr(path, '/') : NULL;
+			for (i = 0; i < 30; i++)
+				bar[i] = i < pct * 30 / 100 ? '#' : '.';
+			bar[30] = '\0';
+			human(all_done, a, sizeof(a));
+			human(all_total, b, sizeof(b));
+			fprintf(stderr, "\r\033[K%s [%s] %3d%% %s / %s  %.40s", progress.what ? progress.what : "downloading",
+				bar, pct, a, b, base ? base + 1 : path ? path : "");
+			fflush(stderr);
+			progress.drawn = 1;
+			progress.last_draw = t;
+		}
+	} else if (path && file_done == file_total) {
+		size_t i;
+		for (i = 0; i < progress.ndone; i++)
+			if (!strcmp(progress.done[i], path))
+				break;
+		if (i == progress.ndone) {
+			char **v = realloc(progress.done, (progress.ndone + 1) * sizeof(*v));
+			if (v) {
+				progress.done = v;
+				if ((v[progress.ndone] = strdup(path)))
+					progress.ndone++;
+			}
+			fprintf(stderr, "kernels: downloaded %s (%zu bytes)\n", path, file_total);
+		}
+	}
+	pthread_mutex_unlock(&progress.lock);
+	return 0;
+}
+
+void cli_progress_begin(cli_ctx *ctx, const char *what)
+{
+	ctx->opts.progress_cb = NULL;
+	if (ctx->quiet)
+		return;
+	progress.bar = ctx->progress == 1 || (ctx->progress == -1 && isatty(STDERR_FILENO));
+	progress.drawn = 0;
+	progress.last_draw = 0;
+	progress.what = what;
+	ctx->opts.progress_cb = on_progress;
+	ctx->opts.progress_payload = NULL;
+}
+
+void cli_progress_end(cli_ctx *ctx)
+{
+	size_t i;
+
+	pthread_mutex_lock(&progress.lock);
+	if (progress.drawn)
+		fputs("\n", stderr);
+	progress.drawn = 0;
+	for (i = 0; i < progress.ndone; i++)
+		free(progress.done[i]);
+	free(progress.done);
+	progress.done = NULL;
+	progress.ndone = 0;
+	pthread_mutex_unlock(&progress.lock);
+	ctx->opts.progress_cb = NULL;
+}
+
+/* ---- the cache ---------------------------------------------------------------- */
+
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+/* The order of SPEC section 3 and include/kernels/download.h. */
+char *cli_cache_root(const cli_ctx *ctx)
+{
+	const char *v;
+
+	if (ctx->opts.cache_dir && *ctx->opts.cache_dir)
+		return cli_sprintf("%s", ctx->opts.cache_dir);
+	if ((v = env_nonempty("KERNELS_CACHE")) || (v = env_nonempty("HF_HUB_CACHE")))
+		return cli_sprintf("%s", v);
+	if ((v = env_nonempty("HF_HOME")))
+		return cli_sprintf("%s/hub", v);
+	if ((v = env_nonempty("XDG_CACHE_HOME")))
+		return cli_sprintf("%s/huggingface/hub", v);
+	return cli_sprintf("%s/.cache/huggingface/hub", env_nonempty("HOME") ? getenv("HOME") : "/tmp");
+}
+
+char *cli_repo_cache_dir(const cli_ctx *ctx, const char *repo_id)
+{
+	const char *slash = strchr(repo_id, '/');
+	char *root = cli_cache_root(ctx), *dir;
+	struct stat st;
+	int i;
+
+	if (!slash) {
+		free(root);
+		return NULL;
+	}
+	for (i = 0; i < 2; i++) {
+		dir = cli_sprintf("%s/%s--%.*s--%s", root, i ? "models" : "kernels", (int)(slash - repo_id), repo_id,
+				  slash + 1);
+		if (!lstat(dir, &st) && S_ISDIR(st.st_mode)) {
+			free(root);
+			return dir;
+		}
+		free(dir);
+	}
+	free(root);
+	return NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **cli_list_dir(const char *dir, int dirs_only, size_t *count)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **v = NULL;
+	size_t n = 0;
+
+	*count = 0;
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		struct stat st;
+		char *p;
+		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+			continue;
+		p = cli_sprintf("%s/%s", dir, de->d_name);
+		if (dirs_only && (lstat(p, &st) || !S_ISDIR(st.st_mode))) {
+			free(p);
+			continue;
+		}
+		free(p);
+		char **nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv)
+			break;
+		v = nv;
+		v[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
+	*count = n;
+	return v;
+}
+
+void cli_strings_free(char **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static unsigned long long tree_size(const char *dir, size_t *files, int follow, int depth)
+{
+	unsigned long long total = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (depth > 64 || !(d = opendir(dir)))
+		return 0;
+	while ((de = readdir(d))) {
+		struct stat st;
+		char *p;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		p = cli_sprintf("%s/%s", dir, de->d_name);
+		if (!lstat(p, &st)) {
+			if (S_ISDIR(st.st_mode)) {
+				total += tree_size(p, files, follow, depth + 1);
+			} else if (S_ISLNK(st.st_mode) && follow && !stat(p, &st) && S_ISREG(st.st_mode)) {
+				total += (unsigned long long)st.st_size;
+				(*files)++;
+			} else if (S_ISREG(st.st_mode)) {
+				total += (unsigned long long)st.st_size;
+				(*files)++;
+			}
+		}
+		free(p);
+	}
+	closedir(d);
+	return total;
+}
+
+unsigned long long cli_tree_size(const char *dir, size_t *files, int follow_links)
+{
+	size_t dummy = 0;
+	return tree_size(dir, files ? files : &dummy, follow_links, 0);
+}
