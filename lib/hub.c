@@ -35,7 +35,7 @@ static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 static pthread_mutex_t ua_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *ua_extra;
 static char ua_os[64], ua_cpu[64];
-static long backoff_base_ms = 250;
+static _Atomic long backoff_base_ms = 250; /* a test hook may change it */
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *payload)
 {
