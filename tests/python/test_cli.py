@@ -1,0 +1,327 @@
+"""Helpers for the `kernels` command-line tool tests: the binary, test
+variants compiled at test time (a tiny C shared object + Python files +
+metadata.json from tests/data/variants/make_metadata.py), publishing them to
+the local Hub, and running the tool against it."""
+
+import hashlib
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+
+SOURCE_DIR = os.environ.get("KERNELS_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+)
+BINARY_DIR = os.environ.get("KERNELS_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
+CLI = os.path.join(BINARY_DIR, "bindings", "cli", "kernels")
+MAKE_METADATA = os.path.join(SOURCE_DIR, "tests", "data", "variants", "make_metadata.py")
+
+ARCH = platform.machine()
+CPU211 = f"torch211-cxx11-cpu-{ARCH}-linux"
+CPU29 = f"torch29-cxx11-cpu-{ARCH}-linux"
+CU130 = f"torch211-cxx11-cu130-{ARCH}-linux"
+UNIVERSAL = "torch-universal"
+
+# The system the tool resolves for: torch 2.11 (cxx11), cpu, no GPU.
+SYSTEM_ENV = {
+    "KERNELS_TORCH_VERSION": "2.11",
+    "KERNELS_CXX11_ABI": "1",
+    "KERNELS_BACKEND": "cpu",
+    "KERNELS_GPU_ARCHS": "none",
+}
+
+
+def closed_port_endpoint():
+    """An endpoint on a port nobody listens on: the Hub is down."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def build_variant(folder, pkg, answer, native=True, layout="current"):
+    """A variant folder. layout "current": the package is the folder itself
+    (__init__.py at the top) plus a {pkg}/ compatibility shim; "seed": the
+    package is {pkg}/ only. With native, a C module answering `answer`."""
+    os.makedirs(folder, exist_ok=True)
+    pkgdir = folder if layout == "current" else os.path.join(folder, pkg)
+    os.makedirs(pkgdir, exist_ok=True)
+    so_name = f"_{pkg}_{answer}.abi3.so"
+    if native:
+        src = os.path.join(folder, "k.c.src")
+        with open(src, "w") as f:
+            f.write(f"int kernel_answer(void) {{ return {answer}; }}\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-x", "c", "-o", os.path.join(pkgdir, so_name), src], check=True)
+        os.remove(src)
+        init = (
+            "import ctypes, os\n"
+            f"_lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(__file__)), {so_name!r}))\n"
+            "def answer():\n    return _lib.kernel_answer()\n"
+        )
+    else:
+        init = f"def answer():\n    return {answer}\n"
+    with open(os.path.join(pkgdir, "__init__.py"), "w") as f:
+        f.write(init)
+    with open(os.path.join(pkgdir, "_ops.py"), "w") as f:
+        f.write(f"ops = {answer!r}\n")
+    if layout == "current":
+        os.makedirs(os.path.join(folder, pkg), exist_ok=True)
+        with open(os.path.join(folder, pkg, "__init__.py"), "w") as f:
+            f.write("# compatibility shim: loads the package one folder up\nfrom .. import *\n")
+    subprocess.run(
+        [sys.executable, MAKE_METADATA, folder, "--name", pkg, "--id", f"_{pkg}_{answer}", "--backend", "cpu"],
+        check=True,
+    )
+    return folder
+
+
+def tree_files(folder, prefix):
+    """{repo path: bytes} of every file under folder."""
+    out = {}
+    for root, _, names in os.walk(folder):
+        for n in names:
+            p = os.path.join(root, n)
+            rel = os.path.relpath(p, folder).replace(os.sep, "/")
+            with open(p, "rb") as f:
+                out[f"{prefix}/{rel}"] = (f.read(), os.access(p, os.X_OK))
+    return out
+
+
+def publish_kernel(hub, tmp, repo="org/k", variants=(CPU211, CPU29, CU130), answer=1, tags=("v1.0.0",),
+                   branches=("main", "v1"), layout="current", universal=False, trusted=True):
+    """Publishes one commit of `repo` with the given variants; returns (commit, files)."""
+    pkg = repo.split("/")[1].replace("-", "_")
+    files = {}
+    for i, v in enumerate(variants):
+        d = build_variant(os.path.join(tmp, f"src-{answer}", v), pkg, answer * 100 + i, layout=layout)
+        files.update(tree_files(d, f"build/{v}"))
+    if universal:
+        d = build_variant(os.path.join(tmp, f"src-{answer}", UNIVERSAL), pkg, answer * 100 + 99, native=False,
+                          layout=layout)
+        files.update(tree_files(d, f"build/{UNIVERSAL}"))
+    files["README.md"] = (b"test kernel\n", False)
+    commit = hub.publish(repo, files=files, tags=list(tags), branches=list(branches))
+    if trusted:
+        hub.publish(None, org=repo.split("/")[0], trusted=True)
+    return commit, files
+
+
+def git_blob_sha1(data):
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def lfs_concat_hash(files, variant):
+    """git_lfs_concat (SPEC section 6) of build/{variant} from published bytes (no LFS files here)."""
+    prefix = f"build/{variant}/"
+    pairs = sorted(
+        (p[len(prefix):].encode(), bytes.fromhex(git_blob_sha1(data)))
+        for p, (data, _) in files.items()
+        if p.startswith(prefix) and not p.endswith(".pyc") and "__pycache__" not in p
+    )
+    h = hashlib.sha256()
+    for path, digest in pairs:
+        h.update(path)
+        h.update(digest)
+    return "sha256-" + h.hexdigest()
+
+
+class Cli:
+    """Runs the tool with a fresh cache against a hub (or a dead endpoint)."""
+
+    def __init__(self, hub, cache, endpoint=None, extra_env=None):
+        self.cache = str(cache)
+        env = dict(os.environ)
+        env.update(
+            {
+                "HF_ENDPOINT": endpoint or (hub.endpoint if hub else closed_port_endpoint()),
+                "HF_HUB_CACHE": self.cache,
+                "HF_HUB_OFFLINE": "",
+                "HF_TOKEN": "",
+                "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+            }
+        )
+        for k in ("KERNELS_CACHE", "LOCAL_KERNELS"):
+            env.pop(k, None)
+        env.update(SYSTEM_ENV)
+        env.update(extra_env or {})
+        self.env = env
+
+    def run(self, *args, check=None, timeout=120, input=None):
+        p = subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True, timeout=timeout, input=input)
+        if check is not None:
+            assert p.returncode == check, f"kernels {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}"
+        return p
+
+    def json(self, *args, check=0, **kw):
+        p = self.run(*args, "--json", check=check, **kw)
+        return json.loads(p.stdout)
+
+
+# ---- the tool itself --------------------------------------------------------
+
+import pytest  # noqa: E402
+
+COMMANDS = ["lock", "download", "versions", "variants", "get", "verify", "to-wheel", "cache ls", "cache rm", "version"]
+
+
+def test_help_lists_every_command(tmp_path):
+    cli = Cli(None, tmp_path)
+    p = cli.run("--help", check=0)
+    for c in COMMANDS:
+        assert f"\n  {c}" in p.stdout, c
+    assert "exit status" in p.stdout.lower()
+    for c in COMMANDS:
+        p = cli.run(*c.split(), "--help", check=0)
+        assert p.stdout.startswith(f"usage: kernels {c}"), p.stdout
+        assert "--json" in p.stdout and "exit status" in p.stdout
+
+
+def test_usage_errors_exit_2(tmp_path):
+    cli = Cli(None, tmp_path)
+    assert cli.run().returncode == 2
+    assert "unknown command" in cli.run("frobnicate", check=2).stderr
+    assert "unknown option" in cli.run("versions", "org/k", "--frobnicate", check=2).stderr
+    assert "missing argument" in cli.run("get", "org/k", check=2).stderr
+    assert "unexpected argument" in cli.run("versions", "org/k", "extra", check=2).stderr
+    assert "needs a value" in cli.run("versions", "org/k", "--endpoint", check=2).stderr
+    assert "--timeout" in cli.run("versions", "org/k", "--timeout", "soon", check=2).stderr
+    assert cli.run("cache", check=2).returncode == 2
+    assert "cache frob" in cli.run("cache", "frob", check=2).stderr
+    assert "takes no value" in cli.run("versions", "org/k", "--json=yes", check=2).stderr
+
+
+def test_version(tmp_path):
+    cli = Cli(None, tmp_path)
+    out = cli.run("version", check=0).stdout
+    assert out.startswith("kernels ") and out.split()[1].count(".") == 2
+    j = cli.json("version")
+    assert j["version"] == out.split()[1]
+    assert cli.run("--version", check=0).stdout == out
+    assert cli.run("version", "extra", check=2).returncode == 2
+
+
+# ---- versions -----------------------------------------------------------------
+
+
+def test_versions(hub, tmp_path):
+    publish_kernel(hub, tmp_path, tags=("v1.0.0", "v1.1.0", "not-a-version"), branches=("main", "v1", "v2"))
+    cli = Cli(hub, tmp_path / "cache")
+    out = cli.run("versions", "org/k", check=0).stdout.split()
+    assert out == ["v1", "v1.0.0", "v1.1.0", "v2"]
+    j = cli.json("versions", "org/k")
+    assert j == {"repo_id": "org/k", "versions": out}
+
+
+def test_versions_bad_arguments(hub, tmp_path):
+    cli = Cli(hub, tmp_path / "cache")
+    assert cli.run("versions", check=2).returncode == 2
+    p = cli.run("versions", "not a repo", check=1)
+    assert "kernels: error:" in p.stderr
+    p = cli.run("versions", "org/missing", "--json", check=1)
+    err = json.loads(p.stdout)["error"]
+    assert err["code"] < 0 and "org/missing" in err["message"]
+
+
+def test_versions_hub_down(tmp_path):
+    cli = Cli(None, tmp_path / "cache")
+    p = cli.run("versions", "org/k", "--retries", "0", check=1)
+    assert "cannot be reached" in p.stderr
+
+
+# ---- variants -----------------------------------------------------------------
+
+
+def test_variants_trace(hub, tmp_path):
+    commit, _ = publish_kernel(hub, tmp_path, universal=True)
+    cli = Cli(hub, tmp_path / "cache")
+    j = cli.json("variants", "org/k", "--revision", "v1")
+    assert j["commit"] == commit and j["chosen"] == CPU211
+    by = {v["name"]: v for v in j["variants"]}
+    assert set(by) == {CPU211, CPU29, CU130, UNIVERSAL}
+    assert by[CPU211]["accepted"] and by[CPU211]["chosen"] and by[CPU211]["rank"] == 0
+    assert by[UNIVERSAL]["accepted"] and by[UNIVERSAL]["rank"] > 0 and not by[UNIVERSAL]["chosen"]
+    for v in (CPU29, CU130):
+        assert not by[v]["accepted"] and by[v]["reason"] and by[v]["rank"] is None
+    text = cli.run("variants", "org/k", "--revision", "v1", check=0).stdout
+    assert f"* {CPU211}" in text and "rejected:" in text and f"chosen:   {CPU211}" in text
+    # Another system, another choice: the overrides reach the library.
+    j = cli.json("variants", "org/k", "--revision", "main", "--torch", "2.9")
+    assert j["chosen"] == CPU29
+
+
+def test_variants_none_fits_exit_1(hub, tmp_path):
+    publish_kernel(hub, tmp_path, variants=(CU130,))
+    cli = Cli(hub, tmp_path / "cache")
+    p = cli.run("variants", "org/k", "--revision", "main", "--json", check=1)
+    j = json.loads(p.stdout)
+    assert j["chosen"] is None and j["variants"][0]["accepted"] is False
+    assert "fits" in p.stderr
+
+
+def test_variants_bad_arguments(hub, tmp_path):
+    publish_kernel(hub, tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    assert "--revision is required" in cli.run("variants", "org/k", check=2).stderr
+    assert cli.run("variants", "org/k", "--revision", "nope", check=1).returncode == 1
+    assert cli.run("variants", "org/k", "--revision", "main", "--torch", "banana", check=1).returncode == 1
+
+
+def test_variants_hub_down(tmp_path):
+    cli = Cli(None, tmp_path / "cache")
+    p = cli.run("variants", "org/k", "--revision", "main", "--retries", "0", check=1)
+    assert "cannot be reached" in p.stderr
+
+
+# ---- get ------------------------------------------------------------------------
+
+
+def test_get(hub, tmp_path):
+    commit, _ = publish_kernel(hub, tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    j = cli.json("get", "org/k", "v1")
+    assert j["repo_id"] == "org/k" and j["commit"] == commit and j["variant"] == CPU211
+    assert j["path"].endswith(f"/snapshots/{commit}/build/{CPU211}") or os.path.isdir(j["path"])
+    assert j["library"] and j["library"].endswith(".so")
+    assert j["metadata"]["id"] == "_k_100" and j["metadata"]["name"] == "k" and j["metadata"]["version"] == 1
+    assert j["from_cache"] is False and j["download"]["bytes_downloaded"] > 0
+    assert set(j["timings_ms"]) == {"resolve", "select", "download", "load"}
+    hub.log_clear()
+    j2 = cli.json("get", "org/k", commit[:7])
+    assert j2["from_cache"] is True and j2["commit"] == commit
+    assert hub.count(path="/resolve/") == 0
+    text = cli.run("get", "org/k", "v1", check=0).stdout
+    assert f"variant:   {CPU211}" in text and "timings:" in text and f"commit:    {commit}" in text
+    # Offline from the cache, and plain progress lines when stderr is not a terminal.
+    assert cli.json("get", "org/k", "v1", "--offline")["commit"] == commit
+    p = Cli(hub, tmp_path / "cache2").run("get", "org/k", "v1", check=0)
+    assert "kernels: downloaded build/" in p.stderr and "\r" not in p.stderr
+
+
+def test_get_untrusted_needs_flag(hub, tmp_path):
+    publish_kernel(hub, tmp_path, repo="stranger/k", trusted=False)
+    hub.publish(None, org="stranger", trusted=False)
+    cli = Cli(hub, tmp_path / "cache")
+    assert cli.run("get", "stranger/k", "v1", check=1).returncode == 1
+    assert cli.json("get", "stranger/k", "v1", "--trust-remote-code")["variant"] == CPU211
+
+
+def test_get_bad_arguments(hub, tmp_path):
+    publish_kernel(hub, tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    assert cli.run("get", "org/k", check=2).returncode == 2
+    p = cli.run("get", "org/k", "v9.9.9", check=1)
+    assert "v9.9.9" in p.stderr
+    assert cli.run("get", "org/k", "", check=1).returncode == 1
+
+
+def test_get_hub_down(tmp_path):
+    cli = Cli(None, tmp_path / "cache")
+    p = cli.run("get", "org/k", "v1", "--retries", "0", check=1)
+    assert "trust" in p.stderr  # the publisher check cannot ask the Hub
+    p = cli.run("get", "org/k", "v1", "--retries", "0", "--trust-remote-code", "--json", check=1)
+    assert "cannot be reached" in p.stderr
+    assert json.loads(p.stdout)["error"]["name"]
