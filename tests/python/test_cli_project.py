@@ -1,0 +1,108 @@
+"""`kernels lock`, `download` and `verify` against the local Hub."""
+
+import json
+import os
+
+from test_cli import CPU29, CPU211, CU130, Cli, closed_port_endpoint, lfs_concat_hash, publish_kernel
+
+
+def project(tmp_path, deps='"org/k" = 1\n'):
+    d = tmp_path / "proj"
+    d.mkdir(exist_ok=True)
+    (d / "pyproject.toml").write_text('[project]\nname = "app"\n\n[tool.kernels.dependencies]\n' + deps)
+    return d
+
+
+def test_lock_download_verify(hub, tmp_path):
+    commit, files = publish_kernel(hub, tmp_path)
+    d = project(tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    j = cli.json("lock", str(d))
+    assert j["format"] == "dependency"
+    assert j["kernels"] == [{"repo_id": "org/k", "commit": commit, "version": 1}]
+    lock = json.loads((d / "kernels.lock").read_text())
+    assert lock == [{"dependency": {"repo-id": "org/k", "version": 1}, "lock": {"commit": commit}}]
+    assert cli.run("lock", str(d), check=0).stdout.startswith(f"org/k {commit} (version 1)")
+
+    # Nothing cached yet: verify fails and names the download command.
+    p = cli.run("verify", str(d), check=1)
+    assert f"kernels download {d}" in p.stdout
+
+    j = cli.json("download", str(d))
+    assert j["kernels"][0]["commit"] == commit and j["kernels"][0]["variants"] == [CPU211]
+    j = cli.json("verify", str(d))
+    assert j["ok"] is True
+    v = j["kernels"][0]["variants"]
+    assert [x["name"] for x in v] == [CPU211] and v[0]["digest_ok"] and v[0]["hash_ok"] is None
+    assert v[0]["hash"] == lfs_concat_hash(files, CPU211)
+
+    j = cli.json("download", str(d), "--all-variants")
+    assert j["all_variants"] is True and sorted(j["kernels"][0]["variants"]) == sorted([CPU211, CPU29, CU130])
+    assert cli.run("verify", str(d), check=0).stdout.count("ok   org/k") == 3
+
+    # A tampered blob: verify fails and names the file.
+    snap = j["kernels"][0]["snapshot"]
+    target = os.path.realpath(os.path.join(snap, "build", CPU29, "_ops.py"))
+    os.chmod(target, 0o644)
+    with open(target, "a") as f:
+        f.write("# tampered\n")
+    p = cli.run("verify", str(d), "--json", check=1)
+    out = json.loads(p.stdout)
+    bad = [x for x in out["kernels"][0]["variants"] if not x["ok"]]
+    assert [x["name"] for x in bad] == [CPU29] and "_ops.py" in bad[0]["digest_error"]
+    assert out["ok"] is False
+
+
+def test_verify_variants_lock_hashes(hub, tmp_path):
+    """A kernels 0.9 lock (variant hashes): verify checks the git_lfs_concat hash."""
+    commit, files = publish_kernel(hub, tmp_path)
+    d = project(tmp_path)
+    lock = [{"repo_id": "org/k", "sha": commit, "variants": {
+        v: {"hash": lfs_concat_hash(files, v), "hash_type": "git_lfs_concat"} for v in (CPU211, CPU29, CU130)}}]
+    (d / "kernels.lock").write_text(json.dumps(lock, indent=2))
+    cli = Cli(hub, tmp_path / "cache")
+    cli.run("download", str(d), "--all-variants", check=0)
+    j = cli.json("verify", str(d))
+    assert j["format"] == "variants" and j["ok"]
+    assert all(v["hash_ok"] and v["hash"] == v["lock_hash"] for v in j["kernels"][0]["variants"])
+    # A lock hash that differs from the cached files.
+    lock[0]["variants"][CPU29]["hash"] = "sha256-" + "0" * 64
+    (d / "kernels.lock").write_text(json.dumps(lock, indent=2))
+    p = cli.run("verify", str(d), check=1)
+    assert f"FAIL org/k {commit} {CPU29}: lock hash" in p.stdout
+
+
+def test_project_bad_arguments(hub, tmp_path):
+    cli = Cli(hub, tmp_path / "cache")
+    for c in ("lock", "download"):
+        assert cli.run(c, check=2).returncode == 2
+        assert cli.run(c, "a", "b", check=2).returncode == 2
+    assert cli.run("verify", "a", "b", check=2).returncode == 2
+    assert cli.run("download", str(tmp_path), "--all-variants=1", check=2).returncode == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "pyproject.toml" in cli.run("lock", str(empty), check=1).stderr
+    assert "kernels.lock" in cli.run("download", str(empty), check=1).stderr
+    assert "kernels.lock" in cli.run("verify", str(empty), check=1).stderr
+    d = project(tmp_path, deps='"org/k" = [1\n')
+    assert cli.run("lock", str(d), check=1).returncode == 1
+    (d / "kernels.lock").write_text("[{")
+    p = cli.run("verify", str(d), "--json", check=1)
+    assert json.loads(p.stdout)["error"]["message"]
+
+
+def test_project_hub_down(hub, tmp_path):
+    commit, _ = publish_kernel(hub, tmp_path)
+    d = project(tmp_path)
+    Cli(hub, tmp_path / "cache").run("lock", str(d), check=0)
+    before = (d / "kernels.lock").read_bytes()
+    down_fresh = Cli(None, tmp_path / "cache-down", endpoint=closed_port_endpoint())
+    p = down_fresh.run("lock", str(d), "--retries", "0", "--trust-remote-code", check=1)
+    assert "cannot be reached" in p.stderr
+    assert (d / "kernels.lock").read_bytes() == before
+    down = Cli(None, tmp_path / "cache", endpoint=closed_port_endpoint())
+    p = down.run("download", str(d), "--retries", "0", "--trust-remote-code", check=1)
+    assert "kernels: error:" in p.stderr
+    # verify needs no Hub at all.
+    Cli(hub, tmp_path / "cache").run("download", str(d), check=0)
+    assert down.run("verify", str(d), check=0).returncode == 0
