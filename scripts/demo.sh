@@ -1,10 +1,37 @@
 #!/usr/bin/env bash
 # The README's first command: set up a fresh machine, build, and run the
-# main job on its embedded default.
+# main job on its embedded default: a local Hub on 127.0.0.1 serving the
+# bundled img2gray kernel (built here into Hub variants, published as
+# v1.0.0 v1.1.0 v1.1.2 v2.0.0 with branches main v1 v2), then
+# examples/img2gray.c fetching it with kernels_get(">=1.1.2,<2") and
+# converting examples/data/testcard.png to gray.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
-./build/examples/kernels_example_version
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kernels-demo-XXXXXX")
+trap 'kill "$hub_pid" 2>/dev/null || true; wait "$hub_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+python3 tests/hub/server.py --root "$work/hub" --port-file "$work/hub.json" --parent-pid $$ &
+hub_pid=$!
+for _ in $(seq 100); do [ -s "$work/hub.json" ] && break; sleep 0.1; done
+endpoint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["endpoint"])' "$work/hub.json")
+echo "== local Hub at $endpoint"
+# Only the Hub-layout torch variants: the plain C folders are not a variant
+# kind the Hub's clients know.
+variants=()
+for v in build/variants/img2gray/build/torch*; do variants+=(--variant "$(basename "$v")"); done
+python3 scripts/publish-img2gray.py --root "$work/hub" --build build/variants/img2gray/build "${variants[@]}"
+
+torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)
+mkdir -p build/demo
+run() {
+  HF_ENDPOINT=$endpoint HF_HUB_CACHE=$work/cache ./build/examples/kernels_img2gray \
+    ${torch_lib:+--torch-lib "$torch_lib"} examples/data/testcard.png build/demo/testcard-gray.png
+}
+echo "== first run: resolve, download, verify, load, convert"
+run
+echo "== second run: everything cached"
+run
