@@ -462,6 +462,64 @@ static void test_variant_hash(void **state)
 	}
 }
 
+
+/* A cache snapshot: links into blobs/ whose names say sha1 or sha256. */
+static void test_variant_hash_dir(void **state)
+{
+	char *dir = test_mkdtemp("hashdir"), path[1024], target[1024], out[KERNELS_LOCK_HASH_SIZE],
+	     out2[KERNELS_LOCK_HASH_SIZE], var[1024];
+	/* git hash-object of "hello\n" (git's well-known value) */
+	const char *sha1 = "ce013625030ba8dba906f756967f9e9ca394464a";
+	kernels_lock_file files[2];
+	const char *lfs[] = { "lib/x.so", NULL };
+	FILE *p;
+	char cmd[1024], real256[128] = "";
+	(void)state;
+	/* the real sha256 of "lfs\n", computed by Python */
+	snprintf(cmd, sizeof(cmd), "%s -c \"import hashlib; print(hashlib.sha256(b'lfs\\n').hexdigest())\"",
+		 KERNELS_PYTHON);
+	p = popen(cmd, "r");
+	assert_non_null(fgets(real256, sizeof(real256), p));
+	pclose(p);
+	real256[strcspn(real256, "\n")] = '\0';
+	snprintf(var, sizeof(var), "%s/snapshots/c0ffee/build/torch-cpu", dir);
+	snprintf(path, sizeof(path), "%s/blobs/%s", dir, sha1);
+	assert_int_equal(test_write_file(path, "hello\n", 6), 0);
+	snprintf(path, sizeof(path), "%s/blobs/%s", dir, real256);
+	assert_int_equal(test_write_file(path, "lfs\n", 4), 0);
+	assert_int_equal(test_system("mkdir -p '%s/lib' '%s/__pycache__' && ln -s ../../../../blobs/%s '%s/a.py' && "
+				     "ln -s ../../../../../blobs/%s '%s/lib/x.so' && echo junk > '%s/__pycache__/a.pyc' && "
+				     "echo stray > '%s/stray.txt'", var, var, sha1, var, real256, var, var, var), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out), 0);
+	files[0] = (kernels_lock_file){ "a.py", sha1, 0 };
+	files[1] = (kernels_lock_file){ "lib/x.so", real256, 1 };
+	assert_int_equal(kernels_lock_variant_hash(files, 2, out2), 0);
+	assert_string_equal(out, out2); /* stray plain files and byte-code are not part of it */
+	/* the same folder as plain files, LFS named explicitly: the stray file now counts */
+	assert_int_equal(kernels_lock_variant_hash_dir(var, lfs, out2), 0);
+	assert_string_not_equal(out, out2);
+	assert_int_equal(test_system("rm '%s/stray.txt'", var), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(var, lfs, out2), 0);
+	assert_string_equal(out, out2);
+	/* tampering with a blob changes the hash */
+	snprintf(path, sizeof(path), "%s/blobs/%s", dir, sha1);
+	assert_int_equal(test_write_file(path, "hellO\n", 6), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out2), 0);
+	assert_string_not_equal(out, out2);
+	/* a link to a blob with a strange name, a dangling link, a missing folder */
+	snprintf(target, sizeof(target), "%s/blobs/notahash", dir);
+	assert_int_equal(test_write_file(target, "x", 1), 0);
+	assert_int_equal(test_system("ln -s ../../../../blobs/notahash '%s/odd'", var), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out2), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "notahash"));
+	assert_int_equal(test_system("rm '%s/odd' && ln -s ../../../../blobs/%s '%s/gone'", var, sha1 + 1, var), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out2), KERNELS_EIO);
+	snprintf(path, sizeof(path), "%s/nope", dir);
+	assert_int_equal(kernels_lock_variant_hash_dir(path, NULL, out2), KERNELS_ENOTFOUND);
+	test_rmtree(dir);
+	free(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +530,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_save_atomic),
 		cmocka_unit_test(test_variant_hash),
+		cmocka_unit_test(test_variant_hash_dir),
 	};
 	if (argc == 3 && strcmp(argv[1], "--build") == 0)
 		return mode_build(argv[2]);
