@@ -1,0 +1,94 @@
+"""`kernels cache ls` and `kernels cache rm`: what the cache holds, and safe removal."""
+
+import json
+import os
+
+from test_cli import CPU29, CPU211, Cli, closed_port_endpoint, publish_kernel
+
+
+def fill(hub, tmp_path):
+    c1, _ = publish_kernel(hub, tmp_path, answer=1, tags=("v1.0.0",))
+    c2, _ = publish_kernel(hub, tmp_path, answer=2, tags=("v1.1.0",))
+    cli = Cli(hub, tmp_path / "cache")
+    cli.run("get", "org/k", "v1.0.0", check=0)
+    cli.run("get", "org/k", "v1.1.0", check=0)
+    cli.run("get", "org/k", "v1.1.0", "--torch", "2.9", check=0)
+    return cli, c1, c2
+
+
+def test_cache_ls(hub, tmp_path):
+    cli, c1, c2 = fill(hub, tmp_path)
+    j = cli.json("cache", "ls")
+    assert j["cache_dir"] == cli.cache
+    (repo,) = j["repos"]
+    assert repo["repo_id"] == "org/k" and repo["type"] == "kernel" and repo["size"] > 0
+    assert repo["refs"]["v1.0.0"] == c1 and repo["refs"]["v1.1.0"] == c2
+    snaps = {s["commit"]: s for s in repo["snapshots"]}
+    assert set(snaps) == {c1, c2}
+    assert [v["name"] for v in snaps[c1]["variants"]] == [CPU211]
+    assert sorted(v["name"] for v in snaps[c2]["variants"]) == sorted([CPU211, CPU29])
+    assert all(v["files"] >= 4 and v["size"] > 0 for v in snaps[c2]["variants"])
+    assert "v1.1.0" in snaps[c2]["refs"]
+    text = cli.run("cache", "ls", check=0).stdout
+    assert "org/k (kernel)" in text and c1 in text and CPU29 in text
+    assert cli.json("cache", "ls", "org/other")["repos"] == []
+
+
+def test_cache_rm_revision_then_repo(hub, tmp_path):
+    cli, c1, c2 = fill(hub, tmp_path)
+    repo_dir = os.path.join(cli.cache, "kernels--org--k")
+    blobs_before = set(os.listdir(os.path.join(repo_dir, "blobs")))
+    j = cli.json("cache", "rm", "org/k", "--revision", "v1.0.0", "--dry-run")
+    assert j["dry_run"] and j["commit"] == c1 and os.path.isdir(os.path.join(repo_dir, "snapshots", c1))
+    j = cli.json("cache", "rm", "org/k", "--revision", c1[:8])
+    assert j["commit"] == c1 and j["freed_bytes"] > 0
+    assert sorted(os.listdir(os.path.join(repo_dir, "snapshots"))) == [c2]
+    assert not os.path.exists(os.path.join(repo_dir, "refs", "v1.0.0"))
+    assert os.path.exists(os.path.join(repo_dir, "refs", "v1.1.0"))
+    # Blobs only the removed snapshot used are gone; the other snapshot still loads offline.
+    assert set(os.listdir(os.path.join(repo_dir, "blobs"))) < blobs_before
+    assert cli.json("get", "org/k", "v1.1.0", "--offline")["from_cache"] is True
+    p = cli.run("cache", "rm", "org/k", check=0)
+    assert f"removed {repo_dir}" in p.stdout
+    assert not os.path.exists(repo_dir)
+    assert cli.json("cache", "ls")["repos"] == []
+
+
+def test_cache_rm_never_follows_links(hub, tmp_path):
+    cli, c1, _ = fill(hub, tmp_path)
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    snap = os.path.join(cli.cache, "kernels--org--k", "snapshots", c1)
+    os.symlink(str(outside), os.path.join(snap, "escape"))
+    os.symlink(str(outside / "keep.txt"), os.path.join(snap, "escape-file"))
+    cli.run("cache", "rm", "org/k", "--revision", c1, check=0)
+    assert (outside / "keep.txt").read_text() == "keep"
+    # A repo folder that is itself a link out of the cache is not touched.
+    os.symlink(str(outside), os.path.join(cli.cache, "kernels--org--linked"))
+    p = cli.run("cache", "rm", "org/linked", check=1)
+    assert "not in the cache" in p.stderr and (outside / "keep.txt").exists()
+    cli.run("cache", "rm", "org/k", check=0)
+    assert (outside / "keep.txt").read_text() == "keep"
+
+
+def test_cache_bad_arguments(hub, tmp_path):
+    cli, c1, _ = fill(hub, tmp_path)
+    assert cli.run("cache", "rm", check=2).returncode == 2
+    for bad in ("../x", "org/../x", "org", "org/a/b", "org--x/k", "/etc"):
+        assert cli.run("cache", "rm", bad, check=2).returncode == 2, bad
+    assert cli.run("cache", "ls", "noslash", check=2).returncode == 2
+    assert cli.run("cache", "rm", "org/k", "--revision", "", check=2).returncode == 2
+    for rev in ("nope", "../../..", "deadbeef"):
+        assert cli.run("cache", "rm", "org/k", "--revision", rev, check=1).returncode == 1
+    assert cli.run("cache", "rm", "org/missing", check=1).returncode == 1
+    assert os.path.isdir(os.path.join(cli.cache, "kernels--org--k", "snapshots", c1))
+
+
+def test_cache_hub_down(hub, tmp_path):
+    """The cache commands never need the Hub."""
+    cli, c1, _ = fill(hub, tmp_path)
+    down = Cli(None, tmp_path / "cache", endpoint=closed_port_endpoint())
+    assert down.json("cache", "ls")["repos"][0]["repo_id"] == "org/k"
+    assert down.json("cache", "rm", "org/k", "--revision", c1)["commit"] == c1
+    assert json.loads(down.run("cache", "ls", "--json", check=0).stdout)["repos"][0]["snapshots"]
