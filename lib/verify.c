@@ -449,16 +449,40 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 	return rc;
 }
 
+/* A variant inside a hub cache snapshot ({repo}/snapshots/{commit}/build/
+ * {variant}) links into {repo}/blobs: that repo folder is then the root
+ * links may not leave. NULL for any other folder. */
+static char *cache_repo_root(const char *variant_dir)
+{
+	char *real = realpath(variant_dir, NULL), *snap;
+
+	if (real && (snap = strstr(real, "/snapshots/")) && snap > real) {
+		const char *base;
+		*snap = '\0';
+		base = strrchr(real, '/');
+		base = base ? base + 1 : real;
+		if (!strncmp(base, "kernels--", 9) || !strncmp(base, "models--", 8))
+			return real;
+	}
+	free(real);
+	return NULL;
+}
+
 int kernels_verify_variant(const char *variant_dir, const kernels_options *opts, kernels_metadata **out)
 {
 	kernels__config cfg;
+	char *root;
 	int rc;
 
 	if (out)
 		*out = NULL;
+	if (!variant_dir)
+		return kernels__error(KERNELS_EINVAL, "kernels_verify_variant: variant_dir is NULL");
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = kernels__verify_variant(&cfg, variant_dir, NULL, NULL, out);
+	root = cache_repo_root(variant_dir);
+	rc = kernels__verify_variant(&cfg, variant_dir, root, NULL, out);
+	free(root);
 	kernels__config_free(&cfg);
 	return rc;
 }

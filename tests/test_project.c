@@ -120,6 +120,14 @@ static void test_lock_download_and_load_offline(void **state)
 	assert_non_null(strstr(kernels_error_last(), "kernels download"));
 
 	assert_int_equal(kernels_project_download(W.project, 0, &o), 0);
+	{
+		/* A cached variant verifies in place: its links into blobs/ stay in the repo folder. */
+		char *dir;
+		assert_int_equal(asprintf(&dir, "%s/kernels--acme--pinned/snapshots/%s/build/%s", W.cache, W.commit[0],
+					  VARIANTS[0]) > 0, 1);
+		assert_int_equal(kernels_verify_variant(dir, NULL, NULL), 0);
+		free(dir);
+	}
 	test_hub_log_clear(W.hub);
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), 0);
 	assert_int_equal(answer(k), 100);

@@ -36,7 +36,9 @@ KERNELS_EXTERN(int) kernels_metadata_read(kernels_metadata **out, const char *va
  * Parses the metadata and checks its digest against the files under
  * `variant_dir` (every regular file except metadata.json,
  * metadata.json.sigstore, __pycache__/ and *.pyc). Symbolic links are
- * followed only when they stay inside `variant_dir`. A build from a dirty
+ * followed only when they stay inside `variant_dir`, or, for a variant in a
+ * hub cache snapshot ({cache}/kernels--org--name/snapshots/{commit}/build/
+ * {variant}), inside that repo's cache folder (its blobs/). A build from a dirty
  * git tree gives a warning through opts' log callback. `out` may be NULL;
  * otherwise the metadata is returned there (caller frees). Returns 0, the
  * errors of kernels_metadata_read(), KERNELS_EINTEGRITY (the message lists
