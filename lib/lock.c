@@ -8,7 +8,7 @@
  * is what kernels 0.9 writes with json.dump(indent=2) of its dataclasses
  * (field order, ensure_ascii escapes, \ud83d\ude00 surrogate pairs). Neither
  * ends with a newline. */
-#include "kernels/lock.h"
+#include "lock.h"
 #include "error.h"
 #include "repo.h"
 #include "util.h"
@@ -1131,5 +1131,62 @@ int kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lf
 		free(s.owned[i]);
 	free(s.owned);
 	free(s.files);
+	return rc;
+}
+
+/* ---- from a tree listing ---- */
+
+int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, const kernels__tree *tree)
+{
+	static const char prefix[] = "build/torch";
+	kernels_lock_file *files = NULL;
+	char **names = NULL, hash[KERNELS_LOCK_HASH_SIZE];
+	size_t nnames = 0, i, j, nfiles;
+	int rc = 0;
+
+	if (!tree || (tree->n && !tree->entries))
+		return kernels__error(KERNELS_EINVAL, "no tree listing given for %s", repo_id ? repo_id : "(null)");
+	if (tree->n && (!(names = calloc(tree->n, sizeof(*names))) || !(files = calloc(tree->n, sizeof(*files))))) {
+		free(names);
+		return kernels__error_oom();
+	}
+	/* variant names in order of first appearance */
+	for (i = 0; i < tree->n && rc == 0; i++) {
+		const kernels__tree_entry *e = &tree->entries[i];
+		const char *v, *slash;
+		if (e->is_dir || strncmp(e->path, prefix, sizeof(prefix) - 1) != 0)
+			continue;
+		v = e->path + 6;
+		if (!(slash = strchr(v, '/')))
+			continue;
+		for (j = 0; j < nnames; j++)
+			if (strlen(names[j]) == (size_t)(slash - v) && strncmp(names[j], v, (size_t)(slash - v)) == 0)
+				break;
+		if (j == nnames && !(names[nnames++] = strndup(v, (size_t)(slash - v))))
+			rc = kernels__error_oom();
+	}
+	for (j = 0; j < nnames && rc == 0; j++) {
+		size_t vlen = strlen(names[j]);
+		nfiles = 0;
+		for (i = 0; i < tree->n; i++) {
+			const kernels__tree_entry *e = &tree->entries[i];
+			if (e->is_dir || strncmp(e->path, "build/", 6) != 0 || strncmp(e->path + 6, names[j], vlen) != 0 ||
+			    e->path[6 + vlen] != '/' || !e->path[7 + vlen])
+				continue;
+			files[nfiles].path = e->path + 7 + vlen;
+			files[nfiles].is_lfs = e->lfs_sha256 != NULL;
+			files[nfiles].hash = e->lfs_sha256 ? e->lfs_sha256 : e->oid;
+			nfiles++;
+		}
+		rc = kernels_lock_variant_hash(files, nfiles, hash);
+		if (rc == 0)
+			rc = kernels_lock_add_variant(lock, repo_id, names[j], hash);
+		if (rc < 0)
+			kernels__error_prefix("variant %s of %s", names[j], repo_id);
+	}
+	for (j = 0; j < nnames; j++)
+		free(names[j]);
+	free(names);
+	free(files);
 	return rc;
 }

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "kernels.h"
+#include "lock.h"
 #include "testutil.h"
 
 #define DATA KERNELS_SOURCE_DIR "/tests/data/lock"
@@ -520,6 +521,45 @@ static void test_variant_hash_dir(void **state)
 	free(dir);
 }
 
+/* A seed-era entry from a Hub tree listing: only build/torch* files, one
+ * hash per variant from LFS sha256 or blob sha1, listing order kept. */
+static void test_tree_variants(void **state)
+{
+	kernels__tree_entry e[] = {
+		{ "README.md", 0, "1111111111111111111111111111111111111111", 10, NULL },
+		{ "build", 1, "", 0, NULL },
+		{ "build/torch27-cxx11-cu126-x86_64-linux", 1, "", 0, NULL },
+		{ "build/torch27-cxx11-cu126-x86_64-linux/_ops.py", 0, "2222222222222222222222222222222222222222", 5, NULL },
+		{ "build/torch-universal/__init__.py", 0, "3333333333333333333333333333333333333333", 5, NULL },
+		{ "build/torch27-cxx11-cu126-x86_64-linux/_x.abi3.so", 0, "4444444444444444444444444444444444444444", 9,
+		  "5555555555555555555555555555555555555555555555555555555555555555" },
+		{ "build/tvm-ffi01-cu126-x86_64-linux/lib.so", 0, "6666666666666666666666666666666666666666", 5, NULL },
+		{ "build/torch27-cxx11-cu126-x86_64-linux/__pycache__/_ops.cpython-311.pyc", 0,
+		  "7777777777777777777777777777777777777777", 5, NULL },
+	};
+	kernels__tree tree = { e, sizeof(e) / sizeof(e[0]) };
+	kernels_lock_file cu[] = { { "_ops.py", "2222222222222222222222222222222222222222", 0 },
+				   { "_x.abi3.so", "5555555555555555555555555555555555555555555555555555555555555555", 1 } };
+	kernels_lock_file uni[] = { { "__init__.py", "3333333333333333333333333333333333333333", 0 } };
+	char h_cu[KERNELS_LOCK_HASH_SIZE], h_uni[KERNELS_LOCK_HASH_SIZE];
+	const kernels_lock_entry *entry;
+	kernels_lock *lock;
+	(void)state;
+	assert_int_equal(kernels_lock_variant_hash(cu, 2, h_cu), 0);
+	assert_int_equal(kernels_lock_variant_hash(uni, 1, h_uni), 0);
+	assert_int_equal(kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_VARIANTS), 0);
+	assert_int_equal(kernels__lock_add_tree_variants(lock, "org/k", &tree), KERNELS_EINVAL); /* no entry yet */
+	assert_int_equal(kernels_lock_add_entry(lock, "org/k", C1), 0);
+	assert_int_equal(kernels__lock_add_tree_variants(lock, "org/k", &tree), 0);
+	entry = kernels_lock_find(lock, "org/k");
+	assert_int_equal(entry->variant_count, 2);
+	assert_string_equal(entry->variants[0].name, "torch27-cxx11-cu126-x86_64-linux");
+	assert_string_equal(entry->variants[0].hash, h_cu);
+	assert_string_equal(entry->variants[1].name, "torch-universal");
+	assert_string_equal(entry->variants[1].hash, h_uni);
+	kernels_lock_free(lock);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +571,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_save_atomic),
 		cmocka_unit_test(test_variant_hash),
 		cmocka_unit_test(test_variant_hash_dir),
+		cmocka_unit_test(test_tree_variants),
 	};
 	if (argc == 3 && strcmp(argv[1], "--build") == 0)
 		return mode_build(argv[2]);

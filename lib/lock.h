@@ -1,0 +1,20 @@
+/* Internal: building a seed-era (VARIANTS format) lock entry straight from
+ * a Hub tree listing, as kernels 0.9's `kernels lock` did from the repo's
+ * file list. Public lock API: include/kernels/lock.h. */
+#ifndef KERNELS_LIB_LOCK_H
+#define KERNELS_LIB_LOCK_H
+
+#include "kernels/lock.h"
+#include "hub.h"
+
+/* Adds to the VARIANTS-format entry of `repo_id` (kernels_lock_add_entry
+ * first) one git_lfs_concat hash per variant found in `tree`, a recursive
+ * listing that covers build/ (repo-relative paths). As kernels 0.9 does:
+ * only files under "build/torch*" count; a variant is the folder right
+ * under build/; each file is hashed by its LFS sha256 when it has one, else
+ * its git blob sha1; variants are added in the order they first appear in
+ * the listing. Errors: as kernels_lock_add_variant and
+ * kernels_lock_variant_hash (KERNELS_EINVAL), KERNELS_ENOMEM. */
+int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, const kernels__tree *tree);
+
+#endif
