@@ -102,10 +102,21 @@ static void test_links(void **state)
 	test_system("mkdir -p '%s/blobs' '%s' && printf 'blob' > '%s/blobs/e1' && ln -s ../../../../blobs/e1 '%s/f.py'",
 		    repo, dir, repo, dir);
 	assert_int_equal(fx_metadata(dir, "--name k"), 0);
-	/* Inside the repo folder: fine. Inside only the variant: refused. */
+	/* Inside the repo folder: fine, and the public call sees the cache
+	 * layout itself. Outside a cache layout, a link leaving the variant
+	 * folder is refused. */
 	assert_int_equal(kernels__verify_variant(NULL, dir, repo, NULL, NULL), 0);
-	assert_int_equal(kernels_verify_variant(dir, NULL, NULL), KERNELS_EUNSAFE);
-	assert_non_null(strstr(kernels_error_last(), "outside"));
+	assert_int_equal(kernels_verify_variant(dir, NULL, NULL), 0);
+	{
+		char *plain;
+		assert_true(asprintf(&plain, "%s/plain/build/torch-cpu", tmp) > 0);
+		test_system("mkdir -p '%s' && printf 'blob' > '%s/../../e1' && ln -s ../../e1 '%s/f.py'", plain, plain,
+			    plain);
+		assert_int_equal(fx_metadata(plain, "--name k"), 0);
+		assert_int_equal(kernels_verify_variant(plain, NULL, NULL), KERNELS_EUNSAFE);
+		assert_non_null(strstr(kernels_error_last(), "outside"));
+		free(plain);
+	}
 
 	/* A link escaping the repo folder is refused even with the repo as root. */
 	assert_true(asprintf(&outside, "%s/secret", tmp) > 0);
