@@ -42,7 +42,7 @@ void kernels_manifest_free(kernels_manifest *m)
 static const char *article_type(const kernels__toml_value *v)
 {
 	switch (v->type) {
-	case KERNELS__TOML_TABLE: return v->flags & 4u ? "an inline table" : "a table";
+	case KERNELS__TOML_TABLE: return v->flags & KERNELS__TOML_FROZEN ? "an inline table" : "a table";
 	case KERNELS__TOML_ARRAY: return "an array";
 	case KERNELS__TOML_FLOAT: return "a float";
 	case KERNELS__TOML_BOOL: return "a boolean";

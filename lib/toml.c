@@ -20,7 +20,7 @@
  * closed for good. */
 #define T_EXPLICIT 1u   /* defined by [header] or as a [[array]] element */
 #define T_DOTTED 2u     /* created by a dotted key in `section` */
-#define T_FROZEN 4u     /* inline table or static array (and all below) */
+#define T_FROZEN KERNELS__TOML_FROZEN /* inline table or static array (and all below) */
 #define T_AOT 8u        /* array created by [[header]] */
 
 typedef struct {

@@ -35,6 +35,8 @@ typedef enum {
 
 typedef struct kernels__toml_value kernels__toml_value;
 
+#define KERNELS__TOML_FROZEN 4u
+
 /* One key of a table, in document order. */
 typedef struct {
 	char *key;            /* NUL-terminated; may also contain NUL (\u0000), see key_len */
@@ -48,7 +50,8 @@ typedef struct {
 struct kernels__toml_value {
 	kernels__toml_type type;
 	int line, col;        /* where the value (or the table's header) starts */
-	/* parser bookkeeping */
+	/* parser bookkeeping; KERNELS__TOML_FROZEN is set on values written
+	 * inline (inline tables, arrays and everything inside them) */
 	unsigned flags;
 	int section;
 	int depth;
