@@ -325,3 +325,44 @@ def test_get_hub_down(tmp_path):
     p = cli.run("get", "org/k", "v1", "--retries", "0", "--trust-remote-code", "--json", check=1)
     assert "cannot be reached" in p.stderr
     assert json.loads(p.stdout)["error"]["name"]
+
+
+# ---- the man page -------------------------------------------------------------
+
+import re  # noqa: E402
+import shutil  # noqa: E402
+
+MAN_PAGE = os.path.join(SOURCE_DIR, "bindings", "cli", "kernels.1")
+
+
+def test_man_page_renders_and_documents_everything(tmp_path):
+    assert os.path.isfile(MAN_PAGE)
+    groff = shutil.which("groff")
+    if groff:
+        p = subprocess.run([groff, "-man", "-Tutf8", "-ww", "-z", MAN_PAGE], capture_output=True, text=True)
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+        text = subprocess.run([groff, "-man", "-Tascii", "-P-cbou", MAN_PAGE], capture_output=True, text=True,
+                              check=True).stdout
+    else:
+        text = open(MAN_PAGE).read().replace("\\-", "-")
+    for c in COMMANDS:
+        assert f"kernels {c}" in text, c
+    for section in ("EXIT STATUS", "JSON OUTPUT", "GLOBAL OPTIONS", "ENVIRONMENT"):
+        assert section in text
+    # Every option the tool knows is documented.
+    cli = Cli(None, tmp_path)
+    helps = cli.run("--help", check=0).stdout
+    for c in COMMANDS:
+        helps += cli.run(*c.split(), "--help", check=0).stdout
+    options = set(re.findall(r"(--[a-z][a-z0-9-]+)", helps)) - {"--help"}
+    missing = sorted(o for o in options if o not in text)
+    assert not missing, missing
+
+
+def test_man_page_installed(tmp_path):
+    cmake = shutil.which("cmake")
+    assert cmake, "cmake is needed to install the build tree"
+    subprocess.run([cmake, "--install", BINARY_DIR, "--prefix", str(tmp_path), "--component", "Unspecified"],
+                   check=True, capture_output=True)
+    assert os.path.isfile(tmp_path / "share" / "man" / "man1" / "kernels.1")
+    assert os.access(tmp_path / "bin" / "kernels", os.X_OK)
