@@ -541,7 +541,7 @@ int kernels_lock_save(const kernels_lock *lock, const char *path)
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
-	if ((fd = mkstemp(tmp)) < 0) {
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
 		rc = kernels__error(KERNELS_EIO, "cannot create a temporary file next to '%s': %s; check that its folder "
 				    "exists and is writable", path, strerror(errno));
 		free(tmp);
