@@ -105,9 +105,13 @@ static json_t *repo_json(const char *root, const char *folder, const char *repo_
 	}
 	cli_strings_free(commits, n);
 	free(sub);
-	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:o,s:o}", "repo_id", repo_id, "type", is_model ? "model" : "kernel",
-			 "path", path, "size", (json_int_t)blob_bytes, "blobs", (json_int_t)blobs_files, "refs", refs,
-			 "snapshots", snaps);
+	{
+		json_t *r = json_pack("{s:s,s:s,s:s,s:I,s:I,s:o,s:o}", "repo_id", repo_id, "type",
+				      is_model ? "model" : "kernel", "path", path, "size", (json_int_t)blob_bytes, "blobs",
+				      (json_int_t)blobs_files, "refs", refs, "snapshots", snaps);
+		free(path);
+		return r;
+	}
 }
 
 static int has_build(const json_t *repo)
