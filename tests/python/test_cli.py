@@ -366,3 +366,17 @@ def test_man_page_installed(tmp_path):
                    check=True, capture_output=True)
     assert os.path.isfile(tmp_path / "share" / "man" / "man1" / "kernels.1")
     assert os.access(tmp_path / "bin" / "kernels", os.X_OK)
+
+
+def test_progress_bar_quiet_and_verbose(hub, tmp_path):
+    publish_kernel(hub, tmp_path)
+    # --progress draws the bar even without a terminal; the bar ends at 100 %.
+    p = Cli(hub, tmp_path / "c1").run("get", "org/k", "v1", "--progress", check=0)
+    assert "\033[K" in p.stderr and "100%" in p.stderr and "kernels: downloaded" not in p.stderr
+    # --quiet: nothing on stderr, the data still on stdout.
+    p = Cli(hub, tmp_path / "c2").run("get", "org/k", "v1", "-q", check=0)
+    assert p.stderr == "" and "variant:" in p.stdout
+    # --no-progress: plain lines, one per downloaded file.
+    p = Cli(hub, tmp_path / "c3").run("get", "org/k", "v1", "--no-progress", check=0)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("kernels: downloaded build/")]
+    assert len(lines) >= 4 and len(lines) == len(set(lines)) and all(CPU211 in l for l in lines)
