@@ -305,13 +305,21 @@ int kernels__cache_link(const char *repo_dir, const char *commit, const char *pa
 {
 	char *root = kernels__sprintf("%s/snapshots/%s", repo_dir, commit);
 	char *snap = kernels__sprintf("%s/snapshots/%s/%s", repo_dir, commit, path);
-	char *target = kernels__cache_link_target(path, etag), *dir = NULL, *tmp = NULL;
+	char *target = kernels__cache_link_target(path, etag), *dir = NULL, *tmp = NULL, *blob_tmp = NULL;
+	char buf[PATH_MAX];
+	ssize_t n;
 	int rc = 0;
 
-	if (!root || !snap || !target || !(dir = parent_of(path)) || !(tmp = tmp_name(snap))) {
+	/* The temporary link lives in blobs/, not beside the final one: a
+	 * reader walking the variant folder meanwhile (another thread verifying
+	 * it) must never see a stray name there. */
+	if (!root || !snap || !target || !(dir = parent_of(path)) ||
+	    !(blob_tmp = kernels__sprintf("%s/blobs/%s.link", repo_dir, etag)) || !(tmp = tmp_name(blob_tmp))) {
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
+	if ((n = readlink(snap, buf, sizeof(buf) - 1)) > 0 && (buf[n] = '\0', !strcmp(buf, target)))
+		goto out; /* already there, as another caller linked it */
 	if ((rc = kernels__mkdir_p(root, 0777)) < 0)
 		goto out;
 	if (strchr(path, '/') && (rc = mkdirs_nofollow(root, dir)) < 0)
@@ -327,6 +335,7 @@ out:
 	free(target);
 	free(dir);
 	free(tmp);
+	free(blob_tmp);
 	return rc;
 }
 
