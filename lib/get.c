@@ -25,6 +25,7 @@
 
 /* A redirect chain longer than this is a loop or a mistake. */
 #define MAX_REDIRECTS 4
+#define STATUS_MAX (1 << 20)
 
 typedef kernels__plan plan;
 
@@ -145,8 +146,10 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	free(local);
 	if (!f)
 		return kernels__error(KERNELS_EIO, "cannot read kernel-status.toml of %s from the cache", p->repo_id);
-	data = malloc(65537);
-	len = data ? fread(data, 1, 65536, f) : 0;
+	/* A status file is a few lines; a megabyte is already absurd, and the
+	 * TOML reader refuses what is cut short. */
+	data = malloc(STATUS_MAX + 1);
+	len = data ? fread(data, 1, STATUS_MAX, f) : 0;
 	fclose(f);
 	if (!data)
 		return kernels__error_oom();

@@ -12,6 +12,8 @@
 #include "config.h"
 #include "error.h"
 #include "get.h"
+#include "hub.h"
+#include "lock.h"
 #include "variant.h"
 #include "util.h"
 
@@ -21,6 +23,37 @@ static char *lock_path_of(const char *project_dir)
 }
 
 /* ---- lock --------------------------------------------------------------- */
+
+/* The Python clients write two lock formats, and only one each accepts:
+ * kernels 0.17 locks integer majors (dependency + commit), kernels 0.9
+ * locked specifier sets (commit + git_lfs_concat hash of every torch
+ * variant). A manifest gets the format of the client that reads it. */
+static int lock_format_of(const kernels_manifest *m, kernels_lock_format *format)
+{
+	size_t i, specs = 0, n = kernels_manifest_count(m);
+
+	for (i = 0; i < n; i++)
+		specs += kernels_manifest_at(m, i)->kind == KERNELS_DEPENDENCY_SPECIFIER;
+	if (specs && specs != n)
+		return kernels__error(KERNELS_EINVAL, "%s mixes major versions (integers) and version specifiers "
+				      "(strings) under [tool.kernels.dependencies]; no kernels.lock format holds "
+				      "both: use one form for every kernel", kernels_manifest_path(m));
+	*format = specs ? KERNELS_LOCK_FORMAT_VARIANTS : KERNELS_LOCK_FORMAT_DEPENDENCY;
+	return 0;
+}
+
+static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, kernels_lock *lock)
+{
+	kernels__tree tree = { 0 };
+	int rc = kernels_lock_add_entry(lock, p->repo_id, kernels_revision_commit(p->rev));
+
+	if (rc == 0)
+		rc = kernels__hub_tree_list(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), "build", 1, &tree);
+	if (rc == 0)
+		rc = kernels__lock_add_tree_variants(lock, p->repo_id, &tree);
+	kernels__tree_free(&tree);
+	return rc;
+}
 
 static int lock_dependency(const kernels__config *cfg, const kernels_dependency *dep, kernels_lock *lock)
 {
@@ -35,7 +68,7 @@ static int lock_dependency(const kernels__config *cfg, const kernels_dependency 
 	if (rc == 0 && dep->kind == KERNELS_DEPENDENCY_VERSION)
 		rc = kernels_lock_add_version(lock, dep->repo_id, dep->version, kernels_revision_commit(p.rev));
 	else if (rc == 0)
-		rc = kernels_lock_add_revision(lock, dep->repo_id, dep->specifier, kernels_revision_commit(p.rev));
+		rc = lock_variant_hashes(cfg, &p, lock);
 	kernels__plan_free(&p);
 	return rc < 0 ? kernels__error_prefix("locking %s", dep->repo_id) : 0;
 }
@@ -45,6 +78,7 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
 	kernels__config cfg;
 	kernels_manifest *manifest = NULL;
 	kernels_lock *lock = NULL;
+	kernels_lock_format format = KERNELS_LOCK_FORMAT_DEPENDENCY;
 	char *path = NULL;
 	size_t i;
 	int rc;
@@ -58,7 +92,9 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s lists no kernels under [tool.kernels.dependencies]; "
 				    "add one, e.g. \"kernels-community/activation\" = 1", kernels_manifest_path(manifest));
 	if (rc == 0)
-		rc = kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_DEPENDENCY);
+		rc = lock_format_of(manifest, &format);
+	if (rc == 0)
+		rc = kernels_lock_new(&lock, format);
 	for (i = 0; rc == 0 && i < kernels_manifest_count(manifest); i++)
 		rc = lock_dependency(&cfg, kernels_manifest_at(manifest, i), lock);
 	if (rc == 0 && !(path = lock_path_of(project_dir)))

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "hub.h"
+#include "test_hub.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 
@@ -215,6 +215,45 @@ static void test_variant_hash_lock(void **state)
 	free(W.cache);
 }
 
+/* A specifier manifest is locked the seed-era way: commit plus one
+ * git_lfs_concat hash per torch variant; a pinned load then checks them. */
+static void test_specifier_manifest_locks_variant_hashes(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	char *dir, *file, *lock, *text;
+	const char *spec = "[tool.kernels.dependencies]\n\"acme/pinned\" = \">=1,<2\"\n";
+	const char *mixed = "[tool.kernels.dependencies]\n\"acme/pinned\" = \">=1,<2\"\n\"acme/other\" = 1\n";
+	(void)state;
+
+	W.cache = test_mkdtemp("project-cache");
+	options(&o, &s);
+	assert_true(asprintf(&dir, "%s/seed-app", W.tmp) > 0);
+	assert_true(asprintf(&file, "%s/pyproject.toml", dir) > 0);
+	assert_true(asprintf(&lock, "%s/kernels.lock", dir) > 0);
+	assert_int_equal(test_write_file(file, spec, strlen(spec)), 0);
+	assert_int_equal(kernels_project_lock(dir, &o), 0);
+	text = test_read_file(lock, NULL);
+	assert_non_null(strstr(text, W.commit[0]));
+	assert_non_null(strstr(text, "\"torch211-cxx11-cpu-x86_64-linux\": {"));
+	assert_non_null(strstr(text, "\"torch29-cxx11-cpu-x86_64-linux\": {"));
+	assert_non_null(strstr(text, "git_lfs_concat"));
+	free(text);
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", lock, &o), 0);
+	assert_int_equal(answer(k), 100);
+	kernels_kernel_close(k);
+
+	assert_int_equal(test_write_file(file, mixed, strlen(mixed)), 0);
+	assert_int_equal(kernels_project_lock(dir, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "mixes"));
+	free(dir);
+	free(file);
+	free(lock);
+	test_rmtree(W.cache);
+	free(W.cache);
+}
+
 static void test_malformed_lock_is_refused(void **state)
 {
 	kernels_options o;
@@ -241,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_lock_download_and_load_offline),
 		cmocka_unit_test(test_get_locked_downloads_and_detects_tampering),
 		cmocka_unit_test(test_variant_hash_lock),
+		cmocka_unit_test(test_specifier_manifest_locks_variant_hashes),
 		cmocka_unit_test(test_malformed_lock_is_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
