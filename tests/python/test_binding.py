@@ -339,3 +339,33 @@ def test_get_local_kernel(env, hub, tmp_path):
     assert libkernels.get_local_kernel(tree / "build" / torch_cpu_variant()) is mod
     with pytest.raises(libkernels.KernelsError):
         libkernels.get_local_kernel(tmp_path / "does-not-exist")
+
+
+def test_locked_workflow(env, hub, answer_repo, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "app"\n\n[tool.kernels.dependencies]\n'
+                                            '"acme/answer" = 1\n')
+    lockfile = libkernels.lock_project(project)
+    assert lockfile == project / "kernels.lock"
+    assert answer_repo["commit"] in lockfile.read_text()
+
+    # Nothing cached: load_kernel never touches the network and says what to run.
+    hub.log_clear()
+    with pytest.raises(libkernels.OfflineError, match="download"):
+        libkernels.load_kernel("acme/answer", lockfile=lockfile, backend="cpu")
+    assert hub.log() == []
+    with pytest.raises(libkernels.NotFoundError, match="acme/other"):
+        libkernels.get_locked_kernel("acme/other", lockfile=lockfile)
+    with pytest.raises(ValueError, match="lockfile"):
+        libkernels.get_locked_kernel("acme/answer")
+
+    libkernels.download_project(project, backend="cpu")
+    hub.log_clear()
+    mod = libkernels.load_kernel("acme/answer", lockfile=lockfile, backend="cpu")
+    assert mod.answer() == 42 and mod.__libkernels_kernel__.commit == answer_repo["commit"]
+    assert hub.log() == []
+    # get_locked_kernel has no backend argument (as in `kernels`): the low-level call has.
+    with libkernels.get_locked("acme/answer", lockfile, backend="cpu") as k:
+        assert k.path == mod.__libkernels_kernel__.path and k.commit == answer_repo["commit"]
+    assert hub.log() == [] or hub.count(path="/resolve/") == 0

@@ -19,8 +19,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import test_binding as tb
 from test_binding_torch import REPO, publish_img2gray
 
@@ -139,14 +137,6 @@ def test_small_variant_both_ways(hub, tmp_path):
         assert hub.log() == []
 
 
-def _locked_api_or_skip():
-    import libkernels
-
-    lib = libkernels._lib.load(tb.library_path())
-    if "kernels_get_locked" in lib.missing or "kernels_load_locked" in lib.missing:
-        pytest.skip("this libkernels does not export kernels_get_locked/kernels_load_locked yet (lib/project.c)")
-
-
 LOCK = """
     import types
     import kernels.cli.lock as cli_lock
@@ -157,7 +147,6 @@ LOCK = """
 
 
 def test_lock_written_by_kernels_used_by_binding(hub, tmp_path):
-    _locked_api_or_skip()
     tags = publish_img2gray(hub)
     project = tmp_path / "project"
     project.mkdir()
@@ -165,11 +154,13 @@ def test_lock_written_by_kernels_used_by_binding(hub, tmp_path):
         f'[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"{REPO}" = 1\n')
     cache = tmp_path / "cache"
     lock = run(hub, cache, LOCK.format(dir=str(project)))
-    assert lock[0]["repo_id"] == REPO and lock[0]["sha"] == tags["v1.1.2"]
+    # kernels 0.17's format: the dependency as written and the commit of its major.
+    assert lock == [{"dependency": {"repo-id": REPO, "version": 1}, "lock": {"commit": tags["v1.1.2"]}}]
     lockfile = project / "kernels.lock"
 
     # Nothing cached yet: load_kernel (cache only) refuses and names the command to run.
     fresh = tmp_path / "fresh"
+    hub.log_clear()
     out = run(hub, fresh, f"""
         import libkernels
         try:
@@ -191,4 +182,30 @@ def test_lock_written_by_kernels_used_by_binding(hub, tmp_path):
                             f"lockfile=pathlib.Path({str(lockfile)!r}))\n" + textwrap.dedent(CHECK_RESULT),
                 offline=True)
     assert again["ok"] and again["path"] == got["path"]
+    assert hub.log() == []
+
+
+def test_lock_and_download_by_libkernels_loaded_by_kernels(hub, tmp_path):
+    publish_img2gray(hub)
+    manifest = f'[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"{REPO}" = 1\n'
+    ours_dir, theirs_dir = tmp_path / "ours", tmp_path / "theirs"
+    for d in (ours_dir, theirs_dir):
+        d.mkdir()
+        (d / "pyproject.toml").write_text(manifest)
+    cache = tmp_path / "cache"
+    run(hub, tmp_path / "cache-theirs", LOCK.format(dir=str(theirs_dir)))
+    # `libkernels lock` + `libkernels download` (the binding's lock_project /
+    # download_project), then `kernels`' load_kernel offline.
+    run(hub, cache, f"""
+        import libkernels
+        p = libkernels.lock_project({str(ours_dir)!r})
+        libkernels.download_project({str(ours_dir)!r}, backend="cpu")
+        print(json.dumps({{"lock": str(p)}}))
+    """)
+    assert (ours_dir / "kernels.lock").read_bytes() == (theirs_dir / "kernels.lock").read_bytes()
+    hub.log_clear()
+    got = run(hub, cache, f"import kernels\nk = kernels.load_kernel({REPO!r}, "
+                          f"lockfile=pathlib.Path({str(ours_dir / 'kernels.lock')!r}), backend='cpu')\n"
+              + textwrap.dedent(CHECK_RESULT), offline=True)
+    assert got["ok"] and got["op"] and "-cpu-" in got["variant"]
     assert hub.log() == []

@@ -9,6 +9,8 @@ libkernels is found at: set_library(path), else $KERNELS_LIBRARY, else the
 system's library search (ctypes.util.find_library("kernels")).
 """
 from ._api import (
+    download_project,
+    lock_project,
     NoPythonModuleError,
     get,
     get_kernel,
@@ -61,6 +63,7 @@ __all__ = [
     "NoMatchError", "NoPythonModuleError", "NotFoundError", "OfflineError", "ParseError", "UnsafePathError",
     "UntrustedError", "Variant", "VariantAccepted", "VariantRejected", "error_class", "get", "get_kernel",
     "get_kernel_variants", "get_local", "get_local_kernel", "get_locked", "get_locked_kernel", "has_kernel",
-    "import_kernel", "library", "library_version", "load_kernel", "loaded_kernels", "set_library", "system",
+    "import_kernel", "library", "lock_project", "download_project", "library_version", "load_kernel",
+    "loaded_kernels", "set_library", "system",
     "variants",
 ]

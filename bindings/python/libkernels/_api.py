@@ -218,6 +218,26 @@ def get_locked(repo_id, lockfile, *, trust_remote_code=False, offline_only=False
     return Kernel(lib, out)
 
 
+def lock_project(project_dir, *, library_path=None, **options):
+    """kernels_project_lock(): resolves project_dir/pyproject.toml's
+    [tool.kernels.dependencies] and writes project_dir/kernels.lock (what
+    `kernels lock` writes)."""
+    lib = library(library_path)
+    call = _Call(lib, **options)
+    lib.project_lock(_enc(project_dir), call.ref())
+    return Path(project_dir) / "kernels.lock"
+
+
+def download_project(project_dir, *, all_variants=False, backend=None, library_path=None, **options):
+    """kernels_project_download(): fetches the locked commit of every
+    dependency (the variant for this system, or all) into the cache (what
+    `kernels download` does)."""
+    _prepare_torch()
+    lib = library(library_path)
+    call = _Call(lib, backend=backend, **options)
+    lib.project_download(_enc(project_dir), 1 if all_variants else 0, call.ref())
+
+
 def variants(repo_id, revision, *, backend=None, library_path=None, **options):
     """kernels_get_variants(): the decisions, accepted (best first) then rejected."""
     _prepare_torch()

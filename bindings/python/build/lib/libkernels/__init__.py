@@ -1,0 +1,69 @@
+"""libkernels for Python: the functions of the `kernels` package, run by the
+C library libkernels through ctypes.
+
+    import libkernels
+    img2gray = libkernels.get_kernel("kernels-community/img2gray", version=1)
+    gray = img2gray.img2gray(rgb)          # torch.ops.<metadata id>.img2gray
+
+libkernels is found at: set_library(path), else $KERNELS_LIBRARY, else the
+system's library search (ctypes.util.find_library("kernels")).
+"""
+from ._api import (
+    download_project,
+    lock_project,
+    NoPythonModuleError,
+    get,
+    get_kernel,
+    get_kernel_variants,
+    get_local,
+    get_local_kernel,
+    get_locked,
+    get_locked_kernel,
+    has_kernel,
+    import_kernel,
+    library,
+    load_kernel,
+    loaded_kernels,
+    set_library,
+    system,
+    variants,
+)
+from ._kernel import Kernel, Metadata, Variant, VariantAccepted, VariantRejected
+from .errors import (
+    AmbiguousRevisionError,
+    AuthError,
+    HTTPError,
+    IntegrityError,
+    InvalidArgumentError,
+    KernelsError,
+    KernelsIOError,
+    KernelsMemoryError,
+    LoadError,
+    NetworkError,
+    NoMatchError,
+    NotFoundError,
+    OfflineError,
+    ParseError,
+    UnsafePathError,
+    UntrustedError,
+    error_class,
+)
+
+__version__ = "0.1.0"
+
+
+def library_version():
+    """The loaded libkernels' version string (kernels_version())."""
+    return library().version().decode()
+
+
+__all__ = [
+    "AmbiguousRevisionError", "AuthError", "HTTPError", "IntegrityError", "InvalidArgumentError", "Kernel",
+    "KernelsError", "KernelsIOError", "KernelsMemoryError", "LoadError", "Metadata", "NetworkError",
+    "NoMatchError", "NoPythonModuleError", "NotFoundError", "OfflineError", "ParseError", "UnsafePathError",
+    "UntrustedError", "Variant", "VariantAccepted", "VariantRejected", "error_class", "get", "get_kernel",
+    "get_kernel_variants", "get_local", "get_local_kernel", "get_locked", "get_locked_kernel", "has_kernel",
+    "import_kernel", "library", "lock_project", "download_project", "library_version", "load_kernel",
+    "loaded_kernels", "set_library", "system",
+    "variants",
+]

@@ -1,0 +1,371 @@
+"""The functions of the Python `kernels` package (0.17), run by libkernels.
+
+libkernels resolves the revision, checks the publisher, picks the variant,
+downloads it into the huggingface_hub cache, verifies its digest and
+dlopens its native module; this module then imports the variant's Python
+package under its metadata id, so that its torch ops register under
+torch.ops.<id>, exactly as the `kernels` package names them.
+"""
+import ctypes
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+
+from . import _lib
+from ._kernel import Kernel, decisions_from_trace
+
+logger = logging.getLogger("libkernels")
+
+_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING}
+
+
+def _log_to_logging(level, message, _payload):
+    # libkernels' warnings ("a newer major version exists") go to the
+    # `libkernels` logger; with no handler configured Python prints warnings
+    # to stderr, as the C library's default would.
+    try:
+        logger.log(_LOG_LEVELS.get(level, logging.WARNING), "%s", message.decode("utf-8", "replace"))
+    except Exception:  # never let an exception cross the C boundary
+        pass
+
+
+_LOG_CB = _lib.LOG_CB(_log_to_logging)
+_library_path = None
+
+
+def set_library(path):
+    """Use the libkernels at `path` for every later call (None: back to the
+    default search: $KERNELS_LIBRARY, then the system's library search)."""
+    global _library_path
+    if path is not None:
+        _lib.load(path)  # fail now, not at the first call
+    _library_path = os.fspath(path) if path is not None else None
+
+
+def library(path=None):
+    """The loaded libkernels (a _lib.Library): `path`, else set_library()'s,
+    else $KERNELS_LIBRARY, else the system's library search."""
+    return _lib.load(path or _library_path)
+
+
+def _enc(s):
+    return None if s is None else os.fspath(s).encode("utf-8")
+
+
+class _Call:
+    """A kernels_options for one call, with the Python objects it borrows
+    kept alive for as long as the call runs."""
+
+    def __init__(self, lib, *, backend=None, trust_remote_code=False, repo_id=None, endpoint=None,
+                 cache_dir=None, token=None, offline=None):
+        self.lib = lib
+        self.opts = _lib.Options()
+        lib.options_init(ctypes.byref(self.opts), _lib.KERNELS_OPTIONS_VERSION)
+        self._keep = []
+        self.opts.endpoint = self._str(endpoint)
+        self.opts.cache_dir = self._str(cache_dir)
+        self.opts.token = self._str(token)
+        if offline is not None:
+            self.opts.offline = 1 if offline else 0
+        self.opts.log_cb = _LOG_CB
+        self._trust(trust_remote_code)
+        self._backend(backend)
+
+    def _str(self, s):
+        b = _enc(s)
+        if b is not None:
+            self._keep.append(b)
+        return b
+
+    def _trust(self, trust):
+        # `kernels` semantics: True trusts every repo; a list is an allowlist
+        # of repo ids (on top of the Hub's trusted publishers).
+        if trust is True:
+            self.opts.trust_remote_code = 1
+        elif isinstance(trust, (list, tuple)):
+            bad = [r for r in trust if not isinstance(r, str) or "/" not in r or "," in r]
+            if bad:
+                raise ValueError(f"trust_remote_code entries must be repository ids ('org/name'), not {bad!r}")
+            if trust:
+                self.opts.trusted_orgs = self._str(",".join(trust))
+        elif trust is not False and trust is not None:
+            raise TypeError(f"trust_remote_code must be a bool or a list of repository ids, not {trust!r}")
+
+    def _backend(self, backend):
+        # `kernels` accepts "cpu" or the backend torch is built for; anything
+        # else is an error naming the supported ones.
+        if backend is None:
+            return
+        if not isinstance(backend, str):
+            raise TypeError(f"backend must be a string such as 'cpu' or 'cuda', not {backend!r}")
+        if backend == "cpu":
+            self.system = _lib.System()
+            self.system.backend = self._str("cpu")
+            self.system.no_gpu = 1
+            self.opts.system = ctypes.pointer(self.system)
+            return
+        detected = system(library_path=self.lib.path)["backend"]
+        if backend != detected:
+            raise ValueError(f"Invalid backend '{backend}', system supported backends: "
+                             f"{', '.join(sorted({'cpu', detected}))}")
+
+    def ref(self):
+        return ctypes.byref(self.opts)
+
+
+def _revision(revision, version):
+    """The revision string libkernels takes: the revision as given, or the
+    major version N as "N" (the branch vN)."""
+    if revision is not None and version is not None:
+        raise ValueError("Only one of `revision` or `version` must be specified.")
+    if revision is not None:
+        if not isinstance(revision, str):
+            raise TypeError(f"revision must be a string (branch, tag or commit), not {revision!r}")
+        return revision
+    if version is not None:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise TypeError(f"version must be a non-negative int (the kernel's major version), not {version!r}")
+        return str(version)
+    raise ValueError(
+        "A kernel version or revision must be specified. "
+        "Use `version=<major>` for a stable kernel API version or `revision=<branch/tag/commit>` "
+        "for an explicit Hub revision. See: https://huggingface.co/docs/kernels/migration")
+
+
+def _prepare_torch():
+    # The `kernels` package imports torch first; libkernels detects torch from
+    # the libtorch loaded in the process, and a torch variant's native module
+    # needs libtorch loaded to dlopen. Import it when it is installed.
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        import torch  # noqa: F401
+
+
+def _check_arch(check_arch):
+    if not check_arch:
+        raise NotImplementedError(
+            "check_arch=False is not supported by libkernels: it always checks a CUDA variant's archs against "
+            "the GPUs; use revision= to pin a variant's commit if you need one it rejects")
+
+
+def system(library_path=None, backend=None):
+    """What libkernels detects about this process (torch, backend, GPUs, ...) as a dict."""
+    _prepare_torch()
+    lib = library(library_path)
+    call = _Call(lib, backend=backend) if backend == "cpu" else _Call(lib)
+    out = ctypes.POINTER(_lib.System)()
+    lib.system_detect(ctypes.byref(out), call.ref())
+    try:
+        s = out.contents
+        d = {name: getattr(s, name) for name, _ in _lib.System._fields_}
+        d["gpu_archs"] = list(s.gpu_archs[:max(0, s.gpu_count)])
+        for k, v in d.items():
+            if isinstance(v, bytes):
+                d[k] = v.decode("utf-8", "replace")
+        buf = ctypes.create_string_buffer(512)
+        lib.system_format(out, buf, len(buf))
+        d["description"] = buf.value.decode("utf-8", "replace")
+        return d
+    finally:
+        lib.system_free(out)
+
+
+# ---- low level: Kernel handles ------------------------------------------------
+
+def get(repo_id, revision, *, backend=None, trust_remote_code=False, stats=False, library_path=None, **options):
+    """kernels_get(): the loaded variant as a Kernel (no Python import).
+    `revision` is anything libkernels takes ("main", "v1.1.2", a commit, a
+    PEP 440 spec, "N" for a major version). `options`: endpoint, cache_dir,
+    token, offline. With stats=True returns (Kernel, dict of timings)."""
+    _prepare_torch()
+    lib = library(library_path)
+    call = _Call(lib, backend=backend, trust_remote_code=trust_remote_code, **options)
+    out = _lib.KernelP()
+    st = _lib.GetStats()
+    lib.get_ext(ctypes.byref(out), _enc(repo_id), _enc(revision), call.ref(), ctypes.byref(st))
+    k = Kernel(lib, out)
+    if not stats:
+        return k
+    d = {name: getattr(st, name) for name in ("resolve_ms", "select_ms", "download_ms", "load_ms", "from_cache",
+                                               "local")}
+    d["commit"] = st.commit.decode()
+    d["repo_id"] = st.repo_id.decode()
+    d["download"] = {name: getattr(st.download, name) for name, _ in _lib.DownloadStats._fields_}
+    return k, d
+
+
+def get_local(path, *, backend=None, library_path=None, **options):
+    """kernels_get_local(): a repo checkout, build/ folder or variant folder."""
+    _prepare_torch()
+    lib = library(library_path)
+    call = _Call(lib, backend=backend, **options)
+    out = _lib.KernelP()
+    lib.get_local(ctypes.byref(out), _enc(path), call.ref())
+    return Kernel(lib, out)
+
+
+def get_locked(repo_id, lockfile, *, trust_remote_code=False, offline_only=False, backend=None,
+               library_path=None, **options):
+    """kernels_get_locked() (or kernels_load_locked() with offline_only)."""
+    _prepare_torch()
+    lib = library(library_path)
+    call = _Call(lib, backend=backend, trust_remote_code=trust_remote_code, **options)
+    out = _lib.KernelP()
+    fn = lib.load_locked if offline_only else lib.get_locked
+    fn(ctypes.byref(out), _enc(repo_id), _enc(lockfile), call.ref())
+    return Kernel(lib, out)
+
+
+def lock_project(project_dir, *, library_path=None, **options):
+    """kernels_project_lock(): resolves project_dir/pyproject.toml's
+    [tool.kernels.dependencies] and writes project_dir/kernels.lock (what
+    `kernels lock` writes)."""
+    lib = library(library_path)
+    call = _Call(lib, **options)
+    lib.project_lock(_enc(project_dir), call.ref())
+    return Path(project_dir) / "kernels.lock"
+
+
+def download_project(project_dir, *, all_variants=False, backend=None, library_path=None, **options):
+    """kernels_project_download(): fetches the locked commit of every
+    dependency (the variant for this system, or all) into the cache (what
+    `kernels download` does)."""
+    _prepare_torch()
+    lib = library(library_path)
+    call = _Call(lib, backend=backend, **options)
+    lib.project_download(_enc(project_dir), 1 if all_variants else 0, call.ref())
+
+
+def variants(repo_id, revision, *, backend=None, library_path=None, **options):
+    """kernels_get_variants(): the decisions, accepted (best first) then rejected."""
+    _prepare_torch()
+    lib = library(library_path)
+    call = _Call(lib, backend=backend, **options)
+    trace = _lib.TraceP()
+    lib.get_variants(ctypes.byref(trace), _enc(repo_id), _enc(revision), call.ref())
+    try:
+        return decisions_from_trace(lib, trace)
+    finally:
+        lib.variant_trace_free(trace)
+
+
+# ---- importing a variant's Python package ----------------------------------------
+
+_import_lock = threading.RLock()
+_loaded = {}  # variant folder -> module (the `kernels` package keeps the same registry)
+
+
+class NoPythonModuleError(ImportError):
+    """The variant has no Python package (a plain C kernel): use libkernels.get()."""
+
+
+def import_kernel(kernel):
+    """Imports the Python package of a loaded variant under its metadata id
+    (sys.modules[id]), so its torch ops register under torch.ops.<id>.
+    Takes ownership of `kernel` (kept open for the module's lifetime). The
+    same variant folder is imported once; later calls return that module."""
+    path = Path(kernel.path)
+    with _import_lock:
+        module = _loaded.get(path)
+        if module is not None:
+            kernel.close()  # the module already holds a reference
+            return module
+        meta = kernel.metadata
+        init = path / "__init__.py"
+        if not init.exists():
+            init = path / meta.python_name / "__init__.py"
+        if not init.exists():
+            kernel.close()
+            raise NoPythonModuleError(
+                f"variant '{path.name}' of {kernel.repo_id or path} has no Python package ({path}/__init__.py "
+                f"or {meta.python_name}/__init__.py); it is a plain native kernel: use libkernels.get() and "
+                "Kernel.symbol()/function()")
+        spec = importlib.util.spec_from_file_location(meta.id, init)
+        if spec is None or spec.loader is None:
+            kernel.close()
+            raise ImportError(f"cannot make an import spec for kernel {meta.id} from {init}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[meta.id] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            sys.modules.pop(meta.id, None)  # a retry imports from scratch
+            kernel.close()
+            origin = f" ({kernel.repo_id}, revision: {kernel.commit})" if kernel.repo_id else ""
+            if hasattr(e, "add_note"):
+                e.add_note(f"while importing kernel '{meta.name}', variant '{path.name}'{origin}")
+            raise
+        module.__libkernels_kernel__ = kernel
+        _loaded[path] = module
+        return module
+
+
+def loaded_kernels():
+    """The Kernel of every variant module imported so far."""
+    with _import_lock:
+        return [m.__libkernels_kernel__ for m in _loaded.values()]
+
+
+# ---- the `kernels` package's functions --------------------------------------------
+
+def get_kernel(repo_id, revision=None, version=None, backend=None, trust_remote_code=False, *, user_agent=None,
+               check_arch=True):
+    """Loads a kernel from the Hub (downloading it into the shared cache once)
+    and returns its imported module. `revision` (branch, tag, commit) and
+    `version` (int major: branch v{N}) are exclusive and one is required.
+    `backend`: "cpu" or the backend torch is built for (default: detected).
+    `trust_remote_code`: True, or a list of repo ids allowed in addition to
+    repos of trusted publishers. `user_agent` is accepted and unused."""
+    rev = _revision(revision, version)
+    _check_arch(check_arch)
+    return import_kernel(get(repo_id, rev, backend=backend, trust_remote_code=trust_remote_code))
+
+
+def has_kernel(repo_id, revision=None, version=None, backend=None, trust_remote_code=False, *, check_arch=True):
+    """True when the kernel has a variant for this system (False when none
+    fits or the repo/revision does not exist)."""
+    from .errors import NoMatchError, NotFoundError
+
+    rev = _revision(revision, version)
+    _check_arch(check_arch)
+    _prepare_torch()
+    lib = library()
+    call = _Call(lib, backend=backend, trust_remote_code=trust_remote_code)
+    try:
+        return lib.has_kernel(_enc(repo_id), _enc(rev), call.ref()) == 1
+    except (NotFoundError, NoMatchError):
+        return False
+
+
+def get_kernel_variants(repo_id, revision=None, version=None, backend=None):
+    """The variant decisions for this system: VariantAccepted (preferred
+    first) then VariantRejected with the reason."""
+    return variants(repo_id, _revision(revision, version), backend=backend)
+
+
+def get_local_kernel(repo_path, backend=None, trust_remote_code=False, user_agent=None):
+    """Imports a kernel from a local tree (a repo checkout, its build/ folder
+    or one variant folder), verified like a Hub kernel, with no network."""
+    return import_kernel(get_local(repo_path, backend=backend))
+
+
+def _lockfile(lockfile):
+    if lockfile is None:
+        raise ValueError(
+            "lockfile=None (the lock file of the calling package's metadata) is not supported by libkernels: "
+            "pass lockfile=Path('kernels.lock')")
+    return lockfile
+
+
+def get_locked_kernel(repo_id, lockfile=None, trust_remote_code=False, user_agent=None):
+    """Loads the commit of `repo_id` that `lockfile` (kernels.lock) pins,
+    downloading it if needed and checking its files against the lock hash."""
+    return import_kernel(get_locked(repo_id, _lockfile(lockfile), trust_remote_code=trust_remote_code))
+
+
+def load_kernel(repo_id, lockfile=None, backend=None):
+    """Like get_locked_kernel, from the cache only: never a network call;
+    OfflineError naming `kernels download` when the variant is not cached."""
+    return import_kernel(get_locked(repo_id, _lockfile(lockfile), offline_only=True, backend=backend))

@@ -1,0 +1,149 @@
+"""Python objects around libkernels' handles: Kernel (a loaded variant),
+Metadata (its metadata.json) and the variant decisions of a resolution."""
+import ctypes
+import threading
+from dataclasses import dataclass, field
+
+
+def _s(b):
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """A variant's metadata.json, as libkernels parsed and verified it."""
+
+    id: str
+    name: str
+    version: int
+    license: str
+    backend: str
+    archs: tuple = ()
+    dirty: bool = False
+
+    @property
+    def python_name(self):
+        """The name as a Python identifier (as the `kernels` package spells it)."""
+        return self.name.replace("-", "_")
+
+    @classmethod
+    def _from_handle(cls, lib, m):
+        archs = tuple(_s(lib.metadata_arch(m, i)) for i in range(lib.metadata_archs_count(m)))
+        return cls(id=_s(lib.metadata_id(m)), name=_s(lib.metadata_name(m)), version=lib.metadata_version(m),
+                   license=_s(lib.metadata_license(m)), backend=_s(lib.metadata_backend(m)), archs=archs,
+                   dirty=bool(lib.metadata_dirty(m)))
+
+
+class Kernel:
+    """A variant loaded by libkernels (verified, its native module dlopen'ed).
+
+    Holds one reference on the C handle; close() (or garbage collection)
+    drops it. Attributes: repo_id, commit (None for local loads), variant,
+    path (the variant folder), library (the .so loaded, None for noarch),
+    metadata (Metadata).
+    """
+
+    def __init__(self, lib, handle):
+        self._lib = lib
+        self._handle = handle
+        self._lock = threading.Lock()
+        self.repo_id = _s(lib.kernel_repo(handle))
+        self.commit = _s(lib.kernel_commit(handle))
+        self.variant = _s(lib.kernel_variant(handle))
+        self.path = _s(lib.kernel_path(handle))
+        self.library = _s(lib.kernel_library(handle))
+        self.metadata = Metadata._from_handle(lib, lib.kernel_metadata(handle))
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    @property
+    def refcount(self):
+        """References libkernels holds on this variant (all handles together)."""
+        self._check_open()
+        return self._lib.kernel_refcount(self._handle)
+
+    def symbol(self, name):
+        """The address (int) of `name` in the native module; raises LoadError
+        when it is not exported or the variant is noarch."""
+        self._check_open()
+        addr = self._lib.symbol(self._handle, name.encode())
+        if not addr:
+            from .errors import make_error
+
+            raise make_error(self._lib.error_last_code() or -13, _s(self._lib.error_last()), "kernels_symbol")
+        return addr
+
+    def function(self, name, restype=ctypes.c_int, argtypes=()):
+        """symbol(name) as a ctypes function with the given prototype. The
+        Kernel must stay open while the function is used."""
+        fn = ctypes.CFUNCTYPE(restype, *argtypes)(self.symbol(name))
+        fn._kernel = self  # keeps the module loaded while the function lives
+        return fn
+
+    def close(self):
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle is not None:
+            self._lib.kernel_close(handle)
+
+    def _check_open(self):
+        if self._handle is None:
+            raise ValueError(f"kernel {self.repo_id or self.path} is closed")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        where = f"{self.repo_id}@{self.commit[:7]}" if self.repo_id and self.commit else self.path
+        return f"<libkernels.Kernel {self.metadata.id} {where} {self.variant}>"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A build variant by name (the `kernels` package's Variant has the same
+    `variant_str`)."""
+
+    variant_str: str
+
+    def __str__(self):
+        return self.variant_str
+
+
+@dataclass(frozen=True)
+class VariantAccepted:
+    """A variant compatible with this system; rank 0 is the preferred one."""
+
+    variant: Variant
+    rank: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True)
+class VariantRejected:
+    """A variant that does not fit, with libkernels' reason."""
+
+    variant: Variant
+    reason: str
+    valid: bool = field(default=True, compare=False)
+
+
+def decisions_from_trace(lib, trace):
+    out = []
+    for i in range(lib.variant_trace_count(trace)):
+        v = Variant(_s(lib.variant_trace_name(trace, i)))
+        if lib.variant_trace_accepted(trace, i) == 1:
+            out.append(VariantAccepted(v, lib.variant_trace_rank(trace, i)))
+        else:
+            out.append(VariantRejected(v, _s(lib.variant_trace_reason(trace, i)) or "",
+                                       bool(lib.variant_trace_valid(trace, i))))
+    return out
