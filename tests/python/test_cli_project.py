@@ -106,3 +106,17 @@ def test_project_hub_down(hub, tmp_path):
     # verify needs no Hub at all.
     Cli(hub, tmp_path / "cache").run("download", str(d), check=0)
     assert down.run("verify", str(d), check=0).returncode == 0
+
+
+def test_lock_specifier_and_global_options_first(hub, tmp_path):
+    c1, _ = publish_kernel(hub, tmp_path, answer=1, tags=("v1.0.0",))
+    c2, _ = publish_kernel(hub, tmp_path, answer=2, tags=("v1.1.0",))
+    publish_kernel(hub, tmp_path, answer=3, tags=("v2.0.0",), branches=("main", "v2"))
+    d = project(tmp_path, deps='"org/k" = ">=1.0,<2"\n')
+    # Global options may come before the command; the endpoint option wins over HF_ENDPOINT.
+    cli = Cli(None, tmp_path / "cache", endpoint=closed_port_endpoint())
+    j = cli.json("--endpoint", hub.endpoint, "-q", "lock", str(d))
+    assert j["kernels"] == [{"repo_id": "org/k", "commit": c2, "revision": ">=1.0,<2"}]
+    lock = json.loads((d / "kernels.lock").read_text())
+    assert lock[0]["lock"]["commit"] == c2 and lock[0]["dependency"]["revision"] == ">=1.0,<2"
+    assert c1 != c2
