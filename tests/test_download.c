@@ -26,8 +26,8 @@
 #include "kernels.h"
 #include "../lib/cache.h"
 #include "../lib/download.h"
-#include "../lib/hub.h"
-#include "hub.h" /* the fixture (tests/support/hub.h) */
+#include "hub.h"
+#include "test_hub.h" /* the fixture */
 #include "testutil.h"
 
 #define V1 "torch27-cxx11-cu126-x86_64-linux"

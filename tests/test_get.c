@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "hub.h"
+#include "test_hub.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 

@@ -15,8 +15,8 @@
 
 #include "kernels.h"
 #include "config.h"
-#include "../lib/hub.h" /* tests/support/hub.h is the fixture */
 #include "hub.h"
+#include "test_hub.h"
 #include "testutil.h"
 
 static void test_url_escape(void **state)

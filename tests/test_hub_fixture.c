@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hub.h"
+#include "test_hub.h"
 #include "testutil.h"
 
 struct reply {

@@ -15,14 +15,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "hub.h"          /* the fixture (tests/support/hub.h) */
+#include "test_hub.h"
 #include "kernels.h"
 #include "refs.h"
 #include "revision.h"
 #include "testutil.h"
 
-/* lib/hub.h is shadowed by the fixture's hub.h; only this is needed. */
-void kernels__hub_set_backoff_base_ms(long ms);
+#include "hub.h"
 
 static test_hub *hub;
 static char c_v100[41], c_main[41], c_v2[41], c_rc[41], c_feat[41], c_annot[41], c_loose[41], c_model[41],

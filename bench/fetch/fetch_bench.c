@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "kernels.h"
-#include "hub.h"       /* tests/support/hub.h: the fixture */
+#include "test_hub.h"
 #include "testutil.h"
 
 static double clock_s(clockid_t id)

@@ -1,6 +1,6 @@
 /* The C side of the local Hub fixture: spawns tests/hub/server.py and talks
  * to its control endpoint with libcurl. */
-#include "hub.h"
+#include "test_hub.h"
 #include "testutil.h"
 
 #include <curl/curl.h>
