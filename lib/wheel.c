@@ -207,7 +207,10 @@ static int wheel_info_make(wheel_info *w, const char *repo_name, const char *ver
 			goto fail;
 		switch (vi.kind) {
 		case KERNELS_VARIANT_TORCH:
-			snprintf(local, sizeof(local), "torch%d%d%s%s", vi.framework_major, vi.framework_minor, token,
+			/* As the Python client's to-wheel: "cu" + the backend part without
+			 * its own "cu" (so cu126 -> cu126, cpu -> cucpu, rocm63 -> curocm63). */
+			snprintf(local, sizeof(local), "torch%d%dcu%s%s", vi.framework_major, vi.framework_minor,
+				 strncmp(token, "cu", 2) ? token : token + 2,
 				 vi.cxx11_abi == 1 ? "cxx11" : vi.cxx11_abi == 0 ? "cxx98" : "");
 			w->requires = kernels__sprintf("torch==%d.%d.*", vi.framework_major, vi.framework_minor);
 			break;

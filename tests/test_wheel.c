@@ -40,17 +40,17 @@ static void test_filenames(void **state)
 	name_is("org/my-kernel", "1.2.3", "torch211-cu130-aarch64-linux", NULL, NULL,
 		"my_kernel-1.2.3+torch211cu130-cp39-abi3-manylinux_2_28_aarch64.whl");
 	name_is("org/a-b_c..d", "1", "torch29-cxx11-rocm63-x86_64-linux", "3.10", "2.34",
-		"a_b_c_d-1+torch29rocm63cxx11-cp310-abi3-manylinux_2_34_x86_64.whl");
+		"a_b_c_d-1+torch29curocm63cxx11-cp310-abi3-manylinux_2_34_x86_64.whl");
 	name_is("k", "2.0", "torch28-cxx11-cpu-x86_64-linux", NULL, NULL,
-		"k-2.0+torch28cpucxx11-cp39-abi3-manylinux_2_28_x86_64.whl");
-	name_is("k", "2.0", "torch29-metal-aarch64-darwin", NULL, NULL, "k-2.0+torch29metal-cp39-abi3-macosx_11_0_arm64.whl");
+		"k-2.0+torch28cucpucxx11-cp39-abi3-manylinux_2_28_x86_64.whl");
+	name_is("k", "2.0", "torch29-metal-aarch64-darwin", NULL, NULL, "k-2.0+torch29cumetal-cp39-abi3-macosx_11_0_arm64.whl");
 	name_is("k", "2.0", "torch29-cu128-x86_64-windows", NULL, NULL, "k-2.0+torch29cu128-cp39-abi3-win_amd64.whl");
 	name_is("k", "2.0", "torch-stable-abi29-cu128-x86_64-linux", NULL, NULL,
 		"k-2.0+torchstable29cu128-cp39-abi3-manylinux_2_28_x86_64.whl");
 	name_is("k", "2.0", "tvm-ffi01-cpu-x86_64-linux", NULL, NULL,
 		"k-2.0+tvmffi01cpu-cp39-abi3-manylinux_2_28_x86_64.whl");
 	name_is("k", "2.0", "torch29-cxx11-xpu20251-x86_64-linux", NULL, NULL,
-		"k-2.0+torch29xpu20251cxx11-cp39-abi3-manylinux_2_28_x86_64.whl");
+		"k-2.0+torch29cuxpu20251cxx11-cp39-abi3-manylinux_2_28_x86_64.whl");
 	name_is("org/img2gray", "0.1.0", "torch-universal", NULL, NULL, "img2gray-0.1.0-py39-none-any.whl");
 	name_is("org/img2gray", "0.1.0", "torch-cuda", "3.11", NULL, "img2gray-0.1.0-py311-none-any.whl");
 	name_is("k", "1.0rc1", "torch-cpu", NULL, NULL, "k-1.0rc1-py39-none-any.whl");
@@ -178,13 +178,13 @@ static void test_write_current_layout(void **state)
 	mkdir(out, 0755);
 
 	assert_int_equal(kernels_wheel_write(&path, v, "org/my-k", "0.1.0", NULL, out, NULL), 0);
-	assert_non_null(strstr(path, "/out/my_k-0.1.0+torch211cpucxx11-cp39-abi3-manylinux_2_28_x86_64.whl"));
+	assert_non_null(strstr(path, "/out/my_k-0.1.0+torch211cucpucxx11-cp39-abi3-manylinux_2_28_x86_64.whl"));
 	zip_read(path, &z);
 	{
 		static const char *const want[] = {
 			"my_k/__init__.py", "my_k/_my_k_1.abi3.so", "my_k/_ops.py", "my_k/metadata.json", "my_k/sub/x,y.py",
-			"my_k-0.1.0+torch211cpucxx11.dist-info/WHEEL", "my_k-0.1.0+torch211cpucxx11.dist-info/METADATA",
-			"my_k-0.1.0+torch211cpucxx11.dist-info/RECORD",
+			"my_k-0.1.0+torch211cucpucxx11.dist-info/WHEEL", "my_k-0.1.0+torch211cucpucxx11.dist-info/METADATA",
+			"my_k-0.1.0+torch211cucpucxx11.dist-info/RECORD",
 		};
 		assert_int_equal(z.n, 8);
 		for (i = 0; i < 8; i++)
@@ -193,22 +193,22 @@ static void test_write_current_layout(void **state)
 	assert_int_equal(z.modes[1], 0755);
 	assert_int_equal(z.modes[2], 0644);
 	assert_string_equal(zip_get(&z, "my_k/_my_k_1.abi3.so"), "abc");
-	assert_string_equal(zip_get(&z, "my_k-0.1.0+torch211cpucxx11.dist-info/WHEEL"),
+	assert_string_equal(zip_get(&z, "my_k-0.1.0+torch211cucpucxx11.dist-info/WHEEL"),
 			    "Wheel-Version: 1.0\nGenerator: libkernels (" KERNELS_VERSION_STRING ")\n"
 			    "Root-Is-Purelib: false\nTag: cp39-abi3-manylinux_2_28_x86_64\n");
-	assert_string_equal(zip_get(&z, "my_k-0.1.0+torch211cpucxx11.dist-info/METADATA"),
-			    "Metadata-Version: 2.1\nName: my_k\nVersion: 0.1.0+torch211cpucxx11\nSummary: my_k kernel\n"
+	assert_string_equal(zip_get(&z, "my_k-0.1.0+torch211cucpucxx11.dist-info/METADATA"),
+			    "Metadata-Version: 2.1\nName: my_k\nVersion: 0.1.0+torch211cucpucxx11\nSummary: my_k kernel\n"
 			    "Requires-Python: >=3.9\nRequires-Dist: torch==2.11.*\n\n");
-	record = zip_get(&z, "my_k-0.1.0+torch211cpucxx11.dist-info/RECORD");
+	record = zip_get(&z, "my_k-0.1.0+torch211cucpucxx11.dist-info/RECORD");
 	/* sha256 urlsafe base64 without padding, as computed by Python's hashlib. */
 	assert_non_null(strstr(record, "my_k/__init__.py,sha256=zEIVUIj8pXMHWNtysqW8ozESqUHfqi1DCY7EIs5OohM,9\n"));
 	assert_non_null(strstr(record, "my_k/_ops.py,sha256=ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0,3\n"));
 	assert_non_null(strstr(record, "my_k/_my_k_1.abi3.so,sha256=ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0,3\n"));
 	assert_non_null(strstr(record, "\"my_k/sub/x,y.py\",sha256=ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0,3\n"));
-	assert_non_null(strstr(record, "my_k-0.1.0+torch211cpucxx11.dist-info/WHEEL,sha256="));
-	assert_non_null(strstr(record, "my_k-0.1.0+torch211cpucxx11.dist-info/METADATA,sha256="));
+	assert_non_null(strstr(record, "my_k-0.1.0+torch211cucpucxx11.dist-info/WHEEL,sha256="));
+	assert_non_null(strstr(record, "my_k-0.1.0+torch211cucpucxx11.dist-info/METADATA,sha256="));
 	{
-		static const char last[] = "\nmy_k-0.1.0+torch211cpucxx11.dist-info/RECORD,,\n";
+		static const char last[] = "\nmy_k-0.1.0+torch211cucpucxx11.dist-info/RECORD,,\n";
 		assert_true(strlen(record) > sizeof(last));
 		assert_string_equal(record + strlen(record) - (sizeof(last) - 1), last);
 	}

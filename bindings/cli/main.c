@@ -58,7 +58,7 @@ static const cli_command commands[] = {
 	  NULL, 0, 1, cmd_verify },
 	{ "to-wheel", "REPO VERSION", "Build one Python wheel per build variant of REPO at version VERSION.",
 	  "VERSION is a tag's version (0.1.0 for the tag v0.1.0) or a major version N (branch vN). Arch variants "
-	  "give {name}-{version}+torch{Mm}{backend}cxx{11|98}-cp39-abi3-manylinux_2_28_{cpu}.whl, noarch variants "
+	  "give {name}-{version}+torch{Mm}cu{xyz}cxx{11|98}-cp39-abi3-manylinux_2_28_{cpu}.whl (cpu: cucpu, as the Python client), noarch variants "
 	  "{name}-{version}-py39-none-any.whl.",
 	  wheel_opts, 2, 2, cmd_to_wheel },
 	{ "cache ls", "[REPO]", "List the kernels in the cache: repos, snapshots (commits), refs, variants and sizes.",

@@ -7,9 +7,11 @@
  * into '_', {pv} the Python version without the dot, "39"):
  *
  *   torch{M}{m}[-cxx11|-cxx98]-{backend}-{cpu}-{os}
- *       {name}-{version}+torch{M}{m}{backend}[cxx11|cxx98]-cp{pv}-abi3-{platform}.whl
+ *       {name}-{version}+torch{M}{m}cu{b}[cxx11|cxx98]-cp{pv}-abi3-{platform}.whl
  *       e.g. img2gray-0.1.0+torch27cu126cxx11-cp39-abi3-manylinux_2_28_x86_64.whl
- *       Requires-Dist: torch=={M}.{m}.*
+ *       {b} is the backend part without a leading "cu", as the Python
+ *       client's to-wheel writes it: cu126 -> cu126, cpu -> cucpu,
+ *       rocm63 -> curocm63.  Requires-Dist: torch=={M}.{m}.*
  *   torch-stable-abi{M}{m}-{backend}-{cpu}-{os}
  *       {name}-{version}+torchstable{M}{m}{backend}-cp{pv}-abi3-{platform}.whl
  *       Requires-Dist: torch>={M}.{m}
@@ -21,8 +23,11 @@
  *
  * {backend} is the variant's backend part as written ("cu126", "rocm63",
  * "cpu", "xpu20251", "metal"). {platform} is manylinux_{2_28}_{cpu} on
- * linux, macosx_11_0_{arm64|x86_64} on darwin, win_{amd64|arm64} on
- * windows.
+ * linux (as the Python client), and, where the Python client writes tags
+ * pip does not accept, macosx_11_0_{arm64|x86_64} on darwin and
+ * win_{amd64|arm64} on windows. The Python client converts only
+ * torch-universal and ABI-tagged torch variants and takes the package from
+ * `{name}/` only; the other forms and the current layout are additions.
  *
  * Contents: the variant's Python package as `{name}/` plus
  * `{dist}.dist-info/` with WHEEL, METADATA and RECORD ({dist} is the file

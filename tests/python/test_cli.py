@@ -341,7 +341,7 @@ def test_man_page_renders_and_documents_everything(tmp_path):
     if groff:
         p = subprocess.run([groff, "-man", "-Tutf8", "-ww", "-z", MAN_PAGE], capture_output=True, text=True)
         assert p.returncode == 0 and p.stderr == "", p.stderr
-        text = subprocess.run([groff, "-man", "-Tascii", "-P-cbou", MAN_PAGE], capture_output=True, text=True,
+        text = subprocess.run([groff, "-man", "-Tascii", "-rLL=300n", "-rHY=0", "-P-cbou", MAN_PAGE], capture_output=True, text=True,
                               check=True).stdout
     else:
         text = open(MAN_PAGE).read().replace("\\-", "-")

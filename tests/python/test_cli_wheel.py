@@ -18,7 +18,8 @@ def expected_name(pkg, version, variant):
     if variant == UNIVERSAL:
         return f"{pkg}-{version}-py39-none-any.whl"
     torch, abi, backend = variant.split("-")[:3]
-    return f"{pkg}-{version}+{torch}{backend}{abi}-cp39-abi3-manylinux_2_28_{ARCH}.whl"
+    backend = backend[2:] if backend.startswith("cu") else backend
+    return f"{pkg}-{version}+{torch}cu{backend}{abi}-cp39-abi3-manylinux_2_28_{ARCH}.whl"
 
 
 def check_record(path):
@@ -75,12 +76,12 @@ def test_to_wheel_installs_and_imports(hub, tmp_path):
     assert sorted(os.listdir(out)) == sorted(w["filename"] for w in by.values())
 
     arch = by[CPU211]["path"]
-    dist = "k-1.0.0+torch211cpucxx11.dist-info"
+    dist = "k-1.0.0+torch211cucpucxx11.dist-info"
     wheel = wheel_text(arch, f"{dist}/WHEEL")
     assert "Wheel-Version: 1.0\n" in wheel and "Root-Is-Purelib: false\n" in wheel
     assert f"Tag: cp39-abi3-manylinux_2_28_{ARCH}\n" in wheel
     meta = wheel_text(arch, f"{dist}/METADATA")
-    for line in ("Metadata-Version: 2.1", "Name: k", "Version: 1.0.0+torch211cpucxx11", "Requires-Python: >=3.9",
+    for line in ("Metadata-Version: 2.1", "Name: k", "Version: 1.0.0+torch211cucpucxx11", "Requires-Python: >=3.9",
                  "Requires-Dist: torch==2.11.*"):
         assert line + "\n" in meta
     assert "Requires-Dist: torch\n" in wheel_text(by[UNIVERSAL]["path"], "k-1.0.0.dist-info/METADATA")
@@ -102,7 +103,7 @@ def test_to_wheel_seed_layout_and_tags(hub, tmp_path):
     p = cli.run("to-wheel", "org/my-kernel", "0.2.0", "--out", str(tmp_path / "w"), "--python-version", "3.10",
                 "--manylinux-version", "2.34", check=0)
     (path,) = p.stdout.split()
-    assert os.path.basename(path) == f"my_kernel-0.2.0+torch211cpucxx11-cp310-abi3-manylinux_2_34_{ARCH}.whl"
+    assert os.path.basename(path) == f"my_kernel-0.2.0+torch211cucpucxx11-cp310-abi3-manylinux_2_34_{ARCH}.whl"
     names, _ = check_record(path)
     assert "my_kernel/__init__.py" in names and "my_kernel/_ops.py" in names
     assert "Requires-Python: >=3.10\n" in wheel_text(path, "/METADATA")
