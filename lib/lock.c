@@ -79,39 +79,8 @@ static char *lower_dup(const char *s)
  * escapes; revisions and variant names end up in files and messages. */
 static int utf8_ok(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned char c = *p;
-		size_t need, k;
-		uint32_t cp;
-		if (c < 0x80) {
-			p++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF) {
-			need = 1;
-			cp = c & 0x1F;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			cp = c & 0x0F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		for (k = 1; k <= need; k++) {
-			if ((p[k] & 0xC0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (p[k] & 0x3F);
-		}
-		if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-		    (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;
-		p += need + 1;
-	}
-	return 1;
+	size_t n = strlen(s);
+	return kernels__utf8_valid_prefix(s, n) == n;
 }
 
 /* Variant names are folder names under build/. */

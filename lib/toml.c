@@ -367,44 +367,11 @@ static int end_of_statement(parser *p)
  * parts of valid characters. */
 static int check_utf8(parser *p)
 {
-	const unsigned char *s = (const unsigned char *)p->src;
-	size_t i = 0, n = p->len;
+	size_t bad = kernels__utf8_valid_prefix(p->src, p->len);
 
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t need, k;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF) {
-			need = 1;
-			cp = c & 0x1F;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			cp = c & 0x0F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			cp = c & 0x07;
-		} else {
-			goto bad;
-		}
-		if (n - i <= need)
-			goto bad;
-		for (k = 1; k <= need; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				goto bad;
-			cp = (cp << 6) | (s[i + k] & 0x3F);
-		}
-		if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-		    (cp >= 0xD800 && cp <= 0xDFFF))
-			goto bad;
-		i += need + 1;
-	}
-	return 0;
-bad:
-	return fail_at(p, i, "invalid UTF-8 byte sequence; TOML files must be UTF-8 encoded");
+	if (bad == p->len)
+		return 0;
+	return fail_at(p, bad, "invalid UTF-8 byte sequence; TOML files must be UTF-8 encoded");
 }
 
 /* ---- strings ---- */

@@ -2,6 +2,7 @@
 #include "error.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,4 +138,41 @@ void kernels__hex(const unsigned char *bytes, size_t len, char *out)
 		out[2 * i + 1] = digits[bytes[i] & 15];
 	}
 	out[2 * len] = '\0';
+}
+
+size_t kernels__utf8_valid_prefix(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t need, k;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF)
+			need = 1, cp = c & 0x1F;
+		else if (c >= 0xE0 && c <= 0xEF)
+			need = 2, cp = c & 0x0F;
+		else if (c >= 0xF0 && c <= 0xF4)
+			need = 3, cp = c & 0x07;
+		else
+			return i;
+		if (len - i <= need)
+			return i;
+		for (k = 1; k <= need; k++) {
+			if ((s[i + k] & 0xC0) != 0x80)
+				return i;
+			cp = (cp << 6) | (s[i + k] & 0x3F);
+		}
+		if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
+			return i;
+		i += need + 1;
+	}
+	return len;
 }

@@ -28,6 +28,11 @@ char *kernels__strdup(const char *s);
  * folders are fine. Sets the error and returns KERNELS_EIO on failure. */
 int kernels__mkdir_p(const char *path, unsigned int mode);
 
+/* Length of the longest well-formed UTF-8 prefix of s[0..len): no overlong
+ * forms, no surrogates, nothing above U+10FFFF. Equal to len when all of it
+ * is valid; otherwise the offset of the first bad sequence. */
+size_t kernels__utf8_valid_prefix(const char *s, size_t len);
+
 /* Lower-case hex of `len` bytes into `out` (2*len+1 bytes). */
 void kernels__hex(const unsigned char *bytes, size_t len, char *out);
 
