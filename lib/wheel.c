@@ -527,7 +527,7 @@ static int write_zip(const char *path, const wheel_info *w, const file_list *l)
 	if (rc)
 		goto out;
 
-	if (kernels__buf_printf(&text, "Wheel-Version: 1.0\nGenerator: libkernels (%s)\nRoot-Is-Purelib: %s\nTag: %s\n",
+	if (kernels__buf_printf(&text, "Wheel-Version: 1.0\nGenerator: libkernels (%s)\nRoot-Is-Purelib: %s\nTag: %s\n\n",
 				kernels_version(), w->purelib ? "true" : "false", w->tag) < 0 ||
 	    !(arc = kernels__sprintf("%s/WHEEL", w->dist_info))) {
 		rc = kernels__error_oom();

@@ -195,7 +195,7 @@ static void test_write_current_layout(void **state)
 	assert_string_equal(zip_get(&z, "my_k/_my_k_1.abi3.so"), "abc");
 	assert_string_equal(zip_get(&z, "my_k-0.1.0+torch211cucpucxx11.dist-info/WHEEL"),
 			    "Wheel-Version: 1.0\nGenerator: libkernels (" KERNELS_VERSION_STRING ")\n"
-			    "Root-Is-Purelib: false\nTag: cp39-abi3-manylinux_2_28_x86_64\n");
+			    "Root-Is-Purelib: false\nTag: cp39-abi3-manylinux_2_28_x86_64\n\n");
 	assert_string_equal(zip_get(&z, "my_k-0.1.0+torch211cucpucxx11.dist-info/METADATA"),
 			    "Metadata-Version: 2.1\nName: my_k\nVersion: 0.1.0+torch211cucpucxx11\nSummary: my_k kernel\n"
 			    "Requires-Python: >=3.9\nRequires-Dist: torch==2.11.*\n\n");
@@ -252,7 +252,7 @@ static void test_write_seed_layout_and_noarch(void **state)
 	assert_string_equal(z.names[1], "k/layers.py");
 	assert_string_equal(zip_get(&z, "k-3.dist-info/WHEEL"),
 			    "Wheel-Version: 1.0\nGenerator: libkernels (" KERNELS_VERSION_STRING ")\n"
-			    "Root-Is-Purelib: true\nTag: py39-none-any\n");
+			    "Root-Is-Purelib: true\nTag: py39-none-any\n\n");
 	assert_non_null(strstr(zip_get(&z, "k-3.dist-info/METADATA"), "Requires-Dist: torch\n"));
 	zip_free(&z);
 	free(path);

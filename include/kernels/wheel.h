@@ -28,6 +28,10 @@
  * win_{amd64|arm64} on windows. The Python client converts only
  * torch-universal and ABI-tagged torch variants and takes the package from
  * `{name}/` only; the other forms and the current layout are additions.
+ * Checked against kernels 0.10.4's build_variant_to_wheel: same names,
+ * same package files and RECORD lines, same WHEEL (but the Generator) and
+ * METADATA, except that METADATA's Version carries the local label here,
+ * as the file and .dist-info names do (the Python client leaves it out).
  *
  * Contents: the variant's Python package as `{name}/` plus
  * `{dist}.dist-info/` with WHEEL, METADATA and RECORD ({dist} is the file
