@@ -65,9 +65,24 @@ static char *local_override(const kernels__config *cfg, const char *repo_id)
 	return NULL;
 }
 
+/* Detects the system once per call, and lets the Hub see what runs the
+ * kernels in the User-Agent, as the Python client does (telemetry on). */
 static int system_for(const kernels__config *cfg, kernels_system **sys)
 {
-	return *sys ? 0 : kernels__system_detect(cfg, sys);
+	char extra[128] = "";
+	int rc;
+
+	if (*sys)
+		return 0;
+	if ((rc = kernels__system_detect(cfg, sys)) < 0)
+		return rc;
+	if ((*sys)->torch_version_string)
+		snprintf(extra, sizeof(extra), "torch/%s", (*sys)->torch_version_string);
+	if ((*sys)->backend && !strcmp((*sys)->backend, "cuda") && (*sys)->backend_version > 0)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), "%scuda/%d.%d", *extra ? "; " : "",
+			 (*sys)->backend_version / 100, (*sys)->backend_version % 100);
+	kernels__hub_set_user_agent_extra(*extra ? extra : NULL);
+	return 0;
 }
 
 /* ---- trust --------------------------------------------------------------- */
