@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake pkg-config git python3 python3-pip
       libcurl4-openssl-dev libgit2-dev libjansson-dev libarchive-dev libssl-dev
-      libcmocka-dev libpng-dev clang libclang-rt-14-dev)
+      libcmocka-dev libpng-dev clang libclang-rt-14-dev valgrind)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
