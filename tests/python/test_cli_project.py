@@ -110,13 +110,20 @@ def test_project_hub_down(hub, tmp_path):
 
 def test_lock_specifier_and_global_options_first(hub, tmp_path):
     c1, _ = publish_kernel(hub, tmp_path, answer=1, tags=("v1.0.0",))
-    c2, _ = publish_kernel(hub, tmp_path, answer=2, tags=("v1.1.0",))
+    c2, files2 = publish_kernel(hub, tmp_path, answer=2, tags=("v1.1.0",))
     publish_kernel(hub, tmp_path, answer=3, tags=("v2.0.0",), branches=("main", "v2"))
     d = project(tmp_path, deps='"org/k" = ">=1.0,<2"\n')
     # Global options may come before the command; the endpoint option wins over HF_ENDPOINT.
     cli = Cli(None, tmp_path / "cache", endpoint=closed_port_endpoint())
     j = cli.json("--endpoint", hub.endpoint, "-q", "lock", str(d))
-    assert j["kernels"] == [{"repo_id": "org/k", "commit": c2, "revision": ">=1.0,<2"}]
+    # A specifier manifest is locked in the kernels 0.9 format: commit + variant hashes.
+    assert j["format"] == "variants"
+    assert j["kernels"] == [{"repo_id": "org/k", "commit": c2, "variants": {
+        v: lfs_concat_hash(files2, v) for v in (CPU211, CPU29, CU130)}}]
     lock = json.loads((d / "kernels.lock").read_text())
-    assert lock[0]["lock"]["commit"] == c2 and lock[0]["dependency"]["revision"] == ">=1.0,<2"
+    assert lock[0]["sha"] == c2 and lock[0]["variants"][CPU211]["hash"] == j["kernels"][0]["variants"][CPU211]
     assert c1 != c2
+    # verify then checks the lock hashes of what download fetched.
+    cli.run("--endpoint", hub.endpoint, "download", str(d), check=0)
+    j = cli.json("verify", str(d))
+    assert j["ok"] and [v["hash_ok"] for v in j["kernels"][0]["variants"]] == [True]
