@@ -217,7 +217,7 @@ class Library:
 
 
 _lock = threading.Lock()
-_default = None
+_by_path = {}  # what load() resolved -> Library (one CDLL and one set of prototypes per library)
 
 
 def find_library(path=None):
@@ -235,19 +235,15 @@ def find_library(path=None):
 
 def load(path=None):
     """Loads libkernels (once per path); see find_library for the search."""
-    global _default
-    if path is None and _default is not None:
-        return _default
     target = find_library(path)
     with _lock:
-        if path is None and _default is not None:
-            return _default
-        try:
-            lib = Library(target)
-        except OSError as e:
-            raise OSError(
-                f"cannot load libkernels from '{target}': {e}. Pass library=PATH, set KERNELS_LIBRARY to the "
-                "path of libkernels.so, or install libkernels where the dynamic loader finds it") from e
-        if path is None:
-            _default = lib
+        lib = _by_path.get(target)
+        if lib is None:
+            try:
+                lib = Library(target)
+            except OSError as e:
+                raise OSError(
+                    f"cannot load libkernels from '{target}': {e}. Call libkernels.set_library(PATH), set KERNELS_LIBRARY to the "
+                    "path of libkernels.so, or install libkernels where the dynamic loader finds it") from e
+            _by_path[target] = lib
         return lib
