@@ -88,6 +88,7 @@ int cmd_verify(cli_ctx *, const cli_command *);
 int cmd_versions(cli_ctx *, const cli_command *);
 int cmd_variants(cli_ctx *, const cli_command *);
 int cmd_get(cli_ctx *, const cli_command *);
+int cmd_load(cli_ctx *, const cli_command *);
 int cmd_to_wheel(cli_ctx *, const cli_command *);
 int cmd_cache(cli_ctx *, const cli_command *);
 int cmd_cache_ls(cli_ctx *, const cli_command *);

@@ -109,12 +109,69 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	return rc;
 }
 
+/* Prints what was loaded; `st` is NULL for locked loads (no timings). */
+static int print_kernel(cli_ctx *ctx, kernels_kernel *k, const kernels_get_stats *st, const char *repo,
+			const char *rev, const char *lock_file)
+{
+	const kernels_metadata *m = kernels_kernel_metadata(k);
+	const char *loaded = st && st->repo_id[0] ? st->repo_id : kernels_kernel_repo(k) ? kernels_kernel_repo(k) : repo;
+
+	if (ctx->json) {
+		json_t *meta = m ? json_pack("{s:s,s:s,s:i,s:s,s:s}", "id", kernels_metadata_id(m), "name",
+					     kernels_metadata_name(m), "version", kernels_metadata_version(m), "license",
+					     kernels_metadata_license(m), "backend", kernels_metadata_backend(m))
+				 : json_null();
+		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:o,s:o}", "repo_id", loaded, "requested_repo_id", repo,
+				      "revision", cli_jstr(rev), "commit", cli_jstr(kernels_kernel_commit(k)), "variant",
+				      kernels_kernel_variant(k), "path", kernels_kernel_path(k), "library",
+				      cli_jstr(kernels_kernel_library(k)), "metadata", meta);
+		if (lock_file)
+			json_object_set_new(o, "lock_file", json_string(lock_file));
+		if (st) {
+			json_object_set_new(o, "from_cache", json_boolean(st->from_cache));
+			json_object_set_new(o, "local", json_boolean(st->local));
+			json_object_set_new(o, "timings_ms",
+					    json_pack("{s:f,s:f,s:f,s:f}", "resolve", st->resolve_ms, "select", st->select_ms,
+						      "download", st->download_ms, "load", st->load_ms));
+			json_object_set_new(o, "download",
+					    json_pack("{s:I,s:I,s:I,s:I,s:I}", "files", (json_int_t)st->download.files,
+						      "files_cached", (json_int_t)st->download.files_cached,
+						      "blobs_downloaded", (json_int_t)st->download.blobs_downloaded,
+						      "bytes_downloaded", (json_int_t)st->download.bytes_downloaded,
+						      "bytes_total", (json_int_t)st->download.bytes_total));
+		}
+		return cli_json_print(o);
+	}
+	printf("repo:      %s\n", loaded);
+	if (strcmp(loaded, repo))
+		printf("requested: %s (redirected)\n", repo);
+	if (rev)
+		printf("revision:  %s\n", rev);
+	if (lock_file)
+		printf("lock:      %s\n", lock_file);
+	printf("commit:    %s\nvariant:   %s\npath:      %s\nlibrary:   %s\n",
+	       kernels_kernel_commit(k) ? kernels_kernel_commit(k) : "(local)", kernels_kernel_variant(k),
+	       kernels_kernel_path(k), kernels_kernel_library(k) ? kernels_kernel_library(k) : "(noarch)");
+	if (m)
+		printf("id:        %s\nname:      %s\nversion:   %d\nbackend:   %s\nlicense:   %s\n", kernels_metadata_id(m),
+		       kernels_metadata_name(m), kernels_metadata_version(m), kernels_metadata_backend(m),
+		       kernels_metadata_license(m));
+	if (st) {
+		printf("cache:     %s\n",
+		       st->local ? "local tree" : st->from_cache ? "hit (nothing downloaded)" : "downloaded");
+		printf("downloaded: %zu of %zu files, %llu bytes\n", st->download.blobs_downloaded, st->download.files,
+		       st->download.bytes_downloaded);
+		printf("timings:   resolve %.1f ms, select %.1f ms, download %.1f ms, load %.1f ms\n", st->resolve_ms,
+		       st->select_ms, st->download_ms, st->load_ms);
+	}
+	return CLI_OK;
+}
+
 int cmd_get(cli_ctx *ctx, const cli_command *cmd)
 {
 	const char *repo = ctx->pos[0], *rev = ctx->pos[1];
 	kernels_get_stats st;
 	kernels_kernel *k = NULL;
-	const kernels_metadata *m;
 	int rc;
 
 	(void)cmd;
@@ -124,44 +181,36 @@ int cmd_get(cli_ctx *ctx, const cli_command *cmd)
 	cli_progress_end(ctx);
 	if (rc)
 		return cli_fail(ctx, rc, repo);
-	m = kernels_kernel_metadata(k);
-	if (ctx->json) {
-		json_t *meta = m ? json_pack("{s:s,s:s,s:i,s:s,s:s}", "id", kernels_metadata_id(m), "name",
-					     kernels_metadata_name(m), "version", kernels_metadata_version(m), "license",
-					     kernels_metadata_license(m), "backend", kernels_metadata_backend(m))
-				 : json_null();
-		json_t *timings = json_pack("{s:f,s:f,s:f,s:f}", "resolve", st.resolve_ms, "select", st.select_ms,
-					    "download", st.download_ms, "load", st.load_ms);
-		json_t *dl = json_pack("{s:I,s:I,s:I,s:I,s:I}", "files", (json_int_t)st.download.files, "files_cached",
-				       (json_int_t)st.download.files_cached, "blobs_downloaded",
-				       (json_int_t)st.download.blobs_downloaded, "bytes_downloaded",
-				       (json_int_t)st.download.bytes_downloaded, "bytes_total",
-				       (json_int_t)st.download.bytes_total);
-		rc = cli_json_print(json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:o,s:o,s:b,s:b,s:o,s:o}", "repo_id",
-					      st.repo_id[0] ? st.repo_id : repo, "revision", rev, "commit",
-					      cli_jstr(kernels_kernel_commit(k)), "requested_repo_id", json_string(repo),
-					      "variant", kernels_kernel_variant(k), "path", kernels_kernel_path(k), "library",
-					      cli_jstr(kernels_kernel_library(k)), "metadata", meta, "from_cache",
-					      st.from_cache, "local", st.local, "timings_ms", timings, "download", dl));
-	} else {
-		printf("repo:      %s\n", st.repo_id[0] ? st.repo_id : repo);
-		if (st.repo_id[0] && strcmp(st.repo_id, repo))
-			printf("requested: %s (redirected)\n", repo);
-		printf("revision:  %s\ncommit:    %s\nvariant:   %s\npath:      %s\nlibrary:   %s\n", rev,
-		       kernels_kernel_commit(k) ? kernels_kernel_commit(k) : "(local)", kernels_kernel_variant(k),
-		       kernels_kernel_path(k), kernels_kernel_library(k) ? kernels_kernel_library(k) : "(noarch)");
-		if (m)
-			printf("id:        %s\nname:      %s\nversion:   %d\nbackend:   %s\nlicense:   %s\n",
-			       kernels_metadata_id(m), kernels_metadata_name(m), kernels_metadata_version(m),
-			       kernels_metadata_backend(m), kernels_metadata_license(m));
-		printf("cache:     %s\n", st.local ? "local tree" : st.from_cache ? "hit (nothing downloaded)" : "downloaded");
-		printf("downloaded: %zu of %zu files, %llu bytes\n", st.download.blobs_downloaded, st.download.files,
-		       st.download.bytes_downloaded);
-		printf("timings:   resolve %.1f ms, select %.1f ms, download %.1f ms, load %.1f ms\n", st.resolve_ms,
-		       st.select_ms, st.download_ms, st.load_ms);
-		rc = CLI_OK;
-	}
+	rc = print_kernel(ctx, k, &st, repo, rev, NULL);
 	kernels_kernel_close(k);
+	return rc;
+}
+
+int cmd_load(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *repo = ctx->pos[0], *where = ctx->npos > 1 ? ctx->pos[1] : ".";
+	int fetch = cli_value(ctx, cmd, "fetch") != NULL;
+	struct stat sb;
+	kernels_kernel *k = NULL;
+	char *lock;
+	int rc;
+
+	/* DIR (holding kernels.lock) or the lock file itself. */
+	lock = !stat(where, &sb) && S_ISDIR(sb.st_mode) ? cli_sprintf("%s/kernels.lock", where) : cli_sprintf("%s", where);
+	if (fetch) {
+		cli_progress_begin(ctx, "fetching");
+		rc = kernels_get_locked(&k, repo, lock, &ctx->opts);
+		cli_progress_end(ctx);
+	} else {
+		rc = kernels_load_locked(&k, repo, lock, &ctx->opts);
+	}
+	if (rc) {
+		free(lock);
+		return cli_fail(ctx, rc, repo);
+	}
+	rc = print_kernel(ctx, k, NULL, repo, NULL, lock);
+	kernels_kernel_close(k);
+	free(lock);
 	return rc;
 }
 

@@ -23,6 +23,10 @@ static const cli_opt variants_opts[] = {
 	{ "revision", 0, "REV", "branch, tag, commit, major version N or PEP 440 spec (required)" },
 	{ NULL, 0, NULL, NULL }
 };
+static const cli_opt load_opts[] = {
+	{ "fetch", 0, NULL, "download the locked variant when it is not cached (default: cache only, no network)" },
+	{ NULL, 0, NULL, NULL }
+};
 static const cli_opt wheel_opts[] = {
 	{ "out", 'o', "DIR", "folder for the wheels (default: the current folder; created if missing)" },
 	{ "python-version", 0, "X.Y", "minimum Python the kernel was built for (default 3.9)" },
@@ -50,6 +54,10 @@ static const cli_command commands[] = {
 	  variants_opts, 1, 1, cmd_variants },
 	{ "get", "REPO REVISION", "Fetch and load a kernel, and print what was chosen and where the time went.",
 	  NULL, NULL, 2, 2, cmd_get },
+	{ "load", "REPO [DIR]", "Load REPO at the commit DIR/kernels.lock pins (DIR: a project folder or a lock file).",
+	  "From the cache only, never a network call; with --fetch the variant is downloaded when missing. The "
+	  "variant's files are checked against the lock hash and its metadata digest before loading.",
+	  load_opts, 1, 2, cmd_load },
 	{ "verify", "[DIR]",
 	  "Check the cached kernels that DIR/kernels.lock pins (DIR defaults to the current folder).",
 	  "Each cached variant of each locked commit is checked against its metadata.json digest and, when the "

@@ -127,3 +127,44 @@ def test_lock_specifier_and_global_options_first(hub, tmp_path):
     cli.run("--endpoint", hub.endpoint, "download", str(d), check=0)
     j = cli.json("verify", str(d))
     assert j["ok"] and [v["hash_ok"] for v in j["kernels"][0]["variants"]] == [True]
+
+
+def test_load_locked_offline_and_tampered(hub, tmp_path):
+    commit, _ = publish_kernel(hub, tmp_path)
+    d = project(tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    cli.run("lock", str(d), check=0)
+    # Not cached: the message names the download command, and nothing was requested.
+    hub.log_clear()
+    p = cli.run("load", "org/k", str(d), check=1)
+    assert "kernels download" in p.stderr
+    assert hub.log() == []
+    cli.run("download", str(d), check=0)
+    hub.log_clear()
+    j = cli.json("load", "org/k", str(d))
+    assert j["commit"] == commit and j["variant"] == CPU211 and j["lock_file"] == str(d / "kernels.lock")
+    assert j["metadata"]["id"] == "_k_100"
+    assert hub.log() == []  # a locked load makes no request at all
+    # The same from inside the project folder, and with the lock file named directly.
+    assert cli.json("load", "org/k", str(d / "kernels.lock"))["commit"] == commit
+    # A tampered cached file: the load fails and names the file.
+    target = os.path.realpath(os.path.join(j["path"], "_ops.py"))
+    os.chmod(target, 0o644)
+    with open(target, "a") as f:
+        f.write("# tampered\n")
+    p = cli.run("load", "org/k", str(d), check=1)
+    assert "_ops.py" in p.stderr
+    assert cli.run("load", "org/other", str(d), check=1).returncode == 1
+
+
+def test_load_fetch(hub, tmp_path):
+    commit, _ = publish_kernel(hub, tmp_path)
+    d = project(tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    cli.run("lock", str(d), check=0)
+    assert cli.json("load", "org/k", str(d), "--fetch")["commit"] == commit
+    assert cli.run("load", check=2).returncode == 2
+    assert cli.run("load", "org/k", str(d), "extra", check=2).returncode == 2
+    down = Cli(None, tmp_path / "cache-down", endpoint=closed_port_endpoint())
+    p = down.run("load", "org/k", str(d), "--fetch", "--retries", "0", "--trust-remote-code", check=1)
+    assert "cannot reach the Hub" in p.stderr or "cannot be reached" in p.stderr
