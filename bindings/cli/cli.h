@@ -57,6 +57,8 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...) __attribute__(
 /* A library failure: the message to stderr (and a JSON error object on
  * stdout with --json). Returns CLI_ERROR. */
 int cli_fail(const cli_ctx *ctx, int code, const char *context);
+/* A failure found by the tool itself: like cli_fail() with this message. */
+int cli_error(const cli_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prints `obj` (stolen) as indented JSON on stdout. */
 int cli_json_print(json_t *obj);
 /* json_string() that accepts NULL (-> null). */

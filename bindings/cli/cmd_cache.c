@@ -463,7 +463,7 @@ int cmd_cache_rm(cli_ctx *ctx, const cli_command *cmd)
 		return cli_usage_error(cmd, "--revision must not be empty");
 	}
 	if ((rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "kernels: error: no cache at %s: %s\n", root, strerror(errno));
+		cli_error(ctx, KERNELS_ENOTFOUND, "no cache at %s: %s", root, strerror(errno));
 		json_decref(s.removed);
 		free(root);
 		return CLI_ERROR;
@@ -481,7 +481,8 @@ int cmd_cache_rm(cli_ctx *ctx, const cli_command *cmd)
 			if ((repofd = openat(rootfd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 				goto next;
 			if (!(commit = find_commit(repofd, rev, &ambiguous))) {
-				fprintf(stderr, "kernels: error: %s has no cached snapshot %s '%s'%s\n", repo,
+				cli_error(ctx, ambiguous ? KERNELS_EAMBIGUOUS : KERNELS_ENOTFOUND,
+					  "%s has no cached snapshot %s '%s'%s", repo,
 					ambiguous ? "matching more than once:" : "for", rev,
 					ambiguous ? "; give more digits" : "; see 'kernels cache ls'");
 				rc = CLI_ERROR;
@@ -526,8 +527,7 @@ next:
 	}
 	close(rootfd);
 	if (!found && rc == CLI_OK) {
-		fprintf(stderr, "kernels: error: %s is not in the cache %s; see 'kernels cache ls'\n", repo, root);
-		rc = CLI_ERROR;
+		rc = cli_error(ctx, KERNELS_ENOTFOUND, "%s is not in the cache %s; see 'kernels cache ls'", repo, root);
 	}
 	if (s.failed)
 		rc = CLI_ERROR;

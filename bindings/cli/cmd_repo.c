@@ -255,8 +255,7 @@ int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 	free(probe);
 	if (mkdir(out, 0777) && errno != EEXIST) {
 		json_decref(wheels);
-		fprintf(stderr, "kernels: error: cannot create %s: %s\n", out, strerror(errno));
-		return CLI_ERROR;
+		return cli_error(ctx, KERNELS_EIO, "cannot create %s: %s", out, strerror(errno));
 	}
 	rev = cli_sprintf("v%s", bare);
 	if ((rc = kernels_revision_resolve(&r, repo, rev, &ctx->opts)) ||
@@ -267,9 +266,8 @@ int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 		if (!only || in_list(only, names[i]))
 			picked[np++] = names[i];
 	if (!np) {
-		fprintf(stderr, "kernels: error: %s at %s has no variant%s%s\n", repo, rev, only ? " named " : "",
-			only ? only : "");
-		rc = KERNELS_ENOTFOUND;
+		rc = cli_error(ctx, KERNELS_ENOTFOUND, "%s at %s has no variant%s%s", repo, rev, only ? " named " : "",
+			       only ? only : "");
 		goto done;
 	}
 	cli_progress_begin(ctx, "downloading");

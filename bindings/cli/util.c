@@ -263,11 +263,32 @@ int cli_fail(const cli_ctx *ctx, int code, const char *context)
 	const char *msg = kernels_error_last();
 
 	fprintf(stderr, "kernels: error: %s%s%s\n", context ? context : "", context ? ": " : "", msg);
+	if (code == KERNELS_EUNTRUSTED)
+		fputs("kernels: on the command line: --trust-remote-code, or --trusted-orgs ORG\n", stderr);
 	if (ctx && ctx->json) {
 		json_t *o = json_pack("{s:{s:i,s:s,s:s}}", "error", "code", code, "name", kernels_strerror(code),
 				      "message", msg);
 		cli_json_print(o);
 	}
+	return CLI_ERROR;
+}
+
+int cli_error(const cli_ctx *ctx, int code, const char *fmt, ...)
+{
+	char *msg;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return CLI_ERROR;
+	fprintf(stderr, "kernels: error: %s\n", msg);
+	if (ctx && ctx->json)
+		cli_json_print(json_pack("{s:{s:i,s:s,s:s}}", "error", "code", code, "name", kernels_strerror(code),
+					 "message", msg));
+	free(msg);
 	return CLI_ERROR;
 }
 

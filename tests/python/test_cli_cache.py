@@ -81,7 +81,8 @@ def test_cache_bad_arguments(hub, tmp_path):
     assert cli.run("cache", "rm", "org/k", "--revision", "", check=2).returncode == 2
     for rev in ("nope", "../../..", "deadbeef"):
         assert cli.run("cache", "rm", "org/k", "--revision", rev, check=1).returncode == 1
-    assert cli.run("cache", "rm", "org/missing", check=1).returncode == 1
+    p = cli.run("cache", "rm", "org/missing", "--json", check=1)
+    assert json.loads(p.stdout)["error"]["name"] == "not found" and "org/missing" in p.stderr
     assert os.path.isdir(os.path.join(cli.cache, "kernels--org--k", "snapshots", c1))
 
 

@@ -119,7 +119,8 @@ def test_to_wheel_bad_arguments(hub, tmp_path):
     assert cli.run("to-wheel", "org/k", "1.0.0", "--python-version", "three", "-o", out, check=2).returncode == 2
     assert cli.run("to-wheel", "org/k", "1.0.0", "--manylinux-version", "2", "-o", out, check=2).returncode == 2
     assert cli.run("to-wheel", "org/k", "9.9.9", "-o", out, check=1).returncode == 1
-    assert "no variant" in cli.run("to-wheel", "org/k", "1.0.0", "--variant", "torch-nope", "-o", out, check=1).stderr
+    p = cli.run("to-wheel", "org/k", "1.0.0", "--variant", "torch-nope", "-o", out, "--json", check=1)
+    assert "no variant" in p.stderr and "torch-nope" in json.loads(p.stdout)["error"]["message"]
     assert not os.path.exists(out) or os.listdir(out) == []
 
 
