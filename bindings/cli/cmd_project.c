@@ -146,126 +146,15 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 
 /* ---- verify ----------------------------------------------------------------- */
 
-/* kernels_verify_variant() follows links only inside the variant folder,
- * and a cached variant's files are links into the repo's blobs/. So the
- * cached variant is mirrored into a private temporary folder (hard links
- * where possible, else copies, following links to regular files) and that
- * is verified: the same bytes, the same relative paths. */
-static int copy_file(const char *src, const char *dst)
-{
-	char buf[65536];
-	ssize_t n;
-	int in, out, rc = 0;
-
-	if (!link(src, dst))
-		return 0;
-	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-		close(in);
-		return -1;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -1;
-			break;
-		}
-	if (n < 0)
-		rc = -1;
-	close(in);
-	if (close(out))
-		rc = -1;
-	return rc;
-}
-
-static int mirror(const char *src, const char *dst, int depth)
-{
-	size_t n = 0, i;
-	char **names = cli_list_dir(src, 0, &n);
-	int rc = 0;
-
-	if (depth > 32)
-		return -1;
-	for (i = 0; i < n && !rc; i++) {
-		char *s = cli_sprintf("%s/%s", src, names[i]), *d = cli_sprintf("%s/%s", dst, names[i]);
-		char *real = NULL;
-		struct stat lst, st;
-		if (lstat(s, &lst) || stat(s, &st)) {
-			rc = -1;
-		} else if (S_ISDIR(st.st_mode) && !S_ISLNK(lst.st_mode)) {
-			rc = mkdir(d, 0700) || mirror(s, d, depth + 1);
-		} else if (S_ISREG(st.st_mode)) {
-			real = realpath(s, NULL);
-			rc = !real || copy_file(real, d);
-		}
-		free(real);
-		free(s);
-		free(d);
-	}
-	cli_strings_free(names, n);
-	return rc;
-}
-
-static void remove_tree(const char *dir, int depth)
-{
-	size_t n = 0, i;
-	char **names = cli_list_dir(dir, 0, &n);
-
-	for (i = 0; i < n; i++) {
-		char *p = cli_sprintf("%s/%s", dir, names[i]);
-		struct stat st;
-		if (!lstat(p, &st) && S_ISDIR(st.st_mode) && depth < 34)
-			remove_tree(p, depth + 1);
-		else
-			unlink(p);
-		free(p);
-	}
-	cli_strings_free(names, n);
-	rmdir(dir);
-}
-
-/* Verifies the cached variant `vdir`; on failure `*msg` is the library's
- * message with the temporary folder's path put back to `vdir`. */
+/* Verifies the cached variant `vdir` in place (the library follows its
+ * links into the repo's blobs/); on failure `*msg` is the library's message. */
 static int verify_cached(cli_ctx *ctx, const char *vdir, char **msg)
 {
-	const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	char *tmp = cli_sprintf("%s/kernels-verify-XXXXXX", tmpdir), *copy, *pos;
-	const char *m;
-	int rc;
+	int rc = kernels_verify_variant(vdir, &ctx->opts, NULL);
 
-	*msg = NULL;
-	if (!mkdtemp(tmp)) {
-		*msg = cli_sprintf("cannot create a temporary folder in %s: %s", tmpdir, strerror(errno));
-		free(tmp);
-		return KERNELS_EIO;
-	}
-	copy = cli_sprintf("%s/v", tmp);
-	if (mkdir(copy, 0700) || mirror(vdir, copy, 0)) {
-		*msg = cli_sprintf("cannot read the cached variant %s: %s", vdir, strerror(errno));
-		rc = KERNELS_EIO;
-	} else if ((rc = kernels_verify_variant(copy, &ctx->opts, NULL))) {
-		m = kernels_error_last();
-		/* Put the cache path back into the message. */
-		{
-			size_t cl = strlen(copy);
-			char *out = cli_sprintf("%s", "");
-			const char *p = m;
-			while ((pos = strstr(p, copy))) {
-				char *next = cli_sprintf("%s%.*s%s", out, (int)(pos - p), p, vdir);
-				free(out);
-				out = next;
-				p = pos + cl;
-			}
-			*msg = cli_sprintf("%s%s", out, p);
-			free(out);
-		}
-	}
-	remove_tree(tmp, 0);
-	free(copy);
-	free(tmp);
+	*msg = rc ? cli_sprintf("%s", kernels_error_last()) : NULL;
 	return rc;
 }
-
 
 /* Checks one cached variant folder; fills `o` and returns 1 when it passes. */
 static int verify_variant(cli_ctx *ctx, const kernels_lock_entry *e, const char *snap, const char *name, json_t *o)
