@@ -106,21 +106,26 @@ static void check_random_images(cpu_fn run)
 	}
 }
 
-static void test_fetch_by_range_and_run(void **state)
+/* Fetches by version range with `backend` forced (NULL: detected) and
+ * checks the module's C entry point. */
+static void fetch_and_check(const char *backend, const char *variant_prefix)
 {
 	kernels_options o;
+	kernels_system sys = { 0 };
 	kernels_kernel *k = NULL;
 	kernels_get_stats st;
 	cpu_fn run;
-	(void)state;
 
 	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
 	o.endpoint = test_hub_endpoint(hub);
 	o.cache_dir = cache;
 	o.offline = 0;
+	sys.backend = backend;
+	o.system = backend ? &sys : NULL;
 	if (kernels_get_ext(&k, "kernels-community/img2gray", ">=1.1.2,<2", &o, &st) < 0)
 		fail_msg("kernels_get: %s", kernels_error_last());
-	assert_int_equal(strncmp(kernels_kernel_variant(k), "torch211-", 9), 0);
+	if (strncmp(kernels_kernel_variant(k), variant_prefix, strlen(variant_prefix)))
+		fail_msg("chose %s, expected %s*", kernels_kernel_variant(k), variant_prefix);
 	assert_int_equal(st.from_cache, 0);
 	assert_non_null(strstr(kernels_metadata_id(kernels_kernel_metadata(k)), "_img2gray_"));
 	run = (cpu_fn)kernels_symbol(k, "img2gray_cpu");
@@ -133,10 +138,26 @@ static void test_fetch_by_range_and_run(void **state)
 	assert_int_equal(test_system("test -f '%s/kernels--kernels-community--img2gray/refs/v1.1.2'", cache), 0);
 }
 
+/* The torch CPU variant, as a CPU-only server asks for it. */
+static void test_cpu_variant_by_range(void **state)
+{
+	(void)state;
+	fetch_and_check("cpu", "torch211-cxx11-cpu-");
+}
+
+/* Whatever this process's torch makes best (the CUDA build of torch picks
+ * the cu130 variant even without a GPU; its module runs on the CPU too). */
+static void test_detected_variant_by_range(void **state)
+{
+	(void)state;
+	fetch_and_check(NULL, "torch211-");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fetch_by_range_and_run),
+		cmocka_unit_test(test_cpu_variant_by_range),
+		cmocka_unit_test(test_detected_variant_by_range),
 	};
 
 	if (asprintf(&variants_dir, "%s/variants/img2gray/build", KERNELS_BINARY_DIR) < 0)
