@@ -369,3 +369,31 @@ def test_locked_workflow(env, hub, answer_repo, tmp_path):
     with libkernels.get_locked("acme/answer", lockfile, backend="cpu") as k:
         assert k.path == mod.__libkernels_kernel__.path and k.commit == answer_repo["commit"]
     assert hub.log() == [] or hub.count(path="/resolve/") == 0
+
+
+def test_threads_share_one_import(env, hub, answer_repo):
+    # 8 threads ask at once: libkernels downloads once (its cache locks), the
+    # binding imports the variant once, every thread gets that module.
+    import threading
+
+    hub.log_clear()
+    got, errors = [], []
+    barrier = threading.Barrier(8)
+
+    def worker():
+        try:
+            barrier.wait()
+            got.append(libkernels.get_kernel("acme/answer", version=1, backend="cpu"))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(got) == 8 and all(m is got[0] for m in got) and got[0].answer() == 42
+    assert got[0].__libkernels_kernel__.refcount == 1  # the 7 extra handles were closed
+    files = [e["path"] for e in hub.requests("GET", "/resolve/")]
+    assert len(files) == len(set(files)), files  # each file fetched once
