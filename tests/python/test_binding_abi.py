@@ -5,10 +5,7 @@ kernels_download_stats, and the ctypes mirrors must agree field by field.
 Also: every function the binding declares is exported by libkernels."""
 import ctypes
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import test_binding as tb
 from libkernels import _lib

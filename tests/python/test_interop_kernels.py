@@ -123,7 +123,7 @@ def test_small_variant_both_ways(hub, tmp_path):
     # the other offline.
     tree = tmp_path / "tree"
     tb.make_variant(tree / "build" / tb.torch_cpu_variant(), name="answer", answer=42)
-    commit = tb.publish_tree(hub, "acme/answer", tree)
+    tb.publish_tree(hub, "acme/answer", tree)
     code = ("import {m}\nk = {m}.get_kernel('acme/answer', revision={rev!r}, backend='cpu')\n"
             "print(json.dumps({{'answer': k.answer(), 'path': str(pathlib.Path(k.__file__).parent)}}))")
     code_ours, code_theirs = code.format(m="libkernels", rev="v1"), code.format(m="kernels", rev="v1")
