@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "config.h"
@@ -332,6 +333,35 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 	return rc;
 }
 
+/* A commit's files never change, so a variant already in the snapshot needs
+ * no listing from the Hub: its metadata digest, checked before dlopen,
+ * proves it complete and intact. Returns 0 when loaded from the cache, 1
+ * when the variant must be fetched (absent or incomplete), or an error. */
+static int load_cached(const kernels__config *cfg, plan *p, const char *variant, kernels_get_stats *stats,
+		       kernels_kernel **out)
+{
+	char *dir = kernels__cache_repo_dir(cfg, p->type, p->repo_id), *folder, *meta;
+	int rc = 1;
+
+	folder = dir ? kernels__sprintf("%s/snapshots/%s/build/%s", dir, kernels_revision_commit(p->rev), variant) : NULL;
+	meta = folder ? kernels__sprintf("%s/metadata.json", folder) : NULL;
+	if (!meta) {
+		rc = KERNELS_ENOMEM;
+	} else if (!cfg->offline && access(meta, F_OK) == 0) {
+		rc = kernels__plan_load(cfg, p, folder, stats, out);
+		if (rc == KERNELS_EINTEGRITY || rc == KERNELS_ENOTFOUND) {
+			/* Incomplete (an interrupted run): let the download stage repair it. */
+			kernels_error_clear();
+			rc = 1;
+		}
+		stats->from_cache = rc == 0;
+	}
+	free(meta);
+	free(folder);
+	free(dir);
+	return rc;
+}
+
 static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats *stats, kernels_kernel **out)
 {
 	const char *variant = kernels_variant_trace_chosen(p->trace);
@@ -340,6 +370,8 @@ static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats
 
 	if (!variant)
 		return kernels__variant_no_match(p->trace, p->what, p->sys);
+	if ((rc = load_cached(cfg, p, variant, stats, out)) <= 0)
+		return rc;
 	rc = kernels__plan_fetch(cfg, p, variant, stats, &folder);
 	if (rc == 0)
 		rc = kernels__plan_load(cfg, p, folder, stats, out);

@@ -271,6 +271,30 @@ static void test_second_get_is_served_from_cache_and_offline(void **state)
 	}
 }
 
+/* A cached variant is loaded without asking the Hub for its files; one
+ * that an interrupted run left incomplete is repaired by the download. */
+static void test_cached_variant_skips_listing_and_repairs(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	test_hub_log_clear(W.hub);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "build/torch29-cxx11-cpu-x86_64-linux"), 0);
+
+	assert_int_equal(test_system("rm '%s'/kernels--acme--answer/snapshots/%s/build/torch29-cxx11-cpu-x86_64-linux/*.so",
+				     W.cache, W.commit[0]), 0);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
+	assert_int_equal(call_answer(k), 1009);
+	kernels_kernel_close(k);
+}
+
 static void test_two_commits_side_by_side(void **state)
 {
 	kernels_options o;
@@ -411,6 +435,7 @@ int main(void)
 		cmocka_unit_test_setup(test_system_picks_the_variant, fresh_cache),
 		cmocka_unit_test_setup(test_trace_and_has_kernel, fresh_cache),
 		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, fresh_cache),
+		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, fresh_cache),
 		cmocka_unit_test_setup(test_two_commits_side_by_side, fresh_cache),
 		cmocka_unit_test_setup(test_untrusted_publisher_is_refused, fresh_cache),
 		cmocka_unit_test_setup(test_redirect_is_followed, fresh_cache),
