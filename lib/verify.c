@@ -356,7 +356,7 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, con
 
 	json_object_foreach(m->files, key, v) {
 		file_ent probe = { (char *)key, NULL };
-		if (!bsearch(&probe, w->v, w->n, sizeof(*w->v), ent_cmp)) {
+		if (!w->n || !bsearch(&probe, w->v, w->n, sizeof(*w->v), ent_cmp)) {
 			kernels__buf_printf(&msg, "\n  missing file: %s", key);
 			violations++;
 		}
@@ -420,7 +420,8 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 		return what ? kernels__error_prefix("%s", what) : rc;
 	w.root = root_real;
 	if ((rc = walk(&w, dir_real, "", 0)) == 0) {
-		qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
+		if (w.n)
+			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
 		rc = check_digest(m, &w, dir_real, what);
 	}
 	if (rc == 0 && m->dirty)

@@ -265,7 +265,10 @@ static void test_malformed_lock_is_refused(void **state)
 	W.cache = test_mkdtemp("project-cache");
 	options(&o, &s);
 	assert_int_equal(asprintf(&path, "%s/broken.lock", W.tmp) > 0, 1);
-	assert_int_equal(test_write_file(path, "[{\"repo_id\": \"acme/pinned\", \"sha\": \"12", 41), 0);
+	{
+		const char *cut = "[{\"repo_id\": \"acme/pinned\", \"sha\": \"12";
+		assert_int_equal(test_write_file(path, cut, strlen(cut)), 0);
+	}
 	assert_int_equal(kernels_get_locked(&k, "acme/pinned", path, &o), KERNELS_EPARSE);
 	assert_null(k);
 	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", W.cache), 0);
