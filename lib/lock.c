@@ -871,7 +871,11 @@ static int unhex(const char *s, unsigned char *out, size_t n)
 	return 0;
 }
 
-int kernels_lock_variant_hash(const kernels_lock_file *files, size_t count, char out[KERNELS_LOCK_HASH_SIZE])
+/* keep_bytecode: kernels 0.9 to 0.15 hash every file of the variant,
+ * committed *.pyc and __pycache__/ included; kernels 0.16 (and SPEC
+ * section 6) leave them out. */
+static int variant_hash(const kernels_lock_file *files, size_t count, int keep_bytecode,
+			char out[KERNELS_LOCK_HASH_SIZE])
 {
 	const kernels_lock_file **sorted;
 	EVP_MD_CTX *ctx;
@@ -893,7 +897,7 @@ int kernels_lock_variant_hash(const kernels_lock_file *files, size_t count, char
 	if (!(sorted = malloc((count ? count : 1) * sizeof(*sorted))))
 		return kernels__error_oom();
 	for (i = 0; i < count; i++)
-		if (!skipped_path(files[i].path))
+		if (keep_bytecode || !skipped_path(files[i].path))
 			sorted[n++] = &files[i];
 	qsort(sorted, n, sizeof(*sorted), file_ptr_cmp);
 	for (i = 1; i < n; i++)
@@ -926,6 +930,11 @@ out:
 	EVP_MD_CTX_free(ctx);
 	free(sorted);
 	return rc;
+}
+
+int kernels_lock_variant_hash(const kernels_lock_file *files, size_t count, char out[KERNELS_LOCK_HASH_SIZE])
+{
+	return variant_hash(files, count, 0, out);
 }
 
 /* Hash of a file's content: sha256, or git's blob sha1 ("blob <len>\0" +
@@ -975,6 +984,7 @@ typedef struct {
 	char **owned;         /* path and hash strings to free */
 	size_t n, cap, nowned, capowned;
 	const char *const *lfs_paths;
+	int keep_bytecode;
 } walk_state;
 
 static int own(walk_state *s, char *p)
@@ -1055,7 +1065,7 @@ static int walk(walk_state *s, const char *dir, const char *rel, int depth)
 			rc = kernels__error(KERNELS_EIO, "cannot stat '%s': %s", full, strerror(errno));
 		} else if (S_ISDIR(lst.st_mode)) {
 			rc = walk(s, full, r, depth + 1);
-		} else if (skipped_path(r)) {
+		} else if (!s->keep_bytecode && skipped_path(r)) {
 			/* Python's byte-code caches are not part of a variant */
 		} else if (s->lfs_paths) {
 			if (stat(full, &st) == 0 && S_ISREG(st.st_mode))
@@ -1084,10 +1094,10 @@ static int walk(walk_state *s, const char *dir, const char *rel, int depth)
 	return rc;
 }
 
-int kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lfs_paths,
-				  char out[KERNELS_LOCK_HASH_SIZE])
+int kernels__lock_variant_hash_dir_as(const char *variant_dir, const char *const *lfs_paths, int keep_bytecode,
+				      char out[KERNELS_LOCK_HASH_SIZE])
 {
-	walk_state s = { .lfs_paths = lfs_paths };
+	walk_state s = { .lfs_paths = lfs_paths, .keep_bytecode = keep_bytecode };
 	size_t i;
 	int rc;
 
@@ -1095,7 +1105,7 @@ int kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lf
 		return kernels__error(KERNELS_EINVAL, "kernels_lock_variant_hash_dir: `variant_dir` and `out` are required");
 	rc = walk(&s, variant_dir, "", 0);
 	if (rc == 0)
-		rc = kernels_lock_variant_hash(s.files, s.n, out);
+		rc = variant_hash(s.files, s.n, keep_bytecode, out);
 	for (i = 0; i < s.nowned; i++)
 		free(s.owned[i]);
 	free(s.owned);
@@ -1103,9 +1113,25 @@ int kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lf
 	return rc;
 }
 
+/* A cache snapshot holds links for committed files only (Python writes its
+ * byte-code next to them as plain files), so committed byte-code counts
+ * there, as in kernels 0.9's validate_kernel; a build folder on disk may
+ * hold the interpreter's, so it does not. */
+int kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lfs_paths,
+				  char out[KERNELS_LOCK_HASH_SIZE])
+{
+	return kernels__lock_variant_hash_dir_as(variant_dir, lfs_paths, lfs_paths == NULL, out);
+}
+
 /* ---- from a tree listing ---- */
 
 int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, const kernels__tree *tree)
+{
+	return kernels__lock_add_tree_variants_as(lock, repo_id, tree, 0);
+}
+
+int kernels__lock_add_tree_variants_as(kernels_lock *lock, const char *repo_id, const kernels__tree *tree,
+				       int keep_bytecode)
 {
 	static const char prefix[] = "build/torch";
 	kernels_lock_file *files = NULL;
@@ -1147,7 +1173,7 @@ int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, con
 			files[nfiles].hash = e->lfs_sha256 ? e->lfs_sha256 : e->oid;
 			nfiles++;
 		}
-		rc = kernels_lock_variant_hash(files, nfiles, hash);
+		rc = variant_hash(files, nfiles, keep_bytecode, hash);
 		if (rc == 0)
 			rc = kernels_lock_add_variant(lock, repo_id, names[j], hash);
 		if (rc < 0)

@@ -17,4 +17,17 @@
  * kernels_lock_variant_hash (KERNELS_EINVAL), KERNELS_ENOMEM. */
 int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, const kernels__tree *tree);
 
+/* The same with the byte-code rule chosen: keep_bytecode 1 hashes committed
+ * *.pyc and __pycache__/ files too, as every kernels release that locks
+ * specifier manifests (0.9 to 0.14) does; 0 leaves them out (SPEC section 6,
+ * kernels 0.16), which is what kernels__lock_add_tree_variants does. */
+int kernels__lock_add_tree_variants_as(kernels_lock *lock, const char *repo_id, const kernels__tree *tree,
+				       int keep_bytecode);
+
+/* kernels_lock_variant_hash_dir with the byte-code rule chosen (the public
+ * function keeps byte-code links of a cache snapshot, and leaves byte-code
+ * out of a folder read with `lfs_paths`). */
+int kernels__lock_variant_hash_dir_as(const char *variant_dir, const char *const *lfs_paths, int keep_bytecode,
+				      char out[KERNELS_LOCK_HASH_SIZE]);
+
 #endif

@@ -50,7 +50,7 @@ static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, ker
 	if (rc == 0)
 		rc = kernels__hub_tree_list(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), "build", 1, &tree);
 	if (rc == 0)
-		rc = kernels__lock_add_tree_variants(lock, p->repo_id, &tree);
+		rc = kernels__lock_add_tree_variants_as(lock, p->repo_id, &tree, 1);
 	kernels__tree_free(&tree);
 	return rc;
 }
@@ -115,7 +115,7 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
  * only; the metadata digest, checked at load, covers the files. */
 static int check_lock_hash(const kernels_lock_entry *entry, const char *variant, const char *folder)
 {
-	char actual[KERNELS_LOCK_HASH_SIZE];
+	char actual[KERNELS_LOCK_HASH_SIZE], alt[KERNELS_LOCK_HASH_SIZE] = "";
 	const char *expected;
 	int rc;
 
@@ -127,7 +127,10 @@ static int check_lock_hash(const kernels_lock_entry *entry, const char *variant,
 				      entry->repo_id, entry->commit, variant);
 	if ((rc = kernels_lock_variant_hash_dir(folder, NULL, actual)) < 0)
 		return rc;
-	if (strcmp(actual, expected))
+	/* kernels 0.16 wrote its hashes without committed byte-code */
+	if (strcmp(actual, expected) && (rc = kernels__lock_variant_hash_dir_as(folder, NULL, 0, alt)) < 0)
+		return rc;
+	if (strcmp(actual, expected) && strcmp(alt, expected))
 		return kernels__error(KERNELS_EINTEGRITY, "%s@%.7s variant %s does not match the lock file: "
 				      "locked %s, files hash to %s; the cache or the Hub content changed, so the "
 				      "variant was not loaded (remove it with 'kernels cache rm %s' and download again)",

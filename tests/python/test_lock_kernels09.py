@@ -209,3 +209,45 @@ def test_specifier_lock_without_torch_variants(hub, kernels09, tmp_path):
     theirs, ours = lock_both(hub, kernels09, tmp_path, '"acme/notorch" = ">=1"\n')
     assert json.loads(theirs) == [{"repo_id": "acme/notorch", "sha": commit, "variants": {}}]
     assert ours == theirs, first_difference(theirs, ours)
+
+
+def test_specifier_lock_with_committed_bytecode(hub, kernels09, tmp_path):
+    # Byte-code committed by mistake is part of the variant for every kernels
+    # release that locks specifier manifests (0.9 to 0.14 hash all of
+    # build/torch*/; only the integer-only 0.16 leaves *.pyc and __pycache__
+    # out).
+    files = variant_files(UNIVERSAL, "relu", "0.1.0", None)
+    files[f"build/{UNIVERSAL}/relu/__pycache__/_ops.cpython-311.pyc"] = b"\x00committed byte-code"
+    files[f"build/{UNIVERSAL}/relu/stale.pyc"] = b"\x00stale"
+    commit = hub.publish("zoo/relu", repo_type="model", files=files, tags=["v0.1.0"], trusted=True)
+    theirs, ours = lock_both(hub, kernels09, tmp_path, '"zoo/relu" = ">=0.1"\n')
+    assert json.loads(theirs)[0]["sha"] == commit
+    assert ours == theirs, first_difference(theirs, ours)
+
+    # Both clients download it and find the files match that lock.
+    p = run_kernels09(kernels09, hub, tmp_path / "cache-theirs", "download", str(tmp_path / "theirs"),
+                      "--all-variants")
+    assert p.returncode == 0, p.stdout + p.stderr
+    cli = Cli(hub, tmp_path / "cache-ours")
+    cli.run("download", str(tmp_path / "ours"), "--all-variants", check=0)
+    # (the metadata digest check fails here: these metadata.json files are
+    # not kernel-builder's; the lock hash is what this test is about)
+    j = json.loads(cli.run("verify", str(tmp_path / "ours"), "--json").stdout)
+    v = j["kernels"][0]["variants"]
+    assert [(x["name"], x["hash_ok"]) for x in v] == [(UNIVERSAL, True)], j
+    assert v[0]["hash"] == v[0]["lock_hash"] == json.loads(theirs)[0]["variants"][UNIVERSAL]["hash"]
+
+    # A lock written by kernels 0.16 (hashes without byte-code) is honoured
+    # too; a wrong hash is not.
+    prefix = f"build/{UNIVERSAL}/"
+    pairs = sorted((p[len(prefix):].encode(), hashlib.sha1(b"blob %d\0" % len(d) + d).digest())
+                   for p, d in ((p, d[0] if isinstance(d, tuple) else d) for p, d in files.items())
+                   if p.startswith(prefix) and not p.endswith(".pyc") and "__pycache__" not in p.split("/"))
+    without = "sha256-" + hashlib.sha256(b"".join(a + b for a, b in pairs)).hexdigest()
+    assert without != v[0]["hash"]
+    for lock_hash, rc in ((without, 0), ("sha256-" + "0" * 64, 1)):
+        d = project(tmp_path, f"v016-{rc}", '"zoo/relu" = ">=0.1"\n')
+        (d / "kernels.lock").write_text(json.dumps([{"repo_id": "zoo/relu", "sha": commit, "variants": {
+            UNIVERSAL: {"hash": lock_hash, "hash_type": "git_lfs_concat"}}}], indent=2))
+        p = Cli(hub, tmp_path / f"cache-{rc}").run("download", str(d), "--all-variants", check=rc)
+        assert rc == 0 or "does not match the lock file" in p.stderr, p.stderr
