@@ -213,7 +213,7 @@ def test_specifier_lock_without_torch_variants(hub, kernels09, tmp_path):
 
 def test_specifier_lock_with_committed_bytecode(hub, kernels09, tmp_path):
     # Byte-code committed by mistake is part of the variant for every kernels
-    # release that locks specifier manifests (0.9 to 0.14 hash all of
+    # release that locks specifier manifests (0.9 to 0.13 hash all of
     # build/torch*/; only the integer-only 0.16 leaves *.pyc and __pycache__
     # out).
     files = variant_files(UNIVERSAL, "relu", "0.1.0", None)
