@@ -43,21 +43,14 @@ static world W;
 /* One commit's tree: every variant of the layout answering for `version`. */
 static char *make_tree(const char *tmp, int version, int minor)
 {
-	char *root, *dir, *so;
+	char *root;
 	size_t i;
 
 	assert_int_equal(asprintf(&root, "%s/src-%d-%d", tmp, version, minor) > 0, 1);
-	for (i = 0; i < sizeof(layout) / sizeof(layout[0]); i++) {
-		int answer = version * 1000 + minor * 100 + layout[i].offset;
-		assert_int_equal(asprintf(&dir, "%s/build/%s", root, layout[i].variant) > 0, 1);
-		assert_int_equal(asprintf(&so, "%s/_answer_%d.abi3.so", dir, answer) > 0, 1);
-		assert_int_equal(fx_build_so(so, answer, NULL, NULL, NULL), 0);
-		assert_int_equal(fx_metadata(dir, "--name answer --id _answer_%d --backend %s%s%s --version %d", answer,
-					     layout[i].backend, layout[i].archs ? " --archs " : "",
-					     layout[i].archs ? layout[i].archs : "", version), 0);
-		free(so);
-		free(dir);
-	}
+	for (i = 0; i < sizeof(layout) / sizeof(layout[0]); i++)
+		assert_int_equal(fx_answer_variant(root, layout[i].variant, "answer",
+						   version * 1000 + minor * 100 + layout[i].offset, layout[i].backend,
+						   layout[i].archs, version), 0);
 	return root;
 }
 

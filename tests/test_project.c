@@ -24,18 +24,12 @@ static struct {
 
 static char *make_tree(int answer)
 {
-	char *root, *dir, *so;
+	char *root;
 	size_t i;
 
 	assert_int_equal(asprintf(&root, "%s/src-%d", W.tmp, answer) > 0, 1);
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(asprintf(&dir, "%s/build/%s", root, VARIANTS[i]) > 0, 1);
-		assert_int_equal(asprintf(&so, "%s/_pinned_%d.abi3.so", dir, answer) > 0, 1);
-		assert_int_equal(fx_build_so(so, answer + (int)i, NULL, NULL, NULL), 0);
-		assert_int_equal(fx_metadata(dir, "--name pinned --id _pinned_%d --backend cpu", answer), 0);
-		free(so);
-		free(dir);
-	}
+	for (i = 0; i < 2; i++)
+		assert_int_equal(fx_answer_variant(root, VARIANTS[i], "pinned", answer + (int)i, "cpu", NULL, 1), 0);
 	return root;
 }
 

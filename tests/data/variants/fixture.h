@@ -77,4 +77,22 @@ __attribute__((unused)) static char *fx_variant(const char *base, const char *va
 	return dir;
 }
 
+/* {root}/build/{variant}/: a module `_{name}_{answer}.abi3.so` answering
+ * `answer`, and metadata.json (backend, archs "8.0,9.0" or NULL, major
+ * version). The layout a repo publishes. 0 on success. */
+__attribute__((unused)) static int fx_answer_variant(const char *root, const char *variant, const char *name,
+						      int answer, const char *backend, const char *archs, int version)
+{
+	char *dir = NULL, *so = NULL;
+	int rc = -1;
+
+	if (asprintf(&dir, "%s/build/%s", root, variant) > 0 &&
+	    asprintf(&so, "%s/_%s_%d.abi3.so", dir, name, answer) > 0 && !fx_build_so(so, answer, NULL, NULL, NULL))
+		rc = fx_metadata(dir, "--name %s --id _%s_%d --backend %s%s%s --version %d", name, name, answer, backend,
+				 archs ? " --archs " : "", archs ? archs : "", version);
+	free(so);
+	free(dir);
+	return rc;
+}
+
 #endif
