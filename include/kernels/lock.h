@@ -251,7 +251,9 @@ KERNELS_EXTERN(int) kernels_lock_variant_hash(const kernels_lock_file *files, si
  * to them, such as __pycache__, do not), and the blob a link points to
  * decides: a name of 64 hex digits is an LFS file (sha256 of the content),
  * 40 a git blob (git blob sha1 of the content), anything else is an error.
- * With `lfs_paths` (a NULL-terminated list of variant-relative paths), every
+ * Byte-code committed to the repo (*.pyc, __pycache__/ links) counts, as
+ * in the kernels 0.9-0.13 writers of this format; kernels 0.16 skipped it,
+ * which kernels_get_locked() also accepts. With `lfs_paths` (a NULL-terminated list of variant-relative paths), every
  * regular file counts, links followed, and those listed are LFS files.
  * Errors: KERNELS_ENOTFOUND (no such folder), KERNELS_EIO, KERNELS_EINVAL.
  */
