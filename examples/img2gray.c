@@ -1,7 +1,7 @@
 /* img2gray: fetch the reference kernel from the Hub with libkernels and
  * convert a colour PNG to gray on the best device the kernel offers.
  *
- *   kernels_img2gray [--repo ORG/NAME] [--revision SPEC] [--torch-lib DIR]
+ *   kernels_img2gray [--repo ORG/NAME] [--revision SPEC] [--torch-lib DIR] [--cpu]
  *                    input.png output.png
  *
  * Torch variants need libtorch in the process: with --torch-lib the
@@ -130,7 +130,7 @@ int main(int argc, char **argv)
 	png_image img;
 	uint8_t *rgb = NULL, *gray = NULL;
 	double t0;
-	int i, on_gpu, rc = 1;
+	int i, on_gpu = 0, force_cpu = 0, rc = 1;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--repo") && i + 1 < argc)
@@ -139,13 +139,15 @@ int main(int argc, char **argv)
 			revision = argv[++i];
 		else if (!strcmp(argv[i], "--torch-lib") && i + 1 < argc)
 			load_torch(argv[++i]);
+		else if (!strcmp(argv[i], "--cpu"))
+			force_cpu = 1;
 		else if (!in)
 			in = argv[i];
 		else if (!out)
 			out = argv[i];
 	}
 	if (!in || !out) {
-		fprintf(stderr, "usage: %s [--repo ORG/NAME] [--revision SPEC] [--torch-lib DIR] input.png output.png\n",
+		fprintf(stderr, "usage: %s [--repo ORG/NAME] [--revision SPEC] [--torch-lib DIR] [--cpu] input.png output.png\n",
 			argv[0]);
 		return 2;
 	}
@@ -159,7 +161,8 @@ int main(int argc, char **argv)
 		goto done;
 
 	t0 = now_ms();
-	on_gpu = convert_on_gpu(k, rgb, gray, img.height, img.width);
+	if (!force_cpu)
+		on_gpu = convert_on_gpu(k, rgb, gray, img.height, img.width);
 	if (!on_gpu) {
 		cpu_fn cpu = (cpu_fn)kernels_symbol(k, "img2gray_cpu");
 		if (!cpu || cpu(rgb, gray, 1, img.height, img.width) != 0) {
