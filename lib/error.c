@@ -13,9 +13,14 @@ static _Thread_local struct {
 	char message[MESSAGE_MAX];
 } last;
 
+/* Formats into a scratch buffer first: an argument may be the current
+ * message itself (a wrapping error quoting kernels_error_last()). */
 static int set_message(int code, const char *fmt, va_list ap)
 {
-	vsnprintf(last.message, sizeof(last.message), fmt, ap);
+	char fresh[MESSAGE_MAX];
+
+	vsnprintf(fresh, sizeof(fresh), fmt, ap);
+	memcpy(last.message, fresh, sizeof(fresh));
 	last.code = code;
 	return code;
 }

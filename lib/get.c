@@ -125,7 +125,9 @@ static int trust_check(const kernels__config *cfg, const char *repo_id)
 	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM;
 	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)))
 		trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
-	if (rc == 0 || rc == KERNELS_ENETWORK)
+	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
+	 * then load what the cache already holds, and fetch nothing. */
+	if (rc == 0)
 		rc = trusted ? 0 : kernels__error(KERNELS_EUNTRUSTED,
 			"kernel repository '%s' is %s; native code from it would run in this process. Set "
 			"options.trust_remote_code = 1, or list the repo or its org in options.trusted_orgs, "
@@ -379,6 +381,31 @@ static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats
 	return rc;
 }
 
+/* The Hub cannot be reached: what the cache holds was verified (and its
+ * publisher trusted) when it was downloaded, so it may load, exactly as
+ * offline; nothing new is fetched, so nothing unverified can arrive. */
+static int get_from_cache(const kernels__config *cfg, const char *repo_id, const char *revision,
+			  kernels_kernel **out, kernels_get_stats *stats)
+{
+	kernels__config offline = *cfg; /* shallow: strings stay owned by cfg */
+	char reason[1024];
+	plan p = { 0 };
+	int rc;
+
+	snprintf(reason, sizeof(reason), "%s", kernels_error_last());
+	kernels__log(cfg, KERNELS_LOG_WARNING, "the Hub cannot be reached (%s); loading %s from the cache", reason,
+		     repo_id);
+	offline.offline = 1;
+	rc = kernels__plan_remote(&offline, repo_id, revision, &p, stats);
+	if (rc == 0)
+		rc = fetch_and_load(&offline, &p, stats, out);
+	kernels__plan_free(&p);
+	if (rc == KERNELS_EOFFLINE)
+		rc = kernels__error(KERNELS_ENETWORK, "%s: the Hub cannot be reached (%s) and the cache does not hold "
+				    "what was asked: %s", repo_id, reason, kernels_error_last());
+	return rc;
+}
+
 static int get_with_config(const kernels__config *cfg, const char *repo_id, const char *revision,
 			   kernels_kernel **out, kernels_get_stats *stats)
 {
@@ -401,6 +428,8 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 	if (rc == 0)
 		rc = fetch_and_load(cfg, &p, stats, out);
 	kernels__plan_free(&p);
+	if (rc == KERNELS_ENETWORK && !cfg->offline)
+		rc = get_from_cache(cfg, repo_id, revision, out, stats);
 	return rc;
 }
 

@@ -29,6 +29,14 @@ static void *raise_in_thread(void *arg)
 	return (void *)(kernels_error_last_code() == KERNELS_EIO && !strcmp(kernels_error_last(), "thread B") ? arg : NULL);
 }
 
+static void test_new_error_may_quote_the_last(void **state)
+{
+	(void)state;
+	kernels__error(KERNELS_ENETWORK, "connection refused");
+	kernels__error(KERNELS_ENETWORK, "outer (%s) tail", kernels_error_last());
+	assert_string_equal(kernels_error_last(), "outer (connection refused) tail");
+}
+
 static void test_threads_do_not_share_errors(void **state)
 {
 	pthread_t t;
@@ -63,6 +71,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_last_error_is_thread_local),
+		cmocka_unit_test(test_new_error_may_quote_the_last),
 		cmocka_unit_test(test_threads_do_not_share_errors),
 		cmocka_unit_test(test_strerror_covers_every_code),
 		cmocka_unit_test(test_version),

@@ -288,6 +288,29 @@ static void test_cached_variant_skips_listing_and_repairs(void **state)
 	kernels_kernel_close(k);
 }
 
+/* The Hub down: what the cache holds still loads (with a warning), and
+ * what it does not hold is a clear network error. */
+static void test_hub_down_falls_back_to_the_cache(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+
+	o.endpoint = "http://127.0.0.1:9"; /* nothing listens there */
+	o.max_retries = 0;
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
+	assert_int_equal(call_answer(k), 1001);
+	kernels_kernel_close(k);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v2.0.0", &o), KERNELS_ENETWORK);
+	assert_non_null(strstr(kernels_error_last(), "cannot be reached"));
+	assert_null(k);
+}
+
 static void test_two_commits_side_by_side(void **state)
 {
 	kernels_options o;
@@ -429,6 +452,7 @@ int main(void)
 		cmocka_unit_test_setup(test_trace_and_has_kernel, fresh_cache),
 		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, fresh_cache),
 		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, fresh_cache),
+		cmocka_unit_test_setup(test_hub_down_falls_back_to_the_cache, fresh_cache),
 		cmocka_unit_test_setup(test_two_commits_side_by_side, fresh_cache),
 		cmocka_unit_test_setup(test_untrusted_publisher_is_refused, fresh_cache),
 		cmocka_unit_test_setup(test_redirect_is_followed, fresh_cache),
