@@ -381,25 +381,23 @@ static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats
 	return rc;
 }
 
-/* The Hub cannot be reached: what the cache holds was verified (and its
- * publisher trusted) when it was downloaded, so it may load, exactly as
- * offline; nothing new is fetched, so nothing unverified can arrive. */
-static int get_from_cache(const kernels__config *cfg, const char *repo_id, const char *revision,
-			  kernels_kernel **out, kernels_get_stats *stats)
+/* The Hub cannot be reached (the current error says why): what the cache
+ * holds was verified, and its publisher trusted, when it was downloaded,
+ * so it may answer, exactly as offline; nothing new is fetched, so nothing
+ * unverified can arrive. `offline` is the caller's copy of cfg to run with. */
+static int plan_cached(const kernels__config *cfg, kernels__config *offline, const char *repo_id,
+		       const char *revision, plan *p, kernels_get_stats *stats)
 {
-	kernels__config offline = *cfg; /* shallow: strings stay owned by cfg */
 	char reason[1024];
-	plan p = { 0 };
 	int rc;
 
 	snprintf(reason, sizeof(reason), "%s", kernels_error_last());
-	kernels__log(cfg, KERNELS_LOG_WARNING, "the Hub cannot be reached (%s); loading %s from the cache", reason,
-		     repo_id);
-	offline.offline = 1;
-	rc = kernels__plan_remote(&offline, repo_id, revision, &p, stats);
-	if (rc == 0)
-		rc = fetch_and_load(&offline, &p, stats, out);
-	kernels__plan_free(&p);
+	kernels__log(cfg, KERNELS_LOG_WARNING, "the Hub cannot be reached (%s); answering for %s from the cache",
+		     reason, repo_id);
+	kernels__plan_free(p);
+	*offline = *cfg; /* shallow: strings stay owned by cfg */
+	offline->offline = 1;
+	rc = kernels__plan_remote(offline, repo_id, revision, p, stats);
 	if (rc == KERNELS_EOFFLINE)
 		rc = kernels__error(KERNELS_ENETWORK, "%s: the Hub cannot be reached (%s) and the cache does not hold "
 				    "what was asked: %s", repo_id, reason, kernels_error_last());
@@ -409,6 +407,7 @@ static int get_from_cache(const kernels__config *cfg, const char *repo_id, const
 static int get_with_config(const kernels__config *cfg, const char *repo_id, const char *revision,
 			   kernels_kernel **out, kernels_get_stats *stats)
 {
+	kernels__config offline;
 	char *local;
 	plan p = { 0 };
 	int rc;
@@ -425,11 +424,13 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		return rc;
 	}
 	rc = kernels__plan_remote(cfg, repo_id, revision, &p, stats);
+	if (rc == KERNELS_ENETWORK && !cfg->offline) {
+		rc = plan_cached(cfg, &offline, repo_id, revision, &p, stats);
+		cfg = &offline;
+	}
 	if (rc == 0)
 		rc = fetch_and_load(cfg, &p, stats, out);
 	kernels__plan_free(&p);
-	if (rc == KERNELS_ENETWORK && !cfg->offline)
-		rc = get_from_cache(cfg, repo_id, revision, out, stats);
 	return rc;
 }
 
@@ -472,6 +473,10 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	rc = kernels__plan_remote(&cfg, repo_id, revision, &p, &stats);
+	if (rc == KERNELS_ENETWORK && !cfg.offline) {
+		kernels__config offline;
+		rc = plan_cached(&cfg, &offline, repo_id, revision, &p, &stats);
+	}
 	if (rc == 0) {
 		*out = p.trace;
 		p.trace = NULL;

@@ -306,6 +306,7 @@ static void test_hub_down_falls_back_to_the_cache(void **state)
 	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
 	assert_int_equal(call_answer(k), 1001);
 	kernels_kernel_close(k);
+	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 1);
 	assert_int_equal(kernels_get(&k, "acme/answer", "v2.0.0", &o), KERNELS_ENETWORK);
 	assert_non_null(strstr(kernels_error_last(), "cannot be reached"));
 	assert_null(k);
