@@ -20,7 +20,7 @@ const cli_opt cli_global_opts[] = {
 	{ "cache-dir", 0, "DIR", "cache folder (default: $KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub)" },
 	{ "offline", 0, NULL, "make no network call: use only the cache (like HF_HUB_OFFLINE=1)" },
 	{ "trust-remote-code", 0, NULL, "load kernels whose publisher the Hub does not mark as trusted" },
-	{ "trusted-orgs", 0, "ORGS", "comma-separated organisations to trust without asking the Hub" },
+	{ "trusted-orgs", 0, "ORGS", "comma-separated organisations or repo ids to trust without asking the Hub" },
 	{ "timeout", 0, "MS", "per-request connect/stall timeout in milliseconds (default 30000)" },
 	{ "retries", 0, "N", "retries on connection errors, 5xx and 429 (default 5)" },
 	{ "max-parallel", 0, "N", "concurrent transfers (default 8)" },

@@ -42,7 +42,7 @@ typedef struct kernels_options {
 	int max_parallel;            /**< concurrent transfers; 0: 8 */
 
 	int trust_remote_code;       /**< 1: load repos whose publisher is not trusted */
-	const char *trusted_orgs;    /**< comma-separated orgs trusted without the Hub's say */
+	const char *trusted_orgs;    /**< comma-separated orgs ("acme") or repo ids ("acme/relu") trusted without the Hub's say */
 
 	const kernels_system *system;/**< NULL: detect; else overrides detection field by field */
 
