@@ -21,6 +21,7 @@
 #include "repo.h"
 #include "revision.h"
 #include "system.h"
+#include "trust.h"
 #include "util.h"
 #include "variant.h"
 
@@ -86,61 +87,6 @@ static int system_for(const kernels__config *cfg, kernels_system **sys)
 	return 0;
 }
 
-/* ---- trust --------------------------------------------------------------- */
-
-/* An allowlist entry is an org ("acme") or a repo id ("acme/relu"). */
-static int allowlisted(const char *list, const char *repo_id)
-{
-	size_t org_len = strcspn(repo_id, "/"), n;
-
-	for (; list && *list; list += n + (list[n] == ',')) {
-		n = strcspn(list, ",");
-		while (n && *list == ' ')
-			list++, n--;
-		if ((n == strlen(repo_id) && !strncmp(list, repo_id, n)) ||
-		    (n == org_len && !strncmp(list, repo_id, n)))
-			return 1;
-	}
-	return 0;
-}
-
-static int trust_check(const kernels__config *cfg, const char *repo_id)
-{
-	kernels__hub_response r = { 0 };
-	char *org = strndup(repo_id, strcspn(repo_id, "/")), *path;
-	json_t *doc = NULL;
-	int rc, trusted = 0;
-
-	if (cfg->trust_remote_code || allowlisted(cfg->trusted_orgs, repo_id)) {
-		free(org);
-		return 0;
-	}
-	if (cfg->offline) {
-		kernels__log(cfg, KERNELS_LOG_WARNING,
-			     "skipping the publisher trust check for '%s' because the Hub is offline", repo_id);
-		free(org);
-		return 0;
-	}
-	path = org ? kernels__sprintf("/api/organizations/%s/overview", org) : NULL;
-	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM;
-	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)))
-		trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
-	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
-	 * then load what the cache already holds, and fetch nothing. */
-	if (rc == 0)
-		rc = trusted ? 0 : kernels__error(KERNELS_EUNTRUSTED,
-			"kernel repository '%s' is %s; native code from it would run in this process. Set "
-			"options.trust_remote_code = 1, or list the repo or its org in options.trusted_orgs, "
-			"to load kernels from publishers the Hub does not mark as trusted",
-			repo_id, r.status == 200 ? "not from a trusted publisher" :
-				 "from a publisher whose trust status could not be verified");
-	json_decref(doc);
-	kernels__hub_response_free(&r);
-	free(path);
-	free(org);
-	return rc;
-}
-
 /* ---- revision and redirects --------------------------------------------- */
 
 /* Reads kernel-status.toml at the resolved commit, if the repo has one.
@@ -186,7 +132,7 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 	for (hops = 0;; hops++) {
 		kernels__kernel_status st = { 0 };
 
-		if ((rc = kernels__repo_id_check(p->repo_id)) < 0 || (rc = trust_check(cfg, p->repo_id)) < 0)
+		if ((rc = kernels__repo_id_check(p->repo_id)) < 0 || (rc = kernels__trust_check(cfg, p->repo_id)) < 0)
 			break;
 		rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision, &p->rev);
 		if (rc < 0)

@@ -345,7 +345,7 @@ static void test_untrusted_publisher_is_refused(void **state)
 	assert_non_null(strstr(kernels_error_last(), "trust_remote_code"));
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), 0);
 
-	o.trusted_orgs = "other, shady/answer";
+	o.trusted_orgs = "other, shady/answer ,x";
 	assert_int_equal(kernels_get(&k, "shady/answer", "v5.0.0", &o), 0);
 	assert_int_equal(call_answer(k), 5001);
 	kernels_kernel_close(k);
