@@ -3,6 +3,7 @@
  * refs from a temporary file, so a concurrent reader sees old or new, never
  * half of either. */
 #include "cache.h"
+#include "kernels/download.h"
 #include "error.h"
 #include "hub.h"
 #include "util.h"
@@ -30,6 +31,43 @@ char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type typ
 	dir = kernels__sprintf("%s/%s", cfg->cache_dir, name);
 	free(name);
 	return dir;
+}
+
+int kernels_cache_path(char **out, const char *repo_id, const kernels_options *opts)
+{
+	kernels__config cfg;
+	struct stat st;
+	int rc;
+
+	if (!out)
+		return kernels__error(KERNELS_EINVAL, "kernels_cache_path: out is NULL");
+	*out = NULL;
+	if (repo_id && (rc = kernels__repo_id_check(repo_id)) < 0)
+		return rc;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	if (!repo_id) {
+		*out = kernels__strdup(cfg.cache_dir);
+	} else {
+		/* A kernel repo unless only the model-type folder is there. */
+		*out = kernels__cache_repo_dir(&cfg, KERNELS__REPO_KERNEL, repo_id);
+		if (*out && lstat(*out, &st) < 0) {
+			char *model = kernels__cache_repo_dir(&cfg, KERNELS__REPO_MODEL, repo_id);
+			if (model && lstat(model, &st) == 0 && S_ISDIR(st.st_mode)) {
+				free(*out);
+				*out = model;
+			} else {
+				free(model);
+			}
+		}
+	}
+	kernels__config_free(&cfg);
+	return *out ? 0 : KERNELS_ENOMEM;
+}
+
+void kernels_cache_path_free(char *path)
+{
+	free(path);
 }
 
 static int hex_lower(const char *s, size_t n)

@@ -152,6 +152,35 @@ static void test_switches(void **state)
 	kernels__config_free(&cfg);
 }
 
+static void test_public_cache_path(void **state)
+{
+	char *dir = test_mkdtemp("cachepath"), *p = NULL, *model;
+	(void)state;
+
+	setenv("KERNELS_CACHE", dir, 1);
+	assert_int_equal(kernels_cache_path(&p, NULL, NULL), 0);
+	assert_string_equal(p, dir);
+	kernels_cache_path_free(p);
+
+	assert_int_equal(kernels_cache_path(&p, "org/x", NULL), 0);
+	assert_non_null(strstr(p, "/kernels--org--x"));
+	kernels_cache_path_free(p);
+
+	/* Only the model-type folder exists: that one is the repo's. */
+	assert_int_equal(asprintf(&model, "%s/models--org--x", dir) > 0, 1);
+	assert_int_equal(test_system("mkdir -p '%s'", model), 0);
+	assert_int_equal(kernels_cache_path(&p, "org/x", NULL), 0);
+	assert_string_equal(p, model);
+	kernels_cache_path_free(p);
+
+	assert_int_equal(kernels_cache_path(&p, "../x", NULL), KERNELS_EINVAL);
+	assert_null(p);
+	assert_int_equal(kernels_cache_path(NULL, NULL, NULL), KERNELS_EINVAL);
+	test_rmtree(dir);
+	free(model);
+	free(dir);
+}
+
 static void test_options_version_checked(void **state)
 {
 	kernels_options opts;
@@ -173,6 +202,7 @@ int main(void)
 		cmocka_unit_test_setup(test_endpoint, clean_env),
 		cmocka_unit_test_setup(test_token_sources, clean_env),
 		cmocka_unit_test_setup(test_switches, clean_env),
+		cmocka_unit_test_setup(test_public_cache_path, clean_env),
 		cmocka_unit_test_setup(test_options_version_checked, clean_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -129,8 +129,13 @@ int cmd_cache_ls(cli_ctx *ctx, const cli_command *cmd)
 	char *root = cli_cache_root(ctx);
 	const char *only = ctx->npos ? ctx->pos[0] : NULL;
 	size_t n = 0, i, j;
-	char **folders = cli_list_dir(root, 1, &n);
-	json_t *repos = json_array();
+	char **folders;
+	json_t *repos;
+
+	if (!root)
+		return cli_fail(ctx, kernels_error_last_code(), "the cache");
+	folders = cli_list_dir(root, 1, &n);
+	repos = json_array();
 	unsigned long long total = 0;
 
 	(void)cmd;
@@ -461,6 +466,10 @@ int cmd_cache_rm(cli_ctx *ctx, const cli_command *cmd)
 		json_decref(s.removed);
 		free(root);
 		return cli_usage_error(cmd, "--revision must not be empty");
+	}
+	if (!root) {
+		json_decref(s.removed);
+		return cli_fail(ctx, kernels_error_last_code(), "the cache");
 	}
 	if ((rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		cli_error(ctx, KERNELS_ENOTFOUND, "no cache at %s: %s", root, strerror(errno));

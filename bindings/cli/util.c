@@ -425,50 +425,30 @@ void cli_progress_end(cli_ctx *ctx)
 
 /* ---- the cache ---------------------------------------------------------------- */
 
-static const char *env_nonempty(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
-}
-
-/* The order of SPEC section 3 and include/kernels/download.h. */
+/* The cache folder the library uses for these options. */
 char *cli_cache_root(const cli_ctx *ctx)
 {
-	const char *v;
+	char *path = NULL, *copy;
 
-	if (ctx->opts.cache_dir && *ctx->opts.cache_dir)
-		return cli_sprintf("%s", ctx->opts.cache_dir);
-	if ((v = env_nonempty("KERNELS_CACHE")) || (v = env_nonempty("HF_HUB_CACHE")))
-		return cli_sprintf("%s", v);
-	if ((v = env_nonempty("HF_HOME")))
-		return cli_sprintf("%s/hub", v);
-	if ((v = env_nonempty("XDG_CACHE_HOME")))
-		return cli_sprintf("%s/huggingface/hub", v);
-	return cli_sprintf("%s/.cache/huggingface/hub", env_nonempty("HOME") ? getenv("HOME") : "/tmp");
+	if (kernels_cache_path(&path, NULL, &ctx->opts) < 0)
+		return NULL;
+	copy = cli_sprintf("%s", path);
+	kernels_cache_path_free(path);
+	return copy;
 }
 
+/* The repo's folder in the cache, or NULL when it has none. */
 char *cli_repo_cache_dir(const cli_ctx *ctx, const char *repo_id)
 {
-	const char *slash = strchr(repo_id, '/');
-	char *root = cli_cache_root(ctx), *dir;
+	char *path = NULL, *copy = NULL;
 	struct stat st;
-	int i;
 
-	if (!slash) {
-		free(root);
+	if (kernels_cache_path(&path, repo_id, &ctx->opts) < 0)
 		return NULL;
-	}
-	for (i = 0; i < 2; i++) {
-		dir = cli_sprintf("%s/%s--%.*s--%s", root, i ? "models" : "kernels", (int)(slash - repo_id), repo_id,
-				  slash + 1);
-		if (!lstat(dir, &st) && S_ISDIR(st.st_mode)) {
-			free(root);
-			return dir;
-		}
-		free(dir);
-	}
-	free(root);
-	return NULL;
+	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+		copy = cli_sprintf("%s", path);
+	kernels_cache_path_free(path);
+	return copy;
 }
 
 static int cmp_str(const void *a, const void *b)

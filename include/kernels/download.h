@@ -109,6 +109,20 @@ KERNELS_EXTERN(int) kernels_download(kernels_snapshot **out, const char *repo_id
  */
 KERNELS_EXTERN(const char *) kernels_snapshot_path(const kernels_snapshot *snapshot);
 
+/**
+ * The cache folder `opts` resolves to (kernels_options.cache_dir, else
+ * $KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub),
+ * or with `repo_id` the repo's folder in it: kernels--org--name, or
+ * models--org--name when only that one exists. Nothing is created or
+ * checked to exist. `*out` is malloc'ed: release it with
+ * kernels_cache_path_free(). Errors: KERNELS_EINVAL (NULL out, invalid
+ * repo id), KERNELS_ENOMEM.
+ */
+KERNELS_EXTERN(int) kernels_cache_path(char **out, const char *repo_id, const kernels_options *opts);
+
+/** Frees a path from kernels_cache_path(); NULL is fine. */
+KERNELS_EXTERN(void) kernels_cache_path_free(char *path);
+
 /** The 40-hex commit id of the snapshot. Owned by the snapshot. */
 KERNELS_EXTERN(const char *) kernels_snapshot_commit(const kernels_snapshot *snapshot);
 
