@@ -13,26 +13,29 @@ test -f "$libdir/libkernels.a" || { echo "static libkernels.a not installed"; ex
 test -f "$prefix/include/kernels.h" || { echo "kernels.h not installed"; exit 1; }
 
 echo "== SONAME"
-readelf -d "$lib" | grep -q 'SONAME.*libkernels.so.0' || { echo "SONAME is not libkernels.so.0"; exit 1; }
+grep -q 'SONAME.*libkernels.so.0' <<<"$(readelf -d "$lib")" || { echo "SONAME is not libkernels.so.0"; exit 1; }
 
 echo "== exported symbols are kernels_* only"
-bad=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^kernels_' || true)
+# No `cmd | grep -q` here: under pipefail it fails by SIGPIPE whenever grep
+# stops reading before cmd has written everything.
+syms=$(nm -D --defined-only "$lib" | awk '{print $3}')
+bad=$(grep -v '^kernels_' <<<"$syms" || true)
 if [ -n "$bad" ]; then echo "symbols exported beyond kernels_*:"; echo "$bad"; exit 1; fi
-nm -D --defined-only "$lib" | grep -q ' kernels_version$'
+grep -qx 'kernels_version' <<<"$syms" || { echo "kernels_version is not exported"; exit 1; }
 
 echo "== pkg-config"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 flags=$(pkg-config --cflags --libs kernels)
 cc -Wall -Wextra -Werror -o "$work/version-pc" "$src/examples/version.c" $flags
-LD_LIBRARY_PATH=$libdir "$work/version-pc" | grep -q "libkernels "
+grep -q "libkernels " <<<"$(LD_LIBRARY_PATH=$libdir "$work/version-pc")"
 echo "== static libkernels.a (its dependencies linked shared, as Requires.private names them)"
 deps=$(pkg-config --print-requires-private kernels | awk '{print $1}')
 cc -o "$work/version-static" "$src/examples/version.c" $(pkg-config --cflags kernels) \
    "$libdir/libkernels.a" $(pkg-config --libs $deps) -ldl -lpthread
-"$work/version-static" | grep -q "libkernels "
+grep -q "libkernels " <<<"$("$work/version-static")"
 
 echo "== find_package(kernels)"
 cmake -S "$src/examples" -B "$work/examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/examples" --target kernels_example_version >/dev/null
-LD_LIBRARY_PATH=$libdir "$work/examples/kernels_example_version" | grep -q "libkernels "
+grep -q "libkernels " <<<"$(LD_LIBRARY_PATH=$libdir "$work/examples/kernels_example_version")"
 echo "install consumers OK"
