@@ -142,24 +142,6 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, const char *repo_id
 			      repo_id, commit, cfg->cache_dir);
 }
 
-/* ---- refs ---------------------------------------------------------------------- */
-
-static char *ref_path(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *rev)
-{
-	char *dir, *path;
-
-	if (kernels__repo_path_check(rev) < 0) {
-		kernels__error(KERNELS_EINVAL, "revision '%.200s' cannot name a ref file; use a branch, tag or commit id",
-			       rev);
-		return NULL;
-	}
-	if (!(dir = kernels__cache_repo_dir(cfg, type, repo_id)))
-		return NULL;
-	path = kernels__sprintf("%s/refs/%s", dir, rev);
-	free(dir);
-	return path;
-}
-
 static char *tmp_name(const char *path)
 {
 	return kernels__sprintf("%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
@@ -172,65 +154,6 @@ static char *parent_of(const char *path)
 	if (p && (slash = strrchr(p, '/')))
 		*slash = '\0';
 	return p;
-}
-
-int kernels__cache_ref_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			     const char *revision, const char *commit)
-{
-	char *path = ref_path(cfg, type, repo_id, revision), *tmp = NULL, *dir = NULL;
-	int rc = 0, fd = -1;
-	size_t n = strlen(commit);
-
-	if (!path)
-		return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_ENOMEM;
-	if (!(tmp = tmp_name(path)) || !(dir = parent_of(path))) {
-		rc = KERNELS_ENOMEM;
-		goto out;
-	}
-	if ((rc = kernels__mkdir_p(dir, 0777)) < 0)
-		goto out;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0 || write(fd, commit, n) != (ssize_t)n || close(fd) < 0 || rename(tmp, path) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot write the ref %s: %s; check that the cache is writable",
-				    path, strerror(errno));
-		if (fd >= 0)
-			unlink(tmp);
-	}
-out:
-	free(path);
-	free(tmp);
-	free(dir);
-	return rc;
-}
-
-int kernels__cache_ref_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			    const char *revision, char **commit)
-{
-	char *path = ref_path(cfg, type, repo_id, revision), buf[128];
-	FILE *f;
-	size_t n;
-
-	*commit = NULL;
-	if (!path)
-		return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_ENOMEM;
-	f = fopen(path, "r");
-	if (!f) {
-		int rc = kernels__error(KERNELS_ENOTFOUND, "no cached ref %s", path);
-		free(path);
-		return rc;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	if (!kernels__is_commit(buf)) {
-		int rc = kernels__error(KERNELS_ENOTFOUND, "the cached ref %s does not hold a commit id; delete it", path);
-		free(path);
-		return rc;
-	}
-	free(path);
-	return (*commit = kernels__strdup(buf)) ? 0 : KERNELS_ENOMEM;
 }
 
 /* ---- locks ---------------------------------------------------------------------- */
@@ -248,12 +171,13 @@ int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
 	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
 		fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && rc < 0)
+		return rc; /* the folder could not be made: that message says why */
 	if (fd < 0)
 		return kernels__error(KERNELS_EIO,
 				      "cannot open the lock file %s: %s; make the cache's .locks folder writable for "
 				      "this user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)",
 				      lock_path, strerror(errno));
-	(void)rc;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		close(fd);
@@ -382,11 +306,15 @@ int kernels__cache_publish(int fd, const char *from, const char *to)
 	char *dir;
 	int dfd, rc = 0;
 
-	if (fsync(fd) < 0 || close(fd) < 0) {
+	if (fsync(fd) < 0) {
 		int e = errno;
 		close(fd);
 		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from, strerror(e));
 	}
+	/* close() releases the descriptor even when it fails: never close twice. */
+	if (close(fd) < 0)
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from,
+				      strerror(errno));
 	if (rename(from, to) < 0)
 		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(errno));
 	/* The rename itself must survive a crash, or the link may point at nothing. */

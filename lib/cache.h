@@ -32,15 +32,6 @@ int kernels__is_etag(const char *s);
 int kernels__cache_find_snapshot(const kernels__config *cfg, const char *repo_id, const char *commit,
 				 kernels__repo_type *type);
 
-/* refs/{revision} -> commit. Revisions with '/' become nested folders;
- * ".." and absolute names are refused. The file is replaced atomically. */
-int kernels__cache_ref_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			     const char *revision, const char *commit);
-/* *commit (malloc'ed) from refs/{revision}; KERNELS_ENOTFOUND when absent
- * or not a commit id. */
-int kernels__cache_ref_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			    const char *revision, char **commit);
-
 /* A per-blob lock: .locks/{repo folder}/{etag}.lock. */
 typedef struct {
 	int fd;

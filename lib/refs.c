@@ -92,17 +92,6 @@ int kernels__is_full_commit(const char *s)
 	return s[40] == '\0';
 }
 
-char *kernels__refs_repo_dir(const char *cache_dir, kernels__repo_type type, const char *repo_id)
-{
-	char *name = kernels__repo_cache_name(type, repo_id), *dir;
-
-	if (!name)
-		return NULL;
-	dir = kernels__sprintf("%s/%s", cache_dir, name);
-	free(name);
-	return dir;
-}
-
 static int io_error(const char *what, const char *path, const char *name)
 {
 	int e = errno;

@@ -30,10 +30,6 @@ int kernels__ref_name_check(const char *name);
 /* 1 when `s` is exactly 40 hex digits (either case). */
 int kernels__is_full_commit(const char *s);
 
-/* The repo's cache folder {cache_dir}/{kernels|models}--org--name
- * (malloc'ed; NULL on out of memory). `repo_id` must be checked already. */
-char *kernels__refs_repo_dir(const char *cache_dir, kernels__repo_type type, const char *repo_id);
-
 /* Reads refs/{name} of `repo_dir` into `commit` (lower-case, NUL-ended).
  * Returns 0; KERNELS_ENOTFOUND (no such file: not an error message worth
  * showing, but one is set); KERNELS_EINVAL (bad name); KERNELS_EPARSE (the

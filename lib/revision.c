@@ -7,6 +7,7 @@
 #include "revision.h"
 #include "error.h"
 #include "hub.h"
+#include "cache.h"
 #include "refs.h"
 #include "specifier.h"
 #include "util.h"
@@ -406,7 +407,7 @@ static int cache_pick(const kernels__config *cfg, const char *repo_id, table *t)
 	size_t i;
 
 	for (i = 0; i < 2; i++) {
-		char *dir = kernels__refs_repo_dir(cfg->cache_dir, order[i], repo_id);
+		char *dir = kernels__cache_repo_dir(cfg, order[i], repo_id);
 		if (!dir)
 			return KERNELS_ENOMEM;
 		if (dir_exists(dir)) {
@@ -925,7 +926,7 @@ static void record(const kernels__config *cfg, const kernels_revision *r)
 		kernels_error_clear();
 		return;
 	}
-	if (!(dir = kernels__refs_repo_dir(cfg->cache_dir, r->type, r->repo_id)))
+	if (!(dir = kernels__cache_repo_dir(cfg, r->type, r->repo_id)))
 		return;
 	if (kernels__refs_write(dir, r->ref, r->commit) < 0)
 		kernels__log(cfg, KERNELS_LOG_WARNING, "could not record %s of %s in the cache: %s", r->ref, r->repo_id,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kernels.h"
+#include "cache.h"
 #include "refs.h"
 #include "testutil.h"
 
@@ -67,8 +68,9 @@ static void test_full_commit(void **state)
 
 static void test_repo_dir(void **state)
 {
-	char *a = kernels__refs_repo_dir("/c", KERNELS__REPO_KERNEL, "org/name");
-	char *b = kernels__refs_repo_dir("/c", KERNELS__REPO_MODEL, "org/name");
+	kernels__config cfg = { .cache_dir = "/c" };
+	char *a = kernels__cache_repo_dir(&cfg, KERNELS__REPO_KERNEL, "org/name");
+	char *b = kernels__cache_repo_dir(&cfg, KERNELS__REPO_MODEL, "org/name");
 	(void)state;
 	assert_string_equal(a, "/c/kernels--org--name");
 	assert_string_equal(b, "/c/models--org--name");
