@@ -1,6 +1,7 @@
-/* The Hub client on libcurl. Every request of the process shares one
- * connection pool (a curl share handle guarded by mutexes), so keep-alive
- * and TLS sessions survive from one call to the next. Redirects are
+/* The Hub client on libcurl. Every request of the process shares DNS
+ * answers and TLS sessions (a curl share handle guarded by mutexes), so a
+ * new connection resumes TLS cheaply; connections themselves are pooled
+ * per transfer batch, as libcurl cannot share them across threads. Redirects are
  * followed here, not by curl, because the token travels in a custom header
  * that curl would happily forward to whatever host a redirect names. */
 #include "hub.h"
@@ -77,7 +78,11 @@ static void global_init(void)
 	curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, share_unlock);
 	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	/* Not CURL_LOCK_DATA_CONNECT: libcurl does not support sharing
+	 * connections between threads (valgrind caught 16 concurrent
+	 * kernels_get writing to a connection another thread freed). Each
+	 * transfer batch keeps its own multi-handle pool; DNS and TLS sessions
+	 * are still shared, so a new connection resumes TLS cheaply. */
 	if (uname(&u) == 0) {
 		lower_copy(ua_os, sizeof(ua_os), u.sysname);
 		lower_copy(ua_cpu, sizeof(ua_cpu), u.machine);

@@ -1,5 +1,5 @@
-/* Internal: the Hub client (libcurl). One process-wide connection pool
- * (curl share handle, mutex-protected), requests with retries/backoff, the
+/* Internal: the Hub client (libcurl). Process-wide DNS and TLS-session
+ * sharing (curl share handle, mutex-protected), requests with retries/backoff, the
  * Hub's error vocabulary mapped to KERNELS_E* codes with clear messages.
  * Owned by the hub-client stage; other stages only call these. */
 #ifndef KERNELS_LIB_HUB_H
