@@ -860,24 +860,35 @@ static int list_offline(const kernels__config *cfg, kernels__repo_type *type, co
 		int ok;
 		if (de->d_name[0] == '.')
 			continue;
-		if (!(p = kernels__sprintf("%s/%s", build, de->d_name)))
+		if (!(p = kernels__sprintf("%s/%s", build, de->d_name))) {
+			rc = KERNELS_ENOMEM;
 			break;
+		}
 		ok = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 		free(p);
 		if (!ok)
 			continue;
 		if (n == cap) {
 			char **g = realloc(out, (cap = cap ? cap * 2 : 8) * sizeof(*out));
-			if (!g)
+			if (!g) {
+				rc = kernels__error_oom();
 				break;
+			}
 			out = g;
 		}
-		if (!(out[n] = kernels__strdup(de->d_name)))
+		if (!(out[n] = kernels__strdup(de->d_name))) {
+			rc = KERNELS_ENOMEM;
 			break;
+		}
 		n++;
 	}
 	closedir(d);
 	free(build);
+	if (rc < 0) {
+		/* A short list would read as "these are all the variants". */
+		kernels_variants_free(out, n);
+		return rc;
+	}
 	if (n)
 		qsort(out, n, sizeof(*out), name_cmp);
 	*names = out;
@@ -932,15 +943,17 @@ static void explain_missing(const kernels__config *cfg, kernels__repo_type type,
 	kernels__buf b = { 0 };
 
 	snprintf(saved, sizeof(saved), "%s", kernels_error_last());
-	if (kernels__variants_list(cfg, &type, repo_id, commit, &names, &n) == 0) {
-		for (i = 0; i < n; i++)
-			kernels__buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-		kernels_variants_free(names, n);
+	if (kernels__variants_list(cfg, &type, repo_id, commit, &names, &n) < 0) {
+		/* Without the list there is nothing to add: keep the Hub's answer. */
+		kernels__error(KERNELS_ENOTFOUND, "%s", saved);
+		return;
 	}
+	for (i = 0; i < n; i++)
+		kernels__buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
+	kernels_variants_free(names, n);
 	kernels__error(KERNELS_ENOTFOUND, "%s at %.12s has no variant '%s'; it has: %s (pick one of these, or "
 		       "another revision)", repo_id, commit, variant, b.ptr ? b.ptr : "none");
 	kernels__buf_free(&b);
-	(void)saved;
 }
 
 static int download_offline(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,

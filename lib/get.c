@@ -4,6 +4,7 @@
  * and keeps the timings. */
 #include "kernels/get.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,11 @@ static int select_variant(const kernels__config *cfg, plan *p)
 
 /* ---- the pipeline ---------------------------------------------------------- */
 
+int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p)
+{
+	return resolve(cfg, repo_id, revision, p);
+}
+
 int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
 			 kernels_get_stats *stats)
 {
@@ -281,6 +287,21 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 	return rc;
 }
 
+/* 1 when `folder` holds nothing but metadata.json: what the arch check
+ * (read_archs) leaves of a variant it did not download. */
+static int metadata_only(const char *folder)
+{
+	DIR *d = opendir(folder);
+	struct dirent *e;
+	int others = 0;
+
+	while (d && !others && (e = readdir(d)))
+		others = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "metadata.json");
+	if (d)
+		closedir(d);
+	return !others;
+}
+
 /* A commit's files never change, so a variant already in the snapshot needs
  * no listing from the Hub: its metadata digest, checked before dlopen,
  * proves it complete and intact. Returns 0 when loaded from the cache, 1
@@ -295,7 +316,7 @@ static int load_cached(const kernels__config *cfg, plan *p, const char *variant,
 	meta = folder ? kernels__sprintf("%s/metadata.json", folder) : NULL;
 	if (!meta) {
 		rc = KERNELS_ENOMEM;
-	} else if (!cfg->offline && access(meta, F_OK) == 0) {
+	} else if (!cfg->offline && access(meta, F_OK) == 0 && !metadata_only(folder)) {
 		rc = kernels__plan_load(cfg, p, folder, stats, out);
 		if (rc == KERNELS_EINTEGRITY || rc == KERNELS_ENOTFOUND) {
 			/* Incomplete (an interrupted run): let the download stage repair it. */

@@ -19,6 +19,9 @@ typedef struct {
 	char *what;                  /* "org/x@abc1234", for messages */
 } kernels__plan;
 
+/* Trust check, revision resolution and redirects only: what locking needs. */
+int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const char *revision,
+			  kernels__plan *p);
 /* Trust check, revision resolution, redirects, variant listing and
  * resolution. `stats` receives resolve/select timings. */
 int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision,

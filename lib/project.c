@@ -57,14 +57,14 @@ static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, ker
 
 static int lock_dependency(const kernels__config *cfg, const kernels_dependency *dep, kernels_lock *lock)
 {
-	kernels_get_stats stats;
 	kernels__plan p = { 0 };
 	char major[32];
 	int rc;
 
 	snprintf(major, sizeof(major), "%llu", dep->version);
-	rc = kernels__plan_remote(cfg, dep->repo_id, dep->kind == KERNELS_DEPENDENCY_VERSION ? major : dep->specifier,
-				  &p, &stats);
+	/* A lock pins the commit; which variant fits this machine does not matter. */
+	rc = kernels__plan_resolve(cfg, dep->repo_id, dep->kind == KERNELS_DEPENDENCY_VERSION ? major : dep->specifier,
+				   &p);
 	if (rc == 0 && dep->kind == KERNELS_DEPENDENCY_VERSION)
 		rc = kernels_lock_add_version(lock, dep->repo_id, dep->version, kernels_revision_commit(p.rev));
 	else if (rc == 0)

@@ -96,7 +96,6 @@ enum scan_state {
 struct perr {
 	size_t at;              /* 0-based offset in the scanned text */
 	enum scan_state state;
-	int too_long;
 };
 
 static const char *expected_after(enum scan_state st, int wildcard_ok)
@@ -404,7 +403,7 @@ static void describe_at(char *buf, size_t size, const char *text, size_t len, si
 
 int kernels__version_parse(const char *text, kernels__version **out)
 {
-	struct perr err = { 0, ST_START, 0 };
+	struct perr err = { 0, ST_START };
 	char what[64];
 	size_t len;
 	int rc;

@@ -483,24 +483,6 @@ void kernels_system_free(kernels_system *sys)
 	free(sys);
 }
 
-kernels_system *kernels__system_copy(const kernels_system *src)
-{
-	kernels_system *s = malloc(sizeof(*s));
-
-	if (!s)
-		return NULL;
-	*s = *src;
-	s->backend = dup_field(src->backend);
-	s->cpu = dup_field(src->cpu);
-	s->os = dup_field(src->os);
-	s->glibc = dup_field(src->glibc);
-	s->torch_version_string = dup_field(src->torch_version_string);
-	s->torch_path = dup_field(src->torch_path);
-	s->tvm_ffi_path = dup_field(src->tvm_ffi_path);
-	s->backend_source = dup_field(src->backend_source);
-	return s;
-}
-
 static int chain_torch(kernels_system *s, const kernels_system *ov, const torch_info *t)
 {
 	const char *abi = env("KERNELS_CXX11_ABI");

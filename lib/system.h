@@ -9,8 +9,6 @@
  * detection. `*out` owned by the caller (kernels_system_free). */
 int kernels__system_detect(const kernels__config *cfg, kernels_system **out);
 
-/* A deep copy (all strings owned), for descriptions a caller filled by hand. */
-kernels_system *kernels__system_copy(const kernels_system *src);
 
 /* Parses "2.11", "2.11.0+cu130", "12.8" into major*100+minor; -1 if malformed. */
 int kernels__system_version_parse(const char *s);

@@ -50,8 +50,10 @@ int kernels__trust_check(const kernels__config *cfg, const char *repo_id)
 		free(org);
 		return 0;
 	}
-	path = org ? kernels__sprintf("/api/organizations/%s/overview", org) : NULL;
-	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM;
+	if (!org)
+		return kernels__error_oom();
+	path = kernels__sprintf("/api/organizations/%s/overview", org);
+	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM; /* sprintf set the message */
 	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)))
 		trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
 	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may

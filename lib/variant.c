@@ -519,7 +519,12 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 			goto oom;
 		if (kernels_variant_parse(c[i].name, &e->info) == 0) {
 			e->valid = 1;
+			/* NULL means accepted, so an allocation failure in decide()
+			 * must not read as one. */
+			kernels_error_clear();
 			e->reason = decide(e, sys, &view);
+			if (!e->reason && kernels_error_last_code() == KERNELS_ENOMEM)
+				goto oom;
 			e->accepted = e->reason == NULL;
 		} else {
 			e->reason = kernels__sprintf("invalid build variant: %s", kernels_error_last());
