@@ -1,6 +1,7 @@
 /* A build variant as a Python wheel (include/kernels/wheel.h): the name
  * from the variant's tags, the package from the variant folder, the
  * dist-info pip needs, written as a deflated zip with libarchive. */
+#include "cache.h"
 #include "error.h"
 #include "util.h"
 #include "kernels/variant.h"
@@ -607,10 +608,13 @@ int kernels_wheel_write(char **wheel_path, const char *variant_dir, const char *
 	close(fd);
 	if ((rc = write_zip(tmp, &w, &files)))
 		goto out;
-	if (chmod(tmp, 0644) || rename(tmp, dest)) {
-		rc = kernels__error(KERNELS_EIO, "wheel: cannot move the wheel to %s: %s", dest, strerror(errno));
+	if (chmod(tmp, 0644) || (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = kernels__error(KERNELS_EIO, "wheel: cannot reopen %s: %s", tmp, strerror(errno));
 		goto out;
 	}
+	/* Flushed before it takes its name: a crash never leaves a short wheel. */
+	if ((rc = kernels__cache_publish(fd, tmp, dest)) < 0)
+		goto out;
 	free(tmp);
 	tmp = NULL;
 	if (wheel_path) {
