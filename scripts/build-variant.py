@@ -8,7 +8,8 @@ Subcommands:
   torch-info print what CMake needs about the importable torch, as
             KEY=VALUE lines (nothing and exit 1 when torch is not importable).
   assemble  write build/{variant}/: native module(s), Python files for torch
-            variants (from templates), the {name}/ compatibility package and
+            variants (from templates) with the {name}/ compatibility package,
+            or a tvm-ffi variant's Python package (--python-package), and
             metadata.json with the sha256 digest of every file.
 
 Only the standard library is used: CMake calls this at build time.
@@ -108,6 +109,27 @@ def render(template, out, values):
     Path(out).write_text(text)
 
 
+def copy_package(pkg, out, values):
+    """A tvm-ffi variant's Python files, as kernel-builder installs
+    tvm-ffi-ext/{name}/: every *.py of `pkg` (subfolders kept) into the variant
+    folder's top level, and every *.py.in rendered to *.py."""
+    for f in sorted(pkg.rglob("*")):
+        if not f.is_file() or "__pycache__" in f.parts:
+            continue
+        rel = f.relative_to(pkg)
+        if f.name.endswith(".py.in"):
+            dest = out / rel.parent / f.name[: -len(".in")]
+        elif f.suffix == ".py":
+            dest = out / rel
+        else:
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if f.name.endswith(".in"):
+            render(f, dest, values)
+        else:
+            shutil.copyfile(f, dest)
+
+
 def assemble(a):
     out = Path(a.out)
     if out.exists():
@@ -125,6 +147,8 @@ def assemble(a):
         render(t / "_ops.py.in", out / "_ops.py", values)
         (out / pyname).mkdir()
         render(t / "compat__init__.py.in", out / pyname / "__init__.py", values)
+    if a.python_package:
+        copy_package(Path(a.python_package), out, {"OPS_NAME": a.id, "ID": a.id, "PYNAME": pyname})
     meta = {
         "id": a.id,
         "name": a.name,
@@ -160,6 +184,8 @@ def main():
     s.add_argument("--upstream", default="")
     s.add_argument("--native", action="append", default=[], help="SRC[:DESTNAME], repeatable")
     s.add_argument("--python-templates", default="", help="folder with __init__.py.in etc. (torch variants)")
+    s.add_argument("--python-package", default="",
+                   help="folder whose *.py are copied and *.py.in rendered (@OPS_NAME@) into the variant (tvm-ffi)")
     a = p.parse_args()
     if a.cmd == "suffix":
         print(source_suffix(a.paths))
