@@ -2,8 +2,16 @@
  * (mutex-protected list keyed by the variant folder's real path) makes a
  * second load of the same folder return the same handle; two folders (two
  * commits of one kernel) are two handles with their own RTLD_LOCAL module,
- * so their identical symbol names do not clash. */
+ * so their identical symbol names do not clash.
+ *
+ * Native modules are mapped with RTLD_NODELETE and never unmapped: torch's
+ * dispatcher, tvm-ffi and the CUDA runtime keep pointers into them (op
+ * tables, registered fat binaries, kernels still in flight), so unmapping
+ * one would leave the process holding dangling code. A second table keyed
+ * by the module file's identity hands the mapped module back on a later
+ * load, so its static registrations never run twice. */
 #include "loader.h"
+#include "native.h"
 #include "error.h"
 #include "util.h"
 #include "system.h"
@@ -12,12 +20,16 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,18 +38,32 @@ struct kernels_kernel {
 	int refs;                 /* under registry_lock */
 	char *repo, *commit, *variant, *path, *library;
 	kernels_metadata *meta;
-	void *dl;                 /* NULL: noarch */
+	void *dl;                 /* NULL: noarch; owned by the module table */
 };
+
+/* A mapped native module, for the life of the process. */
+typedef struct module {
+	struct module *next;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	char *id;   /* metadata id: the ops namespace a torch module registers */
+	int torch;  /* links libtorch/libc10 */
+	char *path;
+	void *dl;
+} module;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static kernels_kernel *registry;
+/* Serialises mapping, so two threads never map one module twice. */
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static module *modules;
 
 static void kernel_free(kernels_kernel *k)
 {
 	if (!k)
 		return;
-	if (k->dl)
-		dlclose(k->dl);
 	kernels_metadata_free(k->meta);
 	free(k->repo);
 	free(k->commit);
@@ -122,6 +148,288 @@ static char *describe(const char *repo, const char *commit, const char *variant,
 	return kernels__sprintf("variant '%s' (%s)", variant, path);
 }
 
+/* ---- mapping native modules ---------------------------------------------- */
+
+static int same_file(const module *m, const struct stat *st)
+{
+	return m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
+	       m->mtime.tv_sec == st->st_mtim.tv_sec && m->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+static module *find_module(const struct stat *st)
+{
+	module *m;
+	for (m = modules; m; m = m->next)
+		if (same_file(m, st))
+			return m;
+	return NULL;
+}
+
+static int links_torch(const kernels__elf *e)
+{
+	size_t i;
+	for (i = 0; i < e->needed_count; i++)
+		if (!strncmp(e->needed[i], "libtorch", 8) || !strncmp(e->needed[i], "libc10", 6))
+			return 1;
+	return 0;
+}
+
+/* Torch accepts one TORCH_LIBRARY per namespace and aborts the process on
+ * a second, so a torch module claiming the namespace of another file
+ * (the same build published twice, under two paths) is refused. */
+static int check_namespace(const char *id, const char *what)
+{
+	module *m;
+
+	for (m = modules; m; m = m->next)
+		if (m->torch && !strcmp(m->id, id))
+			return kernels__error(KERNELS_ELOAD,
+					      "cannot load %s: its ops namespace '%s' is already registered by %s, "
+					      "a different file in this process (torch allows one library per namespace); "
+					      "use one build of this kernel per process", what, id, m->path);
+	return 0;
+}
+
+/* Loads one DT_NEEDED library the dynamic linker would not find by itself:
+ * from the module's run path ($ORIGIN being its real folder) or from the
+ * folder of the detected torch, so a host linked with --as-needed (no
+ * libtorch.so in its own list) loads torch variants all the same. */
+static int preload_one(const char *name, const char *runpath, const char *origin, const char *torch_dir,
+		       const char *what)
+{
+	const char *dirs[2] = { runpath, torch_dir };
+	void *h;
+	size_t i;
+
+	if ((h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD))) {
+		dlclose(h);
+		return 0;
+	}
+	for (i = 0; i < 2; i++) {
+		const char *p = dirs[i];
+		while (p && *p) {
+			size_t n = strcspn(p, ":");
+			char *dir = n >= 7 && !strncmp(p, "$ORIGIN", 7) ? kernels__sprintf("%s%.*s", origin, (int)(n - 7), p + 7)
+									: kernels__sprintf("%.*s", (int)n, p);
+			char *full = dir ? kernels__sprintf("%s/%s", dir, name) : NULL;
+			int found = full && access(full, F_OK) == 0;
+			free(dir);
+			if (!full)
+				return KERNELS_ENOMEM;
+			/* Kept for the life of the process, like the module needing it. */
+			if (found && !dlopen(full, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
+				const char *err = dlerror();
+				int rc = kernels__error(KERNELS_ELOAD, "loading %s: its dependency %s failed to load: %s",
+							what, full, err ? err : "dlopen failed");
+				free(full);
+				return rc;
+			}
+			free(full);
+			if (found)
+				return 0;
+			p += n + (p[n] == ':');
+		}
+	}
+	return 0; /* the dynamic linker's own search decides, and dlerror names it */
+}
+
+static int preload_needed(const kernels__config *cfg, const kernels__elf *e, const char *origin, const char *what)
+{
+	kernels_system *sys = NULL;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < e->needed_count && rc == 0; i++) {
+		void *h = dlopen(e->needed[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			dlclose(h);
+			continue;
+		}
+		/* Detection only when something is missing: it walks the loaded
+		 * objects and may look for an installed torch. */
+		if (!sys && (rc = kernels__system_detect(cfg, &sys)) < 0)
+			break;
+		rc = preload_one(e->needed[i], e->runpath, origin, sys->torch_path, what);
+	}
+	kernels_system_free(sys);
+	return rc;
+}
+
+/* A Python extension module built by kernel-builder references the Python
+ * C API (PyModule_Create2) from PyInit_<name>, which only an interpreter
+ * calls. Without libpython in the process those references cannot bind,
+ * and with bind-now linking dlopen refuses the module for them. They are
+ * made weak in a sealed in-memory copy of the module's bytes: the
+ * references resolve to NULL and everything else binds exactly as built,
+ * so a torch ABI mismatch still fails here, naming its symbol. */
+static int unresolved_python(const kernels__elf *e, size_t *count)
+{
+	size_t i;
+
+	*count = 0;
+	for (i = 0; i < e->python_count; i++)
+		*count += dlsym(RTLD_DEFAULT, e->python[i].name) == NULL;
+	return *count > 0;
+}
+
+static int copy_all(int from, int to, off_t size)
+{
+	off_t off = 0;
+
+	while (off < size) {
+		ssize_t n = sendfile(to, from, &off, (size_t)(size - off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int python_free_copy(int fd, const struct stat *st, const kernels__elf *e, const char *what, int *out)
+{
+	unsigned char weak;
+	size_t i;
+	int mfd;
+
+	*out = -1;
+	if ((mfd = memfd_create("kernels-module", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
+		return kernels__error(KERNELS_EIO, "loading %s without Python: memfd_create: %s", what, strerror(errno));
+	if (copy_all(fd, mfd, st->st_size) < 0)
+		goto io;
+	for (i = 0; i < e->python_count; i++) {
+		if (dlsym(RTLD_DEFAULT, e->python[i].name))
+			continue;
+		weak = (unsigned char)ELF64_ST_INFO(STB_WEAK, ELF64_ST_TYPE(e->python[i].info));
+		if (pwrite(mfd, &weak, 1, (off_t)e->python[i].info_offset) != 1)
+			goto io;
+	}
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		goto io;
+	*out = mfd;
+	return 0;
+io:
+	close(mfd);
+	return kernels__error(KERNELS_EIO, "loading %s without Python: copying the module: %s", what, strerror(errno));
+}
+
+/* dlerror() names the memfd; users need the module and, for C++, the
+ * readable symbol. */
+static int load_failed(const char *what, const char *library, const char *mapped_as)
+{
+	const char *err = dlerror(), *sym;
+	char *(*demangle)(const char *, char *, size_t *, int *);
+	char *pretty = NULL;
+	size_t skip = strlen(mapped_as);
+	int rc, status = -1;
+
+	if (!err)
+		err = "dlopen failed";
+	if (!strncmp(err, mapped_as, skip) && err[skip] == ':')
+		err += skip + 1 + (err[skip + 1] == ' ');
+	if ((sym = strstr(err, "undefined symbol: "))) {
+		*(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		if (demangle)
+			pretty = demangle(sym + 18, NULL, NULL, &status);
+		rc = kernels__error(KERNELS_ELOAD,
+				    "loading %s failed: %s: undefined symbol: %s%s%s%s (nothing in this process "
+				    "defines it): the module was built against another torch (version or C++ ABI) or "
+				    "needs a library that is not loaded; pick the variant built for this process's "
+				    "torch, or load the torch it was built for first", what, library, sym + 18,
+				    pretty ? " (" : "", pretty ? pretty : "", pretty ? ")" : "");
+		free(pretty);
+		return rc;
+	}
+	return kernels__error(KERNELS_ELOAD,
+			      "loading %s failed: %s: %s; the module needs a library or symbol this process lacks (load "
+			      "the torch/CUDA it was built for first, or pick a variant matching this process's torch "
+			      "version and C++ ABI)", what, library, err);
+}
+
+static int map_module(const kernels__config *cfg, const kernels_kernel *k, int fd, const struct stat *st,
+		      const char *what, void **dl, int *torch)
+{
+	kernels__elf e;
+	char mapped[64];
+	size_t missing = 0;
+	int rc, mfd = -1;
+	const char *path = k->library;
+
+	*dl = NULL;
+	if ((rc = kernels__elf_read(fd, what, &e)) < 0)
+		return rc;
+	*torch = links_torch(&e);
+	if ((*torch && (rc = check_namespace(kernels_metadata_id(k->meta), what)) < 0) ||
+	    (rc = preload_needed(cfg, &e, k->path, what)) < 0)
+		goto done;
+	if (unresolved_python(&e, &missing)) {
+		if ((rc = python_free_copy(fd, st, &e, what, &mfd)) < 0)
+			goto done;
+		snprintf(mapped, sizeof(mapped), "/proc/self/fd/%d", mfd);
+		path = mapped;
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: %zu Python C-API reference%s left unbound (no libpython "
+			     "in this process; only PyInit uses them)", what, missing, missing == 1 ? "" : "s");
+	}
+	dlerror();
+	if (!(*dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)))
+		rc = load_failed(what, k->library, path);
+done:
+	/* A mapped copy keeps its descriptor for good: the dynamic linker knows
+	 * the module by the name /proc/self/fd/N, and a reused N would make it
+	 * hand back this module for the next copy. */
+	if (mfd >= 0 && rc < 0)
+		close(mfd);
+	kernels__elf_free(&e);
+	return rc;
+}
+
+/* Maps the module once per process; a later load of the same file (a
+ * re-get after close) returns the mapping it already has. */
+static int load_module(const kernels__config *cfg, kernels_kernel *k, const char *what)
+{
+	module *m = NULL;
+	struct stat st;
+	int fd, rc;
+
+	if ((fd = open(k->library, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
+		rc = kernels__error(KERNELS_EIO, "loading %s: cannot open %s: %s", what, k->library, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	pthread_mutex_lock(&map_lock);
+	if (!(m = find_module(&st))) {
+		void *dl = NULL;
+		int torch = 0;
+		if ((rc = map_module(cfg, k, fd, &st, what, &dl, &torch)) == 0 &&
+		    (!(m = calloc(1, sizeof(*m))) || !(m->id = kernels__strdup(kernels_metadata_id(k->meta))) ||
+		     !(m->path = kernels__strdup(k->library)))) {
+			/* The module is mapped for good; only our record of it is lost. */
+			if (m) {
+				free(m->id);
+				free(m);
+				m = NULL;
+			}
+			rc = kernels__error_oom();
+		}
+		if (m) {
+			m->dev = st.st_dev;
+			m->ino = st.st_ino;
+			m->size = st.st_size;
+			m->mtime = st.st_mtim;
+			m->dl = dl;
+			m->torch = torch;
+			m->next = modules;
+			modules = m;
+		}
+	}
+	if (m)
+		k->dl = m->dl;
+	pthread_mutex_unlock(&map_lock);
+	close(fd);
+	return rc;
+}
+
 int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const char *commit,
 			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out)
 {
@@ -162,21 +470,12 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 	    (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
 	if (module) {
-		const char *err;
 		if (!(k->library = kernels__sprintf("%s/%s", real, module))) {
 			rc = KERNELS_ENOMEM;
 			goto fail;
 		}
-		dlerror();
-		if (!(k->dl = dlopen(k->library, RTLD_NOW | RTLD_LOCAL))) {
-			err = dlerror();
-			rc = kernels__error(KERNELS_ELOAD,
-					    "loading %s failed: %s; the module needs a library or symbol this process "
-					    "lacks (load the torch/CUDA it was built for first, or pick a variant "
-					    "matching this process's torch version and C++ ABI)",
-					    what, err ? err : "dlopen failed");
+		if ((rc = load_module(cfg, k, what)) < 0)
 			goto fail;
-		}
 	}
 	pthread_mutex_lock(&registry_lock);
 	if ((other = find_locked(real)) == NULL) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <dlfcn.h>
 #include <cmocka.h>
 
 #include "kernels.h"
@@ -260,6 +261,112 @@ static void test_dlopen_failures(void **state)
 	free(flags);
 }
 
+/* kernel-builder's PyInit_<name> calls PyModule_Create2 (strong, linked
+ * with -z now): no libpython here, yet the module loads and its other
+ * symbols work; the reference stays unbound. */
+static void test_python_extension_without_python(void **state)
+{
+	char *dir, *so, *marker;
+	kernels_kernel *k = NULL;
+	int (*py_init_present)(void);
+	(void)state;
+
+	assert_null(dlsym(RTLD_DEFAULT, "PyModule_Create2")); /* this test process has no Python */
+	assert_true(asprintf(&dir, "%s/pyext/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&so, "%s/_pyext_7.abi3.so", dir) > 0);
+	assert_true(asprintf(&marker, "%s/pyext.loaded", tmp) > 0);
+	test_system("mkdir -p '%s'", dir);
+	assert_int_equal(fx_build_so(so, 7, marker,
+				     "typedef struct PyModuleDef PyModuleDef; typedef struct _object PyObject;"
+				     "extern PyObject *PyModule_Create2(PyModuleDef *, int);"
+				     "extern PyObject _Py_NoneStruct;"
+				     "__attribute__((visibility(\"default\"))) PyObject *PyInit__pyext_7(void) {"
+				     "  static char def[128]; (void)&_Py_NoneStruct; return PyModule_Create2((PyModuleDef *)def, 3); }"
+				     "int py_init_present(void) { return PyInit__pyext_7 != 0; }",
+				     "-Wl,-z,now"), 0);
+	/* The module as built refuses a plain dlopen in this process. */
+	assert_null(dlopen(so, RTLD_NOW | RTLD_LOCAL));
+	assert_non_null(strstr(dlerror(), "undefined symbol"));
+	assert_int_equal(fx_metadata(dir, "--name pyext --id _pyext_7"), 0);
+
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_int_equal(answer(k), 7);
+	assert_int_equal(access(marker, F_OK), 0); /* constructors ran */
+	*(void **)&py_init_present = kernels_symbol(k, "py_init_present");
+	assert_non_null(py_init_present);
+	assert_int_equal(py_init_present(), 1);
+	assert_string_equal(kernels_kernel_library(k), so);
+	kernels_kernel_close(k);
+
+	/* Re-get after close: the same mapping, constructors not run again. */
+	remove(marker);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_int_equal(answer(k), 7);
+	assert_int_not_equal(access(marker, F_OK), 0);
+	kernels_kernel_close(k);
+	free(dir);
+	free(so);
+	free(marker);
+}
+
+/* The same with a missing non-Python symbol: still refused at load, named. */
+static void test_python_extension_missing_other_symbol(void **state)
+{
+	char *dir, *so;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	assert_true(asprintf(&dir, "%s/pyext-bad/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&so, "%s/_pyext_bad_8.abi3.so", dir) > 0);
+	test_system("mkdir -p '%s'", dir);
+	assert_int_equal(fx_build_so(so, 8, NULL,
+				     "typedef struct _object PyObject; extern PyObject *PyModule_Create2(void *, int);"
+				     "PyObject *PyInit__pyext_bad_8(void) { static char d[128]; return PyModule_Create2(d, 3); }"
+				     "int _ZN3c1019UndefinedTensorImpl10_singletonE(void);"
+				     "int use(void) { return _ZN3c1019UndefinedTensorImpl10_singletonE(); }",
+				     "-Wl,-z,now"), 0);
+	assert_int_equal(fx_metadata(dir, "--name pyext-bad --id _pyext_bad_8"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_ELOAD);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "undefined symbol: _ZN3c1019UndefinedTensorImpl10_singletonE"));
+	assert_non_null(strstr(kernels_error_last(), so)); /* the module, not the in-memory copy */
+	assert_null(strstr(kernels_error_last(), "/proc/self/fd"));
+	assert_non_null(strstr(kernels_error_last(), "torch211-cxx11-cpu-x86_64-linux"));
+	free(dir);
+	free(so);
+}
+
+/* A module needing a sibling library through $ORIGIN loads from its own
+ * folder even when mapped from memory (no libpython here). */
+static void test_origin_dependency(void **state)
+{
+	char *dir, *so, *dep, *flags;
+	kernels_kernel *k = NULL;
+	int (*fn)(void);
+	(void)state;
+
+	assert_true(asprintf(&dir, "%s/origin/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&so, "%s/_origin_9.abi3.so", dir) > 0);
+	assert_true(asprintf(&dep, "%s/libkernelsorigindep.so", dir) > 0);
+	test_system("mkdir -p '%s'", dir);
+	assert_int_equal(fx_build_so(dep, 0, NULL, "int origin_dep_fn(void) { return 42; }", "-Wl,-soname,libkernelsorigindep.so"), 0);
+	assert_true(asprintf(&flags, "-Wl,-z,now -L'%s' -lkernelsorigindep -Wl,-rpath,'$ORIGIN'", dir) > 0);
+	assert_int_equal(fx_build_so(so, 9, NULL,
+				     "typedef struct _object PyObject; extern PyObject *PyModule_Create2(void *, int);"
+				     "PyObject *PyInit__origin_9(void) { static char d[128]; return PyModule_Create2(d, 3); }"
+				     "int origin_dep_fn(void); int via_dep(void) { return origin_dep_fn(); }", flags), 0);
+	assert_int_equal(fx_metadata(dir, "--name origin --id _origin_9"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	*(void **)&fn = kernels_symbol(k, "via_dep");
+	assert_non_null(fn);
+	assert_int_equal(fn(), 42);
+	kernels_kernel_close(k);
+	free(dir);
+	free(so);
+	free(dep);
+	free(flags);
+}
+
 #define THREADS 16
 static char *concurrent_dirs[2];
 static kernels_kernel *concurrent_got[THREADS];
@@ -386,6 +493,9 @@ int main(void)
 		cmocka_unit_test(test_noarch),
 		cmocka_unit_test(test_module_choice),
 		cmocka_unit_test(test_dlopen_failures),
+		cmocka_unit_test(test_python_extension_without_python),
+		cmocka_unit_test(test_python_extension_missing_other_symbol),
+		cmocka_unit_test(test_origin_dependency),
 		cmocka_unit_test(test_concurrent_loads),
 		cmocka_unit_test(test_build_tree),
 		cmocka_unit_test(test_bad_arguments),
