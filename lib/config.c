@@ -23,6 +23,7 @@ int kernels_options_init(kernels_options *opts, unsigned int version)
 	opts->version = version;
 	opts->offline = KERNELS_FROM_ENV;
 	opts->max_retries = -1;
+	opts->find_torch = KERNELS_FROM_ENV;
 	return 0;
 }
 
@@ -144,12 +145,21 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	cfg->local_kernels = dup_or_null(getenv("LOCAL_KERNELS"));
 	if (opts->system)
 		cfg->system_override = *opts->system;
+	if (opts->torch_dir && *opts->torch_dir) {
+		cfg->torch_dir = kernels__strdup(opts->torch_dir);
+		cfg->torch_dir_source = "option";
+	} else if (env_nonempty("KERNELS_TORCH_DIR")) {
+		cfg->torch_dir = kernels__strdup(getenv("KERNELS_TORCH_DIR"));
+		cfg->torch_dir_source = "environment";
+	}
+	cfg->find_torch = opts->find_torch == KERNELS_FROM_ENV ? kernels__env_true("KERNELS_FIND_TORCH") :
+			  !!opts->find_torch;
 	cfg->log_cb = opts->log_cb;
 	cfg->log_payload = opts->log_payload;
 	cfg->progress_cb = opts->progress_cb;
 	cfg->progress_payload = opts->progress_payload;
 
-	if (!cfg->endpoint || !cfg->cache_dir) {
+	if (!cfg->endpoint || !cfg->cache_dir || (cfg->torch_dir_source && !cfg->torch_dir)) {
 		kernels__config_free(cfg);
 		return KERNELS_ENOMEM;
 	}
@@ -170,6 +180,7 @@ void kernels__config_free(kernels__config *cfg)
 	free(cfg->token);
 	free(cfg->trusted_orgs);
 	free(cfg->local_kernels);
+	free(cfg->torch_dir);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

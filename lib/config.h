@@ -19,6 +19,9 @@ typedef struct {
 	char *trusted_orgs;    /* NULL when none */
 	char *local_kernels;   /* $LOCAL_KERNELS or NULL */
 	kernels_system system_override; /* zeroed when none */
+	char *torch_dir;       /* options.torch_dir, else $KERNELS_TORCH_DIR; NULL when none */
+	const char *torch_dir_source; /* "option" or "environment" (static) */
+	int find_torch;        /* 0/1: look for the torch of a virtualenv / python3 */
 	kernels_log_cb log_cb;
 	void *log_payload;
 	kernels_progress_cb progress_cb;

@@ -2,12 +2,14 @@
  * what the process and machine show. Facts that cannot change while the
  * process runs (uname, glibc, CUDA driver and runtime, GPUs) are detected
  * once behind pthread_once; torch and tvm-ffi are looked up on every call
- * because they may be loaded later. */
+ * because they may be loaded later. An installed torch outside the process
+ * is only read (version.py, libc10's ELF symbol table), never loaded. */
 #include "system.h"
 #include "error.h"
 #include "util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -16,13 +18,21 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
 
 /* ---- small parsers ---------------------------------------------------- */
 
@@ -89,33 +99,103 @@ static char *read_small_file(const char *path)
 	return buf;
 }
 
-/* The string value of a top-level Python assignment `name = '...'` or
- * `name: Optional[str] = "..."`; NULL when absent or None. */
-static char *py_string_assignment(const char *text, const char *name)
+static int is_ident_start(int c)
+{
+	return isalpha(c) || c == '_';
+}
+
+static int is_ident(int c)
+{
+	return isalnum(c) || c == '_';
+}
+
+static const char *skip_blanks(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/* One string literal ('x', "x", r'x', a triple-quoted one on one line)
+ * followed only by blanks, a comment or a ';'. Its text, or NULL for
+ * anything else (None, an expression, an escape): then the value cannot be
+ * known from the text. */
+static char *py_string_literal(const char *p)
+{
+	const char *close, *after;
+	char quote[4] = { 0 };
+	size_t q;
+
+	if ((*p == 'r' || *p == 'R' || *p == 'u' || *p == 'U') && (p[1] == '\'' || p[1] == '"'))
+		p++;
+	if (*p != '\'' && *p != '"')
+		return NULL;
+	q = p[1] == *p && p[2] == *p ? 3 : 1;
+	memset(quote, *p, q);
+	p += q;
+	if (!(close = strstr(p, quote)) || memchr(p, '\n', (size_t)(close - p)) || memchr(p, '\\', (size_t)(close - p)))
+		return NULL;
+	after = skip_blanks(close + q);
+	if (*after && *after != '\n' && *after != '\r' && *after != '#' && *after != ';')
+		return NULL;
+	return strndup(p, (size_t)(close - p));
+}
+
+/* Whether `line` is a top-level assignment to `name`, in the forms Python
+ * packages write: `name = '1.0'`, `name: Optional[str] = "1.0"`, chained
+ * `__version__ = version = '1.0'` (setuptools-scm, vcs-versioning), with a
+ * trailing comment. *value is the string, or NULL when it is not a plain
+ * string. Indented lines (inside try:, if:) and bare annotations
+ * (`name: str`) do not count. */
+static int py_assigns(const char *line, const char *name, char **value)
 {
 	size_t len = strlen(name);
+	const char *p = line;
+	int first = 1, hit = 0;
+
+	*value = NULL;
+	while (is_ident_start((unsigned char)*p)) {
+		const char *id = p, *q;
+		while (is_ident((unsigned char)*p))
+			p++;
+		q = skip_blanks(p);
+		if (first && *q == ':')
+			/* An annotation: one target, then `=` on the same line. */
+			while (*q && *q != '=' && *q != '\n')
+				q++;
+		if (*q != '=' || q[1] == '=')
+			return 0;
+		hit |= (size_t)(p - id) == len && !strncmp(id, name, len);
+		first = 0;
+		p = skip_blanks(q + 1);
+		/* Chained: another `target =` follows; else the value. */
+		for (q = p; is_ident((unsigned char)*q); q++)
+			;
+		q = skip_blanks(q);
+		if (is_ident_start((unsigned char)*p) && *q == '=' && q[1] != '=')
+			continue;
+		if (hit)
+			*value = py_string_literal(p);
+		return hit;
+	}
+	return 0;
+}
+
+/* The string value the top-level assignments of a Python file give `name`
+ * (the last one wins, as when the module runs); NULL when absent, None or
+ * not a plain string. */
+static char *py_string_assignment(const char *text, const char *name)
+{
 	const char *line = text;
+	char *result = NULL, *v;
 
 	for (; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		const char *p = line, *eq, *nl = strchr(line, '\n'), *close;
-		char quote;
-
-		if (strncmp(p, name, len) || (p[len] != ' ' && p[len] != ':' && p[len] != '='))
+		if (!py_assigns(line, name, &v))
 			continue;
-		eq = strchr(p + len, '=');
-		if (!eq || (nl && eq > nl))
-			continue;
-		for (p = eq + 1; *p == ' ' || *p == '\t'; p++)
-			;
-		if (*p != '\'' && *p != '"')
-			return NULL;
-		quote = *p++;
-		close = strchr(p, quote);
-		if (!close || (nl && close > nl))
-			return NULL;
-		return strndup(p, (size_t)(close - p));
+		free(result);
+		result = v;
 	}
-	return NULL;
+	return result;
 }
 
 /* ---- facts fixed for the life of the process --------------------------- */
@@ -257,51 +337,81 @@ static char *package_root(const char *lib)
 }
 
 /* The C++ ABI of libc10: a known c10 function taking a std::string is
- * exported under one of two manglings. Failing that, any exported name in
- * the cxx11 inline namespace tells. */
+ * exported under one of two manglings. Failing that, any c10 export in the
+ * cxx11 inline namespace tells. */
 static const char *const c10_cxx11_symbol =
 	"_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
 static const char *const c10_cxx98_symbol = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs";
 
-static int elf_dynstr_abi(const char *path)
+/* Whether [off, off+size) lies inside a file of `len` bytes. */
+static int in_file(uint64_t off, uint64_t size, size_t len)
+{
+	return off <= len && size <= len - off;
+}
+
+/* The ABI from the names a 64-bit ELF file defines in .dynsym, read from a
+ * read-only mapping: torch is never loaded for this (-1: cannot tell). */
+static int elf_dynsym_abi(const unsigned char *m, size_t len)
+{
+	Elf64_Ehdr eh;
+	int c10 = 0, cxx11 = 0;
+	size_t i, j;
+
+	if (len < sizeof(eh))
+		return -1;
+	memcpy(&eh, m, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || !in_file(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), len))
+		return -1;
+	for (i = 0; i < eh.e_shnum; i++) {
+		Elf64_Shdr sh, str;
+		memcpy(&sh, m + eh.e_shoff + i * sizeof(sh), sizeof(sh));
+		if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= eh.e_shnum || sh.sh_entsize != sizeof(Elf64_Sym) ||
+		    !in_file(sh.sh_offset, sh.sh_size, len))
+			continue;
+		memcpy(&str, m + eh.e_shoff + sh.sh_link * sizeof(str), sizeof(str));
+		if (!in_file(str.sh_offset, str.sh_size, len) || !str.sh_size || m[str.sh_offset + str.sh_size - 1])
+			return -1;
+		for (j = 1; j < sh.sh_size / sizeof(Elf64_Sym); j++) {
+			Elf64_Sym sym;
+			const char *name;
+			memcpy(&sym, m + sh.sh_offset + j * sizeof(sym), sizeof(sym));
+			if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.sh_size)
+				continue;
+			name = (const char *)m + str.sh_offset + sym.st_name;
+			if (!strcmp(name, c10_cxx11_symbol))
+				return 1;
+			if (!strcmp(name, c10_cxx98_symbol))
+				return 0;
+			if (has_prefix(name, "_ZN3c10")) {
+				c10 = 1;
+				cxx11 |= strstr(name, "St7__cxx11") != NULL;
+			}
+		}
+		return cxx11 ? 1 : c10 ? 0 : -1;
+	}
+	return -1;
+}
+
+static int elf_file_abi(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), abi = -1;
-	Elf64_Ehdr eh;
-	Elf64_Shdr *sh = NULL;
-	char *str = NULL;
-	size_t i;
+	struct stat st;
+	void *m;
 
 	if (fd < 0)
 		return -1;
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum ||
-	    eh.e_shnum > 65000)
-		goto out;
-	if (!(sh = calloc(eh.e_shnum, sizeof(*sh))) ||
-	    pread(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) != (ssize_t)(eh.e_shnum * sizeof(*sh)))
-		goto out;
-	for (i = 0; i < eh.e_shnum; i++) {
-		Elf64_Shdr *s;
-		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum)
-			continue;
-		s = &sh[sh[i].sh_link];
-		if (s->sh_size == 0 || s->sh_size > (64u << 20) || !(str = malloc(s->sh_size)) ||
-		    pread(fd, str, s->sh_size, (off_t)s->sh_offset) != (ssize_t)s->sh_size)
-			goto out;
-		if (memmem(str, s->sh_size, "St7__cxx11", 10))
-			abi = 1;
-		else if (memmem(str, s->sh_size, "_ZN3c10", 7))
-			abi = 0;
-		break;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) != MAP_FAILED) {
+		abi = elf_dynsym_abi(m, (size_t)st.st_size);
+		munmap(m, (size_t)st.st_size);
 	}
-out:
-	free(str);
-	free(sh);
 	close(fd);
 	return abi;
 }
 
-static int torch_abi(const char *lib)
+/* A loaded libc10 answers dlsym; the file's symbol table otherwise. */
+static int loaded_torch_abi(const char *lib)
 {
 	void *h = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
 	int abi = -1;
@@ -313,14 +423,15 @@ static int torch_abi(const char *lib)
 			abi = 0;
 		dlclose(h);
 	}
-	return abi >= 0 ? abi : elf_dynstr_abi(lib);
+	return abi >= 0 ? abi : elf_file_abi(lib);
 }
 
 typedef struct {
 	int version;           /* major*100+minor; 0 none */
 	int cxx11_abi;
 	char *version_string;
-	char *path;
+	char *path;            /* the lib/ folder */
+	const char *source;    /* static: "process", "option", ... */
 	char *backend;         /* NULL: unknown */
 	int backend_version;
 } torch_info;
@@ -330,6 +441,8 @@ static void torch_info_free(torch_info *t)
 	free(t->version_string);
 	free(t->path);
 	free(t->backend);
+	memset(t, 0, sizeof(*t));
+	t->cxx11_abi = -1;
 }
 
 /* torch/version.py of a pip install: __version__, cuda, hip, xpu. */
@@ -391,26 +504,358 @@ static int torch_from_build_version(torch_info *t, const char *root)
 	return 1;
 }
 
-static void detect_torch(const loaded_libs *l, torch_info *t)
+/* The torch whose package folder is `root` (version.py or build-version,
+ * libraries in root/lib). `loaded`: the path of its loaded libc10/libtorch,
+ * NULL when it is only on disk. 0 when `root` holds no torch. */
+static int torch_at(torch_info *t, const char *root, const char *loaded, const char *source)
+{
+	char *c10;
+
+	torch_info_free(t);
+	if (!torch_from_version_py(t, root)) {
+		torch_info_free(t);
+		if (!torch_from_build_version(t, root)) {
+			torch_info_free(t);
+			return 0;
+		}
+	}
+	if ((t->version = kernels__system_version_parse(t->version_string)) <= 0)
+		t->version = 0;
+	if (t->backend_version < 0)
+		t->backend_version = 0;
+	t->source = source;
+	if (loaded) {
+		char real[PATH_MAX];
+		t->cxx11_abi = loaded_torch_abi(loaded);
+		t->path = realpath(loaded, real) ? strdup(dirname(real)) : NULL;
+	} else if ((t->path = kernels__sprintf("%s/lib", root)) && (c10 = kernels__sprintf("%s/libc10.so", t->path))) {
+		t->cxx11_abi = elf_file_abi(c10);
+		free(c10);
+	}
+	if (!t->path) {
+		torch_info_free(t);
+		return KERNELS_ENOMEM;
+	}
+	return 1;
+}
+
+/* ---- torch outside the process ------------------------------------------- */
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+static int torch_files_in(const char *dir)
+{
+	char *a = kernels__sprintf("%s/version.py", dir), *b = kernels__sprintf("%s/build-version", dir);
+	int yes = (a && !access(a, R_OK)) || (b && !access(b, R_OK));
+	free(a);
+	free(b);
+	return yes;
+}
+
+/* The package folder of the torch at `dir`: the folder itself or, for its
+ * lib/, the one above. NULL when neither holds a torch. */
+static char *torch_root_of(const char *dir)
+{
+	char real[PATH_MAX], up[PATH_MAX];
+	const char *base;
+
+	if (!realpath(dir, real) || !is_dir(real))
+		return NULL;
+	if (torch_files_in(real))
+		return strdup(real);
+	base = strrchr(real, '/');
+	if (!base || strcmp(base + 1, "lib"))
+		return NULL;
+	snprintf(up, sizeof(up), "%s", real);
+	*strrchr(up, '/') = '\0';
+	return torch_files_in(up) ? strdup(up) : NULL;
+}
+
+/* `site`/torch when it is a torch: 1 found, 0 not, <0 an error. */
+static int torch_in_site(torch_info *t, const char *site, const char *source)
+{
+	char *dir = kernels__sprintf("%s/torch", site), *root;
+	int rc;
+
+	if (!dir)
+		return KERNELS_ENOMEM;
+	root = torch_root_of(dir);
+	free(dir);
+	if (!root)
+		return 0;
+	rc = torch_at(t, root, NULL, source);
+	free(root);
+	return rc;
+}
+
+/* {base}/python{ver}/{tail}: with `ver` NULL, each python3.N folder of base. */
+static int torch_in_versions(torch_info *t, const char *base, const char *ver, const char *tail, const char *source)
+{
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (ver) {
+		char *site = kernels__sprintf("%s/python%s/%s", base, ver, tail);
+		rc = site ? torch_in_site(t, site, source) : KERNELS_ENOMEM;
+		free(site);
+		return rc;
+	}
+	if (!(d = opendir(base)))
+		return 0;
+	while (rc == 0 && (de = readdir(d))) {
+		if (has_prefix(de->d_name, "python3.") && isdigit((unsigned char)de->d_name[8]))
+			rc = torch_in_versions(t, base, de->d_name + 6, tail, source);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* The site folders of an installation at `prefix`, in the order Python
+ * puts them on sys.path (user site first, then Debian's and the usual). */
+static int torch_in_prefix(torch_info *t, const char *prefix, const char *ver, int user_site, const char *source)
+{
+	char *lib = kernels__sprintf("%s/lib", prefix), *local = kernels__sprintf("%s/local/lib", prefix);
+	char *debian = kernels__sprintf("%s/lib/python3/dist-packages", prefix), *user = NULL;
+	const char *home = env("PYTHONUSERBASE") ? env("PYTHONUSERBASE") : NULL;
+	int rc = 0;
+
+	if (user_site && !env("PYTHONNOUSERSITE")) {
+		if (home)
+			user = kernels__sprintf("%s/lib", home);
+		else if (env("HOME"))
+			user = kernels__sprintf("%s/.local/lib", env("HOME"));
+	}
+	if (!lib || !local || !debian)
+		rc = KERNELS_ENOMEM;
+	if (rc == 0 && user)
+		rc = torch_in_versions(t, user, ver, "site-packages", source);
+	if (rc == 0)
+		rc = torch_in_versions(t, local, ver, "dist-packages", source);
+	if (rc == 0)
+		rc = torch_in_versions(t, lib, ver, "site-packages", source);
+	if (rc == 0)
+		rc = torch_in_site(t, debian, source);
+	if (rc == 0)
+		rc = torch_in_versions(t, lib, ver, "dist-packages", source);
+	free(lib);
+	free(local);
+	free(debian);
+	free(user);
+	return rc;
+}
+
+/* A `key = value` line of pyvenv.cfg; NULL when absent. */
+static char *cfg_value(const char *text, const char *key)
+{
+	size_t len = strlen(key);
+	const char *line;
+
+	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		const char *p = skip_blanks(line), *end;
+		if (strncmp(p, key, len))
+			continue;
+		p = skip_blanks(p + len);
+		if (*p != '=')
+			continue;
+		p = skip_blanks(p + 1);
+		end = p + strcspn(p, "\r\n");
+		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		return strndup(p, (size_t)(end - p));
+	}
+	return NULL;
+}
+
+/* "3.11" of "3.11.2" or "python3.11"; NULL when it has none. */
+static char *major_minor(const char *s)
+{
+	const char *p = s;
+	size_t n;
+
+	if (has_prefix(p, "python"))
+		p += 6;
+	if (!has_prefix(p, "3.") || !isdigit((unsigned char)p[2]))
+		return NULL;
+	n = 2 + strspn(p + 2, "0123456789");
+	return strndup(p, n);
+}
+
+/* The torch that the interpreter at `python` (as found on PATH, links not
+ * yet followed) imports. A venv (pyvenv.cfg next to its bin/) reads its own
+ * site-packages, and its home's when it includes the system ones. */
+static int torch_of_python(torch_info *t, const char *python)
+{
+	char path[PATH_MAX], real[PATH_MAX], *cfg_path, *cfg, *ver = NULL, *prefix;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s", python);
+	prefix = dirname(dirname(path));
+	if (!(cfg_path = kernels__sprintf("%s/pyvenv.cfg", prefix)))
+		return KERNELS_ENOMEM;
+	cfg = read_small_file(cfg_path);
+	free(cfg_path);
+	if (cfg) {
+		char *v = cfg_value(cfg, "version_info"), *sys = cfg_value(cfg, "include-system-site-packages"),
+		     *home = cfg_value(cfg, "home"), *lib = kernels__sprintf("%s/lib", prefix);
+		if (!v)
+			v = cfg_value(cfg, "version");
+		ver = v ? major_minor(v) : NULL;
+		rc = lib ? torch_in_versions(t, lib, ver, "site-packages", "python3") : KERNELS_ENOMEM;
+		if (rc == 0 && sys && !strcasecmp(sys, "true") && home) {
+			char *base = strdup(home);
+			rc = base ? torch_in_prefix(t, dirname(base), ver, 1, "python3") : KERNELS_ENOMEM;
+			free(base);
+		}
+		free(v);
+		free(sys);
+		free(home);
+		free(lib);
+		free(cfg);
+		free(ver);
+		return rc;
+	}
+	if (!realpath(python, real))
+		return 0;
+	ver = major_minor(strrchr(real, '/') + 1);
+	rc = torch_in_prefix(t, dirname(dirname(real)), ver, 1, "python3");
+	free(ver);
+	return rc;
+}
+
+/* The interpreter a pyenv shim runs for python3, chosen as pyenv does:
+ * $PYENV_VERSION, else the nearest .python-version, else
+ * $PYENV_ROOT/version ("system": none of pyenv's, *system set). */
+static char *pyenv_python(const char *root, int *system)
+{
+	char cwd[PATH_MAX], *text = NULL, *tok, *save, *found = NULL;
+
+	*system = 0;
+	if (env("PYENV_VERSION"))
+		text = strdup(env("PYENV_VERSION"));
+	else if (getcwd(cwd, sizeof(cwd))) {
+		for (;;) {
+			char *file = kernels__sprintf("%s/.python-version", cwd);
+			text = file ? read_small_file(file) : NULL;
+			free(file);
+			if (text || !strcmp(cwd, "/"))
+				break;
+			*strrchr(cwd, '/') = '\0';
+			if (!cwd[0])
+				snprintf(cwd, sizeof(cwd), "/");
+		}
+	}
+	if (!text) {
+		char *file = kernels__sprintf("%s/version", root);
+		text = file ? read_small_file(file) : NULL;
+		free(file);
+	}
+	for (tok = text ? strtok_r(text, ": \t\r\n", &save) : NULL; tok && !found; tok = strtok_r(NULL, ": \t\r\n", &save)) {
+		char *py;
+		if (tok[0] == '#')
+			continue;
+		if (!strcmp(tok, "system")) {
+			*system = 1;
+			break;
+		}
+		py = kernels__sprintf("%s/versions/%s/bin/python3", root, tok);
+		if (py && !access(py, X_OK))
+			found = py;
+		else
+			free(py);
+	}
+	free(text);
+	return found;
+}
+
+/* The torch of the python3 first on PATH, as that python3 would import it. */
+static int torch_of_path_python(torch_info *t)
+{
+	const char *p;
+
+	for (p = env("PATH"); p && *p; p += strcspn(p, ":"), p += *p == ':') {
+		size_t n = strcspn(p, ":");
+		char *dir = strndup(p, n), *py = dir ? kernels__sprintf("%s/python3", dir) : NULL, *real = NULL;
+		struct stat st;
+		int rc = 0, system = 0;
+
+		if (!py) {
+			free(dir);
+			return KERNELS_ENOMEM;
+		}
+		if (stat(py, &st) || !S_ISREG(st.st_mode) || access(py, X_OK)) {
+			free(py);
+			free(dir);
+			continue;
+		}
+		if (n > 6 && !strcmp(dir + n - 6, "/shims")) {
+			/* A pyenv shim is a script: the interpreter is pyenv's choice. */
+			char *versions;
+			dir[n - 6] = '\0';
+			if ((versions = kernels__sprintf("%s/versions", dir)) && is_dir(versions))
+				real = pyenv_python(dir, &system);
+			free(versions);
+		}
+		if (!system)
+			rc = torch_of_python(t, real ? real : py);
+		free(real);
+		free(py);
+		free(dir);
+		if (!system) /* pyenv's "system": the next python3 on PATH */
+			return rc;
+	}
+	return 0;
+}
+
+/* The torch of the process, else the one named by the caller, else (when
+ * asked for) the one of the virtualenv or of python3. Only an explicitly
+ * named folder without a torch is an error. */
+static int detect_torch(const kernels__config *cfg, const loaded_libs *l, int outside, torch_info *t)
 {
 	const char *lib = l->c10 ? l->c10 : l->torch;
+	const char *venv = env("VIRTUAL_ENV");
 	char *root;
+	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->cxx11_abi = -1;
-	if (!lib || !(root = package_root(lib)))
-		return;
-	if (torch_from_version_py(t, root) || torch_from_build_version(t, root)) {
-		t->version = kernels__system_version_parse(t->version_string);
-		if (t->version <= 0)
-			t->version = 0;
-		t->cxx11_abi = torch_abi(lib);
-		t->path = root;
-		if (t->backend_version < 0)
-			t->backend_version = 0;
-		return;
+	if (lib) {
+		/* A loaded torch is the one the variant must match, known or not. */
+		if (!(root = package_root(lib)))
+			return 0;
+		rc = torch_at(t, root, lib, "process");
+		free(root);
+		return rc < 0 ? rc : 0;
 	}
-	free(root);
+	if (!outside)
+		return 0;
+	if (cfg->torch_dir) {
+		const char *what = !strcmp(cfg->torch_dir_source, "option") ? "kernels_options.torch_dir" :
+									     "KERNELS_TORCH_DIR";
+		if (!(root = torch_root_of(cfg->torch_dir)))
+			return kernels__error(KERNELS_EINVAL,
+					      "%s='%s' holds no torch (no version.py or build-version there or above its "
+					      "lib/); name the torch package folder (site-packages/torch) or unset it",
+					      what, cfg->torch_dir);
+		rc = torch_at(t, root, NULL, cfg->torch_dir_source);
+		free(root);
+		return rc < 0 ? rc : 0;
+	}
+	if (!cfg->find_torch)
+		return 0;
+	if (venv) {
+		char *lib_dir = kernels__sprintf("%s/lib", venv);
+		rc = lib_dir ? torch_in_versions(t, lib_dir, NULL, "site-packages", "virtualenv") : KERNELS_ENOMEM;
+		free(lib_dir);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
+	rc = torch_of_path_python(t);
+	return rc < 0 ? rc : 0;
 }
 
 /* tvm_ffi/lib/libtvm_ffi.so: the package's __init__.py holds __version__. */
@@ -443,12 +888,6 @@ static int detect_tvm_ffi(const loaded_libs *l, char **path)
 
 /* ---- the chain ---------------------------------------------------------- */
 
-static const char *env(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
-}
-
 static int env_version(const char *name, int *out)
 {
 	const char *v = env(name);
@@ -480,6 +919,7 @@ void kernels_system_free(kernels_system *sys)
 	free((char *)sys->torch_path);
 	free((char *)sys->tvm_ffi_path);
 	free((char *)sys->backend_source);
+	free((char *)sys->torch_source);
 	free(sys);
 }
 
@@ -503,6 +943,9 @@ static int chain_torch(kernels_system *s, const kernels_system *ov, const torch_
 		s->torch_cxx11_abi = t->cxx11_abi;
 		s->torch_version_string = dup_field(t->version_string);
 		s->torch_path = dup_field(t->path);
+		s->torch_source = dup_field(t->path ? t->source : NULL);
+		if ((t->version_string && !s->torch_version_string) || (t->path && (!s->torch_path || !s->torch_source)))
+			return kernels__error_oom();
 	}
 	if (abi) {
 		if (strcmp(abi, "0") && strcmp(abi, "1"))
@@ -616,9 +1059,10 @@ int kernels__system_detect(const kernels__config *cfg, kernels_system **out)
 	if (!(s = calloc(1, sizeof(*s))))
 		return kernels__error_oom();
 	dl_iterate_phdr(phdr_cb, &libs);
-	detect_torch(&libs, &torch);
+	/* An installed torch is looked for only when no torch version is given. */
+	rc = detect_torch(cfg, &libs, ov->torch_version == 0 && !env("KERNELS_TORCH_VERSION"), &torch);
 
-	if ((rc = chain_torch(s, ov, &torch)) < 0 || (rc = chain_tvm_ffi(s, ov, &libs)) < 0 ||
+	if (rc < 0 || (rc = chain_torch(s, ov, &torch)) < 0 || (rc = chain_tvm_ffi(s, ov, &libs)) < 0 ||
 	    (rc = chain_backend(s, ov, &torch, &forced_cpu)) < 0 || (rc = chain_gpus(s, ov, forced_cpu)) < 0)
 		goto fail;
 	s->cpu = strdup(ov->cpu ? ov->cpu : env("KERNELS_CPU") ? env("KERNELS_CPU") : machine.cpu);
@@ -674,6 +1118,8 @@ size_t kernels_system_format(const kernels_system *sys, char *buf, size_t size)
 			kernels__buf_printf(&b, "torch %d.%d", sys->torch_version / 100, sys->torch_version % 100);
 			if (sys->torch_cxx11_abi >= 0)
 				kernels__buf_printf(&b, " (%s ABI)", sys->torch_cxx11_abi ? "cxx11" : "cxx98");
+			if (sys->torch_source && sys->torch_path)
+				kernels__buf_printf(&b, " from %s at %s", sys->torch_source, sys->torch_path);
 		} else {
 			kernels__buf_puts(&b, "no torch");
 		}

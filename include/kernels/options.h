@@ -50,6 +50,25 @@ typedef struct kernels_options {
 	void *log_payload;
 	kernels_progress_cb progress_cb; /**< NULL: no progress reports */
 	void *progress_payload;
+
+	/**
+	 * An installed torch to resolve torch variants for when the process has
+	 * not loaded libtorch: the torch package folder (site-packages/torch),
+	 * its lib/ folder, or an unpacked libtorch archive. Read from its files
+	 * only (version.py or build-version, libc10's symbol table); nothing is
+	 * loaded. A folder without a torch is KERNELS_EINVAL. NULL:
+	 * $KERNELS_TORCH_DIR. A torch loaded in the process always wins.
+	 */
+	const char *torch_dir;
+	/**
+	 * KERNELS_FROM_ENV ($KERNELS_FIND_TORCH: 1/on/yes/true), 0 or 1. When
+	 * on, and no torch is loaded or named by torch_dir, the torch of the
+	 * active virtualenv ($VIRTUAL_ENV), else of the python3 first on PATH
+	 * (its site-packages, read without running Python), is used. Off unless
+	 * asked for: a library should not describe a process by some other
+	 * interpreter's packages by default. See kernels/system.h.
+	 */
+	int find_torch;
 } kernels_options;
 
 /**

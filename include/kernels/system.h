@@ -41,10 +41,13 @@ typedef struct kernels_system {
 	int cuda_driver_version;   /**< highest CUDA the driver supports, e.g. 1300; 0: no driver */
 	const char *glibc;         /**< "2.39"; NULL: not glibc */
 	const char *torch_version_string; /**< e.g. "2.11.0+cu130", as the torch files say */
-	const char *torch_path;    /**< folder of the loaded libtorch/libc10 */
+	const char *torch_path;    /**< folder holding the detected torch's libc10/libtorch (torch/lib) */
 	const char *tvm_ffi_path;  /**< folder of the loaded libtvm_ffi */
 	const char *backend_source;/**< where backend came from: "options", "environment",
 				        "torch", "cudart", "driver" or "default" */
+	const char *torch_source;  /**< where the torch of torch_path was found: "process" (loaded),
+				        "option" (kernels_options.torch_dir), "environment"
+				        ($KERNELS_TORCH_DIR), "virtualenv" or "python3"; NULL: none */
 } kernels_system;
 
 /*
@@ -66,14 +69,57 @@ typedef struct kernels_system {
  *   KERNELS_CUDA_VERSION    "12.8": backend cuda with that version
  *   KERNELS_GPU_ARCHS       "9.0,8.6" compute capabilities; "none": no GPU
  *   KERNELS_CPU, KERNELS_OS "x86_64", "linux"
+ *   KERNELS_TORCH_DIR       an installed torch (kernels_options.torch_dir)
+ *   KERNELS_FIND_TORCH      "1": look for an installed torch (find_torch)
  *
- * Detection: torch from a loaded libtorch/libc10 (dl_iterate_phdr; version
- * from torch/version.py or libtorch's build-version next to it; C++ ABI from
- * its exported symbols), tvm-ffi from a loaded libtvm_ffi, the backend from
- * torch, else (when the CUDA driver sees a GPU) libcudart's runtime version
- * or else the driver's version, else cpu; GPUs from the driver; cpu/os from
- * uname. Unlike the Python client, a CUDA runtime on a machine without a
- * driver or GPU does not make it a CUDA machine.
+ * Detection of torch, in this order:
+ *  1. a libtorch/libc10 loaded in the process (dl_iterate_phdr): torch_source
+ *     "process";
+ *  2. kernels_options.torch_dir, else $KERNELS_TORCH_DIR: "option" /
+ *     "environment" (a folder without a torch is KERNELS_EINVAL);
+ *  3. only with kernels_options.find_torch (or $KERNELS_FIND_TORCH=1; off
+ *     by default): $VIRTUAL_ENV/lib/python3.N/site-packages/torch
+ *     ("virtualenv"), else the torch the first python3 on PATH imports
+ *     ("python3"): a venv's pyvenv.cfg (and its home when it includes the
+ *     system site-packages), a pyenv shim's selected version
+ *     ($PYENV_VERSION, .python-version, $PYENV_ROOT/version), else the
+ *     realpath of the executable; then, in Python's order, the user site
+ *     (~/.local/lib/python3.N/site-packages, $PYTHONUSERBASE), and the
+ *     prefix's local/lib/python3.N/dist-packages, lib/python3.N/site-packages,
+ *     lib/python3/dist-packages, lib/python3.N/dist-packages.
+ * Nothing is loaded and Python is never run: the version and backend come
+ * from torch/version.py (or libtorch's build-version), the C++ ABI from
+ * libc10's exported symbols (dlsym for a loaded one, the file's ELF .dynsym
+ * otherwise). torch_path is then the torch lib/ folder; a loader or host
+ * that wants torch variants to load preloads libc10, libtorch_cpu and
+ * libtorch from it. KERNELS_TORCH_VERSION (or options.system->torch_version)
+ * skips steps 2 and 3.
+ *
+ * tvm-ffi: from a loaded libtvm_ffi (tvm_ffi/lib/libtvm_ffi.so), its version
+ * from the package's __init__.py, _version.py or version.py as the
+ * apache-tvm-ffi wheel writes it (`__version__ = version = '0.1.15.post2'`);
+ * major.minor is matched, as Python kernels does (0.1 <-> tvm-ffi01).
+ *
+ * The backend: from the torch found (version.py's cuda/hip/xpu, as
+ * torch.version.cuda etc.), else (when the CUDA driver sees a GPU)
+ * libcudart's runtime version or else the driver's version, else cpu; GPUs
+ * from the driver; cpu/os from uname.
+ *
+ * Differences from Python kernels 0.17.2 (backends.py, variants.py):
+ *  - With torch, both take the CUDA version from torch (torch.version.cuda),
+ *    GPU or not: a CUDA build of torch on a machine without a GPU resolves
+ *    cuXY variants (whose ops also carry the CPU kernel), exactly like
+ *    Python. Python never looks at the driver or at the GPUs' compute
+ *    capabilities; libkernels also rejects a CUDA variant whose
+ *    metadata.json archs match none of the GPUs the driver reports.
+ *  - Without torch, Python takes libcudart's version whenever one loads,
+ *    even with no driver or GPU; libkernels requires a GPU the driver sees,
+ *    and falls back to the driver's version when no libcudart loads.
+ *  - Python only knows the torch it imports; libkernels finds one outside
+ *    the process only as listed above (and reads, never imports, it).
+ *  - Torch backends Python asks the imported torch about (TPU, Neuron, MPS,
+ *    CANN through torch_npu) cannot be read from files: name them with
+ *    KERNELS_BACKEND.
  */
 
 /**
@@ -89,9 +135,11 @@ KERNELS_EXTERN(int) kernels_system_detect(kernels_system **out, const struct ker
 KERNELS_EXTERN(void) kernels_system_free(kernels_system *sys);
 
 /**
- * One-line human description ("torch 2.11 cxx11, cuda 13.0, GPUs sm_90,
- * x86_64-linux, glibc 2.39") into `buf` (always NUL-terminated when size >
- * 0). Returns the length the whole text needs, like snprintf.
+ * One-line human description ("torch 2.11 (cxx11 ABI) from python3 at
+ * /usr/lib/python3.11/site-packages/torch/lib, backend cuda 13.0 (from
+ * torch), GPUs 9.0, x86_64-linux, glibc 2.39") into `buf` (always
+ * NUL-terminated when size > 0). Returns the length the whole text needs,
+ * like snprintf.
  */
 KERNELS_EXTERN(size_t) kernels_system_format(const kernels_system *sys, char *buf, size_t size);
 

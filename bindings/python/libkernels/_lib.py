@@ -44,6 +44,7 @@ class System(ctypes.Structure):
         ("torch_path", _c_char_p),
         ("tvm_ffi_path", _c_char_p),
         ("backend_source", _c_char_p),
+        ("torch_source", _c_char_p),
     ]
 
 
@@ -70,6 +71,8 @@ class Options(ctypes.Structure):
         ("log_payload", _c_void_p),
         ("progress_cb", PROGRESS_CB),
         ("progress_payload", _c_void_p),
+        ("torch_dir", _c_char_p),
+        ("find_torch", _c_int),
     ]
 
 
