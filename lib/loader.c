@@ -319,31 +319,36 @@ static int load_failed(const char *what, const char *library, const char *mapped
 {
 	const char *err = dlerror(), *sym;
 	char *(*demangle)(const char *, char *, size_t *, int *);
-	char *pretty = NULL;
+	char *text, *pretty = NULL;
 	size_t skip = strlen(mapped_as);
 	int rc, status = -1;
 
-	if (!err)
-		err = "dlopen failed";
+	/* The next dl call may free dlerror()'s text: keep a copy. */
+	if (!(text = kernels__strdup(err ? err : "dlopen failed")))
+		return KERNELS_ENOMEM;
+	err = text;
 	if (!strncmp(err, mapped_as, skip) && err[skip] == ':')
 		err += skip + 1 + (err[skip + 1] == ' ');
 	if ((sym = strstr(err, "undefined symbol: "))) {
+		sym += 18;
 		*(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-		if (demangle)
-			pretty = demangle(sym + 18, NULL, NULL, &status);
+		if (demangle && !strncmp(sym, "_Z", 2))
+			pretty = demangle(sym, NULL, NULL, &status);
 		rc = kernels__error(KERNELS_ELOAD,
 				    "loading %s failed: %s: undefined symbol: %s%s%s%s (nothing in this process "
 				    "defines it): the module was built against another torch (version or C++ ABI) or "
 				    "needs a library that is not loaded; pick the variant built for this process's "
-				    "torch, or load the torch it was built for first", what, library, sym + 18,
+				    "torch, or load the torch it was built for first", what, library, sym,
 				    pretty ? " (" : "", pretty ? pretty : "", pretty ? ")" : "");
-		free(pretty);
-		return rc;
+	} else {
+		rc = kernels__error(KERNELS_ELOAD,
+				    "loading %s failed: %s: %s; the module needs a library or symbol this process lacks "
+				    "(load the torch/CUDA it was built for first, or pick a variant matching this "
+				    "process's torch version and C++ ABI)", what, library, err);
 	}
-	return kernels__error(KERNELS_ELOAD,
-			      "loading %s failed: %s: %s; the module needs a library or symbol this process lacks (load "
-			      "the torch/CUDA it was built for first, or pick a variant matching this process's torch "
-			      "version and C++ ABI)", what, library, err);
+	free(pretty);
+	free(text);
+	return rc;
 }
 
 static int map_module(const kernels__config *cfg, const kernels_kernel *k, int fd, const struct stat *st,
