@@ -1,7 +1,10 @@
 /* System detection: this machine (no GPU, no torch), overrides through
- * options and environment, and torch / tvm-ffi found in the process from
- * fake libraries laid out like a pip install or a libtorch archive (each
- * loaded in a forked child, since a process cannot unload them). */
+ * options and environment; torch / tvm-ffi found in the process, from the
+ * real torch and apache-tvm-ffi wheels installed for python3 and from fake
+ * libraries laid out like a pip install or a libtorch archive (each loaded
+ * in a forked child, since a process cannot unload them); an installed
+ * torch found outside the process (torch_dir, virtualenv, python3 on PATH
+ * with its venv, pyenv and user-site rules) without loading it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +26,8 @@ static char *tmp;
 
 static const char *const env_vars[] = { "KERNELS_TORCH_VERSION", "KERNELS_CXX11_ABI", "KERNELS_TVM_FFI_VERSION",
 					"KERNELS_BACKEND", "KERNELS_BACKEND_VERSION", "KERNELS_CUDA_VERSION",
-					"KERNELS_GPU_ARCHS", "KERNELS_CPU", "KERNELS_OS" };
+					"KERNELS_GPU_ARCHS", "KERNELS_CPU", "KERNELS_OS", "KERNELS_TORCH_DIR",
+					"KERNELS_FIND_TORCH" };
 
 static void clear_env(void)
 {
@@ -222,9 +228,14 @@ static void write_text(const char *rel, const char *text)
 
 typedef void (*child_check)(const kernels_system *s);
 
-/* Loads `libs` in a child, detects, runs `check` there; fails the test when
- * the child does. */
-static void in_child(const char *const *libs, child_check check, const char *const *env)
+/* The folder a child detects in (pyenv reads .python-version from there). */
+static const char *child_cwd;
+
+/* Loads `libs` in a child, sets `env` (name, value pairs; a NULL value
+ * unsets), detects with `opts`, runs `check` there; fails the test when the
+ * child does. */
+static void in_child_opts(const char *const *libs, child_check check, const char *const *env,
+			  const kernels_options *opts)
 {
 	pid_t pid = fork();
 	int status;
@@ -239,8 +250,13 @@ static void in_child(const char *const *libs, child_check check, const char *con
 				_exit(2);
 			}
 		for (i = 0; env && env[i]; i += 2)
-			setenv(env[i], env[i + 1], 1);
-		if (kernels_system_detect(&s, NULL) != 0) {
+			if (env[i + 1])
+				setenv(env[i], env[i + 1], 1);
+			else
+				unsetenv(env[i]);
+		if (chdir(child_cwd ? child_cwd : tmp) != 0)
+			_exit(4);
+		if (kernels_system_detect(&s, opts) != 0) {
 			fprintf(stderr, "child: %s\n", kernels_error_last());
 			_exit(3);
 		}
@@ -251,6 +267,11 @@ static void in_child(const char *const *libs, child_check check, const char *con
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void in_child(const char *const *libs, child_check check, const char *const *env)
+{
+	in_child_opts(libs, check, env, NULL);
 }
 
 #define CHILD_ASSERT(c)                                                          \
@@ -266,7 +287,8 @@ static void check_pip_cxx11(const kernels_system *s)
 	CHILD_ASSERT(s->torch_version == 211);
 	CHILD_ASSERT(s->torch_cxx11_abi == 1);
 	CHILD_ASSERT(!strcmp(s->torch_version_string, "2.11.0+cu130"));
-	CHILD_ASSERT(strstr(s->torch_path, "/pip/site-packages/torch") != NULL);
+	CHILD_ASSERT(strstr(s->torch_path, "/pip/site-packages/torch/lib") != NULL);
+	CHILD_ASSERT(!strcmp(s->torch_source, "process"));
 	CHILD_ASSERT(!strcmp(s->backend, "cuda"));
 	CHILD_ASSERT(s->backend_version == 1300);
 	CHILD_ASSERT(!strcmp(s->backend_source, "torch"));
@@ -347,6 +369,422 @@ static void test_fake_torch(void **state)
 	free(e);
 }
 
+/* ---- tvm-ffi versions as packages write them -------------------------------- */
+
+static int expect_tvm;           /* the version code the child must see */
+static const char *expect_tvm_path; /* a suffix of tvm_ffi_path; NULL: none */
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+	return s && a >= b && !strcmp(s + a - b, suffix);
+}
+
+static void check_tvm_expected(const kernels_system *s)
+{
+	CHILD_ASSERT(s->tvm_ffi_version == expect_tvm);
+	if (expect_tvm_path)
+		CHILD_ASSERT(ends_with(s->tvm_ffi_path, expect_tvm_path));
+	else
+		CHILD_ASSERT(s->tvm_ffi_path == NULL);
+}
+
+/* Extra hand-written forms on top of the real wheel (test_real_tvm_ffi). */
+static void test_tvm_ffi_version_forms(void **state)
+{
+	static const struct {
+		const char *file, *text;
+		int version;
+	} forms[] = {
+		/* apache-tvm-ffi 0.1.x: __init__.py imports _version.py, which vcs-versioning writes. */
+		{ "_version.py", "from __future__ import annotations\n__all__ = [\"__version__\"]\nversion: str\n"
+				 "__version__: str\n\n__version__ = version = '0.1.15.post2'\n"
+				 "__version_tuple__ = version_tuple = (0, 1, 15, 'post2')\n", 1 },
+		{ "__init__.py", "__version__: str = \"0.12.0\"  # annotated\n", 12 },
+		{ "__init__.py", "version = __version__ = '1.3.0'; x = 1\n", 103 },
+		{ "__init__.py", "__version__ = \"0.0.1\"\n__version__ = '0.2.0'\n", 2 }, /* the last one wins */
+		{ "__init__.py", "\"\"\"doc\"\"\"\ntry:\n    __version__ = '0.4.0'\nexcept ImportError:\n    pass\n", 0 },
+		{ "__init__.py", "__version__ = get_version()\n", 0 },
+		{ "__init__.py", "__version__ == '0.5.0'\n__version__ += '0.6'\n", 0 },
+		{ "version.py", "__version__ = r'0.7.1'\n", 7 },
+		{ "version.py", "__version__ = '''0.8.0'''\n", 8 },
+	};
+	char *lib = fake_lib("forms/base/tvm_ffi/lib/libtvm_ffi.so", NULL);
+	size_t i;
+	(void)state;
+
+	/* The one built library, copied: each package folder holds one form. */
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char rel[256], *so, *init;
+		snprintf(rel, sizeof(rel), "forms/f%zu/tvm_ffi/%s", i, forms[i].file);
+		write_text(rel, forms[i].text);
+		assert_true(asprintf(&so, "%s/forms/f%zu/tvm_ffi/lib/libtvm_ffi.so", tmp, i) > 0);
+		assert_true(asprintf(&init, "%s/forms/f%zu/tvm_ffi/__init__.py", tmp, i) > 0);
+		test_system("mkdir -p \"$(dirname '%s')\" && cp '%s' '%s' && touch '%s'", so, lib, so, init);
+		expect_tvm = forms[i].version;
+		expect_tvm_path = forms[i].version ? "/tvm_ffi" : NULL;
+		in_child((const char *[]){ so, NULL }, check_tvm_expected, NULL);
+		free(so);
+		free(init);
+	}
+	free(lib);
+}
+
+/* ---- the real wheels installed for python3 ---------------------------------- */
+
+/* What python3 says about its installed torch and apache-tvm-ffi, without
+ * importing either: the package folders, tvm-ffi's distribution version,
+ * torch/version.py's __version__ and cuda as Python reads them. */
+static struct {
+	char torch[PATH_MAX], tvm_ffi[PATH_MAX], tvm_version[64], torch_version[64], torch_cuda[64];
+} real;
+
+static void read_real_packages(void)
+{
+	static const char *const script =
+		"import importlib.util as u, importlib.metadata as m, os\n"
+		"t = u.find_spec('torch').submodule_search_locations[0]\n"
+		"f = u.find_spec('tvm_ffi').submodule_search_locations[0]\n"
+		"s = u.spec_from_file_location('tv', os.path.join(t, 'version.py')); v = u.module_from_spec(s)\n"
+		"s.loader.exec_module(v)\n"
+		"print(os.path.realpath(t)); print(os.path.realpath(f)); print(m.version('apache-tvm-ffi'))\n"
+		"print(v.__version__); print(v.cuda or 'none')\n";
+	char cmd[1024];
+	FILE *p;
+
+	if (real.torch[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "python3 -c \"%s\"", script);
+	assert_non_null(p = popen(cmd, "r"));
+	assert_non_null(fgets(real.torch, sizeof(real.torch), p));
+	assert_non_null(fgets(real.tvm_ffi, sizeof(real.tvm_ffi), p));
+	assert_non_null(fgets(real.tvm_version, sizeof(real.tvm_version), p));
+	assert_non_null(fgets(real.torch_version, sizeof(real.torch_version), p));
+	assert_non_null(fgets(real.torch_cuda, sizeof(real.torch_cuda), p));
+	assert_int_equal(pclose(p), 0);
+	real.torch[strcspn(real.torch, "\n")] = '\0';
+	real.tvm_ffi[strcspn(real.tvm_ffi, "\n")] = '\0';
+	real.tvm_version[strcspn(real.tvm_version, "\n")] = '\0';
+	real.torch_version[strcspn(real.torch_version, "\n")] = '\0';
+	real.torch_cuda[strcspn(real.torch_cuda, "\n")] = '\0';
+}
+
+/* major*100+minor of "0.1.15.post2", as Python kernels keeps Version(major.minor). */
+static int major_minor_code(const char *v)
+{
+	int major = 0, minor = 0;
+	assert_true(sscanf(v, "%d.%d", &major, &minor) == 2);
+	return major * 100 + minor;
+}
+
+static void test_real_tvm_ffi(void **state)
+{
+	char *lib, variant[64];
+	(void)state;
+
+	read_real_packages();
+	assert_true(asprintf(&lib, "%s/lib/libtvm_ffi.so", real.tvm_ffi) > 0);
+	expect_tvm = major_minor_code(real.tvm_version);
+	assert_true(expect_tvm > 0);
+	expect_tvm_path = real.tvm_ffi;
+	in_child((const char *[]){ lib, NULL }, check_tvm_expected, NULL);
+	/* Python kernels names the variant of tvm-ffi X.Y "tvm-ffi{X}{Y}"; ours
+	 * reads that name back to the detected version. */
+	snprintf(variant, sizeof(variant), "tvm-ffi%d%d-cpu-x86_64-linux", expect_tvm / 100, expect_tvm % 100);
+	{
+		kernels_variant_info info;
+		assert_int_equal(kernels_variant_parse(variant, &info), 0);
+		assert_int_equal(info.framework_major * 100 + info.framework_minor, expect_tvm);
+	}
+	free(lib);
+}
+
+/* What the real torch must look like, wherever it was found. */
+static const char *expect_torch_source;
+
+static void check_real_torch(const kernels_system *s)
+{
+	char lib[PATH_MAX + 8];
+	snprintf(lib, sizeof(lib), "%s/lib", real.torch);
+	CHILD_ASSERT(s->torch_version == 211);
+	CHILD_ASSERT(s->torch_cxx11_abi == 1);
+	CHILD_ASSERT(s->torch_version_string && !strcmp(s->torch_version_string, real.torch_version));
+	CHILD_ASSERT(s->torch_path && !strcmp(s->torch_path, lib));
+	CHILD_ASSERT(s->torch_source && !strcmp(s->torch_source, expect_torch_source));
+	if (strcmp(real.torch_cuda, "none")) {
+		CHILD_ASSERT(!strcmp(s->backend, "cuda"));
+		CHILD_ASSERT(s->backend_version == major_minor_code(real.torch_cuda));
+	} else {
+		CHILD_ASSERT(!strcmp(s->backend, "cpu"));
+	}
+	CHILD_ASSERT(!strcmp(s->backend_source, "torch"));
+	/* Found outside: read, never loaded. */
+	if (strcmp(expect_torch_source, "process"))
+		CHILD_ASSERT(dlopen("libc10.so", RTLD_LAZY | RTLD_NOLOAD) == NULL);
+}
+
+static void test_real_torch(void **state)
+{
+	char *c10, *cpu, *dir;
+	kernels_options opts;
+	(void)state;
+
+	read_real_packages();
+	assert_true(asprintf(&c10, "%s/lib/libc10.so", real.torch) > 0);
+	assert_true(asprintf(&cpu, "%s/lib/libtorch_cpu.so", real.torch) > 0);
+	assert_true(asprintf(&dir, "%s/lib", real.torch) > 0);
+
+	expect_torch_source = "process";
+	in_child((const char *[]){ c10, cpu, NULL }, check_real_torch,
+		 (const char *[]){ "KERNELS_TORCH_DIR", "/nonexistent", NULL }); /* a loaded torch wins */
+
+	expect_torch_source = "environment";
+	in_child((const char *[]){ NULL }, check_real_torch, (const char *[]){ "KERNELS_TORCH_DIR", real.torch, NULL });
+	in_child((const char *[]){ NULL }, check_real_torch, (const char *[]){ "KERNELS_TORCH_DIR", dir, NULL });
+
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.torch_dir = dir;
+	expect_torch_source = "option";
+	in_child_opts((const char *[]){ NULL }, check_real_torch,
+		      (const char *[]){ "KERNELS_TORCH_DIR", "/nonexistent", NULL }, &opts);
+
+	/* The python3 on PATH that installed it (the one read_real_packages ran). */
+	opts.torch_dir = NULL;
+	opts.find_torch = 1;
+	expect_torch_source = "python3";
+	in_child_opts((const char *[]){ NULL }, check_real_torch, (const char *[]){ "VIRTUAL_ENV", NULL, NULL }, &opts);
+	in_child((const char *[]){ NULL }, check_real_torch,
+		 (const char *[]){ "VIRTUAL_ENV", NULL, "KERNELS_FIND_TORCH", "1", NULL });
+	free(c10);
+	free(cpu);
+	free(dir);
+}
+
+/* ---- an installed torch outside the process: the search -------------------- */
+
+static const struct {
+	int version, abi;
+	const char *source, *path_suffix, *backend;
+	int backend_version;
+} *want, none_found = { 0, -1, NULL, NULL, "cpu", 0 };
+
+static void check_found(const kernels_system *s)
+{
+	CHILD_ASSERT(s->torch_version == want->version);
+	CHILD_ASSERT(s->torch_cxx11_abi == want->abi);
+	if (!want->source) {
+		CHILD_ASSERT(s->torch_source == NULL && s->torch_path == NULL);
+		return;
+	}
+	if (!s->torch_source || strcmp(s->torch_source, want->source) || !ends_with(s->torch_path, want->path_suffix)) {
+		fprintf(stderr, "child: found %s at %s, want %s at ...%s\n", s->torch_source, s->torch_path, want->source,
+			want->path_suffix);
+		_exit(1);
+	}
+	CHILD_ASSERT(!strcmp(s->backend, want->backend));
+	CHILD_ASSERT(s->backend_version == want->backend_version);
+	CHILD_ASSERT(!strcmp(s->backend_source, "torch"));
+}
+
+#define WANT(...)                                                                 \
+	do {                                                                      \
+		static const __typeof__(*want) w_ = { __VA_ARGS__ };              \
+		want = &w_;                                                       \
+	} while (0)
+
+/* {site}/torch: version.py and lib/libc10.so (a copy of `c10`). */
+static void fake_torch_pkg(const char *site, const char *version_py, const char *c10)
+{
+	char rel[512];
+	snprintf(rel, sizeof(rel), "%s/torch/version.py", site);
+	write_text(rel, version_py);
+	test_system("mkdir -p '%s/%s/torch/lib' && cp '%s' '%s/%s/torch/lib/libc10.so'", tmp, site, c10, tmp, site);
+}
+
+/* An executable that is not Python: it must never be run. */
+static void fake_python(const char *rel)
+{
+	test_system("mkdir -p \"$(dirname '%s/%s')\" && printf '#!/bin/sh\\nexit 99\\n' > '%s/%s' && chmod 755 '%s/%s'",
+		    tmp, rel, tmp, rel, tmp, rel);
+}
+
+static void test_outside_torch_search(void **state)
+{
+	char *c11 = fake_lib("outside/c10-cxx11/libc10.so", CXX11_SYM), *c98 = fake_lib("outside/c10-cxx98/libc10.so", CXX98_SYM);
+	char path[2048], path_pyenv[4096], home[512], empty_home[512], venv[512], cfg[1024];
+	kernels_options opts;
+	(void)state;
+
+	fake_torch_pkg("outside/venv/lib/python3.12/site-packages", "__version__ = '2.8.0+cpu'\ncuda = None\nhip = None\n",
+		       c98);
+	/* A plain installation: bin/python3 -> python3.12, its site-packages. */
+	fake_python("outside/usr/bin/python3.12");
+	test_system("ln -s python3.12 '%s/outside/usr/bin/python3'", tmp);
+	fake_torch_pkg("outside/usr/lib/python3.12/site-packages",
+		       "__version__ = '2.9.1+cu128'\ncuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n", c11);
+	/* Debian: /usr/local/lib/python3.N/dist-packages. */
+	fake_python("outside/deb/bin/python3.11");
+	test_system("ln -s python3.11 '%s/outside/deb/bin/python3'", tmp);
+	fake_torch_pkg("outside/deb/local/lib/python3.11/dist-packages", "__version__ = '2.6.0'\ncuda = '12.6'\n", c11);
+	/* The user site of the same python3.12. */
+	fake_torch_pkg("outside/home/.local/lib/python3.12/site-packages", "__version__ = '2.10.0'\ncuda = None\n", c11);
+	/* pyenv: a shim script, versions/, the global version file. */
+	fake_python("outside/pyenv/shims/python3");
+	fake_python("outside/pyenv/versions/3.12.0/bin/python3.12");
+	test_system("ln -s python3.12 '%s/outside/pyenv/versions/3.12.0/bin/python3'", tmp);
+	fake_torch_pkg("outside/pyenv/versions/3.12.0/lib/python3.12/site-packages", "__version__ = '2.7.1'\ncuda = None\n",
+		       c11);
+	write_text("outside/pyenv/version", "3.99.0\n3.12.0\n"); /* the first one is not installed */
+	write_text("outside/sys/.python-version", "system\n");
+	/* A venv of the plain installation. */
+	fake_python("outside/venv2/bin/python3");
+
+	snprintf(path, sizeof(path), "%s/outside/nopython:%s/outside/usr/bin:/usr/bin:/bin", tmp, tmp);
+	snprintf(path_pyenv, sizeof(path_pyenv), "%s/outside/pyenv/shims:%s", tmp, path);
+	snprintf(home, sizeof(home), "%s/outside/home", tmp);
+	snprintf(empty_home, sizeof(empty_home), "%s/outside/nohome", tmp);
+	snprintf(venv, sizeof(venv), "%s/outside/venv", tmp);
+
+	/* Off by default: nothing but the process is looked at. */
+	want = &none_found;
+	in_child((const char *[]){ NULL }, check_found,
+		 (const char *[]){ "PATH", path, "HOME", empty_home, "VIRTUAL_ENV", venv, NULL });
+
+	WANT(208, 0, "virtualenv", "/outside/venv/lib/python3.12/site-packages/torch/lib", "cpu", 0);
+	in_child((const char *[]){ NULL }, check_found,
+		 (const char *[]){ "PATH", path, "HOME", empty_home, "VIRTUAL_ENV", venv, "KERNELS_FIND_TORCH", "1", NULL });
+
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.find_torch = 1;
+	WANT(209, 1, "python3", "/outside/usr/lib/python3.12/site-packages/torch/lib", "cuda", 1208);
+	in_child_opts((const char *[]){ NULL }, check_found,
+		      (const char *[]){ "PATH", path, "HOME", empty_home, "VIRTUAL_ENV", NULL, NULL }, &opts);
+
+	/* The user site comes first on sys.path; PYTHONNOUSERSITE drops it. */
+	WANT(210, 1, "python3", "/outside/home/.local/lib/python3.12/site-packages/torch/lib", "cpu", 0);
+	in_child_opts((const char *[]){ NULL }, check_found,
+		      (const char *[]){ "PATH", path, "HOME", home, "VIRTUAL_ENV", NULL, NULL }, &opts);
+	WANT(209, 1, "python3", "/outside/usr/lib/python3.12/site-packages/torch/lib", "cuda", 1208);
+	in_child_opts((const char *[]){ NULL }, check_found,
+		      (const char *[]){ "PATH", path, "HOME", home, "VIRTUAL_ENV", NULL, "PYTHONNOUSERSITE", "1", NULL },
+		      &opts);
+
+	/* Debian's dist-packages. */
+	{
+		char deb[4096];
+		snprintf(deb, sizeof(deb), "%s/outside/deb/bin:%s", tmp, path);
+		WANT(206, 1, "python3", "/outside/deb/local/lib/python3.11/dist-packages/torch/lib", "cuda", 1206);
+		in_child_opts((const char *[]){ NULL }, check_found,
+			      (const char *[]){ "PATH", deb, "HOME", empty_home, "VIRTUAL_ENV", NULL, NULL }, &opts);
+	}
+
+	/* pyenv: the global version file's first installed version, unless
+	 * .python-version or PYENV_VERSION says "system" (the next python3). */
+	WANT(207, 1, "python3", "/outside/pyenv/versions/3.12.0/lib/python3.12/site-packages/torch/lib", "cpu", 0);
+	in_child_opts((const char *[]){ NULL }, check_found,
+		      (const char *[]){ "PATH", path_pyenv, "HOME", empty_home, "VIRTUAL_ENV", NULL, "PYENV_VERSION", NULL,
+					NULL },
+		      &opts);
+	WANT(209, 1, "python3", "/outside/usr/lib/python3.12/site-packages/torch/lib", "cuda", 1208);
+	in_child_opts((const char *[]){ NULL }, check_found,
+		      (const char *[]){ "PATH", path_pyenv, "HOME", empty_home, "VIRTUAL_ENV", NULL, "PYENV_VERSION",
+					"system", NULL },
+		      &opts);
+	{
+		char sysdir[512];
+		snprintf(sysdir, sizeof(sysdir), "%s/outside/sys", tmp);
+		child_cwd = sysdir;
+		in_child_opts((const char *[]){ NULL }, check_found,
+			      (const char *[]){ "PATH", path_pyenv, "HOME", empty_home, "VIRTUAL_ENV", NULL, "PYENV_VERSION",
+						NULL, NULL },
+			      &opts);
+		child_cwd = NULL;
+	}
+
+	/* A venv first on PATH: its own site-packages only, unless its
+	 * pyvenv.cfg includes the system ones (of its home). */
+	{
+		char vpath[4096];
+		snprintf(vpath, sizeof(vpath), "%s/outside/venv2/bin:%s", tmp, path);
+		snprintf(cfg, sizeof(cfg), "home = %s/outside/usr/bin\ninclude-system-site-packages = false\nversion = 3.12.1\n",
+			 tmp);
+		write_text("outside/venv2/pyvenv.cfg", cfg);
+		want = &none_found;
+		in_child_opts((const char *[]){ NULL }, check_found,
+			      (const char *[]){ "PATH", vpath, "HOME", empty_home, "VIRTUAL_ENV", NULL, NULL }, &opts);
+		snprintf(cfg, sizeof(cfg), "home = %s/outside/usr/bin\ninclude-system-site-packages = true\nversion = 3.12.1\n",
+			 tmp);
+		write_text("outside/venv2/pyvenv.cfg", cfg);
+		WANT(209, 1, "python3", "/outside/usr/lib/python3.12/site-packages/torch/lib", "cuda", 1208);
+		in_child_opts((const char *[]){ NULL }, check_found,
+			      (const char *[]){ "PATH", vpath, "HOME", empty_home, "VIRTUAL_ENV", NULL, NULL }, &opts);
+		fake_torch_pkg("outside/venv2/lib/python3.12/site-packages", "__version__ = '2.5.0'\n", c98);
+		WANT(205, 0, "python3", "/outside/venv2/lib/python3.12/site-packages/torch/lib", "cpu", 0);
+		in_child_opts((const char *[]){ NULL }, check_found,
+			      (const char *[]){ "PATH", vpath, "HOME", empty_home, "VIRTUAL_ENV", NULL, NULL }, &opts);
+	}
+
+	/* A torch version given: no search at all. */
+	want = &none_found;
+	{
+		static const __typeof__(*want) given = { 211, -1, NULL, NULL, "cpu", 0 };
+		want = &given;
+	}
+	in_child_opts((const char *[]){ NULL }, check_found,
+		      (const char *[]){ "PATH", path, "HOME", empty_home, "KERNELS_TORCH_VERSION", "2.11", NULL }, &opts);
+	free(c11);
+	free(c98);
+}
+
+static void test_torch_dir(void **state)
+{
+	kernels_options opts;
+	kernels_system *s;
+	char *dir;
+	(void)state;
+
+	/* A libtorch archive: build-version at the top, libraries in lib/. */
+	{
+		char *c = fake_lib("archive/libtorch/lib/libc10.so", OTHER_CXX11_SYM);
+		write_text("archive/libtorch/build-version", "2.5.1+cu124\n");
+		free(c);
+	}
+	assert_true(asprintf(&dir, "%s/archive/libtorch", tmp) > 0);
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.torch_dir = dir;
+	assert_int_equal(kernels_system_detect(&s, &opts), 0);
+	assert_int_equal(s->torch_version, 205);
+	assert_int_equal(s->torch_cxx11_abi, 1);
+	assert_string_equal(s->torch_source, "option");
+	assert_true(ends_with(s->torch_path, "/archive/libtorch/lib"));
+	assert_string_equal(s->backend, "cuda");
+	assert_int_equal(s->backend_version, 1204);
+	{
+		char text[1024];
+		kernels_system_format(s, text, sizeof(text));
+		assert_non_null(strstr(text, "torch 2.5 (cxx11 ABI) from option at /"));
+		assert_non_null(strstr(text, "/archive/libtorch/lib, backend cuda 12.4 (from torch)"));
+	}
+	kernels_system_free(s);
+
+	/* Named but holding no torch: an error that names the setting. */
+	opts.torch_dir = tmp;
+	assert_int_equal(kernels_system_detect(&s, &opts), KERNELS_EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(kernels_error_last(), "torch_dir"));
+	opts.torch_dir = NULL;
+	setenv("KERNELS_TORCH_DIR", "/nonexistent/torch", 1);
+	assert_int_equal(kernels_system_detect(&s, &opts), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "KERNELS_TORCH_DIR='/nonexistent/torch'"));
+	/* ... unless a torch version is given. */
+	setenv("KERNELS_TORCH_VERSION", "2.11", 1);
+	assert_int_equal(kernels_system_detect(&s, &opts), 0);
+	assert_null(s->torch_source);
+	kernels_system_free(s);
+	clear_env();
+	free(dir);
+}
+
 static void *detect_thread(void *arg)
 {
 	kernels_system *s;
@@ -378,6 +816,11 @@ int main(void)
 		cmocka_unit_test(test_options_override),
 		cmocka_unit_test(test_environment),
 		cmocka_unit_test(test_fake_torch),
+		cmocka_unit_test(test_tvm_ffi_version_forms),
+		cmocka_unit_test(test_real_tvm_ffi),
+		cmocka_unit_test(test_real_torch),
+		cmocka_unit_test(test_outside_torch_search),
+		cmocka_unit_test(test_torch_dir),
 		cmocka_unit_test(test_concurrent_detect),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
