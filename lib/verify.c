@@ -115,7 +115,7 @@ static int parse_digest(kernels_metadata *m, const char *path)
 	int rc;
 
 	if (!d)
-		return bad_key(path, "digest", "is missing (a variant without a digest cannot be verified)");
+		return 0; /* a build from before digests: verified against its blobs' names */
 	if (!json_is_object(d))
 		return bad_key(path, "digest", "must be an object {\"algorithm\": ..., \"files\": {...}}");
 	if ((rc = get_string(d, path, "algorithm", "digest.algorithm", &m->algorithm)) < 0)
@@ -388,6 +388,89 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, con
 	return rc;
 }
 
+/* Without a digest, a cached file is proven by its blob: the blob's name
+ * is the hash the Hub listed for it when it was downloaded (git's blob
+ * sha1 or the LFS sha256), so its content must hash to that name. */
+static int hash_blob(const char *path, int git, const struct stat *st, char *hex)
+{
+	unsigned char buf[65536], digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	FILE *f = fopen(path, "rb");
+	char header[64];
+	size_t n;
+	int ok;
+
+	if (!ctx || !f) {
+		int rc = f ? kernels__error_oom() : kernels__error(KERNELS_EIO, "cannot read %s: %s", path, strerror(errno));
+		EVP_MD_CTX_free(ctx);
+		if (f)
+			fclose(f);
+		return rc;
+	}
+	ok = EVP_DigestInit_ex(ctx, git ? EVP_sha1() : EVP_sha256(), NULL);
+	if (git) {
+		int len = snprintf(header, sizeof(header), "blob %lld", (long long)st->st_size);
+		ok = ok && EVP_DigestUpdate(ctx, header, (size_t)len + 1);
+	}
+	while (ok && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		ok = EVP_DigestUpdate(ctx, buf, n);
+	ok = ok && !ferror(f) && EVP_DigestFinal_ex(ctx, digest, &dlen);
+	fclose(f);
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return kernels__error(KERNELS_EIO, "hashing %s failed", path);
+	kernels__hex(digest, dlen, hex);
+	return 0;
+}
+
+static int check_blobs(walk_state *w, const char *root, const char *dir, const char *what)
+{
+	char *blobs = kernels__sprintf("%s/blobs/", root);
+	size_t i, n = blobs ? strlen(blobs) : 0;
+	int rc = blobs ? 0 : KERNELS_ENOMEM;
+
+	for (i = 0; i < w->n && rc == 0; i++) {
+		const char *real = w->v[i].real, *name = real + n;
+		size_t len = strlen(name);
+		char hex[2 * EVP_MAX_MD_SIZE + 1];
+		struct stat st;
+
+		if (strncmp(real, blobs, n) || (len != 40 && len != 64) || strspn(name, "0123456789abcdef") != len) {
+			rc = kernels__error(KERNELS_EINTEGRITY,
+					    "%s%s%s: %s has no digest in metadata.json and is not a cached blob named "
+					    "by its hash, so it cannot be verified; delete the folder and fetch it again",
+					    what ? what : "", what ? " in " : "", dir, w->v[i].rel);
+		} else if (stat(real, &st) < 0) {
+			rc = kernels__error(KERNELS_EIO, "cannot read %s: %s", real, strerror(errno));
+		} else if ((rc = hash_blob(real, len == 40, &st, hex)) == 0 && strcmp(hex, name)) {
+			rc = kernels__error(KERNELS_EINTEGRITY,
+					    "%s%s%s: %s does not match the hash it was downloaded under (blob %s, content "
+					    "%s); the cache is corrupt or was tampered with: delete the folder and fetch it "
+					    "again", what ? what : "", what ? " in " : "", dir, w->v[i].rel, name, hex);
+		}
+	}
+	free(blobs);
+	return rc;
+}
+
+/* A variant with a digest is checked against it; one without (built
+ * before kernel-builder wrote digests, as the Python client loads them)
+ * against its blobs when it lies in the cache, and not at all as a local
+ * build tree, with a warning. */
+static int check_files(const kernels__config *cfg, kernels_metadata *m, walk_state *w, const char *root,
+		       const char *dir, const char *what)
+{
+	if (m->files)
+		return check_digest(m, w, dir, what);
+	if (root)
+		return check_blobs(w, root, dir, what);
+	kernels__log(cfg, KERNELS_LOG_WARNING,
+		     "%s (%s) has no digest in metadata.json: its files are loaded unverified (a local build "
+		     "tree; run `kernel-builder hash` or rebuild to add one)", what ? what : "variant", dir);
+	return 0;
+}
+
 int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
 			    const char *what, kernels_metadata **out)
 {
@@ -422,7 +505,7 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 	if ((rc = walk(&w, dir_real, "", 0)) == 0) {
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
-		rc = check_digest(m, &w, dir_real, what);
+		rc = check_files(cfg, m, &w, root ? root_real : NULL, dir_real, what);
 	}
 	if (rc == 0 && m->dirty)
 		kernels__log(cfg, KERNELS_LOG_WARNING,

@@ -430,6 +430,53 @@ static void *get_in_thread(void *arg)
 	return (void *)ok;
 }
 
+static int fx_metadata_dir_omit_digest(const char *src)
+{
+	char *dir;
+	int rc;
+	if (asprintf(&dir, "%s/build/torch211-cxx11-cpu-x86_64-linux", src) < 0)
+		return -1;
+	rc = fx_metadata(dir, "--name old --id _old_4242 --backend cpu --omit digest");
+	free(dir);
+	return rc;
+}
+
+/* A build from before metadata.json carried a digest (Python kernels 0.17
+ * loads those): each cached file is proven by the hash the Hub listed for
+ * its blob, and a tampered blob is refused with the file named. */
+static void test_variant_without_digest(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	char *src, *so;
+	(void)state;
+
+	assert_true(asprintf(&src, "%s/src-nodigest", W.tmp) > 0);
+	assert_int_equal(fx_answer_variant(src, "torch211-cxx11-cpu-x86_64-linux", "old", 4242, "cpu", NULL, 1), 0);
+	assert_int_equal(fx_metadata_dir_omit_digest(src), 0);
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/old --dir '%s' --branch main --tag v1.0.0 --trusted", src), 0);
+	options(&o, &s);
+	if (kernels_get(&k, "acme/old", "v1.0.0", &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	assert_int_equal(call_answer(k), 4242);
+	assert_int_equal(test_system("! grep -q digest '%s/metadata.json'", kernels_kernel_path(k)), 0);
+	kernels_kernel_close(k);
+
+	/* Tamper the cached module's blob (same size): refused before dlopen. */
+	assert_true(asprintf(&so, "%s/kernels--acme--old/snapshots/%s/build/torch211-cxx11-cpu-x86_64-linux/_old_4242.abi3.so",
+			     W.cache, test_hub_last_commit(W.hub)) > 0);
+	assert_int_equal(test_system("real=$(readlink -f '%s') && chmod u+w \"$real\" && "
+				     "printf 'X' | dd of=\"$real\" bs=1 seek=100 conv=notrunc 2>/dev/null", so), 0);
+	o.offline = 1;
+	assert_int_equal(kernels_get(&k, "acme/old", "v1.0.0", &o), KERNELS_EINTEGRITY);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "_old_4242.abi3.so"));
+	assert_non_null(strstr(kernels_error_last(), "does not match the hash it was downloaded under"));
+	free(so);
+	free(src);
+}
+
 static void test_sixteen_threads(void **state)
 {
 	pthread_t t[THREADS];
@@ -459,6 +506,7 @@ int main(void)
 		cmocka_unit_test_setup(test_redirect_is_followed, fresh_cache),
 		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, fresh_cache),
 		cmocka_unit_test_setup(test_local_kernels_override, fresh_cache),
+		cmocka_unit_test_setup(test_variant_without_digest, fresh_cache),
 		cmocka_unit_test_setup(test_sixteen_threads, fresh_cache),
 	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
