@@ -149,21 +149,20 @@ def assemble(a):
         render(t / "compat__init__.py.in", out / pyname / "__init__.py", values)
     if a.python_package:
         copy_package(Path(a.python_package), out, {"OPS_NAME": a.id, "ID": a.id, "PYNAME": pyname})
-    meta = {
-        "id": a.id,
-        "name": a.name,
-        "version": a.major,
-        "license": a.license,
-        "backend": {"type": a.backend},
-    }
-    if a.archs:
-        meta["backend"]["archs"] = a.archs.split(",")
+    # kernel-builder's field order (serde, kebab-case): digest last; a build
+    # from before digests existed has none.
+    meta = {"name": a.name, "id": a.id, "version": a.major, "license": a.license}
     if a.upstream:
         meta["upstream"] = a.upstream
     meta["python-depends"] = []
-    meta["digest"] = variant_digest(out)
+    meta["kernel-depends"] = []
+    meta["backend"] = {"type": a.backend}
+    if a.archs:
+        meta["backend"]["archs"] = a.archs.split(",")
+    if not a.no_digest:
+        meta["digest"] = variant_digest(out)
     (out / "metadata.json").write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
-    print(f"assembled {out} (id {a.id}, {len(meta['digest']['files'])} files)")
+    print(f"assembled {out} (id {a.id}, {'no digest' if a.no_digest else len(meta['digest']['files'])} files)")
     return 0
 
 
@@ -182,6 +181,7 @@ def main():
     s.add_argument("--backend", required=True, choices=["cpu", "cuda"])
     s.add_argument("--archs", default="", help="comma-separated, e.g. 8.0,9.0+PTX")
     s.add_argument("--upstream", default="")
+    s.add_argument("--no-digest", action="store_true", help="no digest in metadata.json, like builds before digests")
     s.add_argument("--native", action="append", default=[], help="SRC[:DESTNAME], repeatable")
     s.add_argument("--python-templates", default="", help="folder with __init__.py.in etc. (torch variants)")
     s.add_argument("--python-package", default="",

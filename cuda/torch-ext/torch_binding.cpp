@@ -1,6 +1,6 @@
 /*
  * The torch op of img2gray: `img2gray(Tensor input, Tensor! output) -> ()`
- * registered under the variant's own namespace (IMG2GRAY_OPS_NAMESPACE, the
+ * registered under the variant's own namespace (TORCH_EXTENSION_NAME, the
  * metadata.json id), with a CPU implementation and, when built with
  * IMG2GRAY_WITH_CUDA, a CUDA one; the dispatcher picks by the tensors' device.
  * Both call the plain C entry points of img2gray.h, which this module exports
@@ -19,8 +19,8 @@
 #include "img2gray.h"
 #include "registration.h"
 
-#ifndef IMG2GRAY_OPS_NAMESPACE
-#error "IMG2GRAY_OPS_NAMESPACE (the variant id) must be defined"
+#ifndef TORCH_EXTENSION_NAME
+#error "TORCH_EXTENSION_NAME (the variant id) must be defined"
 #endif
 
 namespace {
@@ -94,12 +94,18 @@ void img2gray_cuda_impl(const at::Tensor &input, at::Tensor &output) {
 
 } // namespace
 
-IMG2GRAY_TORCH_LIBRARY(IMG2GRAY_OPS_NAMESPACE, m) {
-  m.def("img2gray(Tensor input, Tensor! output) -> ()");
-  m.impl("img2gray", c10::DispatchKey::CPU, TORCH_FN(img2gray_cpu_impl));
-#ifdef IMG2GRAY_WITH_CUDA
-  m.impl("img2gray", c10::DispatchKey::CUDA, TORCH_FN(img2gray_cuda_impl));
-#endif
+TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  ops.def("img2gray(Tensor input, Tensor! output) -> ()");
 }
 
-IMG2GRAY_PYTHON_MODULE(IMG2GRAY_OPS_NAMESPACE)
+TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops) {
+  ops.impl("img2gray", TORCH_FN(img2gray_cpu_impl));
+}
+
+#ifdef IMG2GRAY_WITH_CUDA
+TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops) {
+  ops.impl("img2gray", TORCH_FN(img2gray_cuda_impl));
+}
+#endif
+
+REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
