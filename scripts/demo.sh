@@ -4,7 +4,8 @@
 # bundled img2gray kernel (built here into Hub variants, published as
 # v1.0.0 v1.1.0 v1.1.2 v2.0.0 with branches main v1 v2), then
 # examples/img2gray.c fetching it with kernels_get(">=1.1.2,<2") and
-# converting examples/data/testcard.png to gray.
+# converting examples/data/testcard.png to gray; then the same from
+# examples/img2gray_tvm_ffi.c, a plain C host of the tvm-ffi variant.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -19,11 +20,9 @@ hub_pid=$!
 for _ in $(seq 100); do [ -s "$work/hub.json" ] && break; sleep 0.1; done
 endpoint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["endpoint"])' "$work/hub.json")
 echo "== local Hub at $endpoint"
-# Only the Hub-layout torch variants: the plain C folders are not a variant
-# kind the Hub's clients know.
-variants=()
-for v in build/variants/img2gray/build/torch*; do variants+=(--variant "$(basename "$v")"); done
-python3 scripts/publish-img2gray.py --root "$work/hub" --build build/variants/img2gray/build "${variants[@]}"
+# Every variant built: torch (for hosts with libtorch) and tvm-ffi (for
+# hosts with libtvm_ffi); each client picks the one its process can load.
+python3 scripts/publish-img2gray.py --root "$work/hub" --build build/variants/img2gray/build
 
 torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)
 mkdir -p build/demo
@@ -35,3 +34,8 @@ echo "== first run: resolve, download, verify, load, convert"
 run
 echo "== second run: everything cached"
 run
+if [ -x build/examples/kernels_img2gray_tvm_ffi ]; then
+  echo "== a plain C host (libkernels + libtvm_ffi, no torch, no Python): the tvm-ffi variant"
+  HF_ENDPOINT=$endpoint HF_HUB_CACHE=$work/cache ./build/examples/kernels_img2gray_tvm_ffi \
+    examples/data/testcard.png build/demo/testcard-gray-tvm-ffi.png
+fi

@@ -1,8 +1,9 @@
-/* The plain C variant of img2gray (c-cpu-<cpu>-linux/libimg2gray.so, built
- * by cuda/CMakeLists.txt): loaded with dlopen as a C host would after
- * kernels_get, its entry point checked against a reference computed here
- * from the documented formula in double arithmetic, on random images of odd
- * sizes with a batch dimension. */
+/* The plain C entry points of img2gray (cuda/src/img2gray_cpu.c, which every
+ * variant's module exports), built alone as <build>/cuda/c-test/libimg2gray.so
+ * by cuda/tests.cmake: loaded with dlopen as a C host would a module, its
+ * entry point checked against a reference computed here from the documented
+ * formula in double arithmetic, on random images of odd sizes with a batch
+ * dimension. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <dlfcn.h>
-#include <sys/utsname.h>
 #include <cmocka.h>
 
 typedef int (*cpu_fn)(const uint8_t *, uint8_t *, int64_t, int64_t, int64_t);
@@ -41,16 +41,15 @@ static uint64_t rng(void)
 static int setup(void **state)
 {
 	const char *bin = getenv("KERNELS_BINARY_DIR");
-	struct utsname u;
 	char path[4096];
 	(void)state;
 	if (!bin)
 		bin = KERNELS_BINARY_DIR;
-	uname(&u);
-	snprintf(path, sizeof(path), "%s/variants/img2gray/build/c-cpu-%s-linux/libimg2gray.so", bin, u.machine);
+	snprintf(path, sizeof(path), "%s/cuda/c-test/libimg2gray.so", bin);
 	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		fprintf(stderr, "cannot load the img2gray C variant %s: %s (build the project first)\n", path, dlerror());
+		fprintf(stderr, "cannot load the img2gray C entry points %s: %s (build the project first)\n", path,
+			dlerror());
 		return -1;
 	}
 	img2gray_cpu = (cpu_fn)dlsym(lib, "img2gray_cpu");

@@ -1,4 +1,4 @@
-// The CUDA entry point img2gray_cuda (plain C variant c-cu*-.../libimg2gray.so)
+// The CUDA entry point img2gray_cuda (src/img2gray_cuda.cu, linked in directly)
 // on a GPU: random images of odd sizes, batches, every alignment of the
 // device buffers, a non-default stream; results must be bit-identical to the
 // CPU entry point and to a reference computed here from the documented formula,
