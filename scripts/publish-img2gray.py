@@ -16,7 +16,7 @@ does not cover metadata.json, so it stays valid). The org is marked a trusted
 publisher unless --untrusted.
 
 usage: publish-img2gray.py --root HUB_ROOT --build VARIANTS_BUILD_DIR
-                           [--repo ORG/img2gray] [--variant NAME]... [--untrusted]
+                           [--repo ORG/img2gray] [--variant NAME]... [--untrusted] [--no-digest]
 VARIANTS_BUILD_DIR is <build>/variants/img2gray/build (cuda/CMakeLists.txt).
 Prints one line per version: "<tag> <commit>".
 """
@@ -35,7 +35,7 @@ VERSIONS = [("v1.0.0", 1, ["main", "v1"]), ("v1.1.0", 1, ["main", "v1"]), ("v1.1
             ("v2.0.0", 2, ["main", "v2"])]
 
 
-def stage(tree, build, variants, tag, major, repo):
+def stage(tree, build, variants, tag, major, repo, no_digest=False):
     if tree.exists():
         shutil.rmtree(tree)
     for v in variants:
@@ -44,6 +44,8 @@ def stage(tree, build, variants, tag, major, repo):
         meta_path = dst / "metadata.json"
         meta = json.loads(meta_path.read_text())
         meta["version"] = major
+        if no_digest:
+            meta.pop("digest", None)
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     (tree / "README.md").write_text(
         f"# {repo} {tag}\n\nRGB (uint8 HWC) to gray (uint8): gray = (54 R + 184 G + 18 B + 128) >> 8,\n"
@@ -58,6 +60,8 @@ def main():
     ap.add_argument("--repo", default="kernels-community/img2gray")
     ap.add_argument("--variant", action="append", default=[], help="publish only these (default: all)")
     ap.add_argument("--untrusted", action="store_true", help="leave the org untrusted")
+    ap.add_argument("--no-digest", action="store_true",
+                    help="publish metadata.json without its digest, as builds from before digests have it")
     a = ap.parse_args()
 
     build = a.build.resolve()
@@ -70,7 +74,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="img2gray-publish-") as tmp:
         tree = Path(tmp) / "tree"
         for tag, major, branches in VERSIONS:
-            stage(tree, build, variants, tag, major, a.repo)
+            stage(tree, build, variants, tag, major, a.repo, a.no_digest)
             cmd = [sys.executable, str(PUBLISH), "--root", a.root, "--repo", a.repo, "--dir", str(tree),
                    "-m", f"img2gray {tag}", "--tag", tag, "--parent", "main"] if tag != "v1.0.0" else \
                   [sys.executable, str(PUBLISH), "--root", a.root, "--repo", a.repo, "--dir", str(tree),
