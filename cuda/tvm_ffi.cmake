@@ -42,6 +42,11 @@ set(Python_EXECUTABLE ${Python3_EXECUTABLE})
 find_package(tvm_ffi CONFIG REQUIRED)
 enable_language(CXX)
 include(CheckCXXCompilerFlag)
+# For C hosts (tests/tvm_ffi/): tvm-ffi's C headers and library, without the
+# C++17 requirement that tvm_ffi::shared carries.
+add_library(img2gray_tvm_ffi_c INTERFACE)
+target_include_directories(img2gray_tvm_ffi_c INTERFACE ${tvm_ffi_INCLUDE_DIR} ${tvm_ffi_DLPACK_INCLUDE_DIR})
+target_link_libraries(img2gray_tvm_ffi_c INTERFACE ${tvm_ffi_LIB_FILES})
 
 # generate_build_name: tvm-ffi + major and minor without the dot.
 string(REGEX MATCH "^([0-9]+)\\.([0-9]+)" _m "${_tvm_ffi_version}")

@@ -21,5 +21,6 @@
 #include "kernels/get.h"
 #include "kernels/project.h"
 #include "kernels/wheel.h"
+#include "kernels/tvm_ffi.h"
 
 #endif
