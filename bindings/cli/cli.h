@@ -38,6 +38,8 @@ typedef struct cli_command {
 
 typedef struct cli_ctx {
 	kernels_options opts;
+	kernels_system sys;             /* opts.system once --backend is given */
+	const char *backend_version;    /* --backend-version, applied after parsing */
 	int json, quiet, verbose, progress; /* progress: -1 auto, 0 off, 1 on */
 	const char *pos[CLI_MAX_POS];
 	int npos;
@@ -69,6 +71,15 @@ void cli_progress_begin(cli_ctx *ctx, const char *what);
 void cli_progress_end(cli_ctx *ctx);
 /* A status line on stderr (suppressed by --quiet). */
 void cli_note(const cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Before loading a variant of `repo` at `revision` (a commit for locked
+ * loads): when the variant this system resolves to is a torch one and the
+ * torch was found outside the process (kernels_system.torch_source is not
+ * "process"), loads libc10, libtorch_cpu and libtorch from torch_path
+ * (RTLD_GLOBAL), so the variant's libtorch references bind. Returns
+ * CLI_OK, or CLI_ERROR after reporting a torch that fails to load; a
+ * resolution that fails is left for the load itself to report. */
+int cli_prepare_torch(cli_ctx *ctx, const char *repo, const char *revision);
 
 /* The cache root as the library resolves it (options, then environment).
  * malloc'ed. */

@@ -27,6 +27,8 @@ const cli_opt cli_global_opts[] = {
 	{ "backend", 0, "NAME", "resolve variants for this backend: cpu, cuda, rocm, xpu, metal, ..." },
 	{ "backend-version", 0, "X.Y", "the backend's version, e.g. 12.8 for CUDA" },
 	{ "torch", 0, "VERSION", "resolve for this torch version (\"2.11\"), or \"none\"" },
+	{ "torch-dir", 0, "DIR", "the installed torch to resolve for and load (site-packages/torch or its lib/)" },
+	{ "no-find-torch", 0, NULL, "do not look for the torch of $VIRTUAL_ENV or of python3 on PATH" },
 	{ "cxx11-abi", 0, "0|1", "the torch C++ ABI to resolve for" },
 	{ "tvm-ffi", 0, "VERSION", "resolve for this tvm-ffi version (\"0.1\"), or \"none\"" },
 	{ "gpu-archs", 0, "LIST", "GPU compute capabilities (\"9.0,8.6\"), or \"none\"" },
@@ -39,9 +41,10 @@ const cli_opt cli_global_opts[] = {
 };
 
 /* System overrides go through the environment variables the library itself
- * parses and validates (include/kernels/system.h), so both agree exactly. */
+ * parses and validates (include/kernels/system.h), so both agree exactly.
+ * The backend is the exception: it goes through kernels_options.system, so
+ * the library reports it as coming from the options, not the environment. */
 static const char *const global_env[][2] = {
-	{ "backend", "KERNELS_BACKEND" },     { "backend-version", "KERNELS_BACKEND_VERSION" },
 	{ "torch", "KERNELS_TORCH_VERSION" }, { "cxx11-abi", "KERNELS_CXX11_ABI" },
 	{ "tvm-ffi", "KERNELS_TVM_FFI_VERSION" }, { "gpu-archs", "KERNELS_GPU_ARCHS" },
 };
@@ -74,6 +77,17 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 		ctx->opts.trust_remote_code = 1;
 	else if (!strcmp(name, "trusted-orgs"))
 		ctx->opts.trusted_orgs = value;
+	else if (!strcmp(name, "torch-dir"))
+		ctx->opts.torch_dir = value;
+	else if (!strcmp(name, "no-find-torch"))
+		ctx->opts.find_torch = 0;
+	else if (!strcmp(name, "backend")) {
+		if (!*value)
+			return cli_usage_error(cmd, "--backend wants a name (cpu, cuda, rocm, ...)");
+		ctx->sys.backend = value;
+		ctx->opts.system = &ctx->sys;
+	} else if (!strcmp(name, "backend-version"))
+		ctx->backend_version = value;
 	else if (!strcmp(name, "timeout")) {
 		if (parse_long(value, 1, 86400000, &n))
 			return cli_usage_error(cmd, "--timeout wants milliseconds (1 to 86400000), not '%s'", value);
@@ -173,6 +187,46 @@ void cli_command_help(FILE *out, const cli_command *cmd)
 	fputs("\nexit status: 0 success, 1 failure (the message is on stderr), 2 bad command line\n", out);
 }
 
+/* "12.8" (or "13") -> 1208; -1 when it is not a version. */
+static int parse_version(const char *s)
+{
+	long major, minor = 0;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	major = strtol(s, &end, 10);
+	if (*end == '.') {
+		if (end[1] < '0' || end[1] > '9')
+			return -1;
+		minor = strtol(end + 1, &end, 10);
+	}
+	return *end || major > 100000 || minor > 99 ? -1 : (int)(major * 100 + minor);
+}
+
+/* --backend-version once every option is read: with --backend it is part
+ * of the options' backend (and so is a version only the environment gives:
+ * the options describe the backend wholesale); alone, the environment's. */
+static int apply_backend_version(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *v = ctx->backend_version, *from = "--backend-version";
+
+	if (!ctx->sys.backend) {
+		if (v)
+			setenv("KERNELS_BACKEND_VERSION", v, 1);
+		return -1;
+	}
+	if (!v && (v = getenv("KERNELS_BACKEND_VERSION")) && *v)
+		from = "KERNELS_BACKEND_VERSION";
+	else if (!v && !strcmp(ctx->sys.backend, "cuda") && (v = getenv("KERNELS_CUDA_VERSION")) && *v)
+		from = "KERNELS_CUDA_VERSION";
+	if (!v || !*v)
+		return -1;
+	if ((ctx->sys.backend_version = parse_version(v)) < 0)
+		return cli_usage_error(cmd, "%s wants a version like 12.8, not '%s'", from, v);
+	return -1;
+}
+
 int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 {
 	int i, rc, only_pos = 0;
@@ -231,7 +285,7 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 	}
 	if (ctx->npos < cmd->min_pos)
 		return cli_usage_error(cmd, "missing argument%s: %s", cmd->min_pos - ctx->npos > 1 ? "s" : "", cmd->args);
-	return -1;
+	return apply_backend_version(ctx, cmd);
 }
 
 const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *name)
