@@ -2,6 +2,7 @@
 
 #include "cli.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,19 +33,110 @@ int cmd_versions(cli_ctx *ctx, const cli_command *cmd)
 	return CLI_OK;
 }
 
-static char *system_line(cli_ctx *ctx)
+/* The system as one line; `*sys` keeps the description (may be NULL). */
+static char *system_line(cli_ctx *ctx, kernels_system **sys)
 {
-	kernels_system *sys = NULL;
+	kernels_system *s = NULL;
 	char *line;
 	size_t n;
 
-	if (kernels_system_detect(&sys, &ctx->opts))
+	if (sys)
+		*sys = NULL;
+	if (kernels_system_detect(&s, &ctx->opts))
 		return NULL;
-	n = kernels_system_format(sys, NULL, 0);
+	n = kernels_system_format(s, NULL, 0);
 	if ((line = malloc(n + 1)))
-		kernels_system_format(sys, line, n + 1);
-	kernels_system_free(sys);
+		kernels_system_format(s, line, n + 1);
+	if (sys)
+		*sys = s;
+	else
+		kernels_system_free(s);
 	return line;
+}
+
+/* Where the torch resolved for was found, for people and for --json. */
+static void print_torch(const kernels_system *sys)
+{
+	if (sys->torch_version <= 0)
+		printf("torch:    none\n");
+	else if (!sys->torch_source)
+		printf("torch:    %d.%d (given, not found)\n", sys->torch_version / 100, sys->torch_version % 100);
+	else
+		printf("torch:    %s, found by %s at %s\n",
+		       sys->torch_version_string ? sys->torch_version_string : "(unknown version)", sys->torch_source,
+		       sys->torch_path);
+}
+
+static json_t *torch_json(const kernels_system *sys)
+{
+	if (sys->torch_version <= 0)
+		return json_null();
+	return json_pack("{s:o,s:o,s:o,s:o}", "version", json_sprintf("%d.%d", sys->torch_version / 100,
+									   sys->torch_version % 100),
+			 "version_string", cli_jstr(sys->torch_version_string), "path", cli_jstr(sys->torch_path),
+			 "source", cli_jstr(sys->torch_source));
+}
+
+/* Variants whose native module links libtorch. */
+static int needs_libtorch(const char *variant)
+{
+	kernels_variant_info info;
+
+	return variant && !kernels_variant_parse(variant, &info) &&
+	       (info.kind == KERNELS_VARIANT_TORCH || info.kind == KERNELS_VARIANT_TORCH_STABLE_ABI);
+}
+
+static int load_torch(cli_ctx *ctx, const kernels_system *sys, const char *variant)
+{
+	static const char *const libs[] = { "libc10.so", "libtorch_cpu.so", "libtorch.so" };
+	size_t i;
+
+	for (i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		char *path = cli_sprintf("%s/%s", sys->torch_path, libs[i]);
+		/* Kept for the life of the process, like the variant needing it. */
+		if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL)) {
+			const char *err = dlerror();
+			int rc = cli_error(ctx, KERNELS_ELOAD,
+					   "cannot load %s, the torch (found by %s) that %s needs: %s; point --torch-dir "
+					   "at a working torch or install one for python3",
+					   path, sys->torch_source, variant, err ? err : "dlopen failed");
+			free(path);
+			return rc;
+		}
+		free(path);
+	}
+	if (ctx->verbose)
+		cli_note(ctx, "loaded torch %s from %s (found by %s) for %s",
+			 sys->torch_version_string ? sys->torch_version_string : "", sys->torch_path, sys->torch_source,
+			 variant);
+	return CLI_OK;
+}
+
+static void silent(kernels_log_level level, const char *message, void *payload)
+{
+	(void)level;
+	(void)message;
+	(void)payload;
+}
+
+int cli_prepare_torch(cli_ctx *ctx, const char *repo, const char *revision)
+{
+	kernels_system *sys = NULL;
+	kernels_variant_trace *t = NULL;
+	kernels_log_cb log_cb = ctx->opts.log_cb;
+	int rc = CLI_OK;
+
+	if (kernels_system_detect(&sys, &ctx->opts) == 0 && sys->torch_source && sys->torch_path &&
+	    strcmp(sys->torch_source, "process")) {
+		/* The load that follows says whatever this resolution would. */
+		ctx->opts.log_cb = silent;
+		if (kernels_get_variants(&t, repo, revision, &ctx->opts) == 0 && needs_libtorch(kernels_variant_trace_chosen(t)))
+			rc = load_torch(ctx, sys, kernels_variant_trace_chosen(t));
+		ctx->opts.log_cb = log_cb;
+	}
+	kernels_variant_trace_free(t);
+	kernels_system_free(sys);
+	return rc;
 }
 
 int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
@@ -52,6 +144,7 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	const char *repo = ctx->pos[0], *rev = cli_value(ctx, cmd, "revision");
 	kernels_revision *r = NULL;
 	kernels_variant_trace *t = NULL;
+	kernels_system *detected = NULL;
 	const char *chosen;
 	char *sys;
 	size_t i, n;
@@ -59,11 +152,12 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 
 	if (!rev || !*rev)
 		return cli_usage_error(cmd, "--revision is required (a branch, tag, commit, major version or spec)");
-	if (!(sys = system_line(ctx)))
+	if (!(sys = system_line(ctx, &detected)))
 		return cli_fail(ctx, kernels_error_last_code(), "describing this system");
 	if ((rc = kernels_revision_resolve(&r, repo, rev, &ctx->opts)) ||
 	    (rc = kernels_get_variants(&t, repo, rev, &ctx->opts))) {
 		free(sys);
+		kernels_system_free(detected);
 		kernels_revision_free(r);
 		return cli_fail(ctx, rc, repo);
 	}
@@ -80,12 +174,15 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 							     cli_jstr(kernels_variant_trace_reason(t, i)), "chosen",
 							     chosen && !strcmp(chosen, kernels_variant_trace_name(t, i))));
 		}
-		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o}", "repo_id", repo, "revision", rev, "commit",
-					      kernels_revision_commit(r), "ref", cli_jstr(kernels_revision_ref(r)),
-					      "system", sys, "chosen", cli_jstr(chosen), "variants", arr));
+		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
+					      "commit", kernels_revision_commit(r), "ref", cli_jstr(kernels_revision_ref(r)),
+					      "system", sys, "torch", torch_json(detected), "chosen", cli_jstr(chosen),
+					      "variants", arr));
 	} else {
-		printf("repo:     %s\nrevision: %s (commit %s)\nsystem:   %s\n\n", repo, rev, kernels_revision_commit(r),
+		printf("repo:     %s\nrevision: %s (commit %s)\nsystem:   %s\n", repo, rev, kernels_revision_commit(r),
 		       sys);
+		print_torch(detected);
+		printf("\n");
 		for (i = 0; i < n; i++) {
 			const char *name = kernels_variant_trace_name(t, i);
 			int is_chosen = chosen && !strcmp(chosen, name);
@@ -104,6 +201,7 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 		rc = CLI_ERROR;
 	}
 	free(sys);
+	kernels_system_free(detected);
 	kernels_variant_trace_free(t);
 	kernels_revision_free(r);
 	return rc;
@@ -176,6 +274,8 @@ int cmd_get(cli_ctx *ctx, const cli_command *cmd)
 
 	(void)cmd;
 	memset(&st, 0, sizeof(st));
+	if (cli_prepare_torch(ctx, repo, rev) != CLI_OK)
+		return CLI_ERROR;
 	cli_progress_begin(ctx, "fetching");
 	rc = kernels_get_ext(&k, repo, rev, &ctx->opts, &st);
 	cli_progress_end(ctx);
@@ -183,6 +283,24 @@ int cmd_get(cli_ctx *ctx, const cli_command *cmd)
 		return cli_fail(ctx, rc, repo);
 	rc = print_kernel(ctx, k, &st, repo, rev, NULL);
 	kernels_kernel_close(k);
+	return rc;
+}
+
+/* cli_prepare_torch() for the commit `lock` pins; from the cache only
+ * unless `fetch`. */
+static int prepare_locked_torch(cli_ctx *ctx, const char *repo, const char *lock_path, int fetch)
+{
+	const kernels_lock_entry *e;
+	kernels_lock *lock = NULL;
+	int rc = CLI_OK, offline = ctx->opts.offline;
+
+	if (kernels_lock_load(&lock, lock_path) == 0 && (e = kernels_lock_find(lock, repo))) {
+		if (!fetch)
+			ctx->opts.offline = 1;
+		rc = cli_prepare_torch(ctx, repo, e->commit);
+		ctx->opts.offline = offline;
+	}
+	kernels_lock_free(lock);
 	return rc;
 }
 
@@ -197,6 +315,10 @@ int cmd_load(cli_ctx *ctx, const cli_command *cmd)
 
 	/* DIR (holding kernels.lock) or the lock file itself. */
 	lock = !stat(where, &sb) && S_ISDIR(sb.st_mode) ? cli_sprintf("%s/kernels.lock", where) : cli_sprintf("%s", where);
+	if (prepare_locked_torch(ctx, repo, lock, fetch) != CLI_OK) {
+		free(lock);
+		return CLI_ERROR;
+	}
 	if (fetch) {
 		cli_progress_begin(ctx, "fetching");
 		rc = kernels_get_locked(&k, repo, lock, &ctx->opts);

@@ -190,6 +190,9 @@ int main(int argc, char **argv)
 			rest[nrest++] = argv[i];
 
 	kernels_options_init(&ctx.opts, KERNELS_OPTIONS_VERSION);
+	/* A command line has no torch loaded: resolve for (and load) the one
+	 * python3 would import, unless --no-find-torch. */
+	ctx.opts.find_torch = 1;
 	ctx.progress = -1;
 	ctx.opts.log_cb = on_log;
 	ctx.opts.log_payload = &ctx;

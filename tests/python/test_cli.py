@@ -327,6 +327,132 @@ def test_get_hub_down(tmp_path):
     assert json.loads(p.stdout)["error"]["name"]
 
 
+# ---- the backend flag, and the torch found outside the process ----------------
+
+
+def test_backend_flag_is_reported_as_an_option(hub, tmp_path):
+    publish_kernel(hub, tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    j = cli.json("variants", "org/k", "--revision", "v1", "--backend", "cuda", "--backend-version", "13.0")
+    assert "backend cuda 13.0 (from options)" in j["system"], j["system"]
+    assert j["chosen"] == CU130
+    # The flag wins over KERNELS_BACKEND=cpu (SYSTEM_ENV); order does not matter.
+    p = cli.run("--backend-version", "12.9", "variants", "org/k", "--revision", "v1", "--backend", "cuda", "--json",
+                check=1)
+    j = json.loads(p.stdout)
+    assert "backend cuda 12.9 (from options)" in j["system"] and j["chosen"] is None
+    # A version only the environment gives still belongs to the flag's backend.
+    env_cli = Cli(hub, tmp_path / "cache", extra_env={"KERNELS_CUDA_VERSION": "13.0"})
+    j = env_cli.json("variants", "org/k", "--revision", "v1", "--backend", "cuda")
+    assert "backend cuda 13.0 (from options)" in j["system"]
+    # The environment alone is the environment.
+    j = cli.json("variants", "org/k", "--revision", "v1")
+    assert "backend cpu (from environment)" in j["system"]
+    assert "--backend-version" in cli.run("variants", "org/k", "--revision", "v1", "--backend", "cuda",
+                                          "--backend-version", "13.x", check=2).stderr
+    assert "--backend" in cli.run("variants", "org/k", "--revision", "v1", "--backend=", check=2).stderr
+
+
+# What `no flags` means on this machine: no system overrides at all, so the
+# tool resolves for the torch python3 has installed (tests/requirements.txt).
+NO_OVERRIDES = {k: "" for k in ("KERNELS_TORCH_VERSION", "KERNELS_CXX11_ABI", "KERNELS_BACKEND", "KERNELS_GPU_ARCHS",
+                                "KERNELS_TORCH_DIR", "KERNELS_FIND_TORCH", "VIRTUAL_ENV")}
+IMG2GRAY = "kernels-community/img2gray"
+IMG2GRAY_BUILD = os.path.join(BINARY_DIR, "variants", "img2gray", "build")
+
+
+def installed_torch():
+    """python3's torch package folder and version.py, read without importing torch."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None, "torch is not installed for python3 (tests/requirements.txt)"
+    root = os.path.realpath(spec.submodule_search_locations[0])
+    vspec = importlib.util.spec_from_file_location("_torch_version", os.path.join(root, "version.py"))
+    version = importlib.util.module_from_spec(vspec)
+    vspec.loader.exec_module(version)
+    return root, version
+
+
+def python_kernels_choice(variants):
+    """The variant Python kernels 0.17.2 prefers among `variants` in a python3
+    that imports the installed torch (its own detection: torch.version.cuda)."""
+    code = ("import json, sys\nfrom kernels.variants import parse_variant, resolve_variant\n"
+            "best, _ = resolve_variant([parse_variant(v) for v in json.loads(sys.argv[1])])\n"
+            "print(best.variant_str if best else '')\n")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(variants)], check=True, capture_output=True,
+                         text=True, timeout=300).stdout
+    return out.strip().splitlines()[-1] if out.strip() else None
+
+
+def publish_img2gray(hub):
+    torch_variants = sorted(v for v in os.listdir(IMG2GRAY_BUILD) if v.startswith("torch")) \
+        if os.path.isdir(IMG2GRAY_BUILD) else []
+    if not torch_variants:
+        pytest.fail(f"no img2gray torch variant under {IMG2GRAY_BUILD}: build the project with torch installed")
+    out = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "scripts", "publish-img2gray.py"), "--root",
+                          str(hub.root), "--build", IMG2GRAY_BUILD, "--repo", IMG2GRAY], check=True,
+                         capture_output=True, text=True).stdout
+    return dict(line.split() for line in out.splitlines()), sorted(os.listdir(IMG2GRAY_BUILD))
+
+
+def test_variants_shows_the_torch_found(hub, tmp_path):
+    publish_kernel(hub, tmp_path, universal=True)
+    root, version = installed_torch()
+    cli = Cli(hub, tmp_path / "cache", extra_env=NO_OVERRIDES)
+    j = cli.json("variants", "org/k", "--revision", "v1")
+    assert j["torch"] == {"version": "2.11", "version_string": version.__version__, "path": os.path.join(root, "lib"),
+                          "source": "python3"}, j["torch"]
+    assert f"torch 2.11 (cxx11 ABI) from python3 at {root}/lib" in j["system"]
+    text = cli.run("variants", "org/k", "--revision", "v1", check=0).stdout
+    assert f"torch:    {version.__version__}, found by python3 at {root}/lib\n" in text
+    # Named by hand, or not looked for.
+    j = cli.json("variants", "org/k", "--revision", "v1", "--torch-dir", root)
+    assert j["torch"]["source"] == "option" and j["torch"]["path"] == os.path.join(root, "lib")
+    j = cli.json("variants", "org/k", "--revision", "v1", "--no-find-torch")
+    assert j["torch"] is None and "no torch" in j["system"]
+    assert "torch:    none" in cli.run("variants", "org/k", "--revision", "v1", "--no-find-torch", check=0).stdout
+    # A version given is not a torch found.
+    j = cli.json("variants", "org/k", "--revision", "v1", "--torch", "2.9")
+    assert j["torch"] == {"version": "2.9", "version_string": None, "path": None, "source": None}
+    p = cli.run("variants", "org/k", "--revision", "v1", "--torch-dir", str(tmp_path), check=1)
+    assert "holds no torch" in p.stderr
+
+
+def test_get_and_load_torch_variant_with_no_flags(hub, tmp_path):
+    # img2gray's torch variants link libtorch; with no flags the tool finds
+    # python3's torch, picks the variant Python kernels would pick for it
+    # (cu130 for a CUDA build of torch, GPU or not; torch211-cxx11-cpu for a
+    # CPU one), loads that torch and then the variant.
+    tags, variants = publish_img2gray(hub)
+    root, version = installed_torch()
+    want = python_kernels_choice(variants)
+    assert want in (f"torch211-cxx11-cu{version.cuda.replace('.', '')}-{ARCH}-linux" if version.cuda else CPU211,), \
+        (want, variants)
+    cli = Cli(hub, tmp_path / "cache", extra_env=NO_OVERRIDES)
+    j = cli.json("variants", IMG2GRAY, "--revision", "1")
+    assert j["chosen"] == want and j["torch"]["source"] == "python3"
+    p = cli.run("get", IMG2GRAY, "1", "--json", "--verbose", check=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    j = json.loads(p.stdout)
+    assert j["variant"] == want and j["commit"] == tags["v1.1.2"]
+    assert j["library"] and os.path.isfile(j["library"]) and j["metadata"]["name"] == "img2gray"
+    assert f"loaded torch {version.__version__} from {root}/lib (found by python3)" in p.stderr
+    # The locked workflow: lock, download, load from the cache with no flags.
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").write_text(f'[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"{IMG2GRAY}" = 1\n')
+    cli.run("lock", str(d), check=0)
+    cli.run("download", str(d), check=0)
+    hub.log_clear()
+    p = cli.run("load", IMG2GRAY, str(d), "--json", check=None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    j = json.loads(p.stdout)
+    assert j["variant"] == want and j["library"] and hub.log() == []
+    # Without the torch search the process has no torch: the torch variants do not fit.
+    assert cli.run("get", IMG2GRAY, "1", "--no-find-torch", check=1).returncode == 1
+
+
 # ---- the man page -------------------------------------------------------------
 
 import re  # noqa: E402
