@@ -21,6 +21,9 @@
  * _EXPAND forms expand a macro (TORCH_EXTENSION_NAME, the variant id) first. */
 #define TORCH_LIBRARY_EXPAND(name, module) TORCH_LIBRARY(name, module)
 #define TORCH_LIBRARY_IMPL_EXPAND(name, device, module) TORCH_LIBRARY_IMPL(name, device, module)
+/* The same for the stable ABI's macros (torch/csrc/stable/library.h). */
+#define STABLE_TORCH_LIBRARY_EXPAND(name, module) STABLE_TORCH_LIBRARY(name, module)
+#define STABLE_TORCH_LIBRARY_IMPL_EXPAND(name, device, module) STABLE_TORCH_LIBRARY_IMPL(name, device, module)
 
 /* PyInit_<name>: an empty module, so Python's import accepts the object. */
 #define REGISTER_EXTENSION(name)                                                           \
