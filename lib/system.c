@@ -779,7 +779,9 @@ static int torch_of_path_python(torch_info *t)
 
 	for (p = env("PATH"); p && *p; p += strcspn(p, ":"), p += *p == ':') {
 		size_t n = strcspn(p, ":");
-		char *dir = strndup(p, n), *py = dir ? kernels__sprintf("%s/python3", dir) : NULL, *real = NULL;
+		/* An empty entry is the current folder, as the shell reads PATH. */
+		char *dir = n ? strndup(p, n) : strdup("."), *py = dir ? kernels__sprintf("%s/python3", dir) : NULL;
+		char *real = NULL;
 		struct stat st;
 		int rc = 0, system = 0;
 
