@@ -1,19 +1,6 @@
-# Tests of the img2gray variants that tests/CMakeLists.txt cannot glob:
-# the C++ host that calls the torch op through the dispatcher (one entry per
-# torch variant), and the benchmark's build (so it compiles in CI).
-get_property(_variants GLOBAL PROPERTY IMG2GRAY_VARIANTS)
-if(TARGET img2gray_torch_deps)
-  add_executable(test_img2gray_dispatch ${IMG2GRAY_ROOT}/tests/test_img2gray_dispatch.cpp)
-  target_link_libraries(test_img2gray_dispatch PRIVATE img2gray_torch_deps ${CMAKE_DL_LIBS})
-  target_include_directories(test_img2gray_dispatch PRIVATE ${IMG2GRAY_INC})
-  add_dependencies(test_img2gray_dispatch img2gray_variants) # it loads them
-  foreach(v ${_variants})
-    if(v MATCHES "^torch")
-      add_test(NAME img2gray_dispatch_${v} COMMAND test_img2gray_dispatch ${IMG2GRAY_BUILD_DIR}/${v})
-      set_tests_properties(img2gray_dispatch_${v} PROPERTIES LABELS cxx TIMEOUT 600)
-    endif()
-  endforeach()
-endif()
+# Tests of the img2gray variants that tests/CMakeLists.txt cannot glob, and
+# the benchmark's build (so it compiles in CI). The C++ host that calls the
+# torch op through the dispatcher is tests/test_torch_host.cpp.
 
 if(IMG2GRAY_HAVE_CUDA AND EXISTS ${IMG2GRAY_ROOT}/bench/img2gray/bench_img2gray.cu)
   add_executable(bench_img2gray ${IMG2GRAY_ROOT}/bench/img2gray/bench_img2gray.cu ${IMG2GRAY_SRC}/img2gray_cuda.cu)
