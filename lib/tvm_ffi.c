@@ -160,11 +160,11 @@ int kernels_tvm_ffi_function(void **out, const kernels_kernel *k, const char *na
 				    name, symbol, library, n == 0 ? "; it exports none" : "");
 	else
 		rc = kernels__error(KERNELS_EINVAL,
-				    "%s is not a tvm-ffi variant: %s %s, so no tvm-ffi function '%s'; get a "
+				    "%s is not a tvm-ffi variant: %s %s%s, so no tvm-ffi function '%s'; get a "
 				    "tvm-ffi{Mm}-* variant (link libtvm_ffi into this process, or set "
 				    "KERNELS_TVM_FFI_VERSION), or call its C symbols with kernels_symbol()",
-				    what, library, n == 0 ? "exports no " PREFIX "* function" : "has no symbol " PREFIX "*",
-				    name);
+				    what, library, n == 0 ? "exports no " PREFIX "* function" : "has no symbol ",
+				    n == 0 ? "" : symbol, name);
 done:
 	kernels__buf_free(&list);
 	free(what);
