@@ -861,6 +861,27 @@ static int detect_torch(const kernels__config *cfg, const loaded_libs *l, int ou
 }
 
 /* tvm_ffi/lib/libtvm_ffi.so: the package's __init__.py holds __version__. */
+/* The loaded library's own answer, for a libtvm_ffi that came without its
+ * Python package (a C/C++ SDK, or copied next to the host). */
+static int tvm_ffi_library_version(const char *lib)
+{
+	struct {
+		uint32_t major, minor, patch;
+	} v = { 0, 0, 0 };
+	void (*get)(void *);
+	void *h = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
+
+	if (!h)
+		return 0;
+	*(void **)&get = dlsym(h, "TVMFFIGetVersion");
+	if (get)
+		get(&v);
+	dlclose(h);
+	return get && v.minor <= 99 && v.major <= 1000 ? (int)(v.major * 100 + v.minor) : 0;
+}
+
+/* tvm_ffi/lib/libtvm_ffi.so: the package's files hold __version__, as the
+ * Python client reads it; else the library says. */
 static int detect_tvm_ffi(const loaded_libs *l, char **path)
 {
 	static const char *const files[] = { "__init__.py", "_version.py", "version.py" };
@@ -869,9 +890,7 @@ static int detect_tvm_ffi(const loaded_libs *l, char **path)
 	int version = 0;
 
 	*path = NULL;
-	if (!root)
-		return 0;
-	for (i = 0; i < sizeof(files) / sizeof(files[0]) && version <= 0; i++) {
+	for (i = 0; root && i < sizeof(files) / sizeof(files[0]) && version <= 0; i++) {
 		char *file = kernels__sprintf("%s/%s", root, files[i]), *text, *v;
 		text = file ? read_small_file(file) : NULL;
 		free(file);
@@ -879,6 +898,12 @@ static int detect_tvm_ffi(const loaded_libs *l, char **path)
 		version = kernels__system_version_parse(v);
 		free(v);
 		free(text);
+	}
+	if (version <= 0 && l->tvm_ffi && (version = tvm_ffi_library_version(l->tvm_ffi)) > 0) {
+		free(root);
+		root = kernels__strdup(l->tvm_ffi);
+		if (root && strrchr(root, '/'))
+			*strrchr(root, '/') = '\0';
 	}
 	if (version <= 0) {
 		free(root);

@@ -496,6 +496,17 @@ static void test_real_tvm_ffi(void **state)
 		assert_int_equal(kernels_variant_parse(variant, &info), 0);
 		assert_int_equal(info.framework_major * 100 + info.framework_minor, expect_tvm);
 	}
+
+	/* The real library without its package (copied next to a C host): its
+	 * own TVMFFIGetVersion answers, the same major.minor. */
+	{
+		char *alone;
+		assert_true(asprintf(&alone, "%s/alone/libtvm_ffi.so", tmp) > 0);
+		assert_int_equal(test_system("mkdir -p '%s/alone' && cp '%s' '%s'", tmp, lib, alone), 0);
+		expect_tvm_path = "/alone";
+		in_child((const char *[]){ alone, NULL }, check_tvm_expected, NULL);
+		free(alone);
+	}
 	free(lib);
 }
 
