@@ -2,13 +2,18 @@
  * tvm-ffi variant of the reference kernel with libkernels and converts a
  * colour PNG to gray through the kernel's tvm-ffi function img2gray_cpu.
  *
- *   kernels_img2gray_tvm_ffi [--repo ORG/NAME] [--revision SPEC] input.png output.png
+ *   kernels_img2gray_tvm_ffi [--repo ORG/NAME] [--revision SPEC] [--cpu] input.png output.png
+ *
+ * With a CUDA variant and a GPU it converts on the GPU (img2gray_cuda, the
+ * image in device memory from the CUDA driver API, which the driver's
+ * libcuda.so.1 provides: no CUDA toolkit needed); --cpu, a CPU variant or
+ * no GPU converts on the CPU (img2gray_cpu).
  *
  * It links libkernels, libtvm_ffi and libpng. libtvm_ffi being in the
  * process is what makes kernels_get() pick a tvm-ffi{Mm}-* variant; the
  * call sequence is the one include/kernels/tvm_ffi.h documents. */
 #define _POSIX_C_SOURCE 200809L
-#include <png.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,44 +23,13 @@
 #include <kernels.h>
 #include <tvm/ffi/c_api.h>
 
+#include "png_io.h"
+
 static double now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int read_rgb(const char *path, png_image *img, uint8_t **rgb)
-{
-	memset(img, 0, sizeof(*img));
-	img->version = PNG_IMAGE_VERSION;
-	if (!png_image_begin_read_from_file(img, path)) {
-		fprintf(stderr, "img2gray_tvm_ffi: cannot read %s: %s\n", path, img->message);
-		return -1;
-	}
-	img->format = PNG_FORMAT_RGB;
-	*rgb = malloc(PNG_IMAGE_SIZE(*img));
-	if (!*rgb || !png_image_finish_read(img, NULL, *rgb, 0, NULL)) {
-		fprintf(stderr, "img2gray_tvm_ffi: cannot decode %s: %s\n", path, img->message);
-		return -1;
-	}
-	return 0;
-}
-
-static int write_gray(const char *path, png_uint_32 w, png_uint_32 h, const uint8_t *gray)
-{
-	png_image out;
-
-	memset(&out, 0, sizeof(out));
-	out.version = PNG_IMAGE_VERSION;
-	out.width = w;
-	out.height = h;
-	out.format = PNG_FORMAT_GRAY;
-	if (!png_image_write_to_file(&out, path, 0, gray, 0, NULL)) {
-		fprintf(stderr, "img2gray_tvm_ffi: cannot write %s: %s\n", path, out.message);
-		return -1;
-	}
-	return 0;
 }
 
 /* Prints the error a tvm-ffi function raised and releases it. */
@@ -75,25 +49,73 @@ static void print_tvm_ffi_error(const char *what)
 	TVMFFIObjectDecRef(err);
 }
 
-/* img2gray_cpu(out, in) on one image: in uint8 [h, w, 3], out uint8 [h, w]. */
-static int convert(void *fn, uint8_t *rgb, uint8_t *gray, int64_t h, int64_t w)
+/* fn(out, in) on one image: in uint8 [h, w, 3], out uint8 [h, w], both on `device`. */
+static int convert(void *fn, const char *name, DLDevice device, void *rgb, void *gray, int64_t h, int64_t w)
 {
 	int64_t in_shape[3] = { h, w, 3 }, out_shape[2] = { h, w };
-	DLTensor in = { .data = rgb, .device = { kDLCPU, 0 }, .ndim = 3, .dtype = { kDLUInt, 8, 1 },
-			.shape = in_shape };
-	DLTensor out = { .data = gray, .device = { kDLCPU, 0 }, .ndim = 2, .dtype = { kDLUInt, 8, 1 },
-			 .shape = out_shape };
+	DLTensor in = { .data = rgb, .device = device, .ndim = 3, .dtype = { kDLUInt, 8, 1 }, .shape = in_shape };
+	DLTensor out = { .data = gray, .device = device, .ndim = 2, .dtype = { kDLUInt, 8, 1 }, .shape = out_shape };
 	TVMFFIAny args[2] = { { .type_index = kTVMFFIDLTensorPtr, .v_ptr = &out },
 			      { .type_index = kTVMFFIDLTensorPtr, .v_ptr = &in } };
 	TVMFFIAny result = { .type_index = kTVMFFINone };
 
 	if (((TVMFFISafeCallType)fn)(NULL, args, 2, &result) != 0) {
-		print_tvm_ffi_error("img2gray_cpu");
+		print_tvm_ffi_error(name);
 		return -1;
 	}
 	if (result.type_index >= kTVMFFIStaticObjectBegin)
 		TVMFFIObjectDecRef(result.v_obj);
 	return 0;
+}
+
+/* The few CUDA driver calls a host needs to hand the kernel device memory. */
+typedef struct {
+	int (*init)(unsigned), (*device_get)(int *, int), (*count)(int *), (*retain)(void **, int),
+		(*set_current)(void *), (*alloc)(unsigned long long *, size_t), (*free)(unsigned long long),
+		(*htod)(unsigned long long, const void *, size_t), (*dtoh)(void *, unsigned long long, size_t),
+		(*sync)(void);
+} cuda_driver;
+
+static int cuda_open(cuda_driver *d)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *ctx = NULL;
+	int dev = 0, n = 0;
+
+	if (!h)
+		return -1;
+	*(void **)&d->init = dlsym(h, "cuInit");
+	*(void **)&d->device_get = dlsym(h, "cuDeviceGet");
+	*(void **)&d->count = dlsym(h, "cuDeviceGetCount");
+	*(void **)&d->retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)&d->set_current = dlsym(h, "cuCtxSetCurrent");
+	*(void **)&d->alloc = dlsym(h, "cuMemAlloc_v2");
+	*(void **)&d->free = dlsym(h, "cuMemFree_v2");
+	*(void **)&d->htod = dlsym(h, "cuMemcpyHtoD_v2");
+	*(void **)&d->dtoh = dlsym(h, "cuMemcpyDtoH_v2");
+	*(void **)&d->sync = dlsym(h, "cuCtxSynchronize");
+	if (!d->init || !d->device_get || !d->count || !d->retain || !d->set_current || !d->alloc || !d->free ||
+	    !d->htod || !d->dtoh || !d->sync || d->init(0) != 0 || d->count(&n) != 0 || n == 0 ||
+	    d->device_get(&dev, 0) != 0 || d->retain(&ctx, dev) != 0 || d->set_current(ctx) != 0)
+		return -1;
+	return 0;
+}
+
+/* The image through device memory; the kernel runs on tvm-ffi's current
+ * stream of the device (the default one here), so synchronise after it. */
+static int convert_on_gpu(cuda_driver *d, void *fn, const uint8_t *rgb, uint8_t *gray, int64_t h, int64_t w)
+{
+	unsigned long long drgb = 0, dgray = 0;
+	size_t n = (size_t)(h * w);
+	int ok = d->alloc(&drgb, 3 * n) == 0 && d->alloc(&dgray, n) == 0 && d->htod(drgb, rgb, 3 * n) == 0 &&
+		 convert(fn, "img2gray_cuda", (DLDevice){ kDLCUDA, 0 }, (void *)(uintptr_t)drgb,
+			 (void *)(uintptr_t)dgray, h, w) == 0 &&
+		 d->sync() == 0 && d->dtoh(gray, dgray, n) == 0;
+	if (drgb)
+		d->free(drgb);
+	if (dgray)
+		d->free(dgray);
+	return ok ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -102,25 +124,28 @@ int main(int argc, char **argv)
 	const char *in = NULL, *out = NULL;
 	kernels_kernel *k = NULL;
 	kernels_get_stats st;
+	cuda_driver cuda = { 0 };
 	TVMFFIVersion v;
-	png_image img;
 	uint8_t *rgb = NULL, *gray = NULL;
+	uint32_t width = 0, height = 0;
 	void *fn;
 	double t0;
-	int i, rc = 1;
+	int i, rc = 1, force_cpu = 0, gpu;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--repo") && i + 1 < argc)
 			repo = argv[++i];
 		else if (!strcmp(argv[i], "--revision") && i + 1 < argc)
 			revision = argv[++i];
+		else if (!strcmp(argv[i], "--cpu"))
+			force_cpu = 1;
 		else if (!in)
 			in = argv[i];
 		else if (!out)
 			out = argv[i];
 	}
 	if (!in || !out) {
-		fprintf(stderr, "usage: %s [--repo ORG/NAME] [--revision SPEC] input.png output.png\n", argv[0]);
+		fprintf(stderr, "usage: %s [--repo ORG/NAME] [--revision SPEC] [--cpu] input.png output.png\n", argv[0]);
 		return 2;
 	}
 
@@ -134,17 +159,20 @@ int main(int argc, char **argv)
 	printf("variant   %s\n", kernels_kernel_variant(k));
 	printf("from      %s\n", st.local ? "a local tree" : st.from_cache ? "the cache (no download)"
 						  : "the Hub (downloaded now)");
-	if (kernels_tvm_ffi_function(&fn, k, "img2gray_cpu") < 0) {
+	gpu = !force_cpu && !strcmp(kernels_metadata_backend(kernels_kernel_metadata(k)), "cuda") &&
+	      cuda_open(&cuda) == 0;
+	if (kernels_tvm_ffi_function(&fn, k, gpu ? "img2gray_cuda" : "img2gray_cpu") < 0) {
 		fprintf(stderr, "img2gray_tvm_ffi: %s\n", kernels_error_last());
 		goto done;
 	}
-	if (read_rgb(in, &img, &rgb) < 0 || !(gray = malloc((size_t)img.width * img.height)))
+	if (!(rgb = example_read_rgb(in, &width, &height)) || !(gray = malloc((size_t)width * height)))
 		goto done;
 	t0 = now_ms();
-	if (convert(fn, rgb, gray, img.height, img.width) < 0)
+	if (gpu ? convert_on_gpu(&cuda, fn, rgb, gray, height, width) < 0
+		: convert(fn, "img2gray_cpu", (DLDevice){ kDLCPU, 0 }, rgb, gray, height, width) < 0)
 		goto done;
-	printf("convert   %ux%u on the CPU in %.2f ms\n", img.width, img.height, now_ms() - t0);
-	if (write_gray(out, img.width, img.height, gray) == 0) {
+	printf("convert   %ux%u on the %s in %.2f ms\n", width, height, gpu ? "GPU" : "CPU", now_ms() - t0);
+	if (example_write_gray(out, width, height, gray) == 0) {
 		printf("wrote     %s\n", out);
 		rc = 0;
 	}
