@@ -3,9 +3,11 @@
 # main job on its embedded default: a local Hub on 127.0.0.1 serving the
 # bundled img2gray kernel (built here into Hub variants, published as
 # v1.0.0 v1.1.0 v1.1.2 v2.0.0 with branches main v1 v2), then
-# examples/img2gray.c fetching it with kernels_get(">=1.1.2,<2") and
-# converting examples/data/testcard.png to gray; then the same from
-# examples/img2gray_tvm_ffi.c, a plain C host of the tvm-ffi variant.
+# examples/img2gray_tvm_ffi.c, a plain C host (no torch, no Python),
+# fetching it with kernels_get(">=1.1.2,<2") and converting
+# examples/data/testcard.png to gray, twice (the second run from the
+# cache); then the same from examples/img2gray_torch.cpp, a C++ host with
+# libtorch and no Python.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -24,18 +26,22 @@ echo "== local Hub at $endpoint"
 # hosts with libtvm_ffi); each client picks the one its process can load.
 python3 scripts/publish-img2gray.py --root "$work/hub" --build build/variants/img2gray/build
 
-torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)
 mkdir -p build/demo
-run() {
-  HF_ENDPOINT=$endpoint HF_HUB_CACHE=$work/cache ./build/examples/kernels_img2gray \
-    ${torch_lib:+--torch-lib "$torch_lib"} examples/data/testcard.png build/demo/testcard-gray.png
+# The cache stays in build/demo/cache: the README runs its C program against it.
+export HF_ENDPOINT=$endpoint HF_HUB_CACHE=$here/build/demo/cache
+c_host() {
+  ./build/examples/kernels_img2gray_tvm_ffi examples/data/testcard.png build/demo/testcard-gray.png
 }
-echo "== first run: resolve, download, verify, load, convert"
-run
-echo "== second run: everything cached"
-run
-if [ -x build/examples/kernels_img2gray_tvm_ffi ]; then
-  echo "== a plain C host (libkernels + libtvm_ffi, no torch, no Python): the tvm-ffi variant"
-  HF_ENDPOINT=$endpoint HF_HUB_CACHE=$work/cache ./build/examples/kernels_img2gray_tvm_ffi \
-    examples/data/testcard.png build/demo/testcard-gray-tvm-ffi.png
+echo "== a plain C host (libkernels + libtvm_ffi, no torch, no Python): resolve, download, verify, load, convert"
+c_host
+echo "== the same again: everything cached"
+c_host
+if [ -x build/examples/kernels_img2gray_torch ]; then
+  echo "== a C++ host with libtorch and no Python: the torch variant's op through the dispatcher"
+  ./build/examples/kernels_img2gray_torch examples/data/testcard.png build/demo/testcard-gray-torch.png
+  if cmp -s build/demo/testcard-gray.png build/demo/testcard-gray-torch.png; then
+    echo "== both hosts wrote the same image: build/demo/testcard-gray.png"
+  else
+    echo "== the two hosts' images differ (build/demo/testcard-gray*.png)"; exit 1
+  fi
 fi

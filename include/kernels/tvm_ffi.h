@@ -14,7 +14,10 @@
  *     The module needs it in the process, and kernels_get() accepts
  *     tvm-ffi{Mm} variants only when it detects a loaded libtvm_ffi of that
  *     major.minor (or KERNELS_TVM_FFI_VERSION says so). libkernels itself
- *     does not link libtvm_ffi.
+ *     does not link libtvm_ffi. A linker with --as-needed (the default of
+ *     many distributions) drops a library the program calls nothing of:
+ *     call at least one tvm-ffi function (the error handling of step 4
+ *     does) or link it with -Wl,--no-as-needed.
  *  2. kernels_get() the kernel, then kernels_tvm_ffi_function() the function.
  *  3. Call it as TVMFFISafeCallType: `self` NULL; each tensor argument a
  *     TVMFFIAny with type_index kTVMFFIDLTensorPtr and v_ptr pointing to a
