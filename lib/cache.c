@@ -161,7 +161,7 @@ static char *parent_of(const char *path)
 int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
 {
 	char *dir = parent_of(lock_path);
-	int fd, rc;
+	int fd, rc, err;
 
 	lock->fd = -1;
 	if (!dir)
@@ -169,15 +169,19 @@ int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
 	rc = kernels__mkdir_p(dir, 0777);
 	free(dir);
 	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-	if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
-		fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+	err = errno;
+	/* A lock file another user made is opened read-only; when there is
+	 * none, the first failure is the one to report. */
+	if (fd < 0 && (err == EACCES || err == EPERM || err == EROFS) &&
+	    (fd = open(lock_path, O_RDONLY | O_CLOEXEC)) < 0 && errno != ENOENT)
+		err = errno;
 	if (fd < 0 && rc < 0)
 		return rc; /* the folder could not be made: that message says why */
 	if (fd < 0)
 		return kernels__error(KERNELS_EIO,
 				      "cannot open the lock file %s: %s; make the cache's .locks folder writable for "
 				      "this user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)",
-				      lock_path, strerror(errno));
+				      lock_path, strerror(err));
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		close(fd);

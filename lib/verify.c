@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -21,6 +22,7 @@
 
 #define MAX_DEPTH 32
 #define MAX_FILES 100000
+#define KERNELS_METADATA_MAX (1 << 20)
 
 struct kernels_metadata {
 	json_t *json;
@@ -151,10 +153,44 @@ static void parse_provenance(kernels_metadata *m)
 		 kernel && builder ? ", " : "", builder ? "kernel-builder" : "");
 }
 
+/* Reads metadata.json through one descriptor, refusing more than the cap
+ * before anything is parsed: real ones are a few kilobytes (a digest line
+ * per file), and parsing costs about a hundred times the size. */
+static int read_metadata(const char *path, json_t **out)
+{
+	json_error_t jerr;
+	struct stat st;
+	char *buf = NULL;
+	ssize_t n = 0;
+	int fd, rc = 0;
+
+	*out = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
+		rc = kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
+				    "%s: %s; a variant folder must hold the metadata.json kernel-builder writes", path,
+				    strerror(errno));
+	} else if (st.st_size > KERNELS_METADATA_MAX) {
+		rc = kernels__error(KERNELS_EPARSE, "%s is %lld bytes, more than the %d a metadata.json may have; "
+				    "the variant is broken or hostile: do not load it", path, (long long)st.st_size,
+				    KERNELS_METADATA_MAX);
+	} else if (!(buf = malloc((size_t)st.st_size + 1))) {
+		rc = kernels__error_oom();
+	} else if ((n = read(fd, buf, (size_t)st.st_size + 1)) != st.st_size) {
+		rc = kernels__error(KERNELS_EIO, "%s: %s; re-download the variant", path,
+				    n < 0 ? strerror(errno) : "its size changed while it was read");
+	} else if (!(*out = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &jerr))) {
+		rc = kernels__error(KERNELS_EPARSE, "%s: not valid JSON (line %d: %s); re-download the variant",
+				    path, jerr.line, jerr.text);
+	}
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
 {
 	kernels_metadata *m;
-	json_error_t jerr;
 	json_t *version;
 	char *path;
 	int rc;
@@ -164,22 +200,12 @@ int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
 	*out = NULL;
 	if (!(path = kernels__sprintf("%s/metadata.json", variant_dir)))
 		return KERNELS_ENOMEM;
-	if (access(path, F_OK) != 0) {
-		rc = kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
-				    "%s: %s; a variant folder must hold the metadata.json kernel-builder writes",
-				    path, strerror(errno));
-		free(path);
-		return rc;
-	}
 	if (!(m = calloc(1, sizeof(*m)))) {
 		free(path);
 		return kernels__error_oom();
 	}
-	if (!(m->json = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr))) {
-		rc = kernels__error(KERNELS_EPARSE, "%s: not valid JSON (line %d: %s); re-download the variant",
-				    path, jerr.line, jerr.text);
+	if ((rc = read_metadata(path, &m->json)) < 0)
 		goto fail;
-	}
 	if (!json_is_object(m->json)) {
 		rc = kernels__error(KERNELS_EPARSE, "%s: must hold a JSON object", path);
 		goto fail;

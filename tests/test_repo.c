@@ -30,6 +30,10 @@ static void test_invalid_ids(void **state)
 		assert_non_null(strstr(kernels_error_last(), "org/name"));
 	}
 	assert_int_equal(kernels__repo_id_check(NULL), KERNELS_EINVAL);
+	/* A git URL habit: refused, naming the id to use. */
+	assert_int_equal(kernels__repo_id_check("org/name.git"), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "use \"org/name\""));
+	assert_int_equal(kernels__repo_id_check("org/name.gitx"), 0);
 }
 
 static void test_cache_names(void **state)

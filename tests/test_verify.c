@@ -173,6 +173,16 @@ static void test_metadata_keys(void **state)
 			fail_msg("%s: message '%s' lacks \"%s\"", cases[i].args, kernels_error_last(), cases[i].key);
 		assert_non_null(strstr(kernels_error_last(), "metadata.json"));
 	}
+	/* A metadata.json over 1 MiB is refused before it is parsed. */
+	{
+		char *p;
+		assert_true(asprintf(&p, "%s/metadata.json", dir) > 0);
+		assert_int_equal(test_system("printf '{\"id\": \"' > '%s' && head -c 1100000 /dev/zero | tr '\\0' x >> '%s' && "
+					     "printf '\"}' >> '%s'", p, p, p), 0);
+		assert_int_equal(kernels_verify_variant(dir, NULL, &m), KERNELS_EPARSE);
+		assert_non_null(strstr(kernels_error_last(), "more than the 1048576"));
+		free(p);
+	}
 	/* A build from before digests: a local folder loads unverified (a
 	 * warning says so), as the Python client loads it. */
 	assert_int_equal(fx_metadata(dir, "--name keys --omit digest"), 0);
