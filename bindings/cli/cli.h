@@ -1,13 +1,18 @@
-/* kernels command-line tool: what the subcommand files share. The tool is a
- * binding of the public API only (kernels.h); nothing from lib/ is used. */
+/* libkernels command-line tool: what the subcommand files share. The tool
+ * is a binding of the public API only (kernels.h); nothing from lib/ is
+ * used. */
 #ifndef KERNELS_CLI_H
 #define KERNELS_CLI_H
+
+/* The command's name: not "kernels", which is the Python package's command
+ * (both are often installed on one machine). */
+#define CLI_NAME "libkernels"
 
 #include <stdio.h>
 #include <jansson.h>
 #include <kernels.h>
 
-/* Exit codes (documented in kernels.1 and `kernels --help`). */
+/* Exit codes (documented in libkernels.1 and `libkernels --help`). */
 #define CLI_OK 0
 #define CLI_ERROR 1 /* the library (or a check) failed: message on stderr */
 #define CLI_USAGE 2 /* bad command line */

@@ -1,4 +1,4 @@
-/* kernels CLI: looking into and cleaning the cache (cache ls, cache rm).
+/* libkernels CLI: looking into and cleaning the cache (cache ls, cache rm).
  *
  * Removal never leaves the cache root and never follows a link: folders are
  * opened with O_NOFOLLOW relative to their parent's descriptor and links
@@ -223,7 +223,7 @@ static void remove_at(rm_state *s, int pfd, const char *name, const char *shown,
 		if (fd < 0 || depth > 64 || !(d = fdopendir(fd))) {
 			if (fd >= 0)
 				close(fd);
-			fprintf(stderr, "kernels: cannot open %s: %s\n", shown, strerror(errno));
+			fprintf(stderr, CLI_NAME ": cannot open %s: %s\n", shown, strerror(errno));
 			s->failed = 1;
 			return;
 		}
@@ -237,7 +237,7 @@ static void remove_at(rm_state *s, int pfd, const char *name, const char *shown,
 		}
 		closedir(d);
 		if (!s->dry_run && unlinkat(pfd, name, AT_REMOVEDIR)) {
-			fprintf(stderr, "kernels: cannot remove %s: %s\n", shown, strerror(errno));
+			fprintf(stderr, CLI_NAME ": cannot remove %s: %s\n", shown, strerror(errno));
 			s->failed = 1;
 		}
 		return;
@@ -245,7 +245,7 @@ static void remove_at(rm_state *s, int pfd, const char *name, const char *shown,
 	if (S_ISREG(st.st_mode))
 		s->freed += (unsigned long long)st.st_size;
 	if (!s->dry_run && unlinkat(pfd, name, 0)) {
-		fprintf(stderr, "kernels: cannot remove %s: %s\n", shown, strerror(errno));
+		fprintf(stderr, CLI_NAME ": cannot remove %s: %s\n", shown, strerror(errno));
 		s->failed = 1;
 	}
 }
@@ -493,7 +493,7 @@ int cmd_cache_rm(cli_ctx *ctx, const cli_command *cmd)
 				cli_error(ctx, ambiguous ? KERNELS_EAMBIGUOUS : KERNELS_ENOTFOUND,
 					  "%s has no cached snapshot %s '%s'%s", repo,
 					ambiguous ? "matching more than once:" : "for", rev,
-					ambiguous ? "; give more digits" : "; see 'kernels cache ls'");
+					ambiguous ? "; give more digits" : "; see '" CLI_NAME " cache ls'");
 				rc = CLI_ERROR;
 				goto next;
 			}
@@ -536,7 +536,7 @@ next:
 	}
 	close(rootfd);
 	if (!found && rc == CLI_OK) {
-		rc = cli_error(ctx, KERNELS_ENOTFOUND, "%s is not in the cache %s; see 'kernels cache ls'", repo, root);
+		rc = cli_error(ctx, KERNELS_ENOTFOUND, "%s is not in the cache %s; see '" CLI_NAME " cache ls'", repo, root);
 	}
 	if (s.failed)
 		rc = CLI_ERROR;

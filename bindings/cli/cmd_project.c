@@ -1,4 +1,4 @@
-/* kernels CLI: the locked project workflow: lock, download, verify. */
+/* libkernels CLI: the locked project workflow: lock, download, verify. */
 
 #include "cli.h"
 
@@ -241,7 +241,7 @@ int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 		if (!n) {
 			all_ok = 0;
 			if (!ctx->json)
-				printf("FAIL %s %s: not in the cache; run 'kernels download %s'\n", e->repo_id, e->commit, dir);
+				printf("FAIL %s %s: not in the cache; run '" CLI_NAME " download %s'\n", e->repo_id, e->commit, dir);
 		}
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:b,s:o}", "repo_id", e->repo_id, "commit", e->commit,
 						     "snapshot", cli_jstr(snap), "cached", n > 0, "variants", jv));
@@ -254,7 +254,7 @@ int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 	else
 		json_decref(arr);
 	if (!all_ok && !ctx->quiet)
-		fprintf(stderr, "kernels: error: verification of %s failed\n", path);
+		fprintf(stderr, CLI_NAME ": error: verification of %s failed\n", path);
 	else
 		cli_note(ctx, "%zu cached variant%s of %zu locked kernel%s verified", checked, checked == 1 ? "" : "s",
 			 kernels_lock_count(lock), kernels_lock_count(lock) == 1 ? "" : "s");

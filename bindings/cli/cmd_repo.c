@@ -1,4 +1,4 @@
-/* kernels CLI: commands about one Hub repo: versions, variants, get, to-wheel. */
+/* libkernels CLI: commands about one Hub repo: versions, variants, get, to-wheel. */
 
 #include "cli.h"
 
@@ -197,7 +197,7 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	}
 	if (!chosen && rc == CLI_OK) {
 		if (!ctx->quiet)
-			fprintf(stderr, "kernels: error: no variant of %s at %s fits this system (%s)\n", repo, rev, sys);
+			fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)\n", repo, rev, sys);
 		rc = CLI_ERROR;
 	}
 	free(sys);

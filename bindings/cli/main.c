@@ -1,4 +1,4 @@
-/* kernels: the command-line tool. A binding of the public API only. */
+/* libkernels: the command-line tool. A binding of the public API only. */
 
 #include "cli.h"
 
@@ -11,7 +11,7 @@ static int cmd_version(cli_ctx *ctx, const cli_command *cmd)
 	if (ctx->json)
 		return cli_json_print(json_pack("{s:s,s:i}", "version", kernels_version(), "version_number",
 						kernels_version_number()));
-	printf("kernels %s\n", kernels_version());
+	printf(CLI_NAME " %s\n", kernels_version());
 	return CLI_OK;
 }
 
@@ -83,7 +83,7 @@ static int usage(FILE *out)
 {
 	size_t i;
 
-	fputs("usage: kernels [global options] <command> [arguments] [options]\n\n"
+	fputs("usage: " CLI_NAME " [global options] <command> [arguments] [options]\n\n"
 	      "Fetch, lock, verify and package compute kernels from the Hugging Face Kernel Hub.\n\ncommands:\n",
 	      out);
 	for (i = 0; i < NCOMMANDS; i++) {
@@ -94,7 +94,7 @@ static int usage(FILE *out)
 	}
 	fputs("\nglobal options (accepted before or after the command):\n", out);
 	cli_global_help(out);
-	fputs("\nRun 'kernels <command> --help' for a command's options.\n"
+	fputs("\nRun '" CLI_NAME " <command> --help' for a command's options.\n"
 	      "Exit status: 0 success, 1 failure (the library's message is on stderr; with --json also an\n"
 	      "{\"error\": {code, name, message}} object on stdout), 2 bad command line.\n",
 	      out);
@@ -107,7 +107,7 @@ static void on_log(kernels_log_level level, const char *message, void *payload)
 
 	if (ctx->quiet || (level == KERNELS_LOG_DEBUG && !ctx->verbose) || (level == KERNELS_LOG_INFO && !ctx->verbose))
 		return;
-	fprintf(stderr, "kernels: %s: %s\n", level == KERNELS_LOG_WARNING ? "warning" : "debug", message);
+	fprintf(stderr, CLI_NAME ": %s: %s\n", level == KERNELS_LOG_WARNING ? "warning" : "debug", message);
 }
 
 /* Whether global option `arg` (before the command) takes the next argv entry. */
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 		for (i = at + 1; i < argc; i++) {
 			if (argv[i][0] == '-') {
 				if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-					printf("usage: kernels cache ls [REPO] | kernels cache rm REPO [--revision REV]\n");
+					printf("usage: " CLI_NAME " cache ls [REPO] | " CLI_NAME " cache rm REPO [--revision REV]\n");
 					return CLI_OK;
 				}
 				i += global_takes_value(argv[i]);
@@ -160,8 +160,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (at2 < 0) {
-			fputs("kernels: 'cache' needs a subcommand: ls or rm\nusage: kernels cache ls [REPO] | kernels "
-			      "cache rm REPO [--revision REV]\n",
+			fputs(CLI_NAME ": 'cache' needs a subcommand: ls or rm\nusage: " CLI_NAME " cache ls [REPO] | " CLI_NAME
+			      " cache rm REPO [--revision REV]\n",
 			      stderr);
 			return CLI_USAGE;
 		}
@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 			if (!strncmp(commands[k].name, "cache ", 6) && !strcmp(commands[k].name + 6, argv[at2]))
 				cmd = &commands[k];
 		if (!cmd) {
-			fprintf(stderr, "kernels: unknown command 'cache %s'; the cache commands are 'cache ls' and "
+			fprintf(stderr, CLI_NAME ": unknown command 'cache %s'; the cache commands are 'cache ls' and "
 					"'cache rm'\n", argv[at2]);
 			return CLI_USAGE;
 		}
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 			if (!strcmp(commands[k].name, argv[at]))
 				cmd = &commands[k];
 		if (!cmd) {
-			fprintf(stderr, "kernels: unknown command '%s'; run 'kernels --help'\n", argv[at]);
+			fprintf(stderr, CLI_NAME ": unknown command '%s'; run '" CLI_NAME " --help'\n", argv[at]);
 			return CLI_USAGE;
 		}
 	}

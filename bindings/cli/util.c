@@ -1,4 +1,4 @@
-/* kernels CLI: option parsing, output, progress, cache paths. */
+/* libkernels CLI: option parsing, output, progress, cache paths. */
 
 #include "cli.h"
 
@@ -140,15 +140,15 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("kernels: ", stderr);
+	fputs(CLI_NAME ": ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	if (cmd)
-		fprintf(stderr, "\nusage: kernels %s%s%s [options]\nrun 'kernels %s --help' for the options\n", cmd->name,
+		fprintf(stderr, "\nusage: " CLI_NAME " %s%s%s [options]\nrun '" CLI_NAME " %s --help' for the options\n", cmd->name,
 			cmd->args ? " " : "", cmd->args ? cmd->args : "", cmd->name);
 	else
-		fputs("\nrun 'kernels --help' for the commands\n", stderr);
+		fputs("\nrun '" CLI_NAME " --help' for the commands\n", stderr);
 	return CLI_USAGE;
 }
 
@@ -174,7 +174,7 @@ void cli_global_help(FILE *out)
 
 void cli_command_help(FILE *out, const cli_command *cmd)
 {
-	fprintf(out, "usage: kernels %s%s%s [options]\n\n%s\n", cmd->name, cmd->args ? " " : "",
+	fprintf(out, "usage: " CLI_NAME " %s%s%s [options]\n\n%s\n", cmd->name, cmd->args ? " " : "",
 		cmd->args ? cmd->args : "", cmd->summary);
 	if (cmd->details)
 		fprintf(out, "\n%s\n", cmd->details);
@@ -316,9 +316,9 @@ int cli_fail(const cli_ctx *ctx, int code, const char *context)
 {
 	const char *msg = kernels_error_last();
 
-	fprintf(stderr, "kernels: error: %s%s%s\n", context ? context : "", context ? ": " : "", msg);
+	fprintf(stderr, CLI_NAME ": error: %s%s%s\n", context ? context : "", context ? ": " : "", msg);
 	if (code == KERNELS_EUNTRUSTED)
-		fputs("kernels: on the command line: --trust-remote-code, or --trusted-orgs ORG\n", stderr);
+		fputs(CLI_NAME ": on the command line: --trust-remote-code, or --trusted-orgs ORG\n", stderr);
 	if (ctx && ctx->json) {
 		json_t *o = json_pack("{s:{s:i,s:s,s:s}}", "error", "code", code, "name", kernels_strerror(code),
 				      "message", msg);
@@ -338,7 +338,7 @@ int cli_error(const cli_ctx *ctx, int code, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return CLI_ERROR;
-	fprintf(stderr, "kernels: error: %s\n", msg);
+	fprintf(stderr, CLI_NAME ": error: %s\n", msg);
 	if (ctx && ctx->json)
 		cli_json_print(json_pack("{s:{s:i,s:s,s:s}}", "error", "code", code, "name", kernels_strerror(code),
 					 "message", msg));
@@ -352,7 +352,7 @@ void cli_note(const cli_ctx *ctx, const char *fmt, ...)
 
 	if (ctx->quiet)
 		return;
-	fputs("kernels: ", stderr);
+	fputs(CLI_NAME ": ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -369,7 +369,7 @@ char *cli_sprintf(const char *fmt, ...)
 	n = vasprintf(&s, fmt, ap);
 	va_end(ap);
 	if (n < 0) {
-		fputs("kernels: error: out of memory\n", stderr);
+		fputs(CLI_NAME ": error: out of memory\n", stderr);
 		exit(CLI_ERROR);
 	}
 	return s;
@@ -440,7 +440,7 @@ static int on_progress(const char *path, size_t file_done, size_t file_total, si
 				if ((v[progress.ndone] = strdup(path)))
 					progress.ndone++;
 			}
-			fprintf(stderr, "kernels: downloaded %s (%zu bytes)\n", path, file_total);
+			fprintf(stderr, CLI_NAME ": downloaded %s (%zu bytes)\n", path, file_total);
 		}
 	}
 	pthread_mutex_unlock(&progress.lock);

@@ -34,6 +34,18 @@ cc -o "$work/version-static" "$src/examples/version.c" $(pkg-config --cflags ker
    "$libdir/libkernels.a" $(pkg-config --libs $deps) -ldl -lpthread
 grep -q "libkernels " <<<"$("$work/version-static")"
 
+echo "== the CLI runs from the prefix (its RUNPATH finds libkernels.so.0), no LD_LIBRARY_PATH"
+cli=$prefix/bin/libkernels
+test -x "$cli" || { echo "bin/libkernels not installed"; exit 1; }
+grep -q 'RUNPATH.*\$ORIGIN/\.\./lib' <<<"$(readelf -d "$cli")" || { echo "bin/libkernels has no \$ORIGIN RUNPATH"; exit 1; }
+out=$(env -u LD_LIBRARY_PATH "$cli" --version)
+grep -q "^libkernels $(sed -n 's/^Version: //p' "$libdir/pkgconfig/kernels.pc")\$" <<<"$out" || { echo "bin/libkernels --version: $out"; exit 1; }
+# Moved elsewhere, the tree still works: nothing in it names the prefix.
+mv "$prefix" "$work/moved"
+out=$(env -u LD_LIBRARY_PATH "$work/moved/bin/libkernels" --version)
+mv "$work/moved" "$prefix"
+grep -q "^libkernels " <<<"$out" || { echo "moved bin/libkernels --version: $out"; exit 1; }
+
 echo "== find_package(kernels)"
 cmake -S "$src/examples" -B "$work/examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/examples" --target kernels_example_version >/dev/null

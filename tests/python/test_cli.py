@@ -1,4 +1,4 @@
-"""Helpers for the `kernels` command-line tool tests: the binary, test
+"""Helpers for the `libkernels` command-line tool tests: the binary, test
 variants compiled at test time (a tiny C shared object + Python files +
 metadata.json from tests/data/variants/make_metadata.py), publishing them to
 the local Hub, and running the tool against it."""
@@ -15,7 +15,7 @@ SOURCE_DIR = os.environ.get("KERNELS_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 )
 BINARY_DIR = os.environ.get("KERNELS_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
-CLI = os.path.join(BINARY_DIR, "bindings", "cli", "kernels")
+CLI = os.path.join(BINARY_DIR, "bindings", "cli", "libkernels")
 MAKE_METADATA = os.path.join(SOURCE_DIR, "tests", "data", "variants", "make_metadata.py")
 
 ARCH = platform.machine()
@@ -153,7 +153,7 @@ class Cli:
     def run(self, *args, check=None, timeout=120, input=None):
         p = subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True, timeout=timeout, input=input)
         if check is not None:
-            assert p.returncode == check, f"kernels {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}"
+            assert p.returncode == check, f"libkernels {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}"
         return p
 
     def json(self, *args, check=0, **kw):
@@ -176,7 +176,7 @@ def test_help_lists_every_command(tmp_path):
     assert "exit status" in p.stdout.lower()
     for c in COMMANDS:
         p = cli.run(*c.split(), "--help", check=0)
-        assert p.stdout.startswith(f"usage: kernels {c}"), p.stdout
+        assert p.stdout.startswith(f"usage: libkernels {c}"), p.stdout
         assert "--json" in p.stdout and "exit status" in p.stdout
 
 
@@ -197,7 +197,7 @@ def test_usage_errors_exit_2(tmp_path):
 def test_version(tmp_path):
     cli = Cli(None, tmp_path)
     out = cli.run("version", check=0).stdout
-    assert out.startswith("kernels ") and out.split()[1].count(".") == 2
+    assert out.startswith("libkernels ") and out.split()[1].count(".") == 2
     j = cli.json("version")
     assert j["version"] == out.split()[1]
     assert cli.run("--version", check=0).stdout == out
@@ -220,7 +220,7 @@ def test_versions_bad_arguments(hub, tmp_path):
     cli = Cli(hub, tmp_path / "cache")
     assert cli.run("versions", check=2).returncode == 2
     p = cli.run("versions", "not a repo", check=1)
-    assert "kernels: error:" in p.stderr
+    assert "libkernels: error:" in p.stderr
     p = cli.run("versions", "org/missing", "--json", check=1)
     err = json.loads(p.stdout)["error"]
     assert err["code"] < 0 and "org/missing" in err["message"]
@@ -298,7 +298,7 @@ def test_get(hub, tmp_path):
     # Offline from the cache, and plain progress lines when stderr is not a terminal.
     assert cli.json("get", "org/k", "v1", "--offline")["commit"] == commit
     p = Cli(hub, tmp_path / "cache2").run("get", "org/k", "v1", check=0)
-    assert "kernels: downloaded build/" in p.stderr and "\r" not in p.stderr
+    assert "libkernels: downloaded build/" in p.stderr and "\r" not in p.stderr
 
 
 def test_get_untrusted_needs_flag(hub, tmp_path):
@@ -458,7 +458,7 @@ def test_get_and_load_torch_variant_with_no_flags(hub, tmp_path):
 import re  # noqa: E402
 import shutil  # noqa: E402
 
-MAN_PAGE = os.path.join(SOURCE_DIR, "bindings", "cli", "kernels.1")
+MAN_PAGE = os.path.join(SOURCE_DIR, "bindings", "cli", "libkernels.1")
 
 
 def test_man_page_renders_and_documents_everything(tmp_path):
@@ -472,7 +472,7 @@ def test_man_page_renders_and_documents_everything(tmp_path):
     else:
         text = open(MAN_PAGE).read().replace("\\-", "-")
     for c in COMMANDS:
-        assert f"kernels {c}" in text, c
+        assert f"libkernels {c}" in text, c
     for section in ("EXIT STATUS", "JSON OUTPUT", "GLOBAL OPTIONS", "ENVIRONMENT"):
         assert section in text
     # Every option the tool knows is documented.
@@ -490,19 +490,19 @@ def test_man_page_installed(tmp_path):
     assert cmake, "cmake is needed to install the build tree"
     subprocess.run([cmake, "--install", BINARY_DIR, "--prefix", str(tmp_path), "--component", "Unspecified"],
                    check=True, capture_output=True)
-    assert os.path.isfile(tmp_path / "share" / "man" / "man1" / "kernels.1")
-    assert os.access(tmp_path / "bin" / "kernels", os.X_OK)
+    assert os.path.isfile(tmp_path / "share" / "man" / "man1" / "libkernels.1")
+    assert os.access(tmp_path / "bin" / "libkernels", os.X_OK)
 
 
 def test_progress_bar_quiet_and_verbose(hub, tmp_path):
     publish_kernel(hub, tmp_path)
     # --progress draws the bar even without a terminal; the bar ends at 100 %.
     p = Cli(hub, tmp_path / "c1").run("get", "org/k", "v1", "--progress", check=0)
-    assert "\033[K" in p.stderr and "100%" in p.stderr and "kernels: downloaded" not in p.stderr
+    assert "\033[K" in p.stderr and "100%" in p.stderr and "libkernels: downloaded" not in p.stderr
     # --quiet: nothing on stderr, the data still on stdout.
     p = Cli(hub, tmp_path / "c2").run("get", "org/k", "v1", "-q", check=0)
     assert p.stderr == "" and "variant:" in p.stdout
     # --no-progress: plain lines, one per downloaded file.
     p = Cli(hub, tmp_path / "c3").run("get", "org/k", "v1", "--no-progress", check=0)
-    lines = [l for l in p.stderr.splitlines() if l.startswith("kernels: downloaded build/")]
+    lines = [l for l in p.stderr.splitlines() if l.startswith("libkernels: downloaded build/")]
     assert len(lines) >= 4 and len(lines) == len(set(lines)) and all(CPU211 in l for l in lines)

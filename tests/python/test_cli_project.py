@@ -26,7 +26,7 @@ def test_lock_download_verify(hub, tmp_path):
 
     # Nothing cached yet: verify fails and names the download command.
     p = cli.run("verify", str(d), check=1)
-    assert f"kernels download {d}" in p.stdout
+    assert f"libkernels download {d}" in p.stdout
 
     j = cli.json("download", str(d))
     assert j["kernels"][0]["commit"] == commit and j["kernels"][0]["variants"] == [CPU211]
@@ -102,7 +102,7 @@ def test_project_hub_down(hub, tmp_path):
     assert (d / "kernels.lock").read_bytes() == before
     down = Cli(None, tmp_path / "cache", endpoint=closed_port_endpoint())
     p = down.run("download", str(d), "--retries", "0", "--trust-remote-code", check=1)
-    assert "kernels: error:" in p.stderr
+    assert "libkernels: error:" in p.stderr
     # verify needs no Hub at all.
     Cli(hub, tmp_path / "cache").run("download", str(d), check=0)
     assert down.run("verify", str(d), check=0).returncode == 0
