@@ -133,13 +133,15 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 	for (hops = 0;; hops++) {
 		kernels__kernel_status st = { 0 };
 
-		if ((rc = kernels__repo_id_check(p->repo_id)) < 0 || (rc = kernels__trust_check(cfg, p->repo_id)) < 0)
+		if ((rc = kernels__repo_id_check(p->repo_id)) < 0)
 			break;
+		/* Existence before trust: a misspelled repo is "not found", not
+		 * "untrusted" (listing refs runs no code). */
 		rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision, &p->rev);
 		if (rc < 0)
 			break;
 		p->type = kernels_revision_is_model_repo(p->rev) ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
-		if ((rc = read_status(cfg, p, &st)) <= 0)
+		if ((rc = kernels__trust_check(cfg, p->type, p->repo_id)) < 0 || (rc = read_status(cfg, p, &st)) <= 0)
 			break;
 		if (hops == MAX_REDIRECTS) {
 			kernels__kernel_status_clear(&st);

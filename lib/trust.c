@@ -1,15 +1,32 @@
 /* Publisher trust, as the current Python client checks it: a kernel is
  * native code from the internet, so only repos whose org the Hub marks as a
- * trusted kernel publisher load, unless the caller opted in. */
+ * trusted kernel publisher load, unless the caller opted in.
+ *
+ * The Hub's verdict is recorded in the repo's cache folder
+ * (.libkernels/trust.json: publisher, verdict, time, endpoint). Offline, or
+ * with the Hub unreachable, only a "trusted" record from the same endpoint
+ * younger than KERNELS__TRUST_MAX_AGE stands in for the check; without one
+ * (a repo another tool fetched, an old or foreign record) the caller must
+ * opt in exactly as online. The record never overrides the caller: an
+ * opt-in loads whatever it says. */
 #include "trust.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "cache.h"
 #include "error.h"
 #include "hub.h"
 #include "util.h"
+
+#define RECORD_MAX (64 * 1024)
 
 /* An allowlist entry is an org ("acme") or a repo id ("acme/relu"),
  * separated by commas, blanks around them ignored. */
@@ -33,41 +50,147 @@ static int allowlisted(const char *list, const char *repo_id)
 	return 0;
 }
 
-int kernels__trust_check(const kernels__config *cfg, const char *repo_id)
+static char *record_path(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
+{
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
+	char *path = dir ? kernels__sprintf("%s/" KERNELS__TRUST_RECORD, dir) : NULL;
+
+	free(dir);
+	return path;
+}
+
+/* Best effort: a cache we may not write (shared, read-only) only means the
+ * next offline load needs the opt-in. Written whole or not at all. */
+static void record_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			 const char *org, int trusted)
+{
+	char *path = record_path(cfg, type, repo_id), *tmp = NULL, *dir = NULL, *text = NULL;
+	json_t *doc = json_pack("{s:s, s:s, s:I, s:s}", "publisher", org, "verdict", trusted ? "trusted" : "untrusted",
+				"checked_at", (json_int_t)time(NULL), "endpoint", cfg->endpoint);
+	FILE *f = NULL;
+	int ok = 0;
+
+	if (path && doc && (dir = kernels__strdup(path)) && (tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid())) &&
+	    (text = json_dumps(doc, JSON_SORT_KEYS))) {
+		*strrchr(dir, '/') = '\0';
+		ok = kernels__mkdir_p(dir, 0777) == 0 && (f = fopen(tmp, "wbx")) && fputs(text, f) >= 0 &&
+		     fflush(f) == 0 && fsync(fileno(f)) == 0;
+		if (f && fclose(f) != 0)
+			ok = 0;
+		ok = ok && rename(tmp, path) == 0;
+		if (!ok) {
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot record the trust verdict for %s in %s: %s", repo_id,
+				     path, strerror(errno));
+			unlink(tmp);
+		}
+	}
+	kernels_error_clear();
+	free(text);
+	json_decref(doc);
+	free(tmp);
+	free(dir);
+	free(path);
+}
+
+/* 1 when the cache holds a "trusted" verdict for this repo from this
+ * endpoint, younger than the expiry; 0 otherwise (why: in `why`). */
+static int record_trusted(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org,
+			  char *why, size_t why_size)
+{
+	char *path = record_path(cfg, type, repo_id);
+	json_t *doc = NULL;
+	json_error_t jerr;
+	struct stat st;
+	int ok = 0;
+
+	snprintf(why, why_size, "no record of a publisher check is in the cache (fetched by another tool, "
+		 "or before libkernels kept records)");
+	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECORD_MAX &&
+	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr)) && json_is_object(doc)) {
+		const char *verdict = json_string_value(json_object_get(doc, "verdict"));
+		const char *publisher = json_string_value(json_object_get(doc, "publisher"));
+		const char *endpoint = json_string_value(json_object_get(doc, "endpoint"));
+		json_t *at = json_object_get(doc, "checked_at");
+		long long age = json_is_integer(at) ? (long long)time(NULL) - (long long)json_integer_value(at) : -1;
+
+		if (!verdict || !publisher || !endpoint || age < 0)
+			snprintf(why, why_size, "the cache's trust record %s is malformed", path);
+		else if (strcmp(verdict, "trusted") || strcmp(publisher, org))
+			snprintf(why, why_size, "the Hub did not mark '%s' as a trusted publisher when it was last asked", org);
+		else if (strcmp(endpoint, cfg->endpoint))
+			snprintf(why, why_size, "the cache's trust record comes from %s, not %s", endpoint, cfg->endpoint);
+		else if (age > KERNELS__TRUST_MAX_AGE)
+			snprintf(why, why_size, "the Hub's verdict in the cache is %lld days old (older than %d days)",
+				 age / 86400, KERNELS__TRUST_MAX_AGE / 86400);
+		else
+			ok = 1;
+	}
+	json_decref(doc);
+	free(path);
+	return ok;
+}
+
+static int untrusted(const char *repo_id, const char *why)
+{
+	return kernels__error(KERNELS_EUNTRUSTED,
+			      "kernel repository '%s' %s; native code from it would run in this process. Set "
+			      "options.trust_remote_code = 1, or list the repo or its org in options.trusted_orgs, to "
+			      "load kernels from publishers the Hub does not mark as trusted", repo_id, why);
+}
+
+static int check_offline(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
+{
+	char why[512], text[640];
+
+	if (record_trusted(cfg, type, repo_id, org, why, sizeof(why)))
+		return 0;
+	snprintf(text, sizeof(text), "cannot be checked for a trusted publisher now (the Hub is not asked: offline or "
+		 "unreachable) and %s", why);
+	return untrusted(repo_id, text);
+}
+
+static int check_online(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
 {
 	kernels__hub_response r = { 0 };
-	char *org = strndup(repo_id, strcspn(repo_id, "/")), *path;
+	char *path = kernels__sprintf("/api/organizations/%s/overview", org);
 	json_t *doc = NULL;
 	int rc, trusted = 0;
 
-	if (cfg->trust_remote_code || allowlisted(cfg->trusted_orgs, repo_id)) {
-		free(org);
-		return 0;
-	}
-	if (cfg->offline) {
-		kernels__log(cfg, KERNELS_LOG_WARNING,
-			     "skipping the publisher trust check for '%s' because the Hub is offline", repo_id);
-		free(org);
-		return 0;
-	}
-	if (!org)
-		return kernels__error_oom();
-	path = kernels__sprintf("/api/organizations/%s/overview", org);
 	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM; /* sprintf set the message */
-	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)))
+	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL))) {
 		trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
+		record_write(cfg, type, repo_id, org, trusted);
+	}
 	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
-	 * then load what the cache already holds, and fetch nothing. */
-	if (rc == 0)
-		rc = trusted ? 0 : kernels__error(KERNELS_EUNTRUSTED,
-			"kernel repository '%s' is %s; native code from it would run in this process. Set "
-			"options.trust_remote_code = 1, or list the repo or its org in options.trusted_orgs, "
-			"to load kernels from publishers the Hub does not mark as trusted",
-			repo_id, r.status == 200 ? "not from a trusted publisher" :
-				 "from a publisher whose trust status could not be verified");
+	 * then answer from the cache, where the record decides. */
+	if (rc == 0 && !trusted) {
+		char why[512];
+		if (r.status == 200)
+			snprintf(why, sizeof(why), "is not from a trusted publisher ('%s' is not marked as one)", org);
+		else if (r.status == 404)
+			snprintf(why, sizeof(why), "exists, but %s has no publisher information for '%s' (a mirror without "
+				 "the organization API?), so its trust cannot be verified", cfg->endpoint, org);
+		else
+			snprintf(why, sizeof(why), "is from a publisher whose trust status could not be verified (the "
+				 "Hub answered HTTP %ld for '%s')", r.status, org);
+		rc = untrusted(repo_id, why);
+	}
 	json_decref(doc);
 	kernels__hub_response_free(&r);
 	free(path);
+	return rc;
+}
+
+int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
+{
+	char *org;
+	int rc;
+
+	if (cfg->trust_remote_code || allowlisted(cfg->trusted_orgs, repo_id))
+		return 0;
+	if (!(org = strndup(repo_id, strcspn(repo_id, "/"))))
+		return kernels__error_oom();
+	rc = cfg->offline ? check_offline(cfg, type, repo_id, org) : check_online(cfg, type, repo_id, org);
 	free(org);
 	return rc;
 }

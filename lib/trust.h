@@ -3,13 +3,21 @@
 #define KERNELS_LIB_TRUST_H
 
 #include "config.h"
+#include "repo.h"
 
-/* 0 when `repo_id` may be loaded: cfg->trust_remote_code, the repo or its
- * org in cfg->trusted_orgs, the org's trustedKernelPublisher on the Hub, or
- * offline (skipped with a warning, as the cache holds only what was trusted
- * when fetched). KERNELS_EUNTRUSTED otherwise, with what to set;
- * KERNELS_ENETWORK when the Hub cannot be reached (not "untrusted": the
- * caller may answer from the cache). */
-int kernels__trust_check(const kernels__config *cfg, const char *repo_id);
+/* Where the Hub's last verdict on a repo's publisher is kept, in the
+ * repo's cache folder, and how long a "trusted" one stands in offline. */
+#define KERNELS__TRUST_RECORD ".libkernels/trust.json"
+#define KERNELS__TRUST_MAX_AGE (30 * 24 * 3600)
+
+/* 0 when `repo_id` (a repo that exists: check after resolving a revision)
+ * may be loaded: cfg->trust_remote_code, the repo or its org in
+ * cfg->trusted_orgs, or the org's trustedKernelPublisher on the Hub (the
+ * verdict is recorded in the cache); offline, a "trusted" record of this
+ * endpoint younger than KERNELS__TRUST_MAX_AGE. KERNELS_EUNTRUSTED
+ * otherwise, saying why and what to set; KERNELS_ENETWORK when the Hub
+ * cannot be reached (not "untrusted": the caller may answer from the cache,
+ * offline, where the record decides). */
+int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
 
 #endif

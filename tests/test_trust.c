@@ -1,0 +1,194 @@
+/* Publisher trust (lib/trust.c) end to end against the local Hub: the
+ * Hub's verdict recorded in the cache, offline and Hub-down loads that need
+ * the record or the caller's opt-in, a cache filled by the Python clients,
+ * the record's expiry and endpoint, and existence before trust. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "test_hub.h"
+#include "testutil.h"
+#include "trust.h"
+#include "../tests/data/variants/fixture.h"
+
+static test_hub *hub;
+static char *tmp, *cache;
+static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
+				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
+
+static void publish(const char *repo, int answer, const char *org_flag)
+{
+	char *src;
+	assert_true(asprintf(&src, "%s/src-%d", tmp, answer) > 0);
+	assert_int_equal(fx_answer_variant(src, "torch211-cxx11-cpu-x86_64-linux", "answer", answer, "cpu", NULL, 1), 0);
+	assert_int_equal(test_hub_publish(hub, "--repo %s --dir '%s' --branch main --tag v1.0.0 %s", repo, src, org_flag), 0);
+	free(src);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("trust")))
+		return -1;
+	publish("good/answer", 1, "--trusted");
+	publish("shady/answer", 2, "--untrusted");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_hub_stop(hub);
+	test_rmtree(tmp);
+	free(tmp);
+	return 0;
+}
+
+static int fresh_cache(void **state)
+{
+	(void)state;
+	if (cache)
+		test_rmtree(cache);
+	free(cache);
+	cache = test_mkdtemp("trust-cache");
+	test_hub_faults_clear(hub);
+	return 0;
+}
+
+static void options(kernels_options *o)
+{
+	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
+	o->endpoint = test_hub_endpoint(hub);
+	o->cache_dir = cache;
+	o->offline = 0;
+	o->max_retries = 0;
+	o->system = &sys_cpu;
+}
+
+static int answer(kernels_kernel *k)
+{
+	int (*fn)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
+	assert_non_null(fn);
+	return fn();
+}
+
+static void get_ok(const char *repo, const kernels_options *o, int want)
+{
+	kernels_kernel *k = NULL;
+	if (kernels_get(&k, repo, "v1.0.0", o) < 0)
+		fail_msg("kernels_get(%s): %s", repo, kernels_error_last());
+	assert_int_equal(answer(k), want);
+	kernels_kernel_close(k);
+}
+
+static void get_untrusted(const char *repo, const kernels_options *o, const char *because)
+{
+	kernels_kernel *k = NULL;
+	assert_int_equal(kernels_get(&k, repo, "v1.0.0", o), KERNELS_EUNTRUSTED);
+	assert_null(k);
+	if (!strstr(kernels_error_last(), because) || !strstr(kernels_error_last(), "trust_remote_code"))
+		fail_msg("%s: message lacks \"%s\" or the opt-in: %s", repo, because, kernels_error_last());
+}
+
+/* An untrusted org fetched once with an opt-in: refused offline and with
+ * the Hub down unless the caller opts in again. */
+static void test_untrusted_needs_opt_in_offline(void **state)
+{
+	kernels_options o;
+	(void)state;
+
+	options(&o);
+	get_untrusted("shady/answer", &o, "is not from a trusted publisher");
+	o.trust_remote_code = 1;
+	get_ok("shady/answer", &o, 2);
+
+	o.trust_remote_code = 0;
+	o.offline = 1;
+	get_untrusted("shady/answer", &o, "did not mark 'shady' as a trusted publisher");
+	o.offline = 0;
+	assert_int_equal(test_hub_fault(hub, "{\"path\": \"/\", \"mode\": \"reset\", \"count\": -1}"), 0);
+	get_untrusted("shady/answer", &o, "did not mark 'shady' as a trusted publisher");
+	o.trusted_orgs = "shady";
+	get_ok("shady/answer", &o, 2);
+	o.offline = 1;
+	get_ok("shady/answer", &o, 2);
+}
+
+/* A trusted org loads offline on the record the online check left. */
+static void test_trusted_loads_offline(void **state)
+{
+	kernels_options o;
+	char *record;
+	(void)state;
+
+	options(&o);
+	get_ok("good/answer", &o, 1);
+	assert_true(asprintf(&record, "%s/kernels--good--answer/%s", cache, KERNELS__TRUST_RECORD) > 0);
+	assert_int_equal(test_system("grep -q '\"verdict\": \"trusted\"' '%s' && grep -q '\"publisher\": \"good\"' '%s'",
+				     record, record), 0);
+	test_hub_log_clear(hub);
+	o.offline = 1;
+	get_ok("good/answer", &o, 1);
+	assert_int_equal(test_hub_log_count(hub, NULL, ""), 0);
+
+	/* Older than the expiry, or from another endpoint: the opt-in again. */
+	assert_int_equal(test_system("sed -i 's/\"checked_at\": [0-9]*/\"checked_at\": 1000/' '%s'", record), 0);
+	get_untrusted("good/answer", &o, "days old");
+	assert_int_equal(test_system("sed -i 's/\"checked_at\": 1000/\"checked_at\": %lld/; "
+				     "s#\"endpoint\": \"[^\"]*\"#\"endpoint\": \"https://elsewhere.example\"#' '%s'",
+				     (long long)time(NULL), record), 0);
+	get_untrusted("good/answer", &o, "comes from https://elsewhere.example");
+	free(record);
+}
+
+/* The Python clients share the cache but never record a verdict: what
+ * they fetched needs the opt-in offline. */
+static void test_cache_filled_by_python_needs_opt_in(void **state)
+{
+	kernels_options o;
+	(void)state;
+
+	assert_int_equal(test_system("HF_ENDPOINT='%s' HF_HUB_CACHE='%s' %s -c \"from huggingface_hub import "
+				     "snapshot_download; snapshot_download('good/answer', repo_type='kernel', "
+				     "revision='v1.0.0')\" >/dev/null", test_hub_endpoint(hub), cache, KERNELS_PYTHON), 0);
+	assert_int_equal(test_system("ls -d '%s'/kernels--good--answer/snapshots/*/build >/dev/null", cache), 0);
+	options(&o);
+	o.offline = 1;
+	get_untrusted("good/answer", &o, "no record of a publisher check");
+	o.trusted_orgs = "good/answer";
+	get_ok("good/answer", &o, 1);
+}
+
+/* A repo that does not exist is "not found", whatever its org, and the
+ * answer never suggests trusting it. */
+static void test_existence_before_trust(void **state)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o);
+	assert_int_equal(kernels_get(&k, "goood/answer", "v1.0.0", &o), KERNELS_ENOTFOUND);
+	assert_null(strstr(kernels_error_last(), "trust"));
+	assert_int_equal(kernels_get(&k, "good/answr", "v1.0.0", &o), KERNELS_ENOTFOUND);
+	assert_null(strstr(kernels_error_last(), "trust"));
+	assert_int_equal(kernels_get(&k, "good/answer.git", "v1.0.0", &o), KERNELS_EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_untrusted_needs_opt_in_offline, fresh_cache),
+		cmocka_unit_test_setup(test_trusted_loads_offline, fresh_cache),
+		cmocka_unit_test_setup(test_cache_filled_by_python_needs_opt_in, fresh_cache),
+		cmocka_unit_test_setup(test_existence_before_trust, fresh_cache),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
