@@ -12,7 +12,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+source scripts/venv.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$kernels_python" >/dev/null
 cmake --build build -j"$(nproc)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kernels-demo-XXXXXX")

@@ -12,6 +12,7 @@
 # compute-sanitizer (memcheck, racecheck, initcheck, synccheck).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+source "$src/scripts/venv.sh"  # here: the project's Python (.venv); on the GPU machine there is none and python3 is its own
 dev=$src/.devrun
 card=$src/examples/data/testcard.png
 case "${1:-}" in

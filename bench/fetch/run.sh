@@ -5,6 +5,7 @@
 # the test support library are taken from it).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$src/scripts/venv.sh"  # the project's Python (.venv), first on PATH
 build=$(cd "${1:?build dir}" && pwd)
 shift
 cmake --build "$build" --target kernels_static kernels_test_support >/dev/null

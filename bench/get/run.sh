@@ -10,6 +10,7 @@
 # libkernels detect it.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$src/scripts/venv.sh"  # the project's Python (.venv), first on PATH
 build=$(cd "${1:?build dir}" && pwd)
 shift
 backend=cpu

@@ -5,6 +5,7 @@
 # bench_img2gray targets must exist: needs nvcc and torch with CUDA).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
+source "$here/scripts/venv.sh"  # the project's Python (.venv), first on PATH
 build=${1:?build dir}
 iters=${2:-100}
 cmake --build "$build" -j"$(nproc)" --target bench_img2gray img2gray_variants >/dev/null

@@ -10,6 +10,7 @@
 #   bash bench/vs_python/prepare_gpu.sh BUILD_DIR [DIR]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$src/scripts/venv.sh"  # the project's Python (.venv), first on PATH
 build=$(cd "${1:?build dir}" && pwd)
 dir=${2:-$src/.devrun}
 rm -rf "$dir"; mkdir -p "$dir/lib" "$dir/cache"

@@ -5,6 +5,7 @@
 # (see its docstring); the table goes to stdout (bench/results/vs_python.txt).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$src/scripts/venv.sh"  # the project's Python (.venv), first on PATH
 build=$(cd "${1:?build dir}" && pwd)
 shift
 cmake --build "$build" --target kernels img2gray_variants >/dev/null
