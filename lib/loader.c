@@ -47,7 +47,7 @@ typedef struct module {
 	dev_t dev;
 	ino_t ino;
 	off_t size;
-	struct timespec mtime;
+	struct timespec mtime, ctime;
 	char *id;   /* metadata id: the ops namespace a torch module registers */
 	int torch;  /* links libtorch/libc10 */
 	char *path;
@@ -150,10 +150,55 @@ static char *describe(const char *repo, const char *commit, const char *variant,
 
 /* ---- mapping native modules ---------------------------------------------- */
 
+static int same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
 static int same_file(const module *m, const struct stat *st)
 {
 	return m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
-	       m->mtime.tv_sec == st->st_mtim.tv_sec && m->mtime.tv_nsec == st->st_mtim.tv_nsec;
+	       same_time(m->mtime, st->st_mtim) && same_time(m->ctime, st->st_ctim);
+}
+
+/* Tests swap a file here, between its verification and its opening
+ * (tests/test_loader.c); the library itself never defines it. */
+extern void kernels__test_before_open(const char *path) __attribute__((weak));
+
+/* Opens a verified file of the variant to map it: the descriptor must be
+ * the very file whose bytes were hashed (device, inode, size, modification
+ * and change times), so what was hashed is what is loaded; the mapping then
+ * goes through this descriptor. Returns the descriptor or an error. */
+static int open_verified(const kernels_kernel *k, const char *rel, const char *what, struct stat *st)
+{
+	const struct stat *want = NULL;
+	char *path = kernels__sprintf("%s/%s", k->path, rel), real[PATH_MAX];
+	size_t i;
+	int fd = -1, rc;
+
+	for (i = 0; i < kernels__metadata_file_count(k->meta) && !want; i++)
+		if (!strcmp(kernels__metadata_file(k->meta, i), rel))
+			want = kernels__metadata_file_stat(k->meta, i);
+	if (!path)
+		return KERNELS_ENOMEM;
+	if (!want)
+		rc = kernels__error(KERNELS_EINTEGRITY, "loading %s: %s was not among its verified files", what, rel);
+	else if (!realpath(path, real))
+		rc = kernels__error(KERNELS_EIO, "loading %s: %s: %s", what, path, strerror(errno));
+	else if ((kernels__test_before_open ? kernels__test_before_open(real) : (void)0),
+		 (fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, st) < 0)
+		rc = kernels__error(KERNELS_EIO, "loading %s: cannot open %s: %s", what, real, strerror(errno));
+	else if (st->st_dev != want->st_dev || st->st_ino != want->st_ino || st->st_size != want->st_size ||
+		 !same_time(st->st_mtim, want->st_mtim) || !same_time(st->st_ctim, want->st_ctim))
+		rc = kernels__error(KERNELS_EINTEGRITY,
+				    "loading %s: %s changed between its verification and its loading (another "
+				    "process wrote the cache); nothing of it was loaded: load it again", what, rel);
+	else
+		rc = fd;
+	if (rc < 0 && fd >= 0)
+		close(fd);
+	free(path);
+	return rc;
 }
 
 static module *find_module(const struct stat *st)
@@ -351,16 +396,19 @@ static int load_failed(const char *what, const char *library, const char *mapped
 	return rc;
 }
 
+/* Maps the module open on `fd` (verified) through that descriptor, or
+ * through a Python-free copy of its bytes. *keep says the descriptor now
+ * names the mapping and must stay open. */
 static int map_module(const kernels__config *cfg, const kernels_kernel *k, int fd, const struct stat *st,
-		      const char *what, void **dl, int *torch)
+		      const char *what, void **dl, int *torch, int *keep)
 {
 	kernels__elf e;
 	char mapped[64];
 	size_t missing = 0;
 	int rc, mfd = -1;
-	const char *path = k->library;
 
 	*dl = NULL;
+	*keep = 0;
 	if ((rc = kernels__elf_read(fd, what, &e)) < 0)
 		return rc;
 	*torch = links_torch(&e);
@@ -370,43 +418,39 @@ static int map_module(const kernels__config *cfg, const kernels_kernel *k, int f
 	if (unresolved_python(&e, &missing)) {
 		if ((rc = python_free_copy(fd, st, &e, what, &mfd)) < 0)
 			goto done;
-		snprintf(mapped, sizeof(mapped), "/proc/self/fd/%d", mfd);
-		path = mapped;
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: %zu Python C-API reference%s left unbound (no libpython "
 			     "in this process; only PyInit uses them)", what, missing, missing == 1 ? "" : "s");
 	}
+	snprintf(mapped, sizeof(mapped), "/proc/self/fd/%d", mfd >= 0 ? mfd : fd);
 	dlerror();
-	if (!(*dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)))
-		rc = load_failed(what, k->library, path);
+	if (!(*dl = dlopen(mapped, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)))
+		rc = load_failed(what, k->library, mapped);
 done:
-	/* A mapped copy keeps its descriptor for good: the dynamic linker knows
-	 * the module by the name /proc/self/fd/N, and a reused N would make it
-	 * hand back this module for the next copy. */
+	/* A mapped descriptor stays open for good: the dynamic linker knows the
+	 * module by the name /proc/self/fd/N, and a reused N would make it hand
+	 * back this module for the next one. */
 	if (mfd >= 0 && rc < 0)
 		close(mfd);
+	*keep = rc == 0 && mfd < 0;
 	kernels__elf_free(&e);
 	return rc;
 }
 
 /* Maps the module once per process; a later load of the same file (a
  * re-get after close) returns the mapping it already has. */
-static int load_module(const kernels__config *cfg, kernels_kernel *k, const char *what)
+static int load_module(const kernels__config *cfg, kernels_kernel *k, const char *rel, const char *what)
 {
 	module *m = NULL;
 	struct stat st;
-	int fd, rc;
+	int fd, rc = 0, keep = 0;
 
-	if ((fd = open(k->library, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
-		rc = kernels__error(KERNELS_EIO, "loading %s: cannot open %s: %s", what, k->library, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
+	if ((fd = open_verified(k, rel, what, &st)) < 0)
+		return fd;
 	pthread_mutex_lock(&map_lock);
 	if (!(m = find_module(&st))) {
 		void *dl = NULL;
 		int torch = 0;
-		if ((rc = map_module(cfg, k, fd, &st, what, &dl, &torch)) == 0 &&
+		if ((rc = map_module(cfg, k, fd, &st, what, &dl, &torch, &keep)) == 0 &&
 		    (!(m = calloc(1, sizeof(*m))) || !(m->id = kernels__strdup(kernels_metadata_id(k->meta))) ||
 		     !(m->path = kernels__strdup(k->library)))) {
 			/* The module is mapped for good; only our record of it is lost. */
@@ -422,6 +466,7 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 			m->ino = st.st_ino;
 			m->size = st.st_size;
 			m->mtime = st.st_mtim;
+			m->ctime = st.st_ctim;
 			m->dl = dl;
 			m->torch = torch;
 			m->next = modules;
@@ -431,7 +476,8 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 	if (m)
 		k->dl = m->dl;
 	pthread_mutex_unlock(&map_lock);
-	close(fd);
+	if (!keep)
+		close(fd);
 	return rc;
 }
 
@@ -479,7 +525,7 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 			rc = KERNELS_ENOMEM;
 			goto fail;
 		}
-		if ((rc = load_module(cfg, k, what)) < 0)
+		if ((rc = load_module(cfg, k, module, what)) < 0)
 			goto fail;
 	}
 	pthread_mutex_lock(&registry_lock);

@@ -35,6 +35,7 @@ struct kernels_metadata {
 	const char *algorithm;
 	json_t *files;        /* digest.files, borrowed */
 	char **walked;        /* verified files, relative, sorted */
+	struct stat *walked_st; /* what each was verified as (device, inode, size, times) */
 	size_t nwalked;
 };
 
@@ -48,6 +49,7 @@ void kernels_metadata_free(kernels_metadata *m)
 	for (i = 0; i < m->nwalked; i++)
 		free(m->walked[i]);
 	free(m->walked);
+	free(m->walked_st);
 	free(m->archs);
 	json_decref(m->json);
 	free(m);
@@ -241,6 +243,7 @@ fail:
 typedef struct {
 	char *rel;
 	char *real;
+	struct stat st; /* of the descriptor it was hashed through */
 } file_ent;
 
 typedef struct {
@@ -261,7 +264,7 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
-static int push(walk_state *w, const char *rel, const char *real)
+static int push(walk_state *w, const char *rel, const char *real, const struct stat *st)
 {
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 32;
@@ -275,6 +278,7 @@ static int push(walk_state *w, const char *rel, const char *real)
 		return kernels__error(KERNELS_EINVAL, "more than %d files in the variant folder", MAX_FILES);
 	w->v[w->n].rel = kernels__strdup(rel);
 	w->v[w->n].real = kernels__strdup(real);
+	w->v[w->n].st = *st;
 	if (!w->v[w->n].rel || !w->v[w->n].real) {
 		free(w->v[w->n].rel);
 		free(w->v[w->n].real);
@@ -319,7 +323,7 @@ static int walk(walk_state *w, const char *abs, const char *rel, int depth)
 				rc = walk(w, a, r, depth + 1);
 		} else if (S_ISREG(st.st_mode)) {
 			if (!ends_with(de->d_name, ".pyc"))
-				rc = push(w, r, real);
+				rc = push(w, r, real, &st);
 		} else {
 			rc = kernels__error(KERNELS_EUNSAFE, "%s is neither a file nor a folder; remove it", a);
 		}
@@ -337,32 +341,43 @@ static int ent_cmp(const void *a, const void *b)
 
 /* ---- hashing -------------------------------------------------------------- */
 
-/* Standard base64 with padding of the file's digest. */
-static int hash_file(const char *path, const EVP_MD *md, char *out, size_t out_size)
+/* Hashes `path` through one descriptor opened without following a final
+ * link, after `prefix` (git's blob header, or nothing), and records what
+ * was hashed (device, inode, size, times) in *st: the loader maps that
+ * same file or refuses. */
+static int hash_path(const char *path, const EVP_MD *md, const char *prefix, size_t prefix_len,
+		     unsigned char *digest, unsigned int *dlen, struct stat *st)
 {
-	unsigned char buf[65536], digest[EVP_MAX_MD_SIZE];
-	unsigned int dlen = 0;
+	unsigned char buf[65536];
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	FILE *f = fopen(path, "rb");
-	size_t n;
-	int ok;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), ok;
+	ssize_t n = 0;
 
-	if (!ctx || !f) {
-		int rc = f ? kernels__error_oom() :
-			     kernels__error(KERNELS_EIO, "cannot read %s: %s", path, strerror(errno));
+	if (!ctx || fd < 0 || fstat(fd, st) < 0) {
+		int rc = !ctx ? kernels__error_oom() : kernels__error(KERNELS_EIO, "cannot read %s: %s", path, strerror(errno));
 		EVP_MD_CTX_free(ctx);
-		if (f)
-			fclose(f);
+		if (fd >= 0)
+			close(fd);
 		return rc;
 	}
-	ok = EVP_DigestInit_ex(ctx, md, NULL);
-	while (ok && (n = fread(buf, 1, sizeof(buf), f)) > 0)
-		ok = EVP_DigestUpdate(ctx, buf, n);
-	ok = ok && !ferror(f) && EVP_DigestFinal_ex(ctx, digest, &dlen);
-	fclose(f);
+	ok = EVP_DigestInit_ex(ctx, md, NULL) && (!prefix || EVP_DigestUpdate(ctx, prefix, prefix_len));
+	while (ok && (n = read(fd, buf, sizeof(buf))) > 0)
+		ok = EVP_DigestUpdate(ctx, buf, (size_t)n);
+	ok = ok && n == 0 && EVP_DigestFinal_ex(ctx, digest, dlen);
+	close(fd);
 	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return kernels__error(KERNELS_EIO, "hashing %s failed", path);
+	return ok ? 0 : kernels__error(KERNELS_EIO, "hashing %s failed", path);
+}
+
+/* Standard base64 with padding of the file's digest. */
+static int hash_file(file_ent *f, const EVP_MD *md, char *out, size_t out_size)
+{
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+	int rc;
+
+	if ((rc = hash_path(f->real, md, NULL, 0, digest, &dlen, &f->st)) < 0)
+		return rc;
 	if (out_size < 4 * ((dlen + 2) / 3) + 1)
 		return kernels__error(KERNELS_ERROR, "digest buffer too small");
 	EVP_EncodeBlock((unsigned char *)out, digest, (int)dlen);
@@ -381,7 +396,7 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, con
 	int rc = 0;
 
 	json_object_foreach(m->files, key, v) {
-		file_ent probe = { (char *)key, NULL };
+		file_ent probe = { .rel = (char *)key };
 		if (!w->n || !bsearch(&probe, w->v, w->n, sizeof(*w->v), ent_cmp)) {
 			kernels__buf_printf(&msg, "\n  missing file: %s", key);
 			violations++;
@@ -396,7 +411,7 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, con
 			violations++;
 			continue;
 		}
-		if ((rc = hash_file(w->v[i].real, md, got, sizeof(got))) < 0)
+		if ((rc = hash_file(&w->v[i], md, got, sizeof(got))) < 0)
 			break;
 		want = json_string_value(v);
 		if (strcmp(want, got)) {
@@ -417,37 +432,26 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, con
 /* Without a digest, a cached file is proven by its blob: the blob's name
  * is the hash the Hub listed for it when it was downloaded (git's blob
  * sha1 or the LFS sha256), so its content must hash to that name. */
-static int hash_blob(const char *path, int git, const struct stat *st, char *hex)
+static int hash_blob(file_ent *f, int git, char *hex)
 {
-	unsigned char buf[65536], digest[EVP_MAX_MD_SIZE];
+	unsigned char digest[EVP_MAX_MD_SIZE];
 	unsigned int dlen = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	FILE *f = fopen(path, "rb");
 	char header[64];
-	size_t n;
-	int ok;
+	struct stat st;
+	int len = 0, rc;
 
-	if (!ctx || !f) {
-		int rc = f ? kernels__error_oom() : kernels__error(KERNELS_EIO, "cannot read %s: %s", path, strerror(errno));
-		EVP_MD_CTX_free(ctx);
-		if (f)
-			fclose(f);
-		return rc;
-	}
-	ok = EVP_DigestInit_ex(ctx, git ? EVP_sha1() : EVP_sha256(), NULL);
 	if (git) {
-		int len = snprintf(header, sizeof(header), "blob %lld", (long long)st->st_size);
-		ok = ok && EVP_DigestUpdate(ctx, header, (size_t)len + 1);
+		if (stat(f->real, &st) < 0)
+			return kernels__error(KERNELS_EIO, "cannot read %s: %s", f->real, strerror(errno));
+		len = snprintf(header, sizeof(header), "blob %lld", (long long)st.st_size) + 1;
 	}
-	while (ok && (n = fread(buf, 1, sizeof(buf), f)) > 0)
-		ok = EVP_DigestUpdate(ctx, buf, n);
-	ok = ok && !ferror(f) && EVP_DigestFinal_ex(ctx, digest, &dlen);
-	fclose(f);
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return kernels__error(KERNELS_EIO, "hashing %s failed", path);
-	kernels__hex(digest, dlen, hex);
-	return 0;
+	rc = hash_path(f->real, git ? EVP_sha1() : EVP_sha256(), git ? header : NULL, (size_t)len, digest, &dlen,
+		       &f->st);
+	/* A blob that changed size between the header and the read fails its
+	 * name like any other change. */
+	if (rc == 0)
+		kernels__hex(digest, dlen, hex);
+	return rc;
 }
 
 static int check_blobs(walk_state *w, const char *root, const char *dir, const char *what)
@@ -460,16 +464,13 @@ static int check_blobs(walk_state *w, const char *root, const char *dir, const c
 		const char *real = w->v[i].real, *name = real + n;
 		size_t len = strlen(name);
 		char hex[2 * EVP_MAX_MD_SIZE + 1];
-		struct stat st;
 
 		if (strncmp(real, blobs, n) || (len != 40 && len != 64) || strspn(name, "0123456789abcdef") != len) {
 			rc = kernels__error(KERNELS_EINTEGRITY,
 					    "%s%s%s: %s has no digest in metadata.json and is not a cached blob named "
 					    "by its hash, so it cannot be verified; delete the folder and fetch it again",
 					    what ? what : "", what ? " in " : "", dir, w->v[i].rel);
-		} else if (stat(real, &st) < 0) {
-			rc = kernels__error(KERNELS_EIO, "cannot read %s: %s", real, strerror(errno));
-		} else if ((rc = hash_blob(real, len == 40, &st, hex)) == 0 && strcmp(hex, name)) {
+		} else if ((rc = hash_blob(&w->v[i], len == 40, hex)) == 0 && strcmp(hex, name)) {
 			rc = kernels__error(KERNELS_EINTEGRITY,
 					    "%s%s%s: %s does not match the hash it was downloaded under (blob %s, content "
 					    "%s); the cache is corrupt or was tampered with: delete the folder and fetch it "
@@ -538,9 +539,11 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 			     "Kernel '%s' variant '%s' was built from a dirty git tree (%s had uncommitted changes). "
 			     "Its recorded git revision does not fully identify the sources it was built from, so the "
 			     "build may not be reproducible.", m->name, what ? what : dir_real, m->dirty_sources);
-	if (rc == 0 && (m->walked = calloc(w.n ? w.n : 1, sizeof(char *)))) {
+	if (rc == 0 && (m->walked = calloc(w.n ? w.n : 1, sizeof(char *))) &&
+	    (m->walked_st = calloc(w.n ? w.n : 1, sizeof(struct stat)))) {
 		for (i = 0; i < w.n; i++) {
 			m->walked[i] = w.v[i].rel;
+			m->walked_st[i] = w.v[i].st;
 			w.v[i].rel = NULL;
 		}
 		m->nwalked = w.n;
@@ -605,6 +608,11 @@ size_t kernels__metadata_file_count(const kernels_metadata *m)
 const char *kernels__metadata_file(const kernels_metadata *m, size_t i)
 {
 	return m && i < m->nwalked ? m->walked[i] : NULL;
+}
+
+const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t i)
+{
+	return m && i < m->nwalked && m->walked_st ? &m->walked_st[i] : NULL;
 }
 
 const char *kernels_metadata_id(const kernels_metadata *m)

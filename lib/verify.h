@@ -17,5 +17,9 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
  * long as `m`. The loader picks the native module from these. */
 size_t kernels__metadata_file_count(const kernels_metadata *m);
 const char *kernels__metadata_file(const kernels_metadata *m, size_t i);
+/* The i-th file as it was verified: fstat of the descriptor its bytes were
+ * hashed through (device, inode, size, modification and change times). */
+struct stat;
+const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t i);
 
 #endif

@@ -18,6 +18,18 @@
 
 static char *tmp;
 
+/* The loader calls this between verifying a module and opening it to map
+ * it (a weak reference in lib/loader.c): armed, it swaps the file there,
+ * as another writer of a shared cache could. */
+static const char *swap_in;
+void kernels__test_before_open(const char *path)
+{
+	if (swap_in) {
+		assert_int_equal(test_system("cp '%s' '%s.swap' && mv -f '%s.swap' '%s'", swap_in, path, path, path), 0);
+		swap_in = NULL;
+	}
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -367,6 +379,34 @@ static void test_origin_dependency(void **state)
 	free(flags);
 }
 
+/* What is hashed is what is loaded: a module replaced between its
+ * verification and its mapping is refused, and nothing of the replacement
+ * runs (its constructor leaves no marker). */
+static void test_swap_between_verify_and_load(void **state)
+{
+	char *dir, *evil, *marker;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	assert_true(asprintf(&marker, "%s/swapped.ran", tmp) > 0);
+	assert_true(asprintf(&evil, "%s/evil.so", tmp) > 0);
+	assert_int_equal(fx_build_so(evil, 666, marker, NULL, NULL), 0);
+	dir = fx_variant(tmp, "swap/torch211-cxx11-cpu-x86_64-linux", "swap", 5, NULL);
+	assert_non_null(dir);
+	swap_in = evil;
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_EINTEGRITY);
+	assert_null(swap_in); /* the hook ran */
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "changed between its verification and its loading"));
+	assert_int_not_equal(access(marker, F_OK), 0);
+	/* The folder now fails its digest, as it should. */
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_EINTEGRITY);
+	assert_int_not_equal(access(marker, F_OK), 0);
+	free(dir);
+	free(evil);
+	free(marker);
+}
+
 #define THREADS 16
 static char *concurrent_dirs[2];
 static kernels_kernel *concurrent_got[THREADS];
@@ -496,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_python_extension_without_python),
 		cmocka_unit_test(test_python_extension_missing_other_symbol),
 		cmocka_unit_test(test_origin_dependency),
+		cmocka_unit_test(test_swap_between_verify_and_load),
 		cmocka_unit_test(test_concurrent_loads),
 		cmocka_unit_test(test_build_tree),
 		cmocka_unit_test(test_bad_arguments),
