@@ -33,6 +33,48 @@ char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type typ
 	return dir;
 }
 
+/* One folder the cache owns must be a real folder, or absent. */
+static int guard_one(const char *path, const char *what)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 :
+			kernels__error(KERNELS_EIO, "cannot inspect %s: %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return 0;
+	return kernels__error(KERNELS_EUNSAFE,
+			      "%s is %s, not a folder; libkernels writes and loads nothing through it (%s). Remove "
+			      "it, or point the cache (HF_HUB_CACHE/KERNELS_CACHE) at a folder of your own",
+			      path, S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder", what);
+}
+
+int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
+{
+	static const char *const subs[] = { "", "/blobs", "/snapshots", "/refs", "/.libkernels" };
+	char *name = kernels__repo_cache_name(type, repo_id), *path = NULL;
+	size_t i;
+	int rc = name ? 0 : KERNELS_ENOMEM;
+
+	for (i = 0; rc == 0 && i < sizeof(subs) / sizeof(subs[0]); i++) {
+		if (!(path = kernels__sprintf("%s/%s%s", cfg->cache_dir, name, subs[i])))
+			rc = KERNELS_ENOMEM;
+		else
+			rc = guard_one(path, "a planted link could send downloads, or load code, from outside the cache");
+		free(path);
+	}
+	if (rc == 0 && (path = kernels__sprintf("%s/.locks", cfg->cache_dir))) {
+		rc = guard_one(path, "lock files would land outside the cache");
+		free(path);
+		if (rc == 0 && (path = kernels__sprintf("%s/.locks/%s", cfg->cache_dir, name))) {
+			rc = guard_one(path, "lock files would land outside the cache");
+			free(path);
+		}
+	}
+	free(name);
+	return rc;
+}
+
 int kernels_cache_path(char **out, const char *repo_id, const kernels_options *opts)
 {
 	kernels__config cfg;

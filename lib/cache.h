@@ -18,6 +18,13 @@
 /* {root}/{type}s--{org}--{name} (malloc'ed). */
 char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
 
+/* The cache root is the only path trusted as it is (it may be a link, or a
+ * mount): below it, the repo folder, its blobs/, snapshots/, refs/ and
+ * .libkernels/, and .locks/ with the repo's lock folder must be real
+ * folders or absent. KERNELS_EUNSAFE naming the planted link otherwise:
+ * nothing is written or loaded through one. */
+int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
+
 /* The relative link target of snapshots/{commit}/{path}: "../" for every
  * folder between the link and the repo folder, then "blobs/{etag}". */
 char *kernels__cache_link_target(const char *path, const char *etag);

@@ -1012,6 +1012,8 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
 	for (i = 0; i < n_variants; i++)
 		if ((rc = variant_name_check(variants[i])) < 0)
 			return rc;
+	if ((rc = kernels__cache_guard(cfg, *type, repo_id)) < 0)
+		return rc;
 	if (cfg->offline)
 		return download_offline(cfg, type, repo_id, commit, variants, n_variants, snapshot_dir);
 
@@ -1132,7 +1134,7 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type,
 	*local_path = NULL;
 	if ((rc = args_check(repo_id, commit)) < 0)
 		return rc;
-	if ((rc = kernels__repo_path_check(path)) < 0)
+	if ((rc = kernels__repo_path_check(path)) < 0 || (rc = kernels__cache_guard(cfg, *type, repo_id)) < 0)
 		return rc;
 	/* A commit's files never change: what the cache knows is the answer. */
 	if ((rc = cached_file(cfg, type, repo_id, commit, path, local_path)) != 0)

@@ -282,8 +282,9 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 	double t0 = now_ms();
 	int rc;
 
-	rc = root ? kernels__loader_open(cfg, p->repo_id, kernels_revision_commit(p->rev), variant, folder, root, out)
-		  : KERNELS_ENOMEM;
+	rc = !root ? KERNELS_ENOMEM : kernels__cache_guard(cfg, p->type, p->repo_id);
+	if (rc == 0)
+		rc = kernels__loader_open(cfg, p->repo_id, kernels_revision_commit(p->rev), variant, folder, root, out);
 	stats->load_ms = now_ms() - t0;
 	free(root);
 	return rc;

@@ -70,7 +70,7 @@ static void record_write(const kernels__config *cfg, kernels__repo_type type, co
 	FILE *f = NULL;
 	int ok = 0;
 
-	if (path && doc && (dir = kernels__strdup(path)) && (tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid())) &&
+	if (path && doc && kernels__cache_guard(cfg, type, repo_id) == 0 && (dir = kernels__strdup(path)) && (tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid())) &&
 	    (text = json_dumps(doc, JSON_SORT_KEYS))) {
 		*strrchr(dir, '/') = '\0';
 		ok = kernels__mkdir_p(dir, 0777) == 0 && (f = fopen(tmp, "wbx")) && fputs(text, f) >= 0 &&
