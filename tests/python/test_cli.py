@@ -321,7 +321,8 @@ def test_get_bad_arguments(hub, tmp_path):
 def test_get_hub_down(tmp_path):
     cli = Cli(None, tmp_path / "cache")
     p = cli.run("get", "org/k", "v1", "--retries", "0", check=1)
-    assert "trust" in p.stderr  # the publisher check cannot ask the Hub
+    # The revision is resolved (the repo must exist) before its publisher is asked.
+    assert "cannot be reached" in p.stderr and "resolve it once online" in p.stderr
     p = cli.run("get", "org/k", "v1", "--retries", "0", "--trust-remote-code", "--json", check=1)
     assert "cannot be reached" in p.stderr
     assert json.loads(p.stdout)["error"]["name"]
