@@ -4,8 +4,9 @@
  *
  * The Hub's verdict is recorded in the repo's cache folder
  * (.libkernels/trust.json: publisher, verdict, time, endpoint). Offline, or
- * with the Hub unreachable, only a "trusted" record from the same endpoint
- * younger than KERNELS__TRUST_MAX_AGE stands in for the check; without one
+ * with the Hub unreachable, only a "trusted" record younger than
+ * KERNELS__TRUST_MAX_AGE stands in for the check (from whichever endpoint
+ * served the cache's files: offline there is no other to ask); without one
  * (a repo another tool fetched, an old or foreign record) the caller must
  * opt in exactly as online. The record never overrides the caller: an
  * opt-in loads whatever it says. */
@@ -117,8 +118,6 @@ static int record_trusted(const kernels__config *cfg, kernels__repo_type type, c
 			snprintf(why, why_size, "the cache's trust record %s is malformed", path);
 		else if (strcmp(verdict, "trusted") || strcmp(publisher, org))
 			snprintf(why, why_size, "the Hub did not mark '%s' as a trusted publisher when it was last asked", org);
-		else if (strcmp(endpoint, cfg->endpoint))
-			snprintf(why, why_size, "the cache's trust record comes from %s, not %s", endpoint, cfg->endpoint);
 		else if (age > KERNELS__TRUST_MAX_AGE)
 			snprintf(why, why_size, "the Hub's verdict in the cache is %lld days old (older than %d days)",
 				 age / 86400, KERNELS__TRUST_MAX_AGE / 86400);
@@ -138,10 +137,27 @@ static int untrusted(const char *repo_id, const char *why)
 			      "load kernels from publishers the Hub does not mark as trusted", repo_id, why);
 }
 
+/* Nothing of the repo cached: that, not trust, is what the caller must
+ * fix (and what a cache-only load reports). */
+static int cached_at_all(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
+{
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id), *snap = dir ? kernels__sprintf("%s/snapshots", dir) : NULL;
+	struct stat st;
+	int yes = snap && stat(snap, &st) == 0 && S_ISDIR(st.st_mode);
+
+	free(snap);
+	free(dir);
+	return yes;
+}
+
 static int check_offline(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
 {
 	char why[512], text[640];
 
+	if (!cached_at_all(cfg, type, repo_id))
+		return kernels__error(KERNELS_EOFFLINE, "offline: nothing of %s is in the cache (%s); fetch it while "
+				      "online (unset HF_HUB_OFFLINE), or download the locked project first", repo_id,
+				      cfg->cache_dir);
 	if (record_trusted(cfg, type, repo_id, org, why, sizeof(why)))
 		return 0;
 	snprintf(text, sizeof(text), "cannot be checked for a trusted publisher now (the Hub is not asked: offline or "

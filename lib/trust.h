@@ -13,8 +13,8 @@
 /* 0 when `repo_id` (a repo that exists: check after resolving a revision)
  * may be loaded: cfg->trust_remote_code, the repo or its org in
  * cfg->trusted_orgs, or the org's trustedKernelPublisher on the Hub (the
- * verdict is recorded in the cache); offline, a "trusted" record of this
- * endpoint younger than KERNELS__TRUST_MAX_AGE. KERNELS_EUNTRUSTED
+ * verdict is recorded in the cache); offline, a "trusted" record younger
+ * than KERNELS__TRUST_MAX_AGE. KERNELS_EUNTRUSTED
  * otherwise, saying why and what to set; KERNELS_ENETWORK when the Hub
  * cannot be reached (not "untrusted": the caller may answer from the cache,
  * offline, where the record decides). */

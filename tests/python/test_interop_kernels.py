@@ -89,7 +89,18 @@ def test_fetched_by_kernels_loaded_by_libkernels(hub, tmp_path):
     # neither `kernels` itself nor libkernels can name the version; both load
     # the commit.
     hub.log_clear()
-    b = run(hub, cache, ours(f'revision="{v1}", backend="cpu"'), offline=True)
+    # `kernels` records no publisher verdict: offline, libkernels needs the
+    # caller's opt-in for what another tool fetched.
+    refused = run(hub, cache, """
+        import libkernels
+        try:
+            libkernels.get_kernel("%s", revision="%s", backend="cpu")
+            print(json.dumps({"error": None}))
+        except libkernels.UntrustedError as e:
+            print(json.dumps({"error": str(e)}))
+    """ % (REPO, v1), offline=True)
+    assert "no record of a publisher check" in refused["error"] and "trust_remote_code" in refused["error"]
+    b = run(hub, cache, ours(f'revision="{v1}", backend="cpu", trust_remote_code=True'), offline=True)
     assert b["ok"] and b["op"], b
     assert hub.log() == []
     assert b["path"] == a["path"] and b["id"] == a["id"]
@@ -127,7 +138,10 @@ def test_small_variant_both_ways(hub, tmp_path):
     code = ("import {m}\nk = {m}.get_kernel('acme/answer', revision={rev!r}, backend='cpu')\n"
             "print(json.dumps({{'answer': k.answer(), 'path': str(pathlib.Path(k.__file__).parent)}}))")
     code_ours, code_theirs = code.format(m="libkernels", rev="v1"), code.format(m="kernels", rev="v1")
-    for first, second, name in ((code_ours, code_theirs, "a"), (code_theirs, code_ours, "b")):
+    # Offline after `kernels` fetched it, libkernels needs the opt-in (no
+    # publisher verdict was recorded).
+    code_ours_opted_in = code_ours.replace("backend='cpu'", "backend='cpu', trust_remote_code=True")
+    for first, second, name in ((code_ours, code_theirs, "a"), (code_theirs, code_ours_opted_in, "b")):
         cache = tmp_path / f"cache-{name}"
         x = run(hub, cache, first)
         hub.log_clear()
