@@ -3,13 +3,20 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define DEFAULT_ENDPOINT "https://huggingface.co"
+/* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
+#define DEFAULT_TIMEOUT_S 10
+#define DEFAULT_DEADLINE_MS 10000L
+#define ENDPOINTS_MAX 16
 
 int kernels_options_init(kernels_options *opts, unsigned int version)
 {
@@ -103,6 +110,135 @@ static char *token_from_file(void)
 	return *s ? kernels__strdup(s) : NULL;
 }
 
+long long kernels__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void kernels__config_deadline_restart(kernels__config *cfg)
+{
+	cfg->deadline_at = cfg->deadline_ms >= 0 ? kernels__now_ms() + cfg->deadline_ms : 0;
+	if (cfg->deadline_ms >= 0 && cfg->deadline_at == 0)
+		cfg->deadline_at = 1;
+}
+
+long kernels__deadline_left_ms(const kernels__config *cfg)
+{
+	long long left;
+
+	if (!cfg->deadline_at)
+		return LONG_MAX;
+	left = cfg->deadline_at - kernels__now_ms();
+	return left > 0 ? (long)left : 0;
+}
+
+/* A whole number of seconds from the environment, as huggingface_hub reads
+ * HF_HUB_ETAG_TIMEOUT: unset, empty or 0 gives the default; garbage too,
+ * with a warning (Python would raise). */
+static long env_seconds(const kernels_options *opts, const char *name, long dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	long s;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	s = strtol(v, &end, 10);
+	if (errno || *end || s < 0 || s > 24 * 3600) {
+		if (opts && opts->log_cb) {
+			char msg[256];
+			snprintf(msg, sizeof(msg), "%s='%.40s' is not a number of seconds; using %ld", name, v, dflt);
+			opts->log_cb(KERNELS_LOG_WARNING, msg, opts->log_payload);
+		} else {
+			fprintf(stderr, "libkernels: warning: %s='%.40s' is not a number of seconds; using %ld\n", name, v,
+				dflt);
+		}
+		return dflt;
+	}
+	return s ? s : dflt;
+}
+
+static long deadline_from(const kernels_options *opts)
+{
+	const char *v;
+	char *end;
+	long ms;
+
+	if (opts->deadline_ms)
+		return opts->deadline_ms < 0 ? -1 : opts->deadline_ms;
+	v = getenv("KERNELS_DEADLINE_MS");
+	if (v && *v) {
+		errno = 0;
+		ms = strtol(v, &end, 10);
+		if (!errno && !*end)
+			return ms < 0 ? -1 : ms ? ms : DEFAULT_DEADLINE_MS;
+	}
+	return DEFAULT_DEADLINE_MS;
+}
+
+static void endpoints_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char *strip_slash(char *s);
+
+/* Splits "a, b c" into a NULL-terminated list of URLs without trailing
+ * slashes. An empty list is an error: the caller asked for endpoints. */
+static int endpoints_parse(const char *text, const char *source, char ***out, size_t *count)
+{
+	char **v = calloc(ENDPOINTS_MAX + 1, sizeof(*v));
+	size_t n = 0;
+	const char *p = text;
+
+	*out = NULL;
+	*count = 0;
+	if (!v)
+		return kernels__error_oom();
+	while (*p) {
+		size_t len;
+		while (*p == ',' || *p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		len = strcspn(p, ", \t\n");
+		if (!len)
+			break;
+		if (n == ENDPOINTS_MAX) {
+			endpoints_free(v);
+			return kernels__error(KERNELS_EINVAL, "%s lists more than %d endpoints; name a few mirrors and the Hub",
+					      source, ENDPOINTS_MAX);
+		}
+		if (!(v[n] = strip_slash(strndup(p, len)))) {
+			endpoints_free(v);
+			return kernels__error_oom();
+		}
+		if (strncmp(v[n], "http://", 7) && strncmp(v[n], "https://", 8)) {
+			int rc = kernels__error(KERNELS_EINVAL, "endpoint '%s' in %s is not an http:// or https:// URL; "
+						"fix the list (comma-separated URLs, a mirror first and the Hub last)",
+						v[n], source);
+			endpoints_free(v);
+			return rc;
+		}
+		n++;
+		p += len;
+	}
+	if (!n) {
+		endpoints_free(v);
+		return kernels__error(KERNELS_EINVAL, "%s is set but names no endpoint; list http(s) URLs separated by "
+				      "commas, or unset it", source);
+	}
+	*out = v;
+	*count = n;
+	return 0;
+}
+
 static char *strip_slash(char *s)
 {
 	size_t n = s ? strlen(s) : 0;
@@ -137,7 +273,12 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 		     env_nonempty("HF_TOKEN") ? kernels__strdup(getenv("HF_TOKEN")) : token_from_file();
 	cfg->offline = opts->offline == KERNELS_FROM_ENV ? kernels__env_true("HF_HUB_OFFLINE") : !!opts->offline;
 	cfg->telemetry = !kernels__env_true("HF_HUB_DISABLE_TELEMETRY");
-	cfg->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
+	cfg->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
+			  : 1000 * env_seconds(opts, "HF_HUB_ETAG_TIMEOUT", DEFAULT_TIMEOUT_S);
+	cfg->download_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
+				   : 1000 * env_seconds(opts, "HF_HUB_DOWNLOAD_TIMEOUT", DEFAULT_TIMEOUT_S);
+	cfg->deadline_ms = deadline_from(opts);
+	kernels__config_deadline_restart(cfg);
 	cfg->max_retries = opts->max_retries >= 0 ? opts->max_retries : 5;
 	cfg->max_parallel = opts->max_parallel > 0 ? opts->max_parallel : 8;
 	cfg->trust_remote_code = opts->trust_remote_code;
@@ -163,6 +304,29 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 		kernels__config_free(cfg);
 		return KERNELS_ENOMEM;
 	}
+	{
+		const char *list = opts->endpoints && *opts->endpoints ? opts->endpoints : env_nonempty("KERNELS_ENDPOINTS");
+		int rc = 0;
+		if (list) {
+			rc = endpoints_parse(list, opts->endpoints && *opts->endpoints ? "kernels_options.endpoints"
+							: "KERNELS_ENDPOINTS", &cfg->endpoints, &cfg->n_endpoints);
+			if (rc == 0) {
+				/* The first one is "the endpoint" until it fails. */
+				free(cfg->endpoint);
+				if (!(cfg->endpoint = kernels__strdup(cfg->endpoints[0])))
+					rc = KERNELS_ENOMEM;
+			}
+		} else if (!(cfg->endpoints = calloc(2, sizeof(*cfg->endpoints))) ||
+			   !(cfg->endpoints[0] = kernels__strdup(cfg->endpoint))) {
+			rc = kernels__error_oom();
+		} else {
+			cfg->n_endpoints = 1;
+		}
+		if (rc < 0) {
+			kernels__config_free(cfg);
+			return rc;
+		}
+	}
 	if (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8)) {
 		int rc = kernels__error(KERNELS_EINVAL,
 					"Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or options.endpoint",
@@ -181,7 +345,20 @@ void kernels__config_free(kernels__config *cfg)
 	free(cfg->trusted_orgs);
 	free(cfg->local_kernels);
 	free(cfg->torch_dir);
+	endpoints_free(cfg->endpoints);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+void kernels__config_at_endpoint(const kernels__config *cfg, size_t i, kernels__config *out)
+{
+	*out = *cfg;
+	if (i < cfg->n_endpoints)
+		out->endpoint = cfg->endpoints[i];
+}
+
+int kernels__endpoint_failover(int rc)
+{
+	return rc == KERNELS_ENETWORK || rc == KERNELS_EHTTP || rc == KERNELS_ENOTFOUND;
 }
 
 void kernels__log(const kernels__config *cfg, kernels_log_level level, const char *fmt, ...)

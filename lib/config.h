@@ -12,7 +12,12 @@ typedef struct {
 	char *token;           /* NULL when none */
 	int offline;           /* 0/1 */
 	int telemetry;         /* 0 when HF_HUB_DISABLE_TELEMETRY is set */
-	long timeout_ms;
+	long timeout_ms;       /* metadata requests: connect/stall ($HF_HUB_ETAG_TIMEOUT) */
+	long download_timeout_ms; /* file transfers: connect/stall ($HF_HUB_DOWNLOAD_TIMEOUT) */
+	long deadline_ms;      /* the call's budget; <0: none */
+	long long deadline_at; /* CLOCK_MONOTONIC ms when the budget runs out; 0: none */
+	char **endpoints;      /* the ordered endpoints (endpoint is one of them); NULL-terminated */
+	size_t n_endpoints;
 	int max_retries;
 	int max_parallel;
 	int trust_remote_code;
@@ -32,6 +37,26 @@ typedef struct {
  * Free with kernels__config_free. */
 int kernels__config_load(kernels__config *cfg, const kernels_options *opts);
 void kernels__config_free(kernels__config *cfg);
+
+/* Milliseconds of CLOCK_MONOTONIC (the clock deadlines are kept in). */
+long long kernels__now_ms(void);
+
+/* Starts the call's budget again from now (cfg->deadline_ms). Calls over
+ * a whole lock file give each kernel its own budget. */
+void kernels__config_deadline_restart(kernels__config *cfg);
+
+/* Milliseconds left of the call's budget: LONG_MAX without a deadline,
+ * 0 once it has run out. */
+long kernels__deadline_left_ms(const kernels__config *cfg);
+
+/* `cfg` aimed at endpoint number `i` of cfg->endpoints (a shallow copy:
+ * strings stay owned by `cfg`). */
+void kernels__config_at_endpoint(const kernels__config *cfg, size_t i, kernels__config *out);
+
+/* 1 when a failure at one endpoint lets the next one of the list try: it
+ * could not be reached, failed (KERNELS_EHTTP: 5xx, no refs), or lacks the
+ * repo or revision (KERNELS_ENOTFOUND). */
+int kernels__endpoint_failover(int rc);
 
 /* Reports a warning/info through the configured callback (stderr default). */
 void kernels__log(const kernels__config *cfg, kernels_log_level level, const char *fmt, ...)

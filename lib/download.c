@@ -28,6 +28,7 @@
 #define LOCK_POLL_MS 50
 #define ERRBODY_MAX 4096
 #define PROGRESS_STEP (256 << 10)
+#define DEADLINE_GRACE_MS 1000  /* a transfer started after the deadline still gets this long for a first byte */
 
 enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_DONE, J_FAILED };
 
@@ -48,6 +49,8 @@ typedef struct {
 	EVP_MD_CTX *md;
 	long long have;                    /* bytes in .incomplete, all hashed */
 	int restarted;                     /* already started over after a bad hash */
+	int got_bytes;                     /* a byte of the file arrived: the stall timeout governs it now */
+	long long started;                 /* when its current request went out */
 	int attempts;
 	long long not_before, next_lock_try;
 
@@ -224,12 +227,25 @@ static char *resolve_url(fetch *f, job *j)
 static int start(fetch *f, job *j)
 {
 	char range[64], *url = j->url;
+	long left = kernels__deadline_left_ms(f->cfg), connect = f->cfg->download_timeout_ms;
+	int rc;
 
 	if (!url && !(url = j->url = resolve_url(f, j)))
 		return KERNELS_ENOMEM;
+	if ((rc = kernels__hub_down_check(url)) < 0)
+		return kernels__error_prefix("downloading %s", j->entry->path);
 	snprintf(range, sizeof(range), "Range: bytes=%lld-", j->have);
 	if (!(j->h = kernels__hub_easy(f->cfg, url, j->have > 0 ? range : NULL, &j->hdrs)))
 		return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_ENOMEM;
+	/* File transfers stall out after HF_HUB_DOWNLOAD_TIMEOUT, as
+	 * huggingface_hub's do; until the first byte, the deadline bounds them
+	 * (one that starts after it, behind others, gets the grace). */
+	if (!j->got_bytes && left < connect)
+		connect = left > DEADLINE_GRACE_MS ? left : DEADLINE_GRACE_MS;
+	j->started = now_ms();
+	curl_easy_setopt(j->h, CURLOPT_CONNECTTIMEOUT_MS, connect);
+	curl_easy_setopt(j->h, CURLOPT_LOW_SPEED_TIME,
+			 f->cfg->download_timeout_ms >= 2000 ? f->cfg->download_timeout_ms / 1000 : 1L);
 	kernels__hub_headers_clear(&j->hd);
 	kernels__buf_free(&j->errbody);
 	j->body_seen = j->discard = j->abort_code = 0;
@@ -331,6 +347,7 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 		off += (size_t)w;
 	}
 	EVP_DigestUpdate(j->md, data, n);
+	j->got_bytes = 1;
 	j->have += (long long)n;
 	account(f, (long long)n);
 	if (f->stats)
@@ -473,6 +490,8 @@ static void finished(fetch *f, job *j, CURLcode res)
 		}
 		res = CURLE_PARTIAL_FILE;
 	}
+	if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
+		kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint, *j->curl_err ? j->curl_err : curl_easy_strerror(res));
 	if ((res != CURLE_OK && kernels__hub_transient_curl(res)) ||
 	    (res == CURLE_OK && kernels__hub_transient_status(status)) ||
 	    (res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size)) {
@@ -568,6 +587,34 @@ static int all_settled(fetch *f)
 	return 1;
 }
 
+/* Past the call's deadline: a transfer that has had no byte of its file
+ * for the grace period (asked, or waiting to retry) is what the call
+ * waits on; one whose bytes flow is bounded by the stall timeout instead,
+ * so a large kernel on a slow link still arrives. */
+static job *waiting_past_deadline(fetch *f, long long now)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_jobs; i++) {
+		job *j = &f->jobs[i];
+		if (j->got_bytes || !j->started)
+			continue;
+		if ((j->state == J_ACTIVE && now - j->started >= DEADLINE_GRACE_MS) ||
+		    (j->state == J_READY && j->not_before > now))
+			return j;
+	}
+	return NULL;
+}
+
+static void deadline_passed(fetch *f, const job *w)
+{
+	f->fail_code = kernels__error(KERNELS_ENETWORK, "no byte of %.300s (%s) arrived within the call's deadline of "
+				      "%ld ms (from %.300s, %d attempt%s)", w->entry->path, f->repo_id,
+				      f->cfg->deadline_ms, w->url ? w->url : f->cfg->endpoint, w->attempts + 1,
+				      w->attempts ? "s" : "");
+	snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
+}
+
 static int run(fetch *f)
 {
 	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1;
@@ -577,8 +624,13 @@ static int run(fetch *f)
 	while (!f->fail_code && !f->cancelled && !all_settled(f)) {
 		long long now = now_ms(), wake = now + 100;
 		CURLMsg *m;
+		job *late;
 		int left;
 
+		if (kernels__deadline_left_ms(f->cfg) <= 0 && (late = waiting_past_deadline(f, now))) {
+			deadline_passed(f, late);
+			break;
+		}
 		for (i = 0; i < f->n_jobs && !f->fail_code; i++) {
 			job *j = &f->jobs[i];
 			if (j->state == J_WAIT_LOCK && f->holding < limit)

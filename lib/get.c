@@ -351,35 +351,71 @@ static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats
 	return rc;
 }
 
+/* What the cache lacks, said plainly: the Hub being down is the reason
+ * given once, the cache's gap the other half, and nothing about "offline"
+ * (the caller did not ask for that). `p` tells how far the plan got. */
+static int cache_lacks(const kernels__config *cfg, const char *repo_id, const char *revision, const plan *p,
+		       const char *variant, const char *reason)
+{
+	char lacks[512];
+
+	if (!p->rev)
+		snprintf(lacks, sizeof(lacks), "no record of revision '%s' of %s", revision ? revision : "", repo_id);
+	else if (!variant)
+		snprintf(lacks, sizeof(lacks), "no variant list for %s at commit %s", p->repo_id ? p->repo_id : repo_id,
+			 kernels_revision_commit(p->rev));
+	else
+		snprintf(lacks, sizeof(lacks), "no copy of variant %s of %s at commit %s", variant, p->repo_id,
+			 kernels_revision_commit(p->rev));
+	return kernels__error(KERNELS_ENETWORK, "the Hub is down or not answering (%s), and the cache at %s lacks what "
+			      "was asked: %s; try again when the Hub answers, or ask for a revision the cache holds",
+			      reason, cfg->cache_dir, lacks);
+}
+
 /* The Hub cannot be reached (the current error says why): what the cache
  * holds was verified, and its publisher trusted, when it was downloaded,
  * so it may answer, exactly as offline; nothing new is fetched, so nothing
- * unverified can arrive. `offline` is the caller's copy of cfg to run with. */
+ * unverified can arrive. `offline` is the caller's copy of cfg to run with.
+ * The revision stage already fell back on its own: when it is what failed,
+ * its message (Hub down, and which refs the cache lacks) stands. */
 static int plan_cached(const kernels__config *cfg, kernels__config *offline, const char *repo_id,
-		       const char *revision, plan *p, kernels_get_stats *stats)
+		       const char *revision, plan *p, kernels_get_stats *stats, char *reason, size_t reason_len)
 {
-	char reason[1024];
-	int rc;
+	int rc, revision_failed = !p->rev;
 
-	snprintf(reason, sizeof(reason), "%s", kernels_error_last());
-	kernels__log(cfg, KERNELS_LOG_WARNING, "the Hub cannot be reached (%s); answering for %s from the cache",
-		     reason, repo_id);
+	snprintf(reason, reason_len, "%s", kernels_error_last());
+	if (!revision_failed)
+		kernels__log(cfg, KERNELS_LOG_WARNING, "the Hub cannot be reached (%s); answering for %s from the cache",
+			     reason, repo_id);
 	kernels__plan_free(p);
 	*offline = *cfg; /* shallow: strings stay owned by cfg */
 	offline->offline = 1;
 	rc = kernels__plan_remote(offline, repo_id, revision, p, stats);
-	if (rc == KERNELS_EOFFLINE)
-		rc = kernels__error(KERNELS_ENETWORK, "%s: the Hub cannot be reached (%s) and the cache does not hold "
-				    "what was asked: %s", repo_id, reason, kernels_error_last());
+	if (rc < 0 && revision_failed && !p->rev)
+		rc = kernels__error(KERNELS_ENETWORK, "%s", reason);
+	else if (rc == KERNELS_EOFFLINE)
+		rc = cache_lacks(cfg, repo_id, revision, p, NULL, reason);
+	return rc;
+}
+
+/* kernels_get at one endpoint. */
+static int get_at(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
+		  kernels_get_stats *stats, kernels_kernel **out)
+{
+	int rc = kernels__plan_remote(cfg, repo_id, revision, p, stats);
+
+	if (rc == 0)
+		rc = fetch_and_load(cfg, p, stats, out);
 	return rc;
 }
 
 static int get_with_config(const kernels__config *cfg, const char *repo_id, const char *revision,
 			   kernels_kernel **out, kernels_get_stats *stats)
 {
-	kernels__config offline;
-	char *local;
+	kernels__config offline, at;
+	char *local, reason[2048] = "", tried[2048] = "";
 	plan p = { 0 };
+	size_t i;
 	int rc;
 
 	if (repo_id && (local = local_override(cfg, repo_id))) {
@@ -393,13 +429,28 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		free(local);
 		return rc;
 	}
-	rc = kernels__plan_remote(cfg, repo_id, revision, &p, stats);
-	if (rc == KERNELS_ENETWORK && !cfg->offline) {
-		rc = plan_cached(cfg, &offline, repo_id, revision, &p, stats);
-		cfg = &offline;
+	/* The endpoints in turn (a mirror, then the Hub), under one deadline. */
+	for (i = 0; i < cfg->n_endpoints; i++) {
+		kernels__config_at_endpoint(cfg, i, &at);
+		kernels__plan_free(&p);
+		rc = get_at(&at, repo_id, revision, &p, stats, out);
+		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
+			break;
+		kernels__log(cfg, KERNELS_LOG_INFO, "%s failed (%s); trying %s", at.endpoint, kernels_error_last(),
+			     cfg->endpoints[i + 1]);
+		snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s: %.300s", *tried ? "; " : "",
+			 at.endpoint, kernels_error_last());
 	}
-	if (rc == 0)
-		rc = fetch_and_load(cfg, &p, stats, out);
+	if (rc == KERNELS_ENETWORK && !cfg->offline) {
+		rc = plan_cached(cfg, &offline, repo_id, revision, &p, stats, reason, sizeof(reason));
+		if (rc == 0) {
+			rc = fetch_and_load(&offline, &p, stats, out);
+			if (rc == KERNELS_EOFFLINE)
+				rc = cache_lacks(cfg, repo_id, revision, &p, kernels_variant_trace_chosen(p.trace), reason);
+		}
+	}
+	if (rc < 0 && *tried)
+		kernels__error_prefix("tried %s first", tried);
 	kernels__plan_free(&p);
 	return rc;
 }
@@ -435,6 +486,7 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	kernels__config cfg;
 	kernels_get_stats stats;
 	plan p = { 0 };
+	size_t i;
 	int rc;
 
 	if (!out)
@@ -442,10 +494,18 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = kernels__plan_remote(&cfg, repo_id, revision, &p, &stats);
+	for (i = 0; i < cfg.n_endpoints; i++) {
+		kernels__config at;
+		kernels__config_at_endpoint(&cfg, i, &at);
+		kernels__plan_free(&p);
+		rc = kernels__plan_remote(&at, repo_id, revision, &p, &stats);
+		if (rc == 0 || cfg.offline || !kernels__endpoint_failover(rc))
+			break;
+	}
 	if (rc == KERNELS_ENETWORK && !cfg.offline) {
 		kernels__config offline;
-		rc = plan_cached(&cfg, &offline, repo_id, revision, &p, &stats);
+		char reason[2048];
+		rc = plan_cached(&cfg, &offline, repo_id, revision, &p, &stats, reason, sizeof(reason));
 	}
 	if (rc == 0) {
 		*out = p.trace;

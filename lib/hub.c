@@ -26,6 +26,9 @@
 #define TREE_MAX_ENTRIES 1000000
 #define PATH_MAX_BYTES 4096
 #define FILE_SIZE_CAP (64LL << 30) /* no kernel file is anywhere near 64 GiB */
+#define DOWN_SLOTS 16
+#define DOWN_TTL_MS 30000          /* documented: README, "When the Hub cannot be reached" */
+#define DOWN_AFTER_SILENT_MS 1000  /* a silence shorter than this proves nothing */
 
 /* ---- process-wide state --------------------------------------------------- */
 
@@ -37,6 +40,16 @@ static pthread_mutex_t ua_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *ua_extra;
 static char ua_os[64], ua_cpu[64];
 static _Atomic long backoff_base_ms = 250; /* a test hook may change it */
+
+/* Origins that did not answer lately: the next call falls back at once
+ * instead of waiting for the same silence again. */
+static pthread_mutex_t down_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char origin[300];
+	long long since, until;
+	char why[256];
+} down[DOWN_SLOTS];
+static _Atomic long down_ttl_ms = DOWN_TTL_MS;
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *payload)
 {
@@ -219,12 +232,108 @@ int kernels__hub_same_origin(const kernels__config *cfg, const char *url)
 	return origin_of(cfg->endpoint, a, sizeof(a)) == 0 && origin_of(url, b, sizeof(b)) == 0 && !strcmp(a, b);
 }
 
+/* ---- "the Hub did not answer" memory ------------------------------------------ */
+
+void kernels__hub_set_down_ttl_ms(long ms)
+{
+	down_ttl_ms = ms;
+}
+
+void kernels__hub_down_forget_all(void)
+{
+	pthread_mutex_lock(&down_lock);
+	memset(down, 0, sizeof(down));
+	pthread_mutex_unlock(&down_lock);
+}
+
+/* The memory's key: the origin, and the proxy settings curl reads for it
+ * (a dead proxy is not a dead Hub; new settings deserve a new try). */
+static int down_key(const char *url, char *key, size_t n)
+{
+	static const char *const vars[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+					     "ALL_PROXY", "no_proxy", "NO_PROXY" };
+	unsigned long hash = 5381;
+	size_t i;
+	const char *v;
+
+	if (origin_of(url, key, n) < 0)
+		return -1;
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		for (v = getenv(vars[i]); v && *v; v++)
+			hash = hash * 33 + (unsigned char)*v + i;
+	snprintf(key + strlen(key), n - strlen(key), " %lx", hash);
+	return 0;
+}
+
+void kernels__hub_down_mark(const char *url, const char *why)
+{
+	char o[300];
+	long long now = kernels__now_ms();
+	int i, slot = 0;
+
+	if (down_key(url, o, sizeof(o)) < 0 || down_ttl_ms <= 0)
+		return;
+	pthread_mutex_lock(&down_lock);
+	for (i = 0; i < DOWN_SLOTS; i++) {
+		if (!strcmp(down[i].origin, o) || down[i].until < now) {
+			slot = i;
+			if (!strcmp(down[i].origin, o))
+				break;
+		} else if (down[i].until < down[slot].until) {
+			slot = i;
+		}
+	}
+	snprintf(down[slot].origin, sizeof(down[slot].origin), "%s", o);
+	snprintf(down[slot].why, sizeof(down[slot].why), "%s", why);
+	down[slot].since = now;
+	down[slot].until = now + down_ttl_ms;
+	pthread_mutex_unlock(&down_lock);
+}
+
+static void down_forget(const char *url)
+{
+	char o[300];
+	int i;
+
+	if (down_key(url, o, sizeof(o)) < 0)
+		return;
+	pthread_mutex_lock(&down_lock);
+	for (i = 0; i < DOWN_SLOTS; i++)
+		if (!strcmp(down[i].origin, o))
+			memset(&down[i], 0, sizeof(down[i]));
+	pthread_mutex_unlock(&down_lock);
+}
+
+int kernels__hub_down_check(const char *url)
+{
+	char o[300], why[256] = "";
+	long long now = kernels__now_ms(), since = 0, until = 0;
+	int i, hit = 0;
+
+	if (down_key(url, o, sizeof(o)) < 0)
+		return 0;
+	pthread_mutex_lock(&down_lock);
+	for (i = 0; i < DOWN_SLOTS && !hit; i++) {
+		if (strcmp(down[i].origin, o) || down[i].until <= now)
+			continue;
+		hit = 1;
+		since = down[i].since;
+		until = down[i].until;
+		memcpy(why, down[i].why, sizeof(why));
+	}
+	pthread_mutex_unlock(&down_lock);
+	if (!hit)
+		return 0;
+	*strchr(o, ' ') = '\0';    /* the origin without the proxy hash */
+	return kernels__error(KERNELS_ENETWORK, "%s did not answer %.1f s ago (%s); not asking again for %.1f s",
+			      o, (double)(now - since) / 1000, why, (double)(until - now) / 1000);
+}
+
 int kernels__hub_transient_curl(CURLcode rc)
 {
 	switch (rc) {
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_CONNECT:
+	/* A refused connection or a failed DNS lookup says the same thing on
+	 * the next try a second later: no retry ladder for those. */
 	case CURLE_OPERATION_TIMEDOUT:
 	case CURLE_PARTIAL_FILE:
 	case CURLE_SEND_ERROR:
@@ -328,7 +437,10 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 #endif
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, cfg->timeout_ms);
+	{
+		long left = kernels__deadline_left_ms(cfg);
+		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left < cfg->timeout_ms ? (left > 0 ? left : 1L) : cfg->timeout_ms);
+	}
 	/* A transfer that moves nothing for the timeout is stalled; a slow
 	 * but moving download of a large file is not an error. */
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -368,6 +480,7 @@ void kernels__hub_headers_clear(kernels__hub_headers *h)
 	free(h->error_code);
 	free(h->error_message);
 	free(h->content_range);
+	free(h->content_type);
 	memset(h, 0, sizeof(*h));
 	h->content_length = h->linked_size = -1;
 	h->retry_after = -1;
@@ -461,6 +574,8 @@ size_t kernels__hub_header_cb(char *data, size_t size, size_t nitems, void *user
 		set_str(&h->error_message, v);
 	else if (!strcasecmp(line, "content-range"))
 		set_str(&h->content_range, v);
+	else if (!strcasecmp(line, "content-type"))
+		set_str(&h->content_type, v);
 	else if (!strcasecmp(line, "content-length"))
 		h->content_length = strtoll(v, NULL, 10);
 	else if (!strcasecmp(line, "x-linked-size"))
@@ -488,14 +603,18 @@ static size_t on_body(char *data, size_t size, size_t nitems, void *userdata)
 	return n;
 }
 
-/* One request without redirects or retries. Returns the curl result. */
-static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, hop *h, char *errbuf)
+/* One request without redirects or retries. Returns the curl result;
+ * *waited_ms is how long it took. */
+static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, hop *h, char *errbuf,
+		       long long *waited_ms)
 {
 	struct curl_slist *headers;
-	CURL *c = kernels__hub_easy(cfg, url, NULL, &headers);
+	CURL *c;
 	CURLcode rc;
+	long long t0 = kernels__now_ms();
 
-	if (!c)
+	*waited_ms = 0;
+	if (!(c = kernels__hub_easy(cfg, url, NULL, &headers)))
 		return CURLE_OUT_OF_MEMORY;
 	kernels__hub_headers_clear(&h->hd);
 	kernels__buf_free(&h->body);
@@ -507,15 +626,29 @@ static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, ho
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-	/* The whole API answer must arrive within a bound, not just trickle. */
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, cfg->timeout_ms * 4);
+	/* The whole API answer must arrive within a bound, not just trickle,
+	 * and within what is left of the call's budget. */
+	{
+		long left = kernels__deadline_left_ms(cfg), whole = cfg->timeout_ms * 4;
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left < whole ? (left > 0 ? left : 1L) : whole);
+	}
 	if (head)
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->hd.status);
 	curl_easy_cleanup(c);
 	curl_slist_free_all(headers);
+	*waited_ms = kernels__now_ms() - t0;
 	return rc;
+}
+
+/* Whether a failed hop says "nobody answers there" (remembered for the
+ * next calls) rather than "this one transfer broke". */
+static int says_down(CURLcode rc, const hop *h, long long waited_ms)
+{
+	if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY)
+		return 1;
+	return rc == CURLE_OPERATION_TIMEDOUT && h->hd.status == 0 && waited_ms >= DOWN_AFTER_SILENT_MS;
 }
 
 void kernels__hub_response_free(kernels__hub_response *r)
@@ -528,6 +661,7 @@ void kernels__hub_response_free(kernels__hub_response *r)
 	free(r->repo_commit);
 	free(r->location);
 	free(r->link_next);
+	free(r->content_type);
 	free(r->body);
 	memset(r, 0, sizeof(*r));
 	r->size = -1;
@@ -540,43 +674,69 @@ static char *take(char **p)
 	return s;
 }
 
-/* One hop with retries on transient failures. 0 with h filled, or an error. */
+/* One hop with retries on transient failures, within the call's budget.
+ * 0 with h filled (a 5xx or 429 that outlived the retries is an answer
+ * too: the caller names it), or KERNELS_ENETWORK saying what was tried. */
 static int hop_with_retries(const kernels__config *cfg, const char *url, int head, hop *h)
 {
-	char errbuf[CURL_ERROR_SIZE];
-	int attempt;
-	CURLcode rc = CURLE_OK;
+	const char *method = head ? "HEAD" : "GET";
+	char errbuf[CURL_ERROR_SIZE], why[CURL_ERROR_SIZE + 64];
+	long long waited = 0;
+	int attempt, rc;
+	CURLcode cc = CURLE_OK;
 
+	if ((rc = kernels__hub_down_check(url)) < 0)
+		return rc;
 	for (attempt = 0;; attempt++) {
-		rc = do_hop(cfg, url, head, h, errbuf);
-		if (rc == CURLE_OUT_OF_MEMORY)
+		long ms, left = kernels__deadline_left_ms(cfg);
+
+		if (left <= 0)
+			return kernels__error(KERNELS_ENETWORK, "%s %s: the call's deadline of %ld ms ran out %s%s", method, url,
+					      cfg->deadline_ms, attempt ? "after " : "before it was sent", attempt ? why : "");
+		cc = do_hop(cfg, url, head, h, errbuf, &waited);
+		if (cc == CURLE_OUT_OF_MEMORY)
 			return kernels__error_oom();
-		if (rc == CURLE_WRITE_ERROR && h->body_overflow)
+		if (cc == CURLE_WRITE_ERROR && h->body_overflow)
 			return kernels__error(KERNELS_EHTTP, "the answer to GET %s is larger than %u MiB; check HF_ENDPOINT",
 					      url, KERNELS__HUB_BODY_MAX >> 20);
-		if (attempt >= cfg->max_retries)
+		if (cc == CURLE_OK) {
+			snprintf(why, sizeof(why), "HTTP %ld", h->hd.status);
+			down_forget(url);
+			if (!kernels__hub_transient_status(h->hd.status) || attempt >= cfg->max_retries)
+				return 0;
+			ms = kernels__hub_backoff_ms(attempt, h->hd.retry_after);
+			if (ms >= kernels__deadline_left_ms(cfg)) {
+				kernels__log(cfg, KERNELS_LOG_INFO, "%s %s answered %ld; no time left in the call's deadline "
+					     "to wait %ld ms and retry", method, url, h->hd.status, ms);
+				return 0;
+			}
+			kernels__log(cfg, KERNELS_LOG_INFO, "%s %s answered %ld; retrying in %ld ms", method, url,
+				     h->hd.status, ms);
+			sleep_ms(ms);
+			continue;
+		}
+		snprintf(why, sizeof(why), "%s", *errbuf ? errbuf : curl_easy_strerror(cc));
+		if (says_down(cc, h, waited)) {
+			kernels__hub_down_mark(url, why);
 			break;
-		if (rc != CURLE_OK && kernels__hub_transient_curl(rc)) {
-			long ms = kernels__hub_backoff_ms(attempt, -1);
-			kernels__log(cfg, KERNELS_LOG_INFO, "GET %s failed (%s); retrying in %ld ms", url,
-				     *errbuf ? errbuf : curl_easy_strerror(rc), ms);
-			sleep_ms(ms);
-			continue;
 		}
-		if (rc == CURLE_OK && kernels__hub_transient_status(h->hd.status)) {
-			long ms = kernels__hub_backoff_ms(attempt, h->hd.status == 429 || h->hd.status == 503 ? h->hd.retry_after : -1);
-			kernels__log(cfg, KERNELS_LOG_INFO, "GET %s answered %ld; retrying in %ld ms", url, h->hd.status, ms);
-			sleep_ms(ms);
-			continue;
-		}
-		break;
+		if (!kernels__hub_transient_curl(cc) || attempt >= cfg->max_retries)
+			break;
+		ms = kernels__hub_backoff_ms(attempt, -1);
+		if (ms >= kernels__deadline_left_ms(cfg))
+			break;
+		kernels__log(cfg, KERNELS_LOG_INFO, "%s %s failed (%s); retrying in %ld ms", method, url, why, ms);
+		sleep_ms(ms);
 	}
-	if (rc != CURLE_OK)
-		return kernels__error(KERNELS_ENETWORK,
-				      "cannot reach the Hub at %s (%s) after %d attempt(s); check the network, "
-				      "HF_ENDPOINT and proxy settings, or set HF_HUB_OFFLINE=1 to use the cache",
-				      url, *errbuf ? errbuf : curl_easy_strerror(rc), attempt + 1);
-	return 0;
+	if (cc == CURLE_OPERATION_TIMEDOUT && kernels__deadline_left_ms(cfg) <= 0)
+		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within the call's deadline of %ld ms (%s, %d "
+				      "attempt%s)", method, url, cfg->deadline_ms, why, attempt + 1, attempt ? "s" : "");
+	if (cc == CURLE_OPERATION_TIMEDOUT)
+		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within %lld ms (%s, %d attempt%s); the server "
+				      "accepts connections but does not answer", method, url, waited, why, attempt + 1,
+				      attempt ? "s" : "");
+	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s (%s, %d attempt%s); check the network, HF_ENDPOINT "
+			      "and proxy settings", url, why, attempt + 1, attempt ? "s" : "");
 }
 
 int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, int head,
@@ -635,6 +795,7 @@ int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, in
 	r->repo_commit = repo_commit ? take(&repo_commit) : NULL;
 	r->location = take(&h.hd.location);
 	r->link_next = take(&h.hd.link_next);
+	r->content_type = take(&h.hd.content_type);
 	r->size = linked_size >= 0 ? linked_size : h.hd.content_length;
 	if (!head) {
 		r->body_len = h.body.len;

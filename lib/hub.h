@@ -22,6 +22,7 @@ typedef struct {
 	char *repo_commit;      /* X-Repo-Commit */
 	char *location;         /* Location of a redirect not followed */
 	char *link_next;        /* URL of Link: <...>; rel="next" */
+	char *content_type;     /* Content-Type */
 	long long size;         /* X-Linked-Size or Content-Length; -1 unknown */
 	char *body;             /* NUL-terminated body (GET), NULL for HEAD */
 	size_t body_len;
@@ -31,10 +32,14 @@ void kernels__hub_response_free(kernels__hub_response *r);
 
 /* GET (or HEAD when `head`) of `url_or_path`: a path starting with '/' is
  * appended to cfg->endpoint, anything else is a full URL. Sends the token
- * only to the endpoint's host, the User-Agent, and retries connection
- * errors, 5xx and 429 (Retry-After) up to cfg->max_retries. Returns 0 when
- * an HTTP answer of any status arrived (check r->status), KERNELS_ENETWORK
- * when the Hub could not be reached, KERNELS_EOFFLINE when cfg->offline.
+ * only to the endpoint's host, the User-Agent, and retries 5xx and 429
+ * (with Retry-After), resets and stalls up to cfg->max_retries, never a
+ * refused connection or a failed DNS lookup, and never past the call's
+ * deadline (cfg->deadline_at: every wait and timeout is cut to what is
+ * left). Returns 0 when an HTTP answer of any status arrived (check
+ * r->status), KERNELS_ENETWORK when the Hub could not be reached (or is
+ * remembered as not answering: kernels__hub_down_check) or the deadline ran
+ * out, KERNELS_EOFFLINE when cfg->offline.
  * Redirects: same-host redirects are always followed; a redirect to another
  * host (an LFS file's CDN) is followed by GET (without the token) and left
  * in r->location by HEAD. Headers of the first answer that carry metadata
@@ -113,7 +118,7 @@ int kernels__hub_set_user_agent_extra(const char *extra);
 typedef struct {
 	long status;
 	char *etag, *linked_etag, *repo_commit, *location, *link_next, *error_code, *error_message;
-	char *content_range;
+	char *content_range, *content_type;
 	long long content_length, linked_size;  /* -1 when absent */
 	long retry_after;                        /* seconds, -1 when absent */
 	int complete;                            /* the blank line ending the headers arrived */
@@ -152,5 +157,22 @@ char *kernels__etag_normalize(const char *etag);
 
 /* Tests only: the base of the exponential backoff in ms (default 250). */
 void kernels__hub_set_backoff_base_ms(long ms);
+
+/* ---- "did not answer" memory ------------------------------------------------ */
+
+/* An origin (scheme, host, port) where a connection was refused, a DNS
+ * lookup failed, or nothing answered for a second or more is remembered
+ * process-wide for 30 s (mutex-protected), so the calls that follow fall
+ * back to the cache at once instead of waiting for the same silence; the
+ * first call after that tries again, and any answer clears it.
+ * kernels__hub_down_check: KERNELS_ENETWORK (with a message saying when
+ * and why) while `url`'s origin is remembered, else 0. Every request of
+ * the Hub client and the transfer engine checks it first. */
+int kernels__hub_down_check(const char *url);
+/* Remembers `url`'s origin as not answering (`why`: what happened). */
+void kernels__hub_down_mark(const char *url, const char *why);
+/* Tests only: the memory's expiry (ms; 0 turns it off) and forgetting it all. */
+void kernels__hub_set_down_ttl_ms(long ms);
+void kernels__hub_down_forget_all(void);
 
 #endif

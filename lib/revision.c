@@ -1,11 +1,14 @@
 /* The revision stage: what the caller asked for -> one commit id.
  *
  * The refs come from the repo's git remote through libgit2 (one GET of
- * info/refs, no clone), or from the cache's refs/ folder when offline or
- * when the Hub cannot be reached. Both feed the same matcher (resolve_in),
- * so online and offline answers follow the same documented order. */
+ * info/refs, no clone, carried by the Hub client: lib/gitls.c); from the
+ * REST listing /api/{kernels,models}/{repo}/refs when the endpoint serves
+ * no git smart HTTP (a mirror); or from the cache's refs/ folder when
+ * offline or when the Hub cannot be reached. All feed the same matcher
+ * (resolve_in), so every answer follows the same documented order. */
 #include "revision.h"
 #include "error.h"
+#include "gitls.h"
 #include "hub.h"
 #include "cache.h"
 #include "refs.h"
@@ -15,8 +18,6 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <git2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,258 +30,6 @@
 #define SHORT_COMMIT_MIN 7
 #define NEAREST_MAX 5
 #define LISTED_MAX 30          /* versions named in an error message */
-
-/* ---- libgit2, initialised once per process and never shut down, so a
- * host application's own use of libgit2 is never pulled from under it. */
-
-static pthread_once_t git_once = PTHREAD_ONCE_INIT;
-static int git_init_rc;
-
-static void git_init(void)
-{
-	git_init_rc = git_libgit2_init();
-}
-
-static int git_ready(void)
-{
-	pthread_once(&git_once, git_init);
-	if (git_init_rc < 0) {
-		const git_error *e = git_error_last();
-		return kernels__error(KERNELS_ERROR, "cannot initialise libgit2: %s; check the libgit2 installation",
-				      e ? e->message : "unknown error");
-	}
-	return 0;
-}
-
-/* ---- listing a remote: one worker thread per attempt, so a Hub that
- * accepts the connection and then says nothing cannot hang the caller
- * (libgit2 1.5 has no timeouts of its own). On a timeout the worker is
- * left to finish alone; it owns everything it touches. */
-
-enum { LS_OK, LS_NOT_FOUND, LS_AUTH, LS_NETWORK, LS_TLS, LS_HTTP, LS_ERROR };
-
-typedef struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int holders;            /* caller and worker */
-	int done;
-	char *url;
-	char *auth;             /* "Authorization: Bearer ..." or NULL */
-	int outcome;
-	long status;            /* HTTP status when libgit2 named one */
-	char message[512];
-	kernels__ref *heads;    /* full ref names (refs/heads/main, refs/tags/v1^{}) */
-	size_t count;
-} ls_job;
-
-static void job_release(ls_job *j)
-{
-	int last;
-
-	pthread_mutex_lock(&j->mu);
-	last = --j->holders == 0;
-	pthread_mutex_unlock(&j->mu);
-	if (!last)
-		return;
-	free(j->url);
-	free(j->auth);
-	kernels__refs_free(j->heads, j->count);
-	pthread_mutex_destroy(&j->mu);
-	pthread_cond_destroy(&j->cv);
-	free(j);
-}
-
-/* libgit2 reports an HTTP failure as "unexpected http status code: 404". */
-static int classify(int rc, const git_error *e, long *status)
-{
-	const char *p;
-
-	if (rc == GIT_EAUTH) {
-		*status = 401;
-		return LS_AUTH;
-	}
-	if (!e)
-		return LS_ERROR;
-	if (e->klass == GIT_ERROR_HTTP && (p = strstr(e->message, "status code: "))) {
-		*status = strtol(p + 13, NULL, 10);
-		if (*status == 404)
-			return LS_NOT_FOUND;
-		if (*status == 401 || *status == 403)
-			return LS_AUTH;
-		return LS_HTTP;
-	}
-	if (e->klass == GIT_ERROR_SSL)
-		return LS_TLS;
-	if (e->klass == GIT_ERROR_OS || e->klass == GIT_ERROR_NET || e->klass == GIT_ERROR_HTTP)
-		return LS_NETWORK;
-	return LS_ERROR;
-}
-
-static int copy_heads(ls_job *j, const git_remote_head **heads, size_t n)
-{
-	size_t i;
-
-	if (n && !(j->heads = calloc(n, sizeof(*j->heads))))
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (!(j->heads[i].name = strdup(heads[i]->name)))
-			return -1;
-		git_oid_tostr(j->heads[i].commit, sizeof(j->heads[i].commit), &heads[i]->oid);
-		j->count++;
-	}
-	return 0;
-}
-
-static void *ls_worker(void *arg)
-{
-	ls_job *j = arg;
-	git_remote *remote = NULL;
-	git_remote_connect_options co;
-	const git_remote_head **heads;
-	char *hdrs[1];
-	size_t n;
-	int rc;
-
-	git_remote_connect_options_init(&co, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
-	co.proxy_opts.type = GIT_PROXY_AUTO;          /* http(s)_proxy, no_proxy */
-	co.follow_redirects = GIT_REMOTE_REDIRECT_NONE; /* the token never leaves the endpoint's host */
-	if (j->auth) {
-		hdrs[0] = j->auth;
-		co.custom_headers.strings = hdrs;
-		co.custom_headers.count = 1;
-	}
-	rc = git_remote_create_detached(&remote, j->url);
-	if (rc == 0)
-		rc = git_remote_connect_ext(remote, GIT_DIRECTION_FETCH, &co);
-	if (rc == 0)
-		rc = git_remote_ls(&heads, &n, remote);
-	if (rc == 0) {
-		j->outcome = LS_OK;
-		if (copy_heads(j, heads, n) < 0) {
-			j->outcome = LS_ERROR;
-			snprintf(j->message, sizeof(j->message), "out of memory");
-		}
-	} else {
-		const git_error *e = git_error_last();
-		j->outcome = classify(rc, e, &j->status);
-		snprintf(j->message, sizeof(j->message), "%s", e && e->message ? e->message : "unknown libgit2 error");
-	}
-	git_remote_free(remote);
-
-	pthread_mutex_lock(&j->mu);
-	j->done = 1;
-	pthread_cond_signal(&j->cv);
-	pthread_mutex_unlock(&j->mu);
-	job_release(j);
-	return NULL;
-}
-
-typedef struct {
-	int outcome;
-	long status;
-	char message[512];
-	kernels__ref *heads;
-	size_t count;
-} ls_result;
-
-static ls_job *job_new(const char *url, const char *token)
-{
-	ls_job *j = calloc(1, sizeof(*j));
-	pthread_condattr_t ca;
-
-	if (!j)
-		return NULL;
-	pthread_mutex_init(&j->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&j->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	j->holders = 2;
-	j->url = strdup(url);
-	j->auth = token ? kernels__sprintf("Authorization: Bearer %s", token) : NULL;
-	if (!j->url || (token && !j->auth)) {
-		j->holders = 1;
-		job_release(j);
-		return NULL;
-	}
-	return j;
-}
-
-/* One attempt at listing `url`, bounded by `deadline_ms`. */
-static int ls_once(const char *url, const char *token, long deadline_ms, ls_result *res)
-{
-	ls_job *j = job_new(url, token);
-	pthread_attr_t attr;
-	pthread_t tid;
-	struct timespec until;
-	int rc = 0;
-
-	memset(res, 0, sizeof(*res));
-	if (!j)
-		return kernels__error_oom();
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&tid, &attr, ls_worker, j) != 0) {
-		pthread_attr_destroy(&attr);
-		job_release(j);
-		job_release(j);
-		return kernels__error(KERNELS_ERROR, "cannot start a thread to list %s; the process is out of threads", url);
-	}
-	pthread_attr_destroy(&attr);
-
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += deadline_ms / 1000;
-	until.tv_nsec += (deadline_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&j->mu);
-	while (!j->done && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&j->cv, &j->mu, &until);
-	if (j->done) {
-		res->outcome = j->outcome;
-		res->status = j->status;
-		memcpy(res->message, j->message, sizeof(res->message));
-		res->heads = j->heads;
-		res->count = j->count;
-		j->heads = NULL;
-		j->count = 0;
-	} else {
-		res->outcome = LS_NETWORK;
-		snprintf(res->message, sizeof(res->message), "no answer within %ld ms", deadline_ms);
-	}
-	pthread_mutex_unlock(&j->mu);
-	job_release(j);
-	return 0;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* Lists `url`, retrying connection failures, 5xx and 429 like every Hub
- * request does. */
-static int ls_with_retries(const kernels__config *cfg, const char *url, ls_result *res)
-{
-	int attempt, rc;
-
-	for (attempt = 0;; attempt++) {
-		if ((rc = ls_once(url, cfg->token, cfg->timeout_ms * 2, res)) < 0)
-			return rc;
-		if (attempt >= cfg->max_retries)
-			return 0;
-		if (res->outcome == LS_NETWORK ||
-		    (res->outcome == LS_HTTP && (res->status >= 500 || res->status == 429))) {
-			sleep_ms(kernels__hub_backoff_ms(attempt, -1));
-			continue;
-		}
-		return 0;
-	}
-}
 
 /* ---- the table of names a revision is matched against ---- */
 
@@ -443,77 +192,207 @@ static char *repo_url(const kernels__config *cfg, kernels__repo_type type, const
 	return kernels__sprintf("%s/%s%s", cfg->endpoint, kernels__repo_url_prefix(type), repo_id);
 }
 
-/* Fills `t` from the Hub. KERNELS_ENETWORK means "unreachable" (the caller
- * may fall back to the cache); `reason` then says why. */
-static int table_from_remote(const kernels__config *cfg, const char *repo_id, table *t, char *reason, size_t reason_len)
+/* One "branches"/"tags" list of the REST refs listing into `t`. */
+static int table_from_rest_list(table *t, json_t *list, kernels_revision_kind kind, const char *where)
 {
-	ls_result res[2];
-	char *url = NULL;
-	int i, rc = 0, auth = 0;
+	size_t i;
+	json_t *item;
+	int rc;
 
-	if ((rc = git_ready()) < 0)
-		return rc;
-	if (cfg->token && strpbrk(cfg->token, "\r\n"))
-		return kernels__error(KERNELS_EINVAL, "the Hub token contains a line break; fix HF_TOKEN or the token file");
-	memset(res, 0, sizeof(res));
+	if (!list)
+		return 0;
+	if (!json_is_array(list))
+		return kernels__error(KERNELS_EPARSE, "%s: \"%s\" is not a list; check the endpoint", where,
+				      kind == KERNELS_REVISION_TAG ? "tags" : "branches");
+	json_array_foreach(list, i, item) {
+		const char *name = json_string_value(json_object_get(item, "name"));
+		const char *ref = json_string_value(json_object_get(item, "ref"));
+		const char *commit = json_string_value(json_object_get(item, "targetCommit"));
+		char lower[41];
+		size_t k;
+
+		if (!name || !commit || !kernels__is_full_commit(commit))
+			return kernels__error(KERNELS_EPARSE, "%s: an entry has no \"name\" or no 40-hex \"targetCommit\"; "
+					      "check the endpoint", where);
+		if (kernels__ref_name_check(name) < 0) {
+			kernels_error_clear();      /* a name git would refuse: never asked for */
+			continue;
+		}
+		for (k = 0; k <= 40; k++)
+			lower[k] = (char)tolower((unsigned char)commit[k]);
+		if ((rc = table_add(t, name, ref, lower, kind)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* GET /api/{kernels,models}/{repo}/refs, as huggingface_hub's list_repo_refs
+ * reads it. 0 with `t` filled; else *status is the last answer's status
+ * (0: none) and *missing is 1 when every answer was the Hub's RepoNotFound. */
+static int table_from_rest(const kernels__config *cfg, const char *repo_id, table *t, long *status, int *missing)
+{
+	kernels__hub_response r;
+	char *path, where[400];
+	json_t *doc;
+	int i, rc;
+
+	*status = 0;
+	*missing = 1;
 	for (i = 0; i < 2; i++) {
-		free(url);
-		if (!(url = repo_url(cfg, (kernels__repo_type)i, repo_id)))
+		if (!(path = kernels__sprintf("/api/%s/%s/refs", kernels__repo_api_name((kernels__repo_type)i), repo_id)))
 			return KERNELS_ENOMEM;
-		if ((rc = ls_with_retries(cfg, url, &res[i])) < 0)
-			goto done;
-		if (res[i].outcome == LS_AUTH)
-			auth = 1;
-		/* The Hub answers 404 (or asks for credentials) when no kernel
-		 * repo has this name: then try the model repo. */
-		if (res[i].outcome != LS_NOT_FOUND && res[i].outcome != LS_AUTH)
+		snprintf(where, sizeof(where), "%s%s", cfg->endpoint, path);
+		rc = kernels__hub_request(cfg, path, 0, &r);
+		free(path);
+		if (rc < 0)
+			return rc;
+		*status = r.status;
+		if (r.status == 200) {
+			doc = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+			kernels__hub_response_free(&r);
+			if (!json_is_object(doc)) {
+				json_decref(doc);
+				return kernels__error(KERNELS_EPARSE, "%s is not a JSON object; check the endpoint", where);
+			}
+			t->type = (kernels__repo_type)i;
+			rc = table_from_rest_list(t, json_object_get(doc, "branches"), KERNELS_REVISION_BRANCH, where);
+			if (rc == 0)
+				rc = table_from_rest_list(t, json_object_get(doc, "tags"), KERNELS_REVISION_TAG, where);
+			json_decref(doc);
+			return rc;
+		}
+		if (!(r.status == 404 && r.error_code && !strcmp(r.error_code, "RepoNotFound")))
+			*missing = 0;
+		kernels__hub_response_free(&r);
+		/* A 404 of any kind under the kernel form: the repo may be a model
+		 * repo, or a mirror may serve only models. */
+		if (*status != 404 && *status != 401 && *status != 403)
 			break;
 	}
-	if (i == 2) {
-		if (auth && cfg->token)
-			rc = kernels__error(KERNELS_EAUTH,
-					    "the Hub at %s refused the token for %s (HTTP 401/403): check that HF_TOKEN "
-					    "(or kernels_options.token) is valid and has read access to the repo (for a gated "
-					    "repo, request access on its Hub page)",
-					    cfg->endpoint, repo_id);
-		else if (auth)
-			rc = kernels__error(KERNELS_EAUTH,
-					    "%s needs authentication (a private or gated repo on %s): set HF_TOKEN (or "
-					    "kernels_options.token, or log in with `hf auth login`) to a token with read access",
-					    repo_id, cfg->endpoint);
-		else
-			rc = kernels__error(KERNELS_ENOTFOUND,
-					    "repository %s not found on %s: neither a kernel repo (%s/kernels/%s) nor a "
-					    "model repo (%s/%s); check the name%s",
-					    repo_id, cfg->endpoint, cfg->endpoint, repo_id, cfg->endpoint, repo_id,
-					    cfg->token ? "" : ", and set HF_TOKEN if it is private");
-		goto done;
+	return KERNELS_ENOTFOUND;
+}
+
+/* The repo exists nowhere we may read (both git forms and the REST listing
+ * said so): which of "needs a token", "token refused", "not found". */
+static int not_found_error(const kernels__config *cfg, const char *repo_id, int auth)
+{
+	if (auth && cfg->token)
+		return kernels__error(KERNELS_EAUTH,
+				      "the Hub at %s refused the token for %s (HTTP 401/403): check that HF_TOKEN "
+				      "(or kernels_options.token) is valid and has read access to the repo (for a gated "
+				      "repo, request access on its Hub page)", cfg->endpoint, repo_id);
+	if (auth)
+		return kernels__error(KERNELS_EAUTH,
+				      "%s needs authentication (a private or gated repo on %s): set HF_TOKEN (or "
+				      "kernels_options.token, or log in with `hf auth login`) to a token with read access",
+				      repo_id, cfg->endpoint);
+	return kernels__error(KERNELS_ENOTFOUND,
+			      "repository %s not found on %s: neither a kernel repo (%s/kernels/%s) nor a "
+			      "model repo (%s/%s); check the name%s", repo_id, cfg->endpoint, cfg->endpoint, repo_id,
+			      cfg->endpoint, repo_id, cfg->token ? "" : ", and set HF_TOKEN if it is private");
+}
+
+/* Fills `t` from the Hub: git smart HTTP first (kernel form, then model
+ * form), the REST listing when neither serves it. KERNELS_ENETWORK means
+ * "unreachable" (the caller may fall back to the cache); `reason` then
+ * says why. */
+static int table_from_remote(const kernels__config *cfg, const char *repo_id, table *t, char *reason, size_t reason_len)
+{
+	kernels__git_refs res;
+	long rest_status;
+	char *url;
+	int i, rc, auth = 0, no_smart = 0, missing;
+
+	if (cfg->token && strpbrk(cfg->token, "\r\n"))
+		return kernels__error(KERNELS_EINVAL, "the Hub token contains a line break; fix HF_TOKEN or the token file");
+	for (i = 0; i < 2; i++) {
+		if (!(url = repo_url(cfg, (kernels__repo_type)i, repo_id)))
+			return KERNELS_ENOMEM;
+		rc = kernels__git_ls(cfg, url, &res);
+		free(url);
+		if (rc == 0) {
+			t->type = (kernels__repo_type)i;
+			rc = table_from_heads(t, res.heads, res.count);
+			kernels__git_refs_free(&res);
+			return rc;
+		}
+		if (rc == KERNELS_ENETWORK) {
+			snprintf(reason, reason_len, "%s", kernels_error_last());
+			return rc;
+		}
+		if (rc == KERNELS_EHTTP && res.no_smart) {
+			no_smart = 1;
+			break;
+		}
+		/* The Hub answers 404 (or asks for credentials) when no kernel
+		 * repo has this name: then try the model repo. */
+		if (rc != KERNELS_EHTTP || (res.status != 404 && res.status != 401 && res.status != 403)) {
+			if (rc == KERNELS_EHTTP)
+				rc = kernels__error(KERNELS_EHTTP, "the Hub at %s answered HTTP %ld when listing the refs of %s "
+						    "(%s); try again later", cfg->endpoint, res.status, repo_id,
+						    kernels_error_last());
+			return rc;
+		}
+		auth |= res.status == 401 || res.status == 403;
 	}
-	switch (res[i].outcome) {
-	case LS_OK:
-		t->type = (kernels__repo_type)i;
-		rc = table_from_heads(t, res[i].heads, res[i].count);
-		break;
-	case LS_NETWORK:
-		snprintf(reason, reason_len, "%s", res[i].message);
-		rc = kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s: %s", url, res[i].message);
-		break;
-	case LS_TLS:
-		rc = kernels__error(KERNELS_ENETWORK,
-				    "TLS failure talking to %s: %s; check the system's CA certificates and any proxy",
-				    url, res[i].message);
-		break;
-	case LS_HTTP:
-		rc = kernels__error(KERNELS_EHTTP, "the Hub answered HTTP %ld when listing %s: %s; try again later",
-				    res[i].status, url, res[i].message);
-		break;
-	default:
-		rc = kernels__error(KERNELS_ERROR, "listing the refs of %s failed: %s", url, res[i].message);
+	/* A 401/403 is the Hub asking for a token (a private or gated repo):
+	 * git's answer stands. A 404 for both forms, or an answer that is not
+	 * smart HTTP: the repo does not exist, or the endpoint (a mirror)
+	 * serves only the REST API, which then lists the refs. */
+	if (auth && !no_smart)
+		return not_found_error(cfg, repo_id, 1);
+	rc = table_from_rest(cfg, repo_id, t, &rest_status, &missing);
+	if (rc == 0) {
+		kernels__log(cfg, KERNELS_LOG_INFO, "%s serves no git smart HTTP for %s; listed its refs through "
+			     "the REST API", cfg->endpoint, repo_id);
+		return 0;
 	}
-done:
-	free(url);
-	kernels__refs_free(res[0].heads, res[0].count);
-	kernels__refs_free(res[1].heads, res[1].count);
+	if (rc == KERNELS_ENETWORK) {
+		snprintf(reason, reason_len, "%s", kernels_error_last());
+		return rc;
+	}
+	if (rc != KERNELS_ENOTFOUND)
+		return rc;
+	if (missing || rest_status == 401 || rest_status == 403)
+		return not_found_error(cfg, repo_id, rest_status == 401 || rest_status == 403);
+	return kernels__error(KERNELS_EHTTP,
+			      "%s lists no refs for %s: it serves neither git smart HTTP (info/refs: %s) nor the "
+			      "refs API (/api/{kernels,models}/%s/refs: HTTP %ld), as a mirror may not; through it only "
+			      "full commit ids resolve. Pin a full commit id, or list the Hub after it in "
+			      "KERNELS_ENDPOINTS (kernels_options.endpoints)", cfg->endpoint, repo_id,
+			      no_smart ? "not a smart-HTTP answer" : "HTTP 404", repo_id,
+			      rest_status);
+}
+
+/* table_from_remote at each endpoint in turn (a mirror, then the Hub),
+ * under the call's one deadline. KERNELS_ENETWORK only when none could be
+ * reached; `reason` then says why for the first. */
+static int table_from_endpoints(const kernels__config *cfg, const char *repo_id, table *t, char *reason,
+				size_t reason_len)
+{
+	kernels__config at;
+	kernels__buf tried = { 0 };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < cfg->n_endpoints; i++) {
+		kernels__config_at_endpoint(cfg, i, &at);
+		table_free(t);
+		rc = table_from_remote(&at, repo_id, t, i ? reason + strlen(reason) : reason,
+				       i ? reason_len - strlen(reason) : reason_len);
+		if (rc == 0 || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
+			break;
+		kernels__log(cfg, KERNELS_LOG_INFO, "%s: %s; trying %s", at.endpoint, kernels_error_last(),
+			     cfg->endpoints[i + 1]);
+		kernels__buf_printf(&tried, "%s%s: %.300s", tried.len ? "; " : "", at.endpoint, kernels_error_last());
+		if (rc == KERNELS_ENETWORK && strlen(reason) + 3 < reason_len)
+			strcat(reason, "; ");
+	}
+	if (rc < 0 && tried.len)
+		kernels__error_prefix("tried %s first", tried.ptr);
+	if (rc != KERNELS_ENETWORK)
+		reason[0] = '\0';
+	kernels__buf_free(&tried);
 	return rc;
 }
 
@@ -1009,7 +888,7 @@ int kernels__revision_resolve(const kernels__config *cfg, const char *repo_id, c
 		snprintf(why, sizeof(why), "offline (HF_HUB_OFFLINE or kernels_options.offline)");
 		rc = resolve_cached(cfg, repo_id, revision, why, KERNELS_EOFFLINE, r);
 	} else {
-		rc = table_from_remote(cfg, repo_id, &t, reason, sizeof(reason));
+		rc = table_from_endpoints(cfg, repo_id, &t, reason, sizeof(reason));
 		if (rc == 0) {
 			r->type = t.type;
 			if ((rc = resolve_in(cfg, repo_id, revision, &t, r)) == 0)
@@ -1167,7 +1046,7 @@ int kernels__versions_list(const kernels__config *cfg, const char *repo_id, char
 		rc = versions_cached(cfg, repo_id, "offline (HF_HUB_OFFLINE or kernels_options.offline)",
 				     KERNELS_EOFFLINE, &t);
 	} else {
-		rc = table_from_remote(cfg, repo_id, &t, reason, sizeof(reason));
+		rc = table_from_endpoints(cfg, repo_id, &t, reason, sizeof(reason));
 		if (rc == KERNELS_ENETWORK && reason[0]) {
 			snprintf(why, sizeof(why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, reason);
 			table_free(&t);

@@ -75,7 +75,13 @@ static void test_retry_timing(void **state)
 	assert_true(kernels__hub_transient_status(500) && kernels__hub_transient_status(503) &&
 		    kernels__hub_transient_status(429));
 	assert_false(kernels__hub_transient_status(404) || kernels__hub_transient_status(200));
-	assert_true(kernels__hub_transient_curl(CURLE_COULDNT_CONNECT));
+	/* A refused connection or a failed lookup is not retried; a stall or a
+	 * reset mid-body is. */
+	assert_false(kernels__hub_transient_curl(CURLE_COULDNT_CONNECT));
+	assert_false(kernels__hub_transient_curl(CURLE_COULDNT_RESOLVE_HOST));
+	assert_true(kernels__hub_transient_curl(CURLE_OPERATION_TIMEDOUT));
+	assert_true(kernels__hub_transient_curl(CURLE_RECV_ERROR));
+	assert_true(kernels__hub_transient_curl(CURLE_PARTIAL_FILE));
 	assert_false(kernels__hub_transient_curl(CURLE_SSL_CACERT_BADFILE));
 }
 
@@ -148,9 +154,17 @@ static void test_unreachable(void **state)
 	o.offline = 0;
 	assert_int_equal(kernels__config_load(&cfg, &o), 0);
 	kernels__hub_set_backoff_base_ms(10);
+	kernels__hub_down_forget_all();
 	assert_int_equal(kernels__hub_api_json(&cfg, &t, "org/name", "/refs", &j), KERNELS_ENETWORK);
 	assert_null(j);
-	assert_non_null(strstr(kernels_error_last(), "3 attempt(s)"));
+	/* Refused: one attempt, no retry ladder, and no advice to go offline. */
+	assert_non_null(strstr(kernels_error_last(), "1 attempt)"));
+	assert_null(strstr(kernels_error_last(), "HF_HUB_OFFLINE"));
+	/* Remembered: the next request does not even try. */
+	assert_int_equal(kernels__hub_api_json(&cfg, &t, "org/name", "/refs", &j), KERNELS_ENETWORK);
+	assert_non_null(strstr(kernels_error_last(), "did not answer"));
+	assert_non_null(strstr(kernels_error_last(), "not asking again"));
+	kernels__hub_down_forget_all();
 	assert_int_equal(kernels__hub_api_json(&cfg, &t, "../x", "/refs", &j), KERNELS_EINVAL);
 	kernels__config_free(&cfg);
 }

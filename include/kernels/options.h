@@ -37,8 +37,8 @@ typedef struct kernels_options {
 	const char *token;           /**< NULL: $HF_TOKEN, else the file $HF_TOKEN_PATH ($HF_HOME/token) */
 	int offline;                 /**< KERNELS_FROM_ENV ($HF_HUB_OFFLINE), 0 or 1 */
 
-	long timeout_ms;             /**< per-request connect/stall timeout; 0: 30000 */
-	int max_retries;             /**< retries on connection errors, 5xx and 429; <0: 5 */
+	long timeout_ms;             /**< per-request connect/stall timeout; 0: $HF_HUB_ETAG_TIMEOUT s for metadata requests and $HF_HUB_DOWNLOAD_TIMEOUT s for file transfers, each else 10 s */
+	int max_retries;             /**< retries on 5xx, 429 (Retry-After honoured), resets and stalls; never for a refused connection or a failed DNS lookup; <0: 5 */
 	int max_parallel;            /**< concurrent transfers; 0: 8 */
 
 	int trust_remote_code;       /**< 1: load repos whose publisher is not trusted */
@@ -69,6 +69,27 @@ typedef struct kernels_options {
 	 * interpreter's packages by default. See kernels/system.h.
 	 */
 	int find_torch;
+
+	/**
+	 * The whole call's budget for talking to the Hub, in milliseconds: ref
+	 * listing, the trust check, tree listings, file metadata and the start
+	 * of every file transfer share it (a transfer whose bytes keep arriving
+	 * is bounded by timeout_ms, the stall timeout, instead, so a large
+	 * kernel on a slow link still arrives). When it runs out the call
+	 * answers from the cache with a warning if the cache holds the answer,
+	 * else fails with KERNELS_ENETWORK naming what was tried.
+	 * 0: $KERNELS_DEADLINE_MS, else 10000. Negative: no deadline.
+	 */
+	long deadline_ms;
+	/**
+	 * Hub endpoints tried in turn under the one deadline, e.g. a mirror
+	 * first and the Hub second: "http://mirror:8090,https://huggingface.co"
+	 * (comma- or blank-separated http(s) URLs). The next one is tried when
+	 * one cannot be reached, fails (5xx), or lacks the repo or revision.
+	 * The token goes to each of them, as it goes to HF_ENDPOINT.
+	 * NULL: $KERNELS_ENDPOINTS, else `endpoint` alone.
+	 */
+	const char *endpoints;
 } kernels_options;
 
 /**

@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import struct
@@ -65,9 +66,14 @@ def hub_error(status, code, message, extra_headers=None):
 class State:
     """Faults, request log and settings shared by both listeners."""
 
-    def __init__(self, root, page_size):
+    def __init__(self, root, page_size, smart_http=True):
         self.root = root
         self.page_size = page_size
+        # Switches that make the fixture behave like a mirror (olah, ...):
+        # no git smart HTTP, no REST refs listing, no org overview route.
+        self.smart_http = smart_http
+        self.refs_api = True
+        self.org_overview = True
         self.lock = threading.Lock()
         self.faults = []
         self.log = []
@@ -99,7 +105,7 @@ class State:
         if not isinstance(spec, dict) or "mode" not in spec:
             raise ValueError("a fault needs at least a mode")
         mode = str(spec["mode"])
-        if mode not in ("reset", "truncate", "wrong_bytes", "slow") and not mode.isdigit():
+        if mode not in ("reset", "truncate", "wrong_bytes", "slow", "hang") and not mode.isdigit():
             raise ValueError(f"unknown fault mode {mode!r}")
         if "regex" in spec:
             re.compile(spec["regex"])
@@ -167,6 +173,11 @@ class Handler(BaseHTTPRequestHandler):
         fault = self.state.take_fault(method, unquote(path), unquote(query), self.listener)
         if fault and fault["mode"] == "slow" and "after_bytes" not in fault:
             time.sleep(float(fault.get("delay", 5)))
+        if fault and fault["mode"] == "hang" and "after_bytes" not in fault:
+            # Accepts and says nothing, until the client gives up.
+            self.record(method, path, query, 0, fault, started)
+            self.hang(float(fault.get("delay", 600)))
+            return
         if fault and fault["mode"].isdigit():
             code = int(fault["mode"])
             headers = []
@@ -230,6 +241,12 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(0.05)
             self.send_reset_now()
             return
+        if mode == "hang":
+            n = int(fault["after_bytes"])
+            self.wfile.write(body[:n])
+            self.wfile.flush()
+            self.hang(float(fault.get("delay", 600)))
+            return
         if mode == "slow" and "after_bytes" in fault:
             n = int(fault["after_bytes"])
             self.wfile.write(body[:n])
@@ -242,6 +259,26 @@ class Handler(BaseHTTPRequestHandler):
         if body:
             self.wfile.write(body)
         self.wfile.flush()
+
+    def hang(self, limit):
+        """Keeps the connection open and silent until the client closes it
+        (or `limit` seconds pass), then closes it without an answer."""
+        self.close_connection = True
+        conn = self.connection
+        end = time.time() + limit
+        while time.time() < end:
+            ready, _, _ = select.select([conn], [], [], 0.2)
+            if ready:
+                try:
+                    if not conn.recv(1, socket.MSG_PEEK):
+                        break
+                except OSError:
+                    break
+                time.sleep(0.05)  # the client sent more (a pipelined request): keep ignoring it
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def send_reset_now(self):
         # SO_LINGER 0: close() sends RST instead of FIN.
@@ -279,7 +316,20 @@ class Handler(BaseHTTPRequestHandler):
             if method == "POST" and isinstance(data, dict):
                 if "page_size" in data:
                     st.page_size = max(1, int(data["page_size"]))
-            return json_response(200, {"page_size": st.page_size, "endpoint": st.endpoint, "cdn": st.cdn})
+                for key in ("smart_http", "refs_api", "org_overview"):
+                    if key in data:
+                        setattr(st, key, bool(data[key]))
+            return json_response(
+                200,
+                {
+                    "page_size": st.page_size,
+                    "endpoint": st.endpoint,
+                    "cdn": st.cdn,
+                    "smart_http": st.smart_http,
+                    "refs_api": st.refs_api,
+                    "org_overview": st.org_overview,
+                },
+            )
         if path == "/_fixture/health":
             return json_response(200, {"ok": True})
         return json_response(404, {"error": "unknown control path"})
@@ -322,6 +372,8 @@ class Handler(BaseHTTPRequestHandler):
         if rest[0] == "resolve" and len(rest) >= 3 and method in ("GET", "HEAD"):
             return self.resolve(repo, rest[1], "/".join(rest[2:]))
         if rest[0] in ("info", "git-upload-pack", "git-receive-pack", "HEAD", "objects"):
+            if not self.state.smart_http:
+                return route_missing()
             return self.git_backend(method, repo, rest, query, body)
         return hub_error(404, None, "Not found")
 
@@ -343,6 +395,8 @@ class Handler(BaseHTTPRequestHandler):
         if method not in ("GET", "HEAD"):
             return hub_error(405, None, "method not allowed")
         if len(segs) == 3 and segs[0] == "organizations" and segs[2] == "overview":
+            if not self.state.org_overview:
+                return route_missing()
             return self.org_overview(segs[1])
         if len(segs) < 3 or segs[0] not in ("kernels", "models", "datasets", "spaces"):
             return hub_error(404, None, "Not found")
@@ -359,6 +413,8 @@ class Handler(BaseHTTPRequestHandler):
         if not rest:
             return self.repo_info(repo, "main", qs)
         if rest == ["refs"]:
+            if not self.state.refs_api:
+                return route_missing()
             return self.refs(repo, qs)
         if rest[0] == "revision" and len(rest) >= 2:
             return self.repo_info(repo, "/".join(rest[1:]), qs)
@@ -578,6 +634,12 @@ class CdnHandler(Handler):
     server_version = "LocalCDN/1.0"
 
 
+def route_missing():
+    """What a web framework answers for a route it does not have (FastAPI's
+    404): no X-Error-Code, unlike the Hub's own errors."""
+    return json_response(404, {"detail": "Not Found"})
+
+
 def corrupt(body, offset):
     """Same length, different bytes: flip a run of bytes from `offset`."""
     body = bytearray(body)
@@ -652,12 +714,13 @@ def main():
     ap.add_argument("--parent-pid", type=int)
     ap.add_argument("--page-size", type=int, default=50, help="tree entries per page (default 50)")
     ap.add_argument("--remove-root", action="store_true", help="delete --root when the parent dies")
+    ap.add_argument("--no-smart-http", action="store_true", help="serve no git smart HTTP, as a REST-only mirror")
     args = ap.parse_args()
 
     root = os.path.abspath(args.root)
     os.makedirs(os.path.join(root, "repos"), exist_ok=True)
     os.makedirs(os.path.join(root, "lfs"), exist_ok=True)
-    state = State(root, args.page_size)
+    state = State(root, args.page_size, smart_http=not args.no_smart_http)
     hub = Server(("127.0.0.1", 0), Handler)
     cdn = Server(("127.0.0.1", 0), CdnHandler)
     hub.state = cdn.state = state

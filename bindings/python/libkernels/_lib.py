@@ -73,6 +73,8 @@ class Options(ctypes.Structure):
         ("progress_payload", _c_void_p),
         ("torch_dir", _c_char_p),
         ("find_torch", _c_int),
+        ("deadline_ms", ctypes.c_long),
+        ("endpoints", _c_char_p),
     ]
 
 

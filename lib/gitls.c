@@ -1,0 +1,264 @@
+/* libgit2's smart protocol over our own HTTP client.
+ *
+ * The transport is handed to libgit2 per remote (git_remote_callbacks.
+ * transport) rather than registered for "http://" process-wide with
+ * git_transport_register: a host application that uses libgit2 itself
+ * keeps its own HTTP transport untouched. The smart transport asks its
+ * subtransport for one stream (GIT_SERVICE_UPLOADPACK_LS); the stream's
+ * first read makes the whole request through kernels__hub_request and then
+ * hands the body out piecewise. Nothing but ref listing is offered: no
+ * pack is ever fetched. */
+#include "gitls.h"
+#include "error.h"
+#include "hub.h"
+#include "util.h"
+
+#include <git2.h>
+#include <git2/sys/transport.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define ADVERTISEMENT "application/x-git-upload-pack-advertisement"
+
+/* ---- libgit2, initialised once per process and never shut down, so a
+ * host application's own use of libgit2 is never pulled from under it. */
+
+static pthread_once_t git_once = PTHREAD_ONCE_INIT;
+static int git_init_rc;
+
+static void git_init(void)
+{
+	git_init_rc = git_libgit2_init();
+}
+
+static int git_ready(void)
+{
+	pthread_once(&git_once, git_init);
+	if (git_init_rc < 0) {
+		const git_error *e = git_error_last();
+		return kernels__error(KERNELS_ERROR, "cannot initialise libgit2: %s; check the libgit2 installation",
+				      e ? e->message : "unknown error");
+	}
+	return 0;
+}
+
+/* ---- one listing's state, shared by the transport pieces ---- */
+
+typedef struct {
+	const kernels__config *cfg;
+	git_smart_subtransport_definition def;
+	int rc;                 /* our error code when a read failed, else 0 */
+	long status;
+	int no_smart;
+} ls_ctx;
+
+typedef struct {
+	git_smart_subtransport_stream parent;
+	ls_ctx *ctx;
+	char *url;
+	kernels__hub_response r;
+	int fetched;
+	size_t pos;
+} ls_stream;
+
+typedef struct {
+	git_smart_subtransport parent;
+	ls_ctx *ctx;
+} ls_sub;
+
+/* Our error becomes libgit2's, and is kept for the caller. */
+static int fail(ls_ctx *c, int rc)
+{
+	c->rc = rc;
+	git_error_set_str(GIT_ERROR_NET, kernels_error_last());
+	return -1;
+}
+
+static int content_is_advertisement(const char *ct)
+{
+	return ct && !strncasecmp(ct, ADVERTISEMENT, strlen(ADVERTISEMENT));
+}
+
+static int fetch(ls_stream *s)
+{
+	ls_ctx *c = s->ctx;
+	int rc;
+
+	s->fetched = 1;
+	if ((rc = kernels__hub_request(c->cfg, s->url, 0, &s->r)) < 0)
+		return fail(c, rc);
+	if (s->r.status != 200) {
+		c->status = s->r.status;
+		return fail(c, kernels__error(KERNELS_EHTTP, "GET %s answered HTTP %ld", s->url, s->r.status));
+	}
+	if (!content_is_advertisement(s->r.content_type)) {
+		c->no_smart = 1;
+		return fail(c, kernels__error(KERNELS_EHTTP, "GET %s answered with '%s', not a git smart-HTTP "
+					      "advertisement", s->url, s->r.content_type ? s->r.content_type : "no type"));
+	}
+	return 0;
+}
+
+static int stream_read(git_smart_subtransport_stream *stream, char *buffer, size_t size, size_t *n)
+{
+	ls_stream *s = (ls_stream *)stream;
+	size_t left;
+
+	*n = 0;
+	if (!s->fetched && fetch(s) < 0)
+		return -1;
+	left = s->r.body_len - s->pos;
+	*n = left < size ? left : size;
+	memcpy(buffer, s->r.body + s->pos, *n);
+	s->pos += *n;
+	return 0;
+}
+
+static int stream_write(git_smart_subtransport_stream *stream, const char *buffer, size_t len)
+{
+	(void)stream, (void)buffer, (void)len;
+	git_error_set_str(GIT_ERROR_NET, "libkernels only lists refs; it sends nothing to a git remote");
+	return -1;
+}
+
+static void stream_free(git_smart_subtransport_stream *stream)
+{
+	ls_stream *s = (ls_stream *)stream;
+
+	kernels__hub_response_free(&s->r);
+	free(s->url);
+	free(s);
+}
+
+static int sub_action(git_smart_subtransport_stream **out, git_smart_subtransport *transport, const char *url,
+		      git_smart_service_t action)
+{
+	ls_sub *sub = (ls_sub *)transport;
+	ls_stream *s;
+
+	*out = NULL;
+	if (action != GIT_SERVICE_UPLOADPACK_LS) {
+		git_error_set_str(GIT_ERROR_NET, "libkernels only lists refs; fetching or pushing is not offered");
+		return -1;
+	}
+	if (!(s = calloc(1, sizeof(*s))) ||
+	    !(s->url = kernels__sprintf("%s/info/refs?service=git-upload-pack", url))) {
+		free(s);
+		git_error_set_oom();
+		return -1;
+	}
+	s->parent.subtransport = transport;
+	s->parent.read = stream_read;
+	s->parent.write = stream_write;
+	s->parent.free = stream_free;
+	s->ctx = sub->ctx;
+	*out = &s->parent;
+	return 0;
+}
+
+static int sub_close(git_smart_subtransport *transport)
+{
+	(void)transport;
+	return 0;
+}
+
+static void sub_free(git_smart_subtransport *transport)
+{
+	free(transport);
+}
+
+static int sub_new(git_smart_subtransport **out, git_transport *owner, void *param)
+{
+	ls_sub *sub = calloc(1, sizeof(*sub));
+
+	(void)owner;
+	/* git_transport_smart frees whatever *out holds when this fails. */
+	*out = NULL;
+	if (!sub) {
+		git_error_set_oom();
+		return -1;
+	}
+	sub->parent.action = sub_action;
+	sub->parent.close = sub_close;
+	sub->parent.free = sub_free;
+	sub->ctx = param;
+	*out = &sub->parent;
+	return 0;
+}
+
+static int transport_new(git_transport **out, git_remote *owner, void *param)
+{
+	return git_transport_smart(out, owner, &((ls_ctx *)param)->def);
+}
+
+/* ---- listing ---- */
+
+void kernels__git_refs_free(kernels__git_refs *r)
+{
+	if (!r)
+		return;
+	kernels__refs_free(r->heads, r->count);
+	memset(r, 0, sizeof(*r));
+}
+
+static int copy_heads(kernels__git_refs *out, const git_remote_head **heads, size_t n)
+{
+	size_t i;
+
+	if (n && !(out->heads = calloc(n, sizeof(*out->heads))))
+		return kernels__error_oom();
+	for (i = 0; i < n; i++) {
+		if (!(out->heads[i].name = kernels__strdup(heads[i]->name)))
+			return KERNELS_ENOMEM;
+		git_oid_tostr(out->heads[i].commit, sizeof(out->heads[i].commit), &heads[i]->oid);
+		out->count++;
+	}
+	return 0;
+}
+
+int kernels__git_ls(const kernels__config *cfg, const char *url, kernels__git_refs *out)
+{
+	ls_ctx ctx;
+	git_remote *remote = NULL;
+	git_remote_connect_options co;
+	const git_remote_head **heads;
+	size_t n;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = git_ready()) < 0)
+		return rc;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = cfg;
+	ctx.def.callback = sub_new;
+	ctx.def.rpc = 1;         /* stateless, as smart HTTP is */
+	ctx.def.param = &ctx;
+	git_remote_connect_options_init(&co, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
+	co.callbacks.transport = transport_new;
+	co.callbacks.payload = &ctx;
+
+	rc = git_remote_create_detached(&remote, url);
+	if (rc == 0)
+		rc = git_remote_connect_ext(remote, GIT_DIRECTION_FETCH, &co);
+	if (rc == 0)
+		rc = git_remote_ls(&heads, &n, remote);
+	if (rc == 0) {
+		rc = copy_heads(out, heads, n);
+	} else if (ctx.rc) {
+		/* Our request failed: its message is already the current error. */
+		rc = ctx.rc;
+		out->status = ctx.status;
+		out->no_smart = ctx.no_smart;
+	} else {
+		const git_error *e = git_error_last();
+		rc = kernels__error(KERNELS_EPARSE, "cannot read the git refs advertisement of %s: %s; check HF_ENDPOINT "
+				    "points at a Hugging Face Hub", url, e && e->message ? e->message : "unknown libgit2 error");
+	}
+	git_remote_free(remote);
+	if (rc < 0)
+		kernels__refs_free(out->heads, out->count), out->heads = NULL, out->count = 0;
+	return rc;
+}

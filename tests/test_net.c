@@ -1,0 +1,598 @@
+/* The Hub down, hanging, or a mirror (issue 12): kernels_get stays within
+ * its deadline, answers from the cache when it can, says plainly what is
+ * missing when it cannot, and leaves no thread and no socket behind. Faults
+ * are injected in the local Hub (tests/hub: "hang", refused connections,
+ * mirror switches); every test counts /proc/self/task and the socket fds
+ * before and after. Only one test waits for the default deadline (10 s);
+ * the others use small ones. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hub.h"
+#include "kernels.h"
+#include "test_hub.h"
+#include "testutil.h"
+#include "../tests/data/variants/fixture.h"
+
+#define REPO "acme/net"
+#define VARIANT "torch211-cxx11-cpu-x86_64-linux"
+#define NEEDLES(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static struct {
+	test_hub *hub;
+	char *tmp, *cache, *dead;
+	char commit[2][41];     /* v1.0.0, v1.1.0 */
+} W;
+
+static char logged[16384];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_log(kernels_log_level level, const char *message, void *payload)
+{
+	(void)payload;
+	if (level < KERNELS_LOG_WARNING)
+		return;
+	pthread_mutex_lock(&log_mu);
+	if (strlen(logged) + strlen(message) + 2 < sizeof(logged)) {
+		strcat(logged, message);
+		strcat(logged, "\n");
+	}
+	pthread_mutex_unlock(&log_mu);
+}
+
+/* ---- what the process holds ---- */
+
+typedef struct {
+	int threads, sockets;
+} held;
+
+static int count_dir(const char *path, int sockets_only)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	char link[320], target[256];
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		ssize_t k;
+		if (e->d_name[0] == '.')
+			continue;
+		if (!sockets_only) {
+			n++;
+			continue;
+		}
+		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+		k = readlink(link, target, sizeof(target) - 1);
+		if (k > 0) {
+			target[k] = '\0';
+			n += !strncmp(target, "socket:", 7);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static held now_held(void)
+{
+	held h = { count_dir("/proc/self/task", 0), count_dir("/proc/self/fd", 1) };
+	return h;
+}
+
+static void expect_nothing_left(held before)
+{
+	held after = now_held();
+	if (after.threads != before.threads || after.sockets != before.sockets)
+		fail_msg("left behind: %d thread(s) (had %d), %d socket(s) (had %d)", after.threads, before.threads,
+			 after.sockets, before.sockets);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* ---- the world ---- */
+
+static char *dead_endpoint(void)
+{
+	struct sockaddr_in a = { 0 };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char *url;
+
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);     /* nothing listens there now: connections are refused */
+	assert_true(asprintf(&url, "http://127.0.0.1:%d", ntohs(a.sin_port)) > 0);
+	return url;
+}
+
+static void publish(int version, int minor, const char *refs, char out[41])
+{
+	char *root;
+
+	assert_true(asprintf(&root, "%s/src-%d-%d", W.tmp, version, minor) > 0);
+	assert_int_equal(fx_answer_variant(root, VARIANT, "answer", version * 1000 + minor * 100 + 1, "cpu", NULL,
+					   version), 0);
+	/* A low LFS threshold puts the shared object on the CDN. */
+	assert_int_equal(test_hub_publish(W.hub, "--repo " REPO " --dir '%s' --lfs-threshold 4096 %s", root, refs), 0);
+	snprintf(out, 41, "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(strlen(out), 40);
+	free(root);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	kernels__hub_set_backoff_base_ms(20);
+	if (!(W.hub = test_hub_start()))
+		return -1;
+	W.tmp = test_mkdtemp("net");
+	publish(1, 0, "--branch main --branch v1 --tag v1.0.0 --trusted", W.commit[0]);
+	publish(1, 1, "--branch main --branch v1 --tag v1.1.0", W.commit[1]);
+	W.dead = dead_endpoint();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_hub_stop(W.hub);
+	test_rmtree(W.tmp);
+	free(W.tmp);
+	free(W.dead);
+	if (W.cache)
+		test_rmtree(W.cache);
+	free(W.cache);
+	return 0;
+}
+
+static int fresh(void **state)
+{
+	(void)state;
+	if (W.cache)
+		test_rmtree(W.cache);
+	free(W.cache);
+	W.cache = test_mkdtemp("net-cache");
+	test_hub_faults_clear(W.hub);
+	test_hub_log_clear(W.hub);
+	assert_int_equal(test_hub_config(W.hub, "{\"smart_http\": true, \"refs_api\": true, \"org_overview\": true}"), 0);
+	kernels__hub_down_forget_all();
+	logged[0] = '\0';
+	return 0;
+}
+
+static kernels_system sys_cpu(void)
+{
+	kernels_system s = { 0 };
+	s.torch_version = 211;
+	s.torch_cxx11_abi = 1;
+	s.tvm_ffi_version = -1;
+	s.backend = "cpu";
+	s.cpu = "x86_64";
+	s.os = "linux";
+	s.no_gpu = 1;
+	return s;
+}
+
+static kernels_system SYS;
+
+/* Defaults, aimed at the local Hub, with our cache and log. */
+static void options(kernels_options *o)
+{
+	SYS = sys_cpu();
+	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
+	o->endpoint = test_hub_endpoint(W.hub);
+	o->cache_dir = W.cache;
+	o->offline = 0;
+	o->token = "";
+	o->system = &SYS;
+	o->log_cb = on_log;
+}
+
+static int answer_of(kernels_kernel *k)
+{
+	int (*answer)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
+	assert_non_null(answer);
+	return answer();
+}
+
+/* kernels_get that must succeed with `answer`; returns its wall time. */
+static double get_ok(const kernels_options *o, const char *rev, int answer)
+{
+	struct timespec t0;
+	kernels_kernel *k = NULL;
+	double ms;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = kernels_get(&k, REPO, rev, o);
+	ms = ms_since(&t0);
+	if (rc < 0)
+		fail_msg("kernels_get(%s) after %.0f ms: %s", rev, ms, kernels_error_last());
+	assert_int_equal(answer_of(k), answer);
+	kernels_kernel_close(k);
+	return ms;
+}
+
+/* kernels_get that must fail with `code` and every needle in the message. */
+static double get_fails(const kernels_options *o, const char *rev, int code, const char *const *needles)
+{
+	struct timespec t0;
+	kernels_kernel *k = NULL;
+	double ms;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = kernels_get(&k, REPO, rev, o);
+	ms = ms_since(&t0);
+	if (rc != code)
+		fail_msg("kernels_get(%s) gave %d after %.0f ms, not %d: %s", rev, rc, ms, code, kernels_error_last());
+	assert_null(k);
+	for (; *needles; needles++)
+		if (!strstr(kernels_error_last(), *needles))
+			fail_msg("'%s' not in (after %.0f ms): %s", *needles, ms, kernels_error_last());
+	return ms;
+}
+
+static void warm(void)
+{
+	kernels_options o;
+	options(&o);
+	get_ok(&o, "v1.0.0", 1001);
+	test_hub_log_clear(W.hub);
+	logged[0] = '\0';
+}
+
+/* ---- configuration ---- */
+
+static void test_config_timeouts_deadline_endpoints(void **state)
+{
+	kernels_options o;
+	kernels__config c;
+	(void)state;
+
+	unsetenv("HF_HUB_ETAG_TIMEOUT");
+	unsetenv("HF_HUB_DOWNLOAD_TIMEOUT");
+	unsetenv("KERNELS_DEADLINE_MS");
+	unsetenv("KERNELS_ENDPOINTS");
+	assert_int_equal(kernels__config_load(&c, NULL), 0);
+	assert_int_equal(c.timeout_ms, 10000);          /* huggingface_hub's defaults */
+	assert_int_equal(c.download_timeout_ms, 10000);
+	assert_int_equal(c.deadline_ms, 10000);
+	assert_true(kernels__deadline_left_ms(&c) > 9000 && kernels__deadline_left_ms(&c) <= 10000);
+	assert_int_equal(c.n_endpoints, 1);
+	assert_string_equal(c.endpoints[0], c.endpoint);
+	kernels__config_free(&c);
+
+	setenv("HF_HUB_ETAG_TIMEOUT", "3", 1);
+	setenv("HF_HUB_DOWNLOAD_TIMEOUT", "7", 1);
+	setenv("KERNELS_DEADLINE_MS", "2500", 1);
+	setenv("KERNELS_ENDPOINTS", "http://mirror.invalid:8090/, https://hub.invalid", 1);
+	assert_int_equal(kernels__config_load(&c, NULL), 0);
+	assert_int_equal(c.timeout_ms, 3000);
+	assert_int_equal(c.download_timeout_ms, 7000);
+	assert_int_equal(c.deadline_ms, 2500);
+	assert_int_equal(c.n_endpoints, 2);
+	assert_string_equal(c.endpoint, "http://mirror.invalid:8090");
+	assert_string_equal(c.endpoints[1], "https://hub.invalid");
+	kernels__config_free(&c);
+
+	/* Options win over the environment; a negative deadline is none. */
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.timeout_ms = 500;
+	o.deadline_ms = -1;
+	o.endpoints = "http://a.invalid";
+	assert_int_equal(kernels__config_load(&c, &o), 0);
+	assert_int_equal(c.timeout_ms, 500);
+	assert_int_equal(c.download_timeout_ms, 500);
+	assert_int_equal(c.deadline_at, 0);
+	assert_true(kernels__deadline_left_ms(&c) > 1000000);
+	assert_int_equal(c.n_endpoints, 1);
+	assert_string_equal(c.endpoint, "http://a.invalid");
+	kernels__config_free(&c);
+
+	o.endpoints = "http://a.invalid,ftp://b.invalid";
+	assert_int_equal(kernels__config_load(&c, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "ftp://b.invalid"));
+	o.endpoints = " , ";
+	assert_int_equal(kernels__config_load(&c, &o), KERNELS_EINVAL);
+
+	/* As huggingface_hub: 0 means the default. */
+	setenv("HF_HUB_ETAG_TIMEOUT", "0", 1);
+	assert_int_equal(kernels__config_load(&c, NULL), 0);
+	assert_int_equal(c.timeout_ms, 10000);
+	kernels__config_free(&c);
+	unsetenv("HF_HUB_ETAG_TIMEOUT");
+	unsetenv("HF_HUB_DOWNLOAD_TIMEOUT");
+	unsetenv("KERNELS_DEADLINE_MS");
+	unsetenv("KERNELS_ENDPOINTS");
+}
+
+/* ---- the Hub down ---- */
+
+/* Defaults, warm cache, then the Hub goes away (nothing listens on its
+ * port): the first call answers from the cache within 2 s, the next one at
+ * once (the process remembers). */
+static void test_hub_down_defaults(void **state)
+{
+	kernels_options o;
+	test_hub *gone;
+	char *endpoint;
+	held before;
+	double first, second;
+	(void)state;
+
+	assert_non_null(gone = test_hub_start());
+	assert_int_equal(test_hub_publish(gone, "--repo " REPO " --dir '%s/src-1-0' --branch main --tag v1.0.0 --trusted",
+					  W.tmp), 0);
+	assert_non_null(endpoint = strdup(test_hub_endpoint(gone)));
+	options(&o);
+	o.endpoint = endpoint;
+	get_ok(&o, "v1.0.0", 1001);
+	test_hub_stop(gone);
+	logged[0] = '\0';
+	before = now_held();
+	first = get_ok(&o, "v1.0.0", 1001);
+	assert_non_null(strstr(logged, "cache"));
+	second = get_ok(&o, "v1.0.0", 1001);
+	print_message("hub down, warm cache: first call %.1f ms, second %.1f ms\n", first, second);
+	assert_true(first <= 2000);
+	assert_true(second <= 50);
+	/* What the cache lacks: said once, without "offline". */
+	get_fails(&o, "v1.1.0", KERNELS_ENETWORK, NEEDLES("cannot be reached", "v1.1.0"));
+	assert_null(strstr(kernels_error_last(), "HF_HUB_OFFLINE"));
+	assert_null(strstr(kernels_error_last(), "offline"));
+	expect_nothing_left(before);
+	free(endpoint);
+}
+
+/* The memory expires: the call after it tries the Hub again. */
+static void test_down_memory_expires(void **state)
+{
+	kernels_options o;
+	kernels_revision *r = NULL;
+	(void)state;
+
+	kernels__hub_set_down_ttl_ms(300);
+	options(&o);
+	o.endpoint = W.dead;
+	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
+	assert_null(strstr(kernels_error_last(), "not asking again"));
+	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
+	assert_non_null(strstr(kernels_error_last(), "not asking again"));
+	usleep(400 * 1000);
+	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
+	assert_null(strstr(kernels_error_last(), "not asking again"));
+	/* Any answer clears it at once: the live Hub is a different origin,
+	 * never affected. */
+	o.endpoint = test_hub_endpoint(W.hub);
+	assert_int_equal(kernels_revision_resolve(&r, REPO, "main", &o), 0);
+	kernels_revision_free(r);
+	kernels__hub_set_down_ttl_ms(30000);
+}
+
+/* ---- the Hub hangs ---- */
+
+/* Defaults, warm cache, info/refs accepts and says nothing: the cached
+ * answer within 15 s (the 10 s default deadline). */
+static void test_hang_info_refs_defaults(void **state)
+{
+	kernels_options o;
+	held before;
+	double ms;
+	(void)state;
+
+	warm();
+	before = now_held();
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/info/refs\", \"mode\": \"hang\", \"count\": -1}"), 0);
+	options(&o);
+	ms = get_ok(&o, "v1.0.0", 1001);
+	print_message("hang on info/refs, defaults, warm cache: %.0f ms\n", ms);
+	assert_true(ms <= 15000);
+	assert_non_null(strstr(logged, "deadline"));
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
+static void test_hang_info_refs_small_deadline(void **state)
+{
+	kernels_options o;
+	held before = now_held();
+	double ms;
+	(void)state;
+
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/info/refs\", \"mode\": \"hang\", \"count\": -1}"), 0);
+	options(&o);
+	o.deadline_ms = 1000;
+	ms = get_fails(&o, "v1.0.0", KERNELS_ENETWORK, NEEDLES("info/refs", "deadline of 1000 ms", "not in the cache"));
+	assert_true(ms <= 2500);
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
+/* The API hangs (trust check, tree listing): warm, from the cache; cold, a
+ * network error within the deadline. */
+static void test_hang_api(void **state)
+{
+	kernels_options o;
+	held before;
+	double ms;
+	(void)state;
+
+	warm();
+	before = now_held();
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/api/\", \"mode\": \"hang\", \"count\": -1}"), 0);
+	options(&o);
+	o.deadline_ms = 1000;
+	ms = get_ok(&o, "v1.0.0", 1001);
+	assert_true(ms <= 2500);
+	kernels__hub_down_forget_all();
+	ms = get_fails(&o, "v1.1.0", KERNELS_ENETWORK, NEEDLES("deadline", "/api/"));
+	assert_true(ms <= 2500);
+	assert_null(strstr(kernels_error_last(), "offline"));
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
+/* The CDN hangs: no byte of the kernel arrives; a clear network error
+ * naming the file, within the deadline. */
+static void test_hang_cdn(void **state)
+{
+	kernels_options o;
+	held before = now_held();
+	double ms;
+	(void)state;
+
+	assert_int_equal(test_hub_fault(W.hub, "{\"listener\": \"cdn\", \"mode\": \"hang\", \"count\": -1}"), 0);
+	options(&o);
+	o.deadline_ms = 1500;
+	ms = get_fails(&o, "v1.0.0", KERNELS_ENETWORK, NEEDLES("no byte", "deadline of 1500 ms", ".so", "lacks"));
+	assert_true(ms <= 3000);
+	assert_true(test_hub_log_count_ex(W.hub, "GET", "/lfs/", "cdn", 0, -1) >= 1);
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+	/* The same call with the CDN back: fetched and loaded. */
+	kernels__hub_down_forget_all();
+	get_ok(&o, "v1.0.0", 1001);
+}
+
+/* ---- retries worth their cost ---- */
+
+static void test_retries(void **state)
+{
+	kernels_options o;
+	held before = now_held();
+	double ms;
+	(void)state;
+
+	/* 5xx with Retry-After: waited for, then answered. */
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/tree/\", \"mode\": \"502\", \"retry_after\": 1, \"count\": 1}"), 0);
+	/* A reset in the middle of an API answer: retried. */
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/overview\", \"mode\": \"reset\", \"after_bytes\": 5}"), 0);
+	options(&o);
+	ms = get_ok(&o, "v1.0.0", 1001);
+	assert_true(ms >= 1000);
+	assert_int_equal(test_hub_log_count_ex(W.hub, "GET", "/tree/", "hub", 502, -1), 1);
+	assert_true(test_hub_log_count(W.hub, "GET", "/overview") >= 2);
+
+	/* A Retry-After longer than the deadline left is not waited for. */
+	test_hub_log_clear(W.hub);
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/info/refs\", \"mode\": \"429\", \"retry_after\": 30, \"count\": -1}"), 0);
+	o.deadline_ms = 1000;
+	ms = get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES("429"));
+	assert_true(ms <= 1500);
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
+/* ---- mirrors ---- */
+
+/* An endpoint without git smart HTTP (olah and other mirrors): every form
+ * resolves through the REST refs listing, and the cache records them. */
+static void test_rest_refs_without_smart_http(void **state)
+{
+	kernels_options o;
+	char short_id[8], *ref;
+	held before = now_held();
+	(void)state;
+
+	assert_int_equal(test_hub_config(W.hub, "{\"smart_http\": false}"), 0);
+	options(&o);
+	get_ok(&o, "v1.0.0", 1001);
+	get_ok(&o, "1", 1101);
+	get_ok(&o, ">=1.0,<1.1", 1001);
+	get_ok(&o, "main", 1101);
+	memcpy(short_id, W.commit[0], 7);
+	short_id[7] = '\0';
+	get_ok(&o, short_id, 1001);
+	assert_true(test_hub_log_count(W.hub, "GET", "/api/kernels/" REPO "/refs") >= 4);
+	assert_int_equal(test_hub_log_count_ex(W.hub, "GET", "/info/refs", "hub", 200, -1), 0);
+	/* The same cache records as through git. */
+	assert_true(asprintf(&ref, "%s/kernels--acme--net/refs/v1.0.0", W.cache) > 0);
+	assert_true(test_exists(ref));
+	free(ref);
+
+	/* Neither git nor the REST listing: said so; full commit ids still work. */
+	assert_int_equal(test_hub_config(W.hub, "{\"refs_api\": false}"), 0);
+	get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES("lists no refs", "full commit"));
+	get_ok(&o, W.commit[1], 1101);
+	expect_nothing_left(before);
+}
+
+/* endpoints: a mirror first, the Hub second, under one deadline. */
+static void test_endpoints_in_turn(void **state)
+{
+	kernels_options o;
+	test_hub *empty;
+	char *list;
+	double ms;
+	held before;
+	(void)state;
+
+	/* A dead mirror: refused at once, the Hub answers. (Mirrors rarely
+	 * serve the organization API: the publisher is named here.) */
+	options(&o);
+	o.trusted_orgs = "acme";
+	assert_true(asprintf(&list, "%s,%s", W.dead, test_hub_endpoint(W.hub)) > 0);
+	o.endpoints = list;
+	before = now_held();
+	ms = get_ok(&o, "v1.0.0", 1001);
+	assert_true(ms <= 3000);
+	assert_null(strstr(logged, "from the cache"));
+	free(list);
+
+	/* A mirror that lacks the repo: the Hub after it. */
+	assert_non_null(empty = test_hub_start());
+	assert_true(asprintf(&list, "%s %s", test_hub_endpoint(empty), test_hub_endpoint(W.hub)) > 0);
+	o.endpoints = list;
+	get_ok(&o, "v1.1.0", 1101);
+	assert_true(test_hub_log_count(empty, "GET", "/info/refs") >= 1);
+	test_hub_stop(empty);
+	free(list);
+
+	/* All down: the cache answers, once. */
+	kernels__hub_down_forget_all();
+	assert_true(asprintf(&list, "%s,%s", W.dead, "http://127.0.0.1:9") > 0);
+	o.endpoints = list;
+	get_ok(&o, "v1.0.0", 1001);
+	free(list);
+	expect_nothing_left(before);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_config_timeouts_deadline_endpoints, fresh),
+		cmocka_unit_test_setup(test_hub_down_defaults, fresh),
+		cmocka_unit_test_setup(test_down_memory_expires, fresh),
+		cmocka_unit_test_setup(test_hang_info_refs_defaults, fresh),
+		cmocka_unit_test_setup(test_hang_info_refs_small_deadline, fresh),
+		cmocka_unit_test_setup(test_hang_api, fresh),
+		cmocka_unit_test_setup(test_hang_cdn, fresh),
+		cmocka_unit_test_setup(test_retries, fresh),
+		cmocka_unit_test_setup(test_rest_refs_without_smart_http, fresh),
+		cmocka_unit_test_setup(test_endpoints_in_turn, fresh),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
