@@ -95,8 +95,11 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
 		rc = lock_format_of(manifest, &format);
 	if (rc == 0)
 		rc = kernels_lock_new(&lock, format);
-	for (i = 0; rc == 0 && i < kernels_manifest_count(manifest); i++)
+	/* Each kernel gets the call's whole budget (kernels_options.deadline_ms). */
+	for (i = 0; rc == 0 && i < kernels_manifest_count(manifest); i++) {
+		kernels__config_deadline_restart(&cfg);
 		rc = lock_dependency(&cfg, kernels_manifest_at(manifest, i), lock);
+	}
 	if (rc == 0 && !(path = lock_path_of(project_dir)))
 		rc = KERNELS_ENOMEM;
 	if (rc == 0)
@@ -256,8 +259,10 @@ int kernels_project_download(const char *project_dir, int all_variants, const ke
 		return rc;
 	}
 	rc = kernels_lock_load(&lock, path);
-	for (i = 0; rc == 0 && i < kernels_lock_count(lock); i++)
+	for (i = 0; rc == 0 && i < kernels_lock_count(lock); i++) {
+		kernels__config_deadline_restart(&cfg);
 		rc = download_entry(&cfg, kernels_lock_at(lock, i), all_variants);
+	}
 	kernels_lock_free(lock);
 	kernels__config_free(&cfg);
 	free(path);
