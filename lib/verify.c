@@ -4,6 +4,7 @@
  * __pycache__/ folder and *.pyc file, as kernel-builder writes it and the
  * Python client checks it. */
 #include "verify.h"
+#include "receipt.h"
 #include "error.h"
 #include "util.h"
 
@@ -36,6 +37,7 @@ struct kernels_metadata {
 	json_t *files;        /* digest.files, borrowed */
 	char **walked;        /* verified files, relative, sorted */
 	struct stat *walked_st; /* what each was verified as (device, inode, size, times) */
+	struct stat meta_st;    /* metadata.json as it was read */
 	size_t nwalked;
 };
 
@@ -158,7 +160,7 @@ static void parse_provenance(kernels_metadata *m)
 /* Reads metadata.json through one descriptor, refusing more than the cap
  * before anything is parsed: real ones are a few kilobytes (a digest line
  * per file), and parsing costs about a hundred times the size. */
-static int read_metadata(const char *path, json_t **out)
+static int read_metadata(const char *path, json_t **out, struct stat *st_out)
 {
 	json_error_t jerr;
 	struct stat st;
@@ -187,6 +189,8 @@ static int read_metadata(const char *path, json_t **out)
 	free(buf);
 	if (fd >= 0)
 		close(fd);
+	if (rc == 0)
+		*st_out = st;
 	return rc;
 }
 
@@ -206,7 +210,7 @@ int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
 		free(path);
 		return kernels__error_oom();
 	}
-	if ((rc = read_metadata(path, &m->json)) < 0)
+	if ((rc = read_metadata(path, &m->json, &m->meta_st)) < 0)
 		goto fail;
 	if (!json_is_object(m->json)) {
 		rc = kernels__error(KERNELS_EPARSE, "%s: must hold a JSON object", path);
@@ -498,8 +502,41 @@ static int check_files(const kernels__config *cfg, kernels_metadata *m, walk_sta
 	return 0;
 }
 
-int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
-			    const char *what, kernels_metadata **out)
+/* A cached variant whose receipt vouches for every file as it is now needs
+ * no hashing; otherwise it is hashed whole and a receipt written. */
+static int check_cached(const kernels__config *cfg, kernels_metadata *m, walk_state *w, const char *root,
+			const char *dir, const char *what)
+{
+	const char **files = calloc(w->n + 1, sizeof(*files));
+	struct stat *sts = calloc(w->n + 1, sizeof(*sts));
+	size_t i;
+	int rc = 0;
+
+	if (!files || !sts) {
+		rc = kernels__error_oom();
+		goto done;
+	}
+	for (i = 0; i < w->n; i++) {
+		files[i] = w->v[i].rel;
+		sts[i] = w->v[i].st;
+	}
+	if (kernels__receipt_matches(root, dir, &m->meta_st, files, sts, w->n)) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: verified before, unchanged since (receipt)", what ? what : dir);
+		goto done;
+	}
+	if ((rc = check_files(cfg, m, w, root, dir, what)) == 0) {
+		for (i = 0; i < w->n; i++)
+			sts[i] = w->v[i].st;
+		kernels__receipt_write(cfg, root, dir, &m->meta_st, files, sts, w->n);
+	}
+done:
+	free(files);
+	free(sts);
+	return rc;
+}
+
+static int verify(const kernels__config *cfg, const char *variant_dir, const char *root, const char *what,
+		  int use_receipts, kernels_metadata **out)
 {
 	char dir_real[PATH_MAX], root_real[PATH_MAX];
 	walk_state w = { 0 };
@@ -532,7 +569,8 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 	if ((rc = walk(&w, dir_real, "", 0)) == 0) {
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
-		rc = check_files(cfg, m, &w, root ? root_real : NULL, dir_real, what);
+		rc = root && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what)
+					  : check_files(cfg, m, &w, root ? root_real : NULL, dir_real, what);
 	}
 	if (rc == 0 && m->dirty)
 		kernels__log(cfg, KERNELS_LOG_WARNING,
@@ -560,6 +598,12 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 	else
 		*out = m;
 	return rc;
+}
+
+int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
+			    const char *what, kernels_metadata **out)
+{
+	return verify(cfg, variant_dir, root, what, 1, out);
 }
 
 /* A variant inside a hub cache snapshot ({repo}/snapshots/{commit}/build/
@@ -594,7 +638,7 @@ int kernels_verify_variant(const char *variant_dir, const kernels_options *opts,
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	root = cache_repo_root(variant_dir);
-	rc = kernels__verify_variant(&cfg, variant_dir, root, NULL, out);
+	rc = verify(&cfg, variant_dir, root, NULL, 0, out); /* asked to verify: hash, whatever a receipt says */
 	free(root);
 	kernels__config_free(&cfg);
 	return rc;

@@ -1,0 +1,90 @@
+/* Verification receipts: see receipt.h for what they vouch for and why
+ * they weaken nothing. Stored in the repo's cache folder as
+ * .libkernels/receipts/{commit}/{path}.json, one per variant folder. */
+#include "receipt.h"
+#include "error.h"
+#include "util.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RECEIPT_MAX (16 << 20)
+
+static char *receipt_path(const char *root, const char *dir)
+{
+	size_t n = strlen(root);
+
+	if (strncmp(dir, root, n) || strncmp(dir + n, "/snapshots/", 11))
+		return NULL; /* not a cached snapshot: no receipt */
+	return kernels__sprintf("%s/.libkernels/receipts/%s.json", root, dir + n + 11);
+}
+
+static json_t *identity(const struct stat *st)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "dev", (json_int_t)st->st_dev, "ino", (json_int_t)st->st_ino,
+			 "size", (json_int_t)st->st_size,
+			 "mtime_ns", (json_int_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+			 "ctime_ns", (json_int_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec);
+}
+
+static int same_identity(json_t *recorded, const struct stat *st)
+{
+	json_t *now = identity(st);
+	int same = now && recorded && json_equal(recorded, now);
+
+	json_decref(now);
+	return same;
+}
+
+int kernels__receipt_matches(const char *root, const char *dir, const struct stat *meta,
+			     const char *const *files, const struct stat *sts, size_t n)
+{
+	char *path = receipt_path(root, dir);
+	json_t *doc = NULL, *recorded;
+	struct stat st;
+	size_t i;
+	int ok = 0;
+
+	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
+	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)) &&
+	    json_integer_value(json_object_get(doc, "version")) == 1 &&
+	    same_identity(json_object_get(doc, "metadata"), meta) &&
+	    json_object_size(recorded = json_object_get(doc, "files")) == n) {
+		for (ok = 1, i = 0; ok && i < n; i++)
+			ok = same_identity(json_object_get(recorded, files[i]), &sts[i]);
+	}
+	json_decref(doc);
+	free(path);
+	return ok;
+}
+
+void kernels__receipt_write(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
+			    const char *const *files, const struct stat *sts, size_t n)
+{
+	char *path = receipt_path(root, dir), *tmp = NULL, *folder = NULL;
+	json_t *doc = json_pack("{s:i, s:o, s:o}", "version", 1, "metadata", identity(meta), "files", json_object());
+	size_t i;
+	int ok = path && doc;
+
+	for (i = 0; ok && i < n; i++)
+		ok = json_object_set_new(json_object_get(doc, "files"), files[i], identity(&sts[i])) == 0;
+	if (ok && (folder = kernels__strdup(path)) && (tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid()))) {
+		*strrchr(folder, '/') = '\0';
+		ok = kernels__mkdir_p(folder, 0777) == 0 && json_dump_file(doc, tmp, JSON_COMPACT) == 0 &&
+		     rename(tmp, path) == 0;
+		if (!ok) {
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", path,
+				     strerror(errno));
+			unlink(tmp);
+		}
+	}
+	kernels_error_clear();
+	json_decref(doc);
+	free(tmp);
+	free(folder);
+	free(path);
+}

@@ -1,0 +1,31 @@
+/* Internal: verification receipts. Once every file of a cached variant has
+ * been hashed against its digest, a receipt records what was verified: the
+ * identity (device, inode, size, modification and change times in
+ * nanoseconds) of metadata.json and of each file. A later process that
+ * finds exactly those identities skips the hashing; any difference means a
+ * full re-hash. It weakens nothing: whoever can write the receipt (in the
+ * repo's cache folder) can as well write the blobs and metadata.json it
+ * vouches for, and no file can change content without changing its change
+ * time. */
+#ifndef KERNELS_LIB_RECEIPT_H
+#define KERNELS_LIB_RECEIPT_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "config.h"
+
+/* `dir` is a variant folder {root}/snapshots/{commit}/{path}, `root` the
+ * repo's cache folder (both real paths); files[i] are its files relative to
+ * it, sts[i] their identities now. 1 when the receipt vouches for exactly
+ * this set; 0 when there is none or anything differs. */
+int kernels__receipt_matches(const char *root, const char *dir, const struct stat *meta,
+			     const char *const *files, const struct stat *sts, size_t n);
+
+/* Records a receipt for what was just verified (the identities of the
+ * descriptors the files were hashed through). Best effort: a cache this
+ * process may not write only means the next one hashes again. */
+void kernels__receipt_write(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
+			    const char *const *files, const struct stat *sts, size_t n);
+
+#endif
