@@ -542,6 +542,12 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 	for (i = 0; i < t->count; i++)
 		t->entries[i].rank = t->entries[i].accepted ? rank++ : -1;
 	t->chosen = t->count && t->entries[0].accepted ? t->entries[0].name : NULL;
+	{
+		char desc[512];
+		kernels_system_format(sys, desc, sizeof(desc));
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s%svariant %s chosen among %zu (%d accepted) for %s",
+			     what ? what : "", what ? ": " : "", t->chosen ? t->chosen : "(none)", t->count, rank, desc);
+	}
 	if ((rc = build_text(t)) < 0) {
 		kernels_variant_trace_free(t);
 		return rc;

@@ -27,10 +27,11 @@ fi
 # What each package is for: the compiler and build tools; the libraries
 # libkernels links; the test framework and the examples' libpng; clang and
 # its runtime for the fuzzer; valgrind for the end-to-end tests; python3
-# with venv for the environment below.
+# with venv for the environment below; zsh and fish for the completion
+# tests.
 debs=(build-essential cmake pkg-config git python3 python3-venv
       libcurl4-openssl-dev libgit2-dev libjansson-dev libarchive-dev libssl-dev
-      libcmocka-dev libpng-dev clang libclang-rt-14-dev valgrind)
+      libcmocka-dev libpng-dev clang libclang-rt-14-dev valgrind zsh fish)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

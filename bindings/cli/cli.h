@@ -36,16 +36,22 @@ typedef struct cli_command {
 	const cli_opt *opts;   /* terminated by a zero entry; may be NULL */
 	int min_pos, max_pos;
 	int (*run)(struct cli_ctx *, const struct cli_command *);
+	const char *example;   /* one command line that works, or NULL */
 } cli_command;
 
 #define CLI_MAX_POS 8
 #define CLI_MAX_OPTS 16
 
+/* Only errors: the level above KERNELS_LOG_WARNING (-q, KERNELS_LOG=error). */
+#define CLI_LOG_ERROR (KERNELS_LOG_WARNING + 1)
+
 typedef struct cli_ctx {
 	kernels_options opts;
 	kernels_system sys;             /* opts.system once --backend is given */
 	const char *backend_version;    /* --backend-version, applied after parsing */
-	int json, quiet, verbose, progress; /* progress: -1 auto, 0 off, 1 on */
+	int json, quiet, verbose, progress; /* verbose: how many -v; progress: -1 auto, 0 off, 1 on */
+	int bytes;                      /* --bytes: sizes as byte counts, not KiB/MiB/GiB */
+	int log_level;                  /* the library's messages shown: this kernels_log_level and up */
 	const char *pos[CLI_MAX_POS];
 	int npos;
 	const char *val[CLI_MAX_OPTS]; /* per command option: its value, "1" for a set flag, NULL unset */
@@ -55,6 +61,8 @@ typedef struct cli_ctx {
  * Returns -1 when parsing succeeded, else the exit code (0 after --help). */
 int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv);
 void cli_command_help(FILE *out, const cli_command *cmd);
+/* A command's summary, details, options and example (part of its help). */
+void cli_command_section(FILE *out, const cli_command *cmd);
 void cli_global_help(FILE *out);
 extern const cli_opt cli_global_opts[];
 /* Index of option `name` in cmd->opts: ctx->val[cli_opt_index(...)]. */
@@ -71,9 +79,15 @@ int cli_json_print(json_t *obj);
 /* json_string() that accepts NULL (-> null). */
 json_t *cli_jstr(const char *s);
 
-/* Progress reporting around one library call. */
+/* Progress reporting around one library call: a bar with rate and ETA on
+ * a terminal (or with --progress), else one line per downloaded file. */
 void cli_progress_begin(cli_ctx *ctx, const char *what);
 void cli_progress_end(cli_ctx *ctx);
+/* Erases a drawn progress bar so a message can take its line (the next
+ * progress report draws it again). */
+void cli_progress_clear_line(void);
+/* `n` bytes for people ("3.0 MiB", "512 B"), or "3136531 bytes" with --bytes. */
+const char *cli_size(const cli_ctx *ctx, unsigned long long n, char *buf, size_t size);
 /* A status line on stderr (suppressed by --quiet). */
 void cli_note(const cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

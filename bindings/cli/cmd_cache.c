@@ -172,25 +172,34 @@ int cmd_cache_ls(cli_ctx *ctx, const cli_command *cmd)
 	printf("cache: %s\n", root);
 	for (i = 0; i < json_array_size(repos); i++) {
 		json_t *r = json_array_get(repos, i), *s;
+		long long blobs = json_integer_value(json_object_get(r, "blobs"));
+		char size[32];
 		size_t k;
-		printf("\n%s (%s)  %lld bytes in %lld blobs\n", json_string_value(json_object_get(r, "repo_id")),
-		       json_string_value(json_object_get(r, "type")), json_integer_value(json_object_get(r, "size")),
-		       json_integer_value(json_object_get(r, "blobs")));
+		printf("\n%s (%s)  %s in %lld blob%s\n", json_string_value(json_object_get(r, "repo_id")),
+		       json_string_value(json_object_get(r, "type")),
+		       cli_size(ctx, (unsigned long long)json_integer_value(json_object_get(r, "size")), size, sizeof(size)),
+		       blobs, blobs == 1 ? "" : "s");
 		json_array_foreach(json_object_get(r, "snapshots"), k, s) {
 			json_t *names = json_object_get(s, "refs"), *v;
 			printf("  %s", json_string_value(json_object_get(s, "commit")));
 			for (j = 0; j < json_array_size(names); j++)
 				printf("%s%s", j ? ", " : "  [", json_string_value(json_array_get(names, j)));
 			printf("%s\n", json_array_size(names) ? "]" : "");
-			json_array_foreach(json_object_get(s, "variants"), j, v)
-				printf("    %-44s %6lld files %12lld bytes\n", json_string_value(json_object_get(v, "name")),
-				       json_integer_value(json_object_get(v, "files")),
-				       json_integer_value(json_object_get(v, "size")));
+			json_array_foreach(json_object_get(s, "variants"), j, v) {
+				long long files = json_integer_value(json_object_get(v, "files"));
+				printf("    %-44s %6lld file%s %14s\n", json_string_value(json_object_get(v, "name")), files,
+				       files == 1 ? " " : "s",
+				       cli_size(ctx, (unsigned long long)json_integer_value(json_object_get(v, "size")), size,
+						sizeof(size)));
+			}
 		}
 	}
 	if (!json_array_size(repos))
 		printf("(no kernels%s%s)\n", only ? " for " : "", only ? only : "");
-	printf("\ntotal: %llu bytes\n", total);
+	{
+		char size[32];
+		printf("\ntotal: %s\n", cli_size(ctx, total, size, sizeof(size)));
+	}
 	json_decref(repos);
 	free(root);
 	return CLI_OK;
@@ -549,7 +558,8 @@ next:
 			for (i = 0; i < json_array_size(s.removed); i++)
 				printf("%s %s\n", s.dry_run ? "would remove" : "removed",
 				       json_string_value(json_array_get(s.removed, i)));
-			cli_note(ctx, "%s %llu bytes", s.dry_run ? "would free" : "freed", s.freed);
+			char size[32];
+			cli_note(ctx, "%s %s", s.dry_run ? "would free" : "freed", cli_size(ctx, s.freed, size, sizeof(size)));
 		}
 	}
 	json_decref(s.removed);

@@ -35,7 +35,7 @@ static const char *format_name(const kernels_lock *lock)
 
 int cmd_lock(cli_ctx *ctx, const cli_command *cmd)
 {
-	const char *dir = ctx->pos[0];
+	const char *dir = ctx->npos ? ctx->pos[0] : ".";
 	char *path = cli_sprintf("%s/kernels.lock", dir);
 	kernels_lock *lock = NULL;
 	size_t i;
@@ -97,7 +97,7 @@ static char **cached_variants(const char *snap, size_t *n)
 
 int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 {
-	const char *dir = ctx->pos[0];
+	const char *dir = ctx->npos ? ctx->pos[0] : ".";
 	int all = cli_value(ctx, cmd, "all-variants") != NULL;
 	char *path = cli_sprintf("%s/kernels.lock", dir);
 	kernels_lock *lock = NULL;

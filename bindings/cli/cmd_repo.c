@@ -255,10 +255,15 @@ static int print_kernel(cli_ctx *ctx, kernels_kernel *k, const kernels_get_stats
 		       kernels_metadata_name(m), kernels_metadata_version(m), kernels_metadata_backend(m),
 		       kernels_metadata_license(m));
 	if (st) {
-		printf("cache:     %s\n",
-		       st->local ? "local tree" : st->from_cache ? "hit (nothing downloaded)" : "downloaded");
-		printf("downloaded: %zu of %zu files, %llu bytes\n", st->download.blobs_downloaded, st->download.files,
-		       st->download.bytes_downloaded);
+		char got[32], all[32];
+		if (st->local)
+			printf("cache:     local tree (nothing downloaded)\n");
+		else if (st->from_cache)
+			printf("cache:     hit (nothing downloaded)\n");
+		else
+			printf("cache:     downloaded %zu of %zu files, %s of %s\n", st->download.blobs_downloaded,
+			       st->download.files, cli_size(ctx, st->download.bytes_downloaded, got, sizeof(got)),
+			       cli_size(ctx, st->download.bytes_total, all, sizeof(all)));
 		printf("timings:   resolve %.1f ms, select %.1f ms, download %.1f ms, load %.1f ms\n", st->resolve_ms,
 		       st->select_ms, st->download_ms, st->load_ms);
 	}

@@ -41,41 +41,50 @@ static const cli_opt rm_opts[] = {
 };
 
 static const cli_command commands[] = {
-	{ "lock", "DIR", "Resolve [tool.kernels.dependencies] of DIR/pyproject.toml and write DIR/kernels.lock.",
-	  "The lock file is byte-identical to what the Python `kernels lock` writes.", NULL, 1, 1, cmd_lock },
-	{ "download", "DIR", "Download the kernels DIR/kernels.lock pins into the cache.",
-	  "By default only the variant that fits this system; each variant is checked against its lock hash.",
-	  download_opts, 1, 1, cmd_download },
+	{ "lock", "[DIR]", "Resolve [tool.kernels.dependencies] of DIR/pyproject.toml and write DIR/kernels.lock.",
+	  "DIR defaults to the current folder. Each dependency (a major version N or a PEP 440 specifier) is "
+	  "resolved on the Hub to one commit. The lock file is byte-identical to what the Python `kernels lock` "
+	  "writes; on failure the old one is kept.",
+	  NULL, 0, 1, cmd_lock, CLI_NAME " lock myproject" },
+	{ "download", "[DIR]", "Download the kernels DIR/kernels.lock pins into the cache.",
+	  "DIR defaults to the current folder. By default only the variant that fits this system; each variant "
+	  "is checked against its lock hash.",
+	  download_opts, 0, 1, cmd_download, CLI_NAME " download myproject --all-variants" },
 	{ "versions", "REPO", "List the versions (vN branches and vX.Y.Z tags) of a kernel repo.", NULL, NULL, 1, 1,
-	  cmd_versions },
+	  cmd_versions, CLI_NAME " versions kernels-community/activation" },
 	{ "variants", "REPO", "Show how the build variants of REPO at --revision are resolved on this system.",
 	  "Every variant is listed as accepted or rejected with the reason; the chosen one is marked. Exit status "
 	  "1 when no variant fits.",
-	  variants_opts, 1, 1, cmd_variants },
+	  variants_opts, 1, 1, cmd_variants, CLI_NAME " variants kernels-community/activation --revision 1" },
 	{ "get", "REPO REVISION", "Fetch and load a kernel, and print what was chosen and where the time went.",
-	  NULL, NULL, 2, 2, cmd_get },
+	  "REVISION is a branch, tag, commit, major version N or PEP 440 specifier (\">=1.1,<2\"). What is cached is "
+	  "not downloaded again.",
+	  NULL, 2, 2, cmd_get, CLI_NAME " get kernels-community/activation 1" },
 	{ "load", "REPO [DIR]", "Load REPO at the commit DIR/kernels.lock pins (DIR: a project folder or a lock file).",
-	  "From the cache only, never a network call; with --fetch the variant is downloaded when missing. The "
-	  "variant's files are checked against the lock hash and its metadata digest before loading.",
-	  load_opts, 1, 2, cmd_load },
+	  "DIR defaults to the current folder. From the cache only, never a network call; with --fetch the variant "
+	  "is downloaded when missing. The variant's files are checked against the lock hash and its metadata "
+	  "digest before loading.",
+	  load_opts, 1, 2, cmd_load, CLI_NAME " load kernels-community/activation myproject" },
 	{ "verify", "[DIR]",
-	  "Check the cached kernels that DIR/kernels.lock pins (DIR defaults to the current folder).",
-	  "Each cached variant of each locked commit is checked against its metadata.json digest and, when the "
-	  "lock records one, its git_lfs_concat lock hash. Exit status 1 when anything fails or a locked kernel "
-	  "is not cached.",
-	  NULL, 0, 1, cmd_verify },
+	  "Check the cached kernels that DIR/kernels.lock pins.",
+	  "DIR defaults to the current folder. Each cached variant of each locked commit is checked against its "
+	  "metadata.json digest and, when the lock records one, its git_lfs_concat lock hash. Exit status 1 when "
+	  "anything fails or a locked kernel is not cached.",
+	  NULL, 0, 1, cmd_verify, CLI_NAME " verify myproject" },
 	{ "to-wheel", "REPO VERSION", "Build one Python wheel per build variant of REPO at version VERSION.",
 	  "VERSION is a tag's version (0.1.0 for the tag v0.1.0) or a major version N (branch vN). Arch variants "
-	  "give {name}-{version}+torch{Mm}cu{xyz}cxx{11|98}-cp39-abi3-manylinux_2_28_{cpu}.whl (cpu: cucpu, as the Python client), noarch variants "
-	  "{name}-{version}-py39-none-any.whl.",
-	  wheel_opts, 2, 2, cmd_to_wheel },
+	  "give {name}-{version}+torch{Mm}cu{xyz}cxx{11|98}-cp39-abi3-manylinux_2_28_{cpu}.whl (cpu: cucpu, as the "
+	  "Python client), noarch variants {name}-{version}-py39-none-any.whl.",
+	  wheel_opts, 2, 2, cmd_to_wheel, CLI_NAME " to-wheel kernels-community/activation 0.1.0 --out dist" },
 	{ "cache ls", "[REPO]", "List the kernels in the cache: repos, snapshots (commits), refs, variants and sizes.",
-	  NULL, NULL, 0, 1, cmd_cache_ls },
+	  "Sizes are shown in KiB/MiB/GiB; --bytes prints byte counts.", NULL, 0, 1, cmd_cache_ls,
+	  CLI_NAME " cache ls kernels-community/activation" },
 	{ "cache rm", "REPO", "Remove a kernel repo (or one snapshot with --revision) from the cache.",
 	  "Only paths inside the cache root are removed; links are removed, never followed. Blobs no snapshot "
 	  "uses any more are removed too.",
-	  rm_opts, 1, 1, cmd_cache_rm },
-	{ "version", NULL, "Print the version of the tool and library.", NULL, NULL, 0, 0, cmd_version },
+	  rm_opts, 1, 1, cmd_cache_rm, CLI_NAME " cache rm kernels-community/activation --revision v1 --dry-run" },
+	{ "version", NULL, "Print the version of the tool and library (also -V, --version).", NULL, NULL, 0, 0,
+	  cmd_version, NULL },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -94,20 +103,73 @@ static int usage(FILE *out)
 	}
 	fputs("\nglobal options (accepted before or after the command):\n", out);
 	cli_global_help(out);
-	fputs("\nRun '" CLI_NAME " <command> --help' for a command's options.\n"
+	fputs("  -V, --version                print the version and exit\n"
+	      "  -h, --help                   show this help\n"
+	      "\nRun '" CLI_NAME " <command> --help' for a command's options.\n"
 	      "Exit status: 0 success, 1 failure (the library's message is on stderr; with --json also an\n"
 	      "{\"error\": {code, name, message}} object on stdout), 2 bad command line.\n",
 	      out);
 	return out == stdout ? CLI_OK : CLI_USAGE;
 }
 
+/* `cache --help`: both subcommands in full. */
+static int cache_usage(FILE *out)
+{
+	size_t i;
+
+	fputs("usage: " CLI_NAME " cache ls [REPO] [options]\n"
+	      "       " CLI_NAME " cache rm REPO [--revision REV] [--dry-run] [options]\n\n"
+	      "Look into and prune the kernel cache (the one Python's huggingface_hub shares).\n",
+	      out);
+	for (i = 0; i < NCOMMANDS; i++)
+		if (!strncmp(commands[i].name, "cache ", 6))
+			cli_command_section(out, &commands[i]);
+	fputs("\nglobal options:\n", out);
+	cli_global_help(out);
+	fputs("\nexit status: 0 success, 1 failure (the message is on stderr), 2 bad command line\n", out);
+	return out == stdout ? CLI_OK : CLI_USAGE;
+}
+
+static const char *level_name(kernels_log_level level)
+{
+	switch (level) {
+	case KERNELS_LOG_DEBUG:
+		return "debug";
+	case KERNELS_LOG_INFO:
+		return "info";
+	case KERNELS_LOG_WARNING:
+		return "warning";
+	default:
+		return "error";
+	}
+}
+
+/* The library's messages at or above the chosen level, each warning once
+ * per invocation (one command may make several library calls that each
+ * notice the same thing, e.g. a newer major version). */
 static void on_log(kernels_log_level level, const char *message, void *payload)
 {
+	static char **seen;
+	static size_t nseen;
 	const cli_ctx *ctx = payload;
+	size_t i;
 
-	if (ctx->quiet || (level == KERNELS_LOG_DEBUG && !ctx->verbose) || (level == KERNELS_LOG_INFO && !ctx->verbose))
+	if ((int)level < ctx->log_level)
 		return;
-	fprintf(stderr, CLI_NAME ": %s: %s\n", level == KERNELS_LOG_WARNING ? "warning" : "debug", message);
+	if (level >= KERNELS_LOG_WARNING) {
+		char **v;
+		for (i = 0; i < nseen; i++)
+			if (!strcmp(seen[i], message))
+				return;
+		if ((v = realloc(seen, (nseen + 1) * sizeof(*v))) && (v[nseen] = strdup(message))) {
+			seen = v;
+			nseen++;
+		} else if (v) {
+			seen = v;
+		}
+	}
+	cli_progress_clear_line();
+	fprintf(stderr, CLI_NAME ": %s: %s\n", level_name(level), message);
 }
 
 /* Whether global option `arg` (before the command) takes the next argv entry. */
@@ -123,6 +185,37 @@ static int global_takes_value(const char *arg)
 	return 0;
 }
 
+/* The subcommand of `cache` at argv[*at2], or a usage answer (help: 0). */
+static int find_cache_command(int argc, char **argv, int at, int *at2, const cli_command **cmd)
+{
+	size_t k;
+	int i;
+
+	for (i = at + 1; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+				return cache_usage(stdout);
+			i += global_takes_value(argv[i]);
+			continue;
+		}
+		*at2 = i;
+		break;
+	}
+	if (*at2 < 0) {
+		fputs(CLI_NAME ": 'cache' needs a subcommand: ls or rm\n", stderr);
+		return cache_usage(stderr);
+	}
+	for (k = 0; k < NCOMMANDS; k++)
+		if (!strncmp(commands[k].name, "cache ", 6) && !strcmp(commands[k].name + 6, argv[*at2]))
+			*cmd = &commands[k];
+	if (!*cmd) {
+		fprintf(stderr, CLI_NAME ": unknown command 'cache %s'; the cache commands are 'cache ls' and 'cache rm'\n",
+			argv[*at2]);
+		return CLI_USAGE;
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static cli_ctx ctx;
@@ -135,7 +228,7 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help"))
 			return usage(stdout);
-		if (!strcmp(argv[i], "--version"))
+		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V"))
 			argv[i] = "version";
 		if (argv[i][0] == '-') {
 			i += global_takes_value(argv[i]);
@@ -147,32 +240,8 @@ int main(int argc, char **argv)
 	if (at < 0)
 		return usage(stderr);
 	if (!strcmp(argv[at], "cache")) {
-		for (i = at + 1; i < argc; i++) {
-			if (argv[i][0] == '-') {
-				if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-					printf("usage: " CLI_NAME " cache ls [REPO] | " CLI_NAME " cache rm REPO [--revision REV]\n");
-					return CLI_OK;
-				}
-				i += global_takes_value(argv[i]);
-				continue;
-			}
-			at2 = i;
-			break;
-		}
-		if (at2 < 0) {
-			fputs(CLI_NAME ": 'cache' needs a subcommand: ls or rm\nusage: " CLI_NAME " cache ls [REPO] | " CLI_NAME
-			      " cache rm REPO [--revision REV]\n",
-			      stderr);
-			return CLI_USAGE;
-		}
-		for (k = 0; k < NCOMMANDS; k++)
-			if (!strncmp(commands[k].name, "cache ", 6) && !strcmp(commands[k].name + 6, argv[at2]))
-				cmd = &commands[k];
-		if (!cmd) {
-			fprintf(stderr, CLI_NAME ": unknown command 'cache %s'; the cache commands are 'cache ls' and "
-					"'cache rm'\n", argv[at2]);
-			return CLI_USAGE;
-		}
+		if ((rc = find_cache_command(argc, argv, at, &at2, &cmd)) >= 0)
+			return rc;
 	} else {
 		for (k = 0; k < NCOMMANDS; k++)
 			if (!strcmp(commands[k].name, argv[at]))

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,8 +34,9 @@ const cli_opt cli_global_opts[] = {
 	{ "tvm-ffi", 0, "VERSION", "resolve for this tvm-ffi version (\"0.1\"), or \"none\"" },
 	{ "gpu-archs", 0, "LIST", "GPU compute capabilities (\"9.0,8.6\"), or \"none\"" },
 	{ "json", 0, NULL, "print the result as JSON on stdout (for scripts)" },
-	{ "quiet", 'q', NULL, "no progress, notes or warnings on stderr" },
-	{ "verbose", 'v', NULL, "also print the library's debug messages" },
+	{ "quiet", 'q', NULL, "no progress, notes or warnings on stderr: errors only" },
+	{ "verbose", 'v', NULL, "also the library's info messages (retries, ...); twice (-vv): debug too" },
+	{ "bytes", 0, NULL, "sizes as byte counts, not KiB/MiB/GiB (for scripts)" },
 	{ "progress", 0, NULL, "draw a progress bar even when stderr is not a terminal" },
 	{ "no-progress", 0, NULL, "never draw a progress bar (plain lines only)" },
 	{ NULL, 0, NULL, NULL }
@@ -105,7 +107,9 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 	else if (!strcmp(name, "quiet"))
 		ctx->quiet = 1;
 	else if (!strcmp(name, "verbose"))
-		ctx->verbose = 1;
+		ctx->verbose++;
+	else if (!strcmp(name, "bytes"))
+		ctx->bytes = 1;
 	else if (!strcmp(name, "progress"))
 		ctx->progress = 1;
 	else if (!strcmp(name, "no-progress"))
@@ -172,18 +176,56 @@ void cli_global_help(FILE *out)
 	opt_lines(out, cli_global_opts);
 }
 
+/* `text` on lines of at most 78 columns, each indented by `indent`. */
+static void wrap(FILE *out, const char *text, int indent)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *end = p, *brk = NULL;
+		while (*end && *end != '\n' && (end - p < 78 - indent || !brk)) {
+			if (*end == ' ')
+				brk = end;
+			end++;
+		}
+		if (*end && *end != '\n' && brk)
+			end = brk;
+		fprintf(out, "%*s%.*s\n", indent, "", (int)(end - p), p);
+		p = *end ? end + 1 : end;
+	}
+}
+
+void cli_command_section(FILE *out, const cli_command *cmd)
+{
+	fprintf(out, "\n" CLI_NAME " %s%s%s\n", cmd->name, cmd->args ? " " : "", cmd->args ? cmd->args : "");
+	wrap(out, cmd->summary, 2);
+	if (cmd->details)
+		wrap(out, cmd->details, 2);
+	if (cmd->opts && cmd->opts[0].name) {
+		fputs("  options:\n", out);
+		opt_lines(out, cmd->opts);
+	}
+	if (cmd->example)
+		fprintf(out, "  example: %s\n", cmd->example);
+}
+
 void cli_command_help(FILE *out, const cli_command *cmd)
 {
-	fprintf(out, "usage: " CLI_NAME " %s%s%s [options]\n\n%s\n", cmd->name, cmd->args ? " " : "",
-		cmd->args ? cmd->args : "", cmd->summary);
-	if (cmd->details)
-		fprintf(out, "\n%s\n", cmd->details);
+	fprintf(out, "usage: " CLI_NAME " %s%s%s [options]\n\n", cmd->name, cmd->args ? " " : "",
+		cmd->args ? cmd->args : "");
+	wrap(out, cmd->summary, 0);
+	if (cmd->details) {
+		fputc('\n', out);
+		wrap(out, cmd->details, 0);
+	}
 	if (cmd->opts && cmd->opts[0].name) {
 		fputs("\noptions:\n", out);
 		opt_lines(out, cmd->opts);
 	}
 	fputs("  -h, --help                   show this help\n\nglobal options:\n", out);
 	opt_lines(out, cli_global_opts);
+	if (cmd->example)
+		fprintf(out, "\nexample:\n  %s\n", cmd->example);
 	fputs("\nexit status: 0 success, 1 failure (the message is on stderr), 2 bad command line\n", out);
 }
 
@@ -227,6 +269,35 @@ static int apply_backend_version(cli_ctx *ctx, const cli_command *cmd)
 	return -1;
 }
 
+/* The library's messages shown: -q errors only, -v info, -vv debug; else
+ * $KERNELS_LOG (error, warn, info, debug), else warnings. */
+static void set_log_level(cli_ctx *ctx)
+{
+	static const struct {
+		const char *name;
+		int level;
+	} names[] = { { "error", CLI_LOG_ERROR }, { "warn", KERNELS_LOG_WARNING }, { "warning", KERNELS_LOG_WARNING },
+		      { "info", KERNELS_LOG_INFO }, { "debug", KERNELS_LOG_DEBUG } };
+	const char *env = getenv("KERNELS_LOG");
+	size_t i;
+
+	ctx->log_level = KERNELS_LOG_WARNING;
+	if (env && *env) {
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (!strcasecmp(env, names[i].name))
+				break;
+		if (i < sizeof(names) / sizeof(names[0]))
+			ctx->log_level = names[i].level;
+		else if (!ctx->quiet)
+			fprintf(stderr, CLI_NAME ": warning: KERNELS_LOG=%s is not error, warn, info or debug; showing "
+					"warnings\n", env);
+	}
+	if (ctx->quiet)
+		ctx->log_level = CLI_LOG_ERROR;
+	else if (ctx->verbose)
+		ctx->log_level = ctx->verbose > 1 ? KERNELS_LOG_DEBUG : KERNELS_LOG_INFO;
+}
+
 int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 {
 	int i, rc, only_pos = 0;
@@ -260,6 +331,9 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 			o = find_opt(cmd->opts, name, len, 0, &idx);
 			if (!o && (o = find_opt(cli_global_opts, name, len, 0, &idx)))
 				global = 1;
+		} else if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
+			ctx->verbose += (int)strlen(a + 1); /* -vv */
+			continue;
 		} else {
 			if (a[2])
 				return cli_usage_error(cmd, "unknown option '%s' (short options stand alone)", a);
@@ -285,6 +359,7 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 	}
 	if (ctx->npos < cmd->min_pos)
 		return cli_usage_error(cmd, "missing argument%s: %s", cmd->min_pos - ctx->npos > 1 ? "s" : "", cmd->args);
+	set_log_level(ctx);
 	return apply_backend_version(ctx, cmd);
 }
 
@@ -381,11 +456,15 @@ static struct {
 	pthread_mutex_t lock;
 	int bar;            /* 1: redraw a bar on stderr; 0: plain lines */
 	int drawn;
-	double last_draw;
+	int bytes;          /* --bytes */
+	double start, last_draw;
+	size_t first_done;  /* bytes already there at the first report (resumed, cached) */
+	int started;
+	double rate;        /* bytes per second, smoothed */
 	char **done;        /* plain mode: paths already reported */
 	size_t ndone;
 	const char *what;
-} progress = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, NULL, 0, NULL };
+} progress = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, NULL };
 
 static double now_s(void)
 {
@@ -406,28 +485,78 @@ static void human(unsigned long long n, char *out, size_t size)
 		snprintf(out, size, "%llu B", n);
 }
 
+const char *cli_size(const cli_ctx *ctx, unsigned long long n, char *buf, size_t size)
+{
+	if (ctx && ctx->bytes)
+		snprintf(buf, size, "%llu bytes", n);
+	else
+		human(n, buf, size);
+	return buf;
+}
+
+/* "1:05" or "1:02:03"; "--:--" when not known yet. */
+static void eta_text(double seconds, char *out, size_t size)
+{
+	long s;
+
+	if (seconds < 0 || seconds > 359999) {
+		snprintf(out, size, "--:--");
+		return;
+	}
+	s = (long)(seconds + 0.5);
+	if (s >= 3600)
+		snprintf(out, size, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(out, size, "%ld:%02ld", s / 60, s % 60);
+}
+
+/* One redraw: what, bar, percent, done / total, rate, ETA, current file. */
+static void draw_bar(const char *path, size_t all_done, size_t all_total, double t)
+{
+	char a[32], b[32], r[32], eta[32], bar[25];
+	int pct = all_total ? (int)((double)all_done * 100.0 / (double)all_total) : 100, i;
+	const char *base = path ? strrchr(path, '/') : NULL;
+	double elapsed = t - progress.start;
+
+	if ((elapsed >= 0.2 || (all_done == all_total && elapsed > 0)) && all_done > progress.first_done) {
+		double rate = (double)(all_done - progress.first_done) / elapsed;
+		/* Mostly the average so far, so one burst does not swing the ETA. */
+		progress.rate = progress.rate > 0 ? 0.7 * progress.rate + 0.3 * rate : rate;
+	}
+	for (i = 0; i < 24; i++)
+		bar[i] = i < pct * 24 / 100 ? '#' : '.';
+	bar[24] = '\0';
+	human(all_done, a, sizeof(a));
+	human(all_total, b, sizeof(b));
+	if (progress.rate > 0) {
+		human((unsigned long long)progress.rate, r, sizeof(r));
+		strcat(r, "/s");
+		eta_text(all_done >= all_total ? 0 : (double)(all_total - all_done) / progress.rate, eta, sizeof(eta));
+	} else {
+		snprintf(r, sizeof(r), "-- B/s");
+		eta_text(-1, eta, sizeof(eta));
+	}
+	fprintf(stderr, "\r\033[K%s [%s] %3d%% %s / %s  %s  ETA %s  %.32s", progress.what ? progress.what : "downloading",
+		bar, pct, a, b, r, eta, base ? base + 1 : path ? path : "");
+	fflush(stderr);
+	progress.drawn = 1;
+	progress.last_draw = t;
+}
+
 static int on_progress(const char *path, size_t file_done, size_t file_total, size_t all_done, size_t all_total,
 		       void *payload)
 {
 	(void)payload;
 	pthread_mutex_lock(&progress.lock);
+	if (!progress.started) {
+		progress.started = 1;
+		progress.first_done = all_done;
+		progress.start = now_s();
+	}
 	if (progress.bar) {
 		double t = now_s();
-		if (t - progress.last_draw >= 0.1 || all_done == all_total) {
-			char a[32], b[32], bar[31];
-			int pct = all_total ? (int)((double)all_done * 100.0 / (double)all_total) : 100, i;
-			const char *base = path ? strrchr(path, '/') : NULL;
-			for (i = 0; i < 30; i++)
-				bar[i] = i < pct * 30 / 100 ? '#' : '.';
-			bar[30] = '\0';
-			human(all_done, a, sizeof(a));
-			human(all_total, b, sizeof(b));
-			fprintf(stderr, "\r\033[K%s [%s] %3d%% %s / %s  %.40s", progress.what ? progress.what : "downloading",
-				bar, pct, a, b, base ? base + 1 : path ? path : "");
-			fflush(stderr);
-			progress.drawn = 1;
-			progress.last_draw = t;
-		}
+		if (t - progress.last_draw >= 0.1 || all_done == all_total)
+			draw_bar(path, all_done, all_total, t);
 	} else if (path && file_done == file_total) {
 		size_t i;
 		for (i = 0; i < progress.ndone; i++)
@@ -435,16 +564,32 @@ static int on_progress(const char *path, size_t file_done, size_t file_total, si
 				break;
 		if (i == progress.ndone) {
 			char **v = realloc(progress.done, (progress.ndone + 1) * sizeof(*v));
+			char size[32];
 			if (v) {
 				progress.done = v;
 				if ((v[progress.ndone] = strdup(path)))
 					progress.ndone++;
 			}
-			fprintf(stderr, CLI_NAME ": downloaded %s (%zu bytes)\n", path, file_total);
+			if (progress.bytes)
+				snprintf(size, sizeof(size), "%zu bytes", file_total);
+			else
+				human(file_total, size, sizeof(size));
+			fprintf(stderr, CLI_NAME ": downloaded %s (%s)\n", path, size);
 		}
 	}
 	pthread_mutex_unlock(&progress.lock);
 	return 0;
+}
+
+void cli_progress_clear_line(void)
+{
+	pthread_mutex_lock(&progress.lock);
+	if (progress.drawn) {
+		fputs("\r\033[K", stderr);
+		progress.drawn = 0;
+		progress.last_draw = 0; /* redrawn at the next report */
+	}
+	pthread_mutex_unlock(&progress.lock);
 }
 
 void cli_progress_begin(cli_ctx *ctx, const char *what)
@@ -453,8 +598,11 @@ void cli_progress_begin(cli_ctx *ctx, const char *what)
 	if (ctx->quiet)
 		return;
 	progress.bar = ctx->progress == 1 || (ctx->progress == -1 && isatty(STDERR_FILENO));
+	progress.bytes = ctx->bytes;
 	progress.drawn = 0;
 	progress.last_draw = 0;
+	progress.started = 0;
+	progress.rate = 0;
 	progress.what = what;
 	ctx->opts.progress_cb = on_progress;
 	ctx->opts.progress_payload = NULL;

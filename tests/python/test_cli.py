@@ -150,8 +150,9 @@ class Cli:
         env.update(extra_env or {})
         self.env = env
 
-    def run(self, *args, check=None, timeout=120, input=None):
-        p = subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True, timeout=timeout, input=input)
+    def run(self, *args, check=None, timeout=120, input=None, cwd=None):
+        p = subprocess.run([CLI, *args], env=self.env, capture_output=True, text=True, timeout=timeout, input=input,
+                           cwd=cwd)
         if check is not None:
             assert p.returncode == check, f"libkernels {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}"
         return p
@@ -509,3 +510,94 @@ def test_progress_bar_quiet_and_verbose(hub, tmp_path):
     p = Cli(hub, tmp_path / "c3").run("get", "org/k", "v1", "--no-progress", check=0)
     lines = [l for l in p.stderr.splitlines() if l.startswith("libkernels: downloaded build/")]
     assert len(lines) >= 4 and len(lines) == len(set(lines)) and all(CPU211 in l for l in lines)
+
+
+# ---- the newcomer's polish: names, help, version, sizes, messages -------------
+
+
+def test_version_flags(tmp_path):
+    cli = Cli(None, tmp_path)
+    want = cli.run("version", check=0).stdout
+    assert want.startswith("libkernels ")
+    for flag in ("-V", "--version"):
+        assert cli.run(flag, check=0).stdout == want
+    assert json.loads(cli.run("-V", "--json", check=0).stdout)["version"] == want.split()[1]
+
+
+def test_every_help_is_whole(tmp_path):
+    """Each command's help: usage, what it does, its options, the global ones, an example, exit status;
+    `cache --help` (and a bare `cache`) both cache commands in full."""
+    cli = Cli(None, tmp_path)
+    for c in COMMANDS:
+        text = cli.run(*c.split(), "--help", check=0).stdout
+        assert text.startswith(f"usage: libkernels {c}") and "global options:" in text and "exit status" in text, c
+        if c != "version":
+            assert f"\nexample:\n  libkernels {c}" in text, c
+        assert all(len(line) <= 130 for line in text.splitlines()), c
+    text = cli.run("cache", "--help", check=0).stdout
+    for sub in ("ls", "rm"):
+        assert f"\nlibkernels cache {sub} " in text and f"example: libkernels cache {sub}" in text
+    assert "--dry-run" in text and "--revision" in text and "global options:" in text
+    p = cli.run("cache", check=2)
+    assert "needs a subcommand" in p.stderr and "libkernels cache rm REPO" in p.stderr
+
+
+def test_sizes_human_and_bytes(hub, tmp_path):
+    publish_kernel(hub, tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    got = cli.run("get", "org/k", "v1", "--no-progress", check=0)
+    assert re.search(r"^cache:     downloaded \d+ of \d+ files, [\d.]+ (B|KiB|MiB) of [\d.]+ (B|KiB|MiB)$", got.stdout, re.M), got.stdout
+    lines = [l for l in got.stderr.splitlines() if l.startswith("libkernels: downloaded build/")]
+    assert lines and all(re.search(r" \([\d.]+ (B|KiB|MiB)\)$", l) for l in lines), got.stderr
+    # A cache hit says so, with no "downloaded: 0 of 0 files".
+    hit = cli.run("get", "org/k", "v1", check=0).stdout
+    assert "cache:     hit (nothing downloaded)" in hit and "0 of 0" not in hit and "downloaded" not in hit.replace("nothing downloaded", "")
+    ls = cli.run("cache", "ls", check=0).stdout
+    assert re.search(r"^org/k \(kernel\)  [\d.]+ (B|KiB|MiB) in \d+ blobs?$", ls, re.M), ls
+    assert re.search(r"^total: [\d.]+ (B|KiB|MiB)$", ls, re.M) and " bytes" not in ls, ls
+    # --bytes: byte counts for scripts, everywhere.
+    size = cli.json("cache", "ls")["size"]
+    ls = cli.run("cache", "ls", "--bytes", check=0).stdout
+    assert f"total: {size} bytes\n" in ls and f"  {size} bytes in " in ls, ls
+    other = Cli(hub, tmp_path / "cache2")
+    p = other.run("get", "org/k", "v1", "--bytes", "--no-progress", check=0)
+    assert re.search(r"^cache:     downloaded \d+ of \d+ files, \d+ bytes of \d+ bytes$", p.stdout, re.M), p.stdout
+    assert all(re.search(r" \(\d+ bytes\)$", l) for l in p.stderr.splitlines() if "downloaded build/" in l), p.stderr
+    p = cli.run("cache", "rm", "org/k", "-n", "--bytes", check=0)
+    assert re.search(r"^libkernels: would free \d+ bytes$", p.stderr, re.M), p.stderr
+
+
+def test_progress_bar_rate_and_eta(hub, tmp_path):
+    publish_kernel(hub, tmp_path)
+    p = Cli(hub, tmp_path / "c").run("get", "org/k", "v1", "--progress", check=0)
+    last = p.stderr.split("\r")[-1]
+    assert re.search(r"100% [\d.]+ (B|KiB|MiB) / [\d.]+ (B|KiB|MiB)  [\d.]+ (B|KiB|MiB)/s  ETA 0:00", last), repr(last)
+
+
+def publish_two_majors(hub, tmp_path):
+    publish_kernel(hub, tmp_path)
+    publish_kernel(hub, tmp_path, answer=2, tags=("v2.0.0",), branches=("main", "v2"))
+
+
+def test_log_levels_and_each_warning_once(hub, tmp_path):
+    publish_two_majors(hub, tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    newer = "libkernels: warning: org/k: a newer major version v2 exists"
+    # `variants` asks the library twice (the revision, then the variants): the warning shows once.
+    for args in (("variants", "org/k", "--revision", "1"), ("get", "org/k", "1")):
+        p = cli.run(*args, check=0)
+        assert p.stderr.count(newer) == 1, p.stderr
+    # -q and KERNELS_LOG=error: errors only.
+    assert newer not in cli.run("get", "org/k", "1", "-q", check=0).stderr
+    quiet = Cli(hub, tmp_path / "cache", extra_env={"KERNELS_LOG": "error"})
+    assert quiet.run("get", "org/k", "1", check=0).stderr == ""
+    # -vv: the library's debug messages, labelled as such; -v: not those.
+    dbg = Cli(hub, tmp_path / "c2").run("get", "org/k", "1", "-vv", "--no-progress", check=0).stderr
+    assert "libkernels: debug: " in dbg and dbg.count(newer) == 1, dbg
+    info = Cli(hub, tmp_path / "c3").run("get", "org/k", "1", "-v", "--no-progress", check=0).stderr
+    assert "libkernels: debug: " not in info, info
+    assert Cli(hub, tmp_path / "c4", extra_env={"KERNELS_LOG": "debug"}).run(
+        "get", "org/k", "1", "--no-progress", check=0).stderr.count("libkernels: debug: ") >= 1
+    # A level that is not one: said once, then the default.
+    p = Cli(hub, tmp_path / "cache", extra_env={"KERNELS_LOG": "loud"}).run("versions", "org/k", check=0)
+    assert "KERNELS_LOG=loud is not error, warn, info or debug" in p.stderr

@@ -1,4 +1,4 @@
-"""`kernels lock`, `download` and `verify` against the local Hub."""
+"""`libkernels lock`, `download`, `verify` and `load` against the local Hub."""
 
 import json
 import os
@@ -74,10 +74,14 @@ def test_verify_variants_lock_hashes(hub, tmp_path):
 
 def test_project_bad_arguments(hub, tmp_path):
     cli = Cli(hub, tmp_path / "cache")
-    for c in ("lock", "download"):
-        assert cli.run(c, check=2).returncode == 2
+    for c in ("lock", "download", "verify"):
         assert cli.run(c, "a", "b", check=2).returncode == 2
-    assert cli.run("verify", "a", "b", check=2).returncode == 2
+    # DIR defaults to the current folder for each of them.
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    assert "'./pyproject.toml'" in cli.run("lock", check=1, cwd=cwd).stderr
+    for c in ("download", "verify"):
+        assert "./kernels.lock" in cli.run(c, check=1, cwd=cwd).stderr
     assert cli.run("download", str(tmp_path), "--all-variants=1", check=2).returncode == 2
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -168,3 +172,18 @@ def test_load_fetch(hub, tmp_path):
     down = Cli(None, tmp_path / "cache-down", endpoint=closed_port_endpoint())
     p = down.run("load", "org/k", str(d), "--fetch", "--retries", "0", "--trust-remote-code", check=1)
     assert "cannot reach the Hub" in p.stderr or "cannot be reached" in p.stderr
+
+
+def test_project_commands_from_the_project_folder(hub, tmp_path):
+    """lock, download, verify and load without DIR: the current folder, as Python `kernels` does."""
+    commit, _ = publish_kernel(hub, tmp_path)
+    d = project(tmp_path)
+    cli = Cli(hub, tmp_path / "cache")
+    assert cli.run("lock", check=0, cwd=d).stdout.startswith(f"org/k {commit} (version 1)")
+    assert (d / "kernels.lock").is_file()
+    assert cli.run("download", check=0, cwd=d).stdout.split() == ["org/k", commit, CPU211]
+    assert cli.run("verify", check=0, cwd=d).stdout.startswith(f"ok   org/k {commit} {CPU211}")
+    p = cli.run("load", "org/k", check=0, cwd=d)
+    assert f"commit:    {commit}" in p.stdout and "lock:      ./kernels.lock" in p.stdout
+    # A cache-only load says nothing on stderr: no network, nothing to warn about.
+    assert p.stderr == "", p.stderr
