@@ -157,61 +157,62 @@ static void parse_provenance(kernels_metadata *m)
 		 kernel && builder ? ", " : "", builder ? "kernel-builder" : "");
 }
 
-/* Reads metadata.json through one descriptor, refusing more than the cap
- * before anything is parsed: real ones are a few kilobytes (a digest line
- * per file), and parsing costs about a hundred times the size. */
-static int read_metadata(const char *path, json_t **out, struct stat *st_out)
+static int too_big(const char *path, long long size)
 {
-	json_error_t jerr;
+	return kernels__error(KERNELS_EPARSE, "%s is %lld bytes, more than the %d a metadata.json may have; "
+			      "the variant is broken or hostile: do not load it", path, size, KERNELS_METADATA_MAX);
+}
+
+/* Reads metadata.json through one descriptor, refusing more than the cap
+ * before anything is read: real ones are a few kilobytes (a digest line
+ * per file), and parsing costs about a hundred times the size. */
+static int read_metadata(const char *path, char **buf, size_t *len, struct stat *st_out)
+{
 	struct stat st;
-	char *buf = NULL;
 	ssize_t n = 0;
 	int fd, rc = 0;
 
-	*out = NULL;
+	*buf = NULL;
+	*len = 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
 		rc = kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				    "%s: %s; a variant folder must hold the metadata.json kernel-builder writes", path,
 				    strerror(errno));
 	} else if (st.st_size > KERNELS_METADATA_MAX) {
-		rc = kernels__error(KERNELS_EPARSE, "%s is %lld bytes, more than the %d a metadata.json may have; "
-				    "the variant is broken or hostile: do not load it", path, (long long)st.st_size,
-				    KERNELS_METADATA_MAX);
-	} else if (!(buf = malloc((size_t)st.st_size + 1))) {
+		rc = too_big(path, (long long)st.st_size);
+	} else if (!(*buf = malloc((size_t)st.st_size + 1))) {
 		rc = kernels__error_oom();
-	} else if ((n = read(fd, buf, (size_t)st.st_size + 1)) != st.st_size) {
+	} else if ((n = read(fd, *buf, (size_t)st.st_size + 1)) != st.st_size) {
 		rc = kernels__error(KERNELS_EIO, "%s: %s; re-download the variant", path,
 				    n < 0 ? strerror(errno) : "its size changed while it was read");
-	} else if (!(*out = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &jerr))) {
-		rc = kernels__error(KERNELS_EPARSE, "%s: not valid JSON (line %d: %s); re-download the variant",
-				    path, jerr.line, jerr.text);
+		free(*buf);
+		*buf = NULL;
+	} else {
+		*len = (size_t)n;
+		*st_out = st;
 	}
-	free(buf);
 	if (fd >= 0)
 		close(fd);
-	if (rc == 0)
-		*st_out = st;
 	return rc;
 }
 
-int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
+int kernels__metadata_parse(const char *buf, size_t len, const char *path, kernels_metadata **out)
 {
 	kernels_metadata *m;
+	json_error_t jerr;
 	json_t *version;
-	char *path;
 	int rc;
 
-	if (!out || !variant_dir)
-		return kernels__error(KERNELS_EINVAL, "kernels_metadata_read: out and variant_dir must be given");
 	*out = NULL;
-	if (!(path = kernels__sprintf("%s/metadata.json", variant_dir)))
-		return KERNELS_ENOMEM;
-	if (!(m = calloc(1, sizeof(*m)))) {
-		free(path);
+	if (len > KERNELS_METADATA_MAX)
+		return too_big(path, (long long)len);
+	if (!(m = calloc(1, sizeof(*m))))
 		return kernels__error_oom();
-	}
-	if ((rc = read_metadata(path, &m->json, &m->meta_st)) < 0)
+	if (!(m->json = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr))) {
+		rc = kernels__error(KERNELS_EPARSE, "%s: not valid JSON (line %d: %s); re-download the variant",
+				    path, jerr.line, jerr.text);
 		goto fail;
+	}
 	if (!json_is_object(m->json)) {
 		rc = kernels__error(KERNELS_EPARSE, "%s: must hold a JSON object", path);
 		goto fail;
@@ -233,12 +234,31 @@ int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
 	    (rc = parse_backend(m, path)) < 0 || (rc = parse_digest(m, path)) < 0)
 		goto fail;
 	parse_provenance(m);
-	free(path);
 	*out = m;
 	return 0;
 fail:
-	free(path);
 	kernels_metadata_free(m);
+	return rc;
+}
+
+int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
+{
+	struct stat st;
+	char *path, *buf;
+	size_t len;
+	int rc;
+
+	if (!out || !variant_dir)
+		return kernels__error(KERNELS_EINVAL, "kernels_metadata_read: out and variant_dir must be given");
+	*out = NULL;
+	if (!(path = kernels__sprintf("%s/metadata.json", variant_dir)))
+		return KERNELS_ENOMEM;
+	if ((rc = read_metadata(path, &buf, &len, &st)) == 0) {
+		if ((rc = kernels__metadata_parse(buf, len, path, out)) == 0)
+			(*out)->meta_st = st;
+		free(buf);
+	}
+	free(path);
 	return rc;
 }
 

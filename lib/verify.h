@@ -13,6 +13,14 @@
 int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
 			    const char *what, kernels_metadata **out);
 
+/* Parses the `len` bytes of a metadata.json at `buf` (need not be
+ * NUL-terminated); `path` names it in messages. kernels_metadata_read reads
+ * the file and calls this, so there is one parser. `*out` is the caller's
+ * (kernels_metadata_free); it has no verified files. Errors as
+ * kernels_metadata_read: KERNELS_EPARSE (not JSON, a key missing or of the
+ * wrong type, over the 1 MiB cap), KERNELS_ENOMEM. */
+int kernels__metadata_parse(const char *buf, size_t len, const char *path, kernels_metadata **out);
+
 /* The verified regular files, relative to the variant, sorted; valid as
  * long as `m`. The loader picks the native module from these. */
 size_t kernels__metadata_file_count(const kernels_metadata *m);
