@@ -96,7 +96,7 @@ static void record_write(const kernels__config *cfg, kernels__repo_type type, co
 /* 1 when the cache holds a "trusted" verdict for this repo from this
  * endpoint, younger than the expiry; 0 otherwise (why: in `why`). */
 static int record_trusted(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org,
-			  char *why, size_t why_size)
+			  long long max_age, char *why, size_t why_size)
 {
 	char *path = record_path(cfg, type, repo_id);
 	json_t *doc = NULL;
@@ -118,9 +118,9 @@ static int record_trusted(const kernels__config *cfg, kernels__repo_type type, c
 			snprintf(why, why_size, "the cache's trust record %s is malformed", path);
 		else if (strcmp(verdict, "trusted") || strcmp(publisher, org))
 			snprintf(why, why_size, "the Hub did not mark '%s' as a trusted publisher when it was last asked", org);
-		else if (age > KERNELS__TRUST_MAX_AGE)
-			snprintf(why, why_size, "the Hub's verdict in the cache is %lld days old (older than %d days)",
-				 age / 86400, KERNELS__TRUST_MAX_AGE / 86400);
+		else if (age > max_age)
+			snprintf(why, why_size, "the Hub's verdict in the cache is %lld days old (older than %lld days)",
+				 age / 86400, max_age / 86400);
 		else
 			ok = 1;
 	}
@@ -158,7 +158,7 @@ static int check_offline(const kernels__config *cfg, kernels__repo_type type, co
 		return kernels__error(KERNELS_EOFFLINE, "offline: nothing of %s is in the cache (%s); fetch it while "
 				      "online (unset HF_HUB_OFFLINE), or download the locked project first", repo_id,
 				      cfg->cache_dir);
-	if (record_trusted(cfg, type, repo_id, org, why, sizeof(why)))
+	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_MAX_AGE, why, sizeof(why)))
 		return 0;
 	snprintf(text, sizeof(text), "cannot be checked for a trusted publisher now (the Hub is not asked: offline or "
 		 "unreachable) and %s", why);
@@ -168,10 +168,15 @@ static int check_offline(const kernels__config *cfg, kernels__repo_type type, co
 static int check_online(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
 {
 	kernels__hub_response r = { 0 };
-	char *path = kernels__sprintf("/api/organizations/%s/overview", org);
+	char *path, unused[512];
 	json_t *doc = NULL;
 	int rc, trusted = 0;
 
+	/* A "trusted" verdict this young is not asked again: a warm call costs
+	 * the refs listing alone. */
+	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_FRESH, unused, sizeof(unused)))
+		return 0;
+	path = kernels__sprintf("/api/organizations/%s/overview", org);
 	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM; /* sprintf set the message */
 	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL))) {
 		trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));

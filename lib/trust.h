@@ -9,11 +9,14 @@
  * repo's cache folder, and how long a "trusted" one stands in offline. */
 #define KERNELS__TRUST_RECORD ".libkernels/trust.json"
 #define KERNELS__TRUST_MAX_AGE (30 * 24 * 3600)
+/* Online, a "trusted" verdict younger than this is not asked again. */
+#define KERNELS__TRUST_FRESH (24 * 3600)
 
 /* 0 when `repo_id` (a repo that exists: check after resolving a revision)
  * may be loaded: cfg->trust_remote_code, the repo or its org in
  * cfg->trusted_orgs, or the org's trustedKernelPublisher on the Hub (the
- * verdict is recorded in the cache); offline, a "trusted" record younger
+ * verdict is recorded in the cache, and a "trusted" one younger than
+ * KERNELS__TRUST_FRESH answers without asking again); offline, a "trusted" record younger
  * than KERNELS__TRUST_MAX_AGE. KERNELS_EUNTRUSTED
  * otherwise, saying why and what to set; KERNELS_ENETWORK when the Hub
  * cannot be reached (not "untrusted": the caller may answer from the cache,

@@ -130,6 +130,17 @@ static void test_trusted_loads_offline(void **state)
 
 	options(&o);
 	get_ok("good/answer", &o, 1);
+	/* Online again: the fresh "trusted" verdict is not asked for again;
+	 * an untrusted one always is (a publisher may become trusted). */
+	test_hub_log_clear(hub);
+	get_ok("good/answer", &o, 1);
+	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/"), 0);
+	o.trust_remote_code = 1;
+	get_ok("shady/answer", &o, 2);
+	o.trust_remote_code = 0;
+	test_hub_log_clear(hub);
+	get_untrusted("shady/answer", &o, "is not from a trusted publisher");
+	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/shady"), 1);
 	assert_true(asprintf(&record, "%s/kernels--good--answer/%s", cache, KERNELS__TRUST_RECORD) > 0);
 	assert_int_equal(test_system("grep -q '\"verdict\": \"trusted\"' '%s' && grep -q '\"publisher\": \"good\"' '%s'",
 				     record, record), 0);
