@@ -1255,6 +1255,29 @@ struct kernels_snapshot {
 	kernels_download_stats stats;
 };
 
+/* Where to start asking: a repo the cache only knows as a model repo (as
+ * resolved through a mirror that serves kernels as models) is one. */
+static kernels__repo_type type_from_cache(const kernels__config *cfg, const char *repo_id)
+{
+	char *k, *m;
+	struct stat st;
+	kernels__repo_type t = KERNELS__REPO_KERNEL;
+
+	if (!repo_id || kernels__repo_id_check(repo_id) < 0) {
+		kernels_error_clear();   /* kernels__download says what is wrong with it */
+		return t;
+	}
+	k = kernels__cache_repo_dir(cfg, KERNELS__REPO_KERNEL, repo_id);
+	m = kernels__cache_repo_dir(cfg, KERNELS__REPO_MODEL, repo_id);
+
+	if (k && m && stat(k, &st) < 0 && stat(m, &st) == 0 && S_ISDIR(st.st_mode))
+		t = KERNELS__REPO_MODEL;
+	free(k);
+	free(m);
+	kernels_error_clear();
+	return t;
+}
+
 int kernels_download(kernels_snapshot **out, const char *repo_id, const char *commit,
 		     const char *const *variants, size_t n_variants, const kernels_options *opts)
 {
@@ -1272,6 +1295,7 @@ int kernels_download(kernels_snapshot **out, const char *repo_id, const char *co
 		free(s);
 		return rc;
 	}
+	type = type_from_cache(&cfg, repo_id);
 	rc = kernels__download(&cfg, &type, repo_id, commit, variants, n_variants, &s->path, &s->stats);
 	kernels__config_free(&cfg);
 	if (rc == 0 && !(s->commit = kernels__strdup(commit)))

@@ -430,6 +430,7 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		return rc;
 	}
 	/* The endpoints in turn (a mirror, then the Hub), under one deadline. */
+	rc = KERNELS_ERROR;
 	for (i = 0; i < cfg->n_endpoints; i++) {
 		kernels__config_at_endpoint(cfg, i, &at);
 		kernels__plan_free(&p);
@@ -494,6 +495,7 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
+	rc = KERNELS_ERROR;
 	for (i = 0; i < cfg.n_endpoints; i++) {
 		kernels__config at;
 		kernels__config_at_endpoint(&cfg, i, &at);
