@@ -1,6 +1,7 @@
 /* Internal: the fetch stage. Takes a resolved commit and the files of some
  * build variants, and makes them present and verified in the cache
- * (lib/cache.h) with the Hub client (lib/hub.h). */
+ * (lib/cache.h) with the Hub client's transfer engine
+ * (kernels__hub_fetch_tree, lib/hub.h). */
 #ifndef KERNELS_LIB_DOWNLOAD_H
 #define KERNELS_LIB_DOWNLOAD_H
 
@@ -8,13 +9,6 @@
 #include "config.h"
 #include "hub.h"
 #include "repo.h"
-
-/* Fetches the file entries of `tree` (folders are skipped) of repo_id at
- * `commit` into the cache, verifying each, then links them under
- * snapshots/{commit}/. Every path must already have passed the listing's
- * checks (kernels__hub_tree_list does that). `stats` may be NULL. */
-int kernels__fetch_tree(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			const char *commit, const kernels__tree *tree, kernels_download_stats *stats);
 
 /* Everything under build/{variant}/ of each variant; *type starts at KERNELS__REPO_KERNEL
  * and ends as the type the Hub (or the cache, offline) knew. On success

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "kernels/download.h"
 #include "repo.h"
 
 /* One HTTP answer. Every string is malloc'ed or NULL; free with
@@ -99,7 +100,18 @@ int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type,
  * Sets a message naming `path` and returns KERNELS_EUNSAFE when it is not. */
 int kernels__repo_path_check(const char *path);
 
-/* ---- Building blocks for the download stage ------------------------------ */
+/* ---- File transfers (hub_fetch.c) -------------------------------------------- */
+
+/* Fetches the file entries of `tree` (folders are skipped) of repo_id at
+ * `commit` into the cache, verifying each (git blob sha1 / LFS sha256),
+ * then links them under snapshots/{commit}/. Every path must already have
+ * passed the listing's checks (kernels__hub_tree_list does that). `stats`
+ * may be NULL. Concurrent (cfg->max_parallel), resumable, lock-protected
+ * against other processes; redirects to the CDN followed here. */
+int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			    const char *commit, const kernels__tree *tree, kernels_download_stats *stats);
+
+/* ---- Building blocks shared by hub.c and hub_fetch.c only ------------------- */
 
 /* Process-wide libcurl initialisation (pthread_once). 0 or an error. */
 int kernels__hub_global_init(void);

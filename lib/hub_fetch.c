@@ -1,0 +1,860 @@
+/* The Hub client's file-transfer engine: the files of a tree listing, from
+ * the Hub (and the CDN it redirects to) into the cache, verified. It lives
+ * beside hub.c because it is HTTP: no stage outside the Hub client builds
+ * a curl handle or follows a redirect.
+ *
+ * One job per distinct blob (identical files, such as the {name}/__init__.py
+ * compatibility copy, share one). A job is driven through
+ *   WAIT_LOCK -> READY -> ACTIVE -> (READY again on retry/redirect) -> DONE
+ * by a single curl multi loop: locks are only ever tried without blocking, so
+ * a process never sleeps on one blob while holding another, and many
+ * processes fetching the same kernel cannot deadlock. Links into the snapshot
+ * are made once every blob of the call is in place. Until a file's first
+ * byte the call's deadline bounds its transfer; after it, the stall timeout
+ * (HF_HUB_DOWNLOAD_TIMEOUT). */
+#include "hub.h"
+#include "cache.h"
+#include "error.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REDIRECTS 10
+#define LOCK_POLL_MS 50
+#define ERRBODY_MAX 4096
+#define PROGRESS_STEP (256 << 10)
+#define DEADLINE_GRACE_MS 1000  /* a transfer started after the deadline still gets this long for a first byte */
+
+enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_DONE, J_FAILED };
+
+struct fetch;
+
+typedef struct {
+	struct fetch *f;
+	const kernels__tree_entry *entry;  /* the first file using this blob */
+	const char *etag;                  /* expected: LFS sha256, else the git blob sha1 */
+	int lfs;
+	long long size;
+	char *blob, *incomplete, *lock_path;
+
+	int state;
+	int fresh;                         /* needed a download (not in the cache at plan time) */
+	kernels__cache_lock lock;
+	int fd;
+	EVP_MD_CTX *md;
+	long long have;                    /* bytes in .incomplete, all hashed */
+	int restarted;                     /* already started over after a bad hash */
+	int got_bytes;                     /* a byte of the file arrived: the stall timeout governs it now */
+	long long started;                 /* when its current request went out */
+	int attempts;
+	long long not_before, next_lock_try;
+
+	char *url;                         /* current hop; NULL: the Hub's resolve URL */
+	int redirects;
+	CURL *h;
+	struct curl_slist *hdrs;
+	kernels__hub_headers hd;
+	int body_seen, discard, abort_code;
+	long long reported;
+	kernels__buf errbody;
+	char curl_err[CURL_ERROR_SIZE];
+} job;
+
+typedef struct fetch {
+	const kernels__config *cfg;
+	kernels__repo_type type;
+	const char *repo_id, *commit;
+	char *repo_dir;
+	job *jobs;
+	size_t n_jobs;
+	CURLM *multi;
+	unsigned int active, holding;
+	unsigned long long all_done, all_total;
+	int cancelled;
+	int fail_code;
+	char fail_msg[4096];
+	kernels_download_stats *stats;
+} fetch;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The first failure wins: its message is what the caller sees. */
+static void fail_job(fetch *f, job *j, int code)
+{
+	j->state = J_FAILED;
+	if (!f->fail_code) {
+		f->fail_code = code;
+		snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
+	}
+}
+
+/* ---- hashing ------------------------------------------------------------------ */
+
+static int md_start(job *j)
+{
+	char hdr[64];
+	int n;
+
+	if (!j->md && !(j->md = EVP_MD_CTX_new()))
+		return kernels__error_oom();
+	if (!EVP_DigestInit_ex(j->md, j->lfs ? EVP_sha256() : EVP_sha1(), NULL))
+		return kernels__error(KERNELS_ERROR, "cannot initialise %s; check the OpenSSL installation",
+				      j->lfs ? "sha256" : "sha1");
+	if (!j->lfs) {
+		/* A git blob id hashes "blob <size>\0" before the content. */
+		n = snprintf(hdr, sizeof(hdr), "blob %lld", j->size);
+		EVP_DigestUpdate(j->md, hdr, (size_t)n + 1);
+	}
+	return 0;
+}
+
+static void md_hex(job *j, char *out)
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_DigestFinal_ex(j->md, d, &n);
+	kernels__hex(d, n, out);
+}
+
+/* ---- progress -------------------------------------------------------------------- */
+
+static void progress(fetch *f, job *j, int force)
+{
+	const kernels__config *cfg = f->cfg;
+
+	if (!cfg->progress_cb || f->cancelled)
+		return;
+	if (!force && j->have - j->reported < PROGRESS_STEP)
+		return;
+	j->reported = j->have;
+	if (cfg->progress_cb(j->entry->path, (size_t)j->have, (size_t)j->size, (size_t)f->all_done,
+			     (size_t)f->all_total, cfg->progress_payload))
+		f->cancelled = 1;
+}
+
+static void account(fetch *f, long long delta)
+{
+	f->all_done = (unsigned long long)((long long)f->all_done + delta);
+}
+
+/* ---- the .incomplete file --------------------------------------------------------- */
+
+static int truncate_incomplete(fetch *f, job *j)
+{
+	if (ftruncate(j->fd, 0) < 0 || lseek(j->fd, 0, SEEK_SET) < 0)
+		return kernels__error(KERNELS_EIO, "cannot truncate %s: %s", j->incomplete, strerror(errno));
+	account(f, -j->have);
+	j->have = 0;
+	j->reported = 0;
+	return md_start(j);
+}
+
+/* Opens .incomplete (ours now: we hold the lock) and hashes what an earlier
+ * attempt left there, so the download resumes after it. */
+static int open_incomplete(fetch *f, job *j)
+{
+	char buf[1 << 16];
+	struct stat st;
+	ssize_t n;
+	int rc;
+
+	j->fd = open(j->incomplete, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (j->fd < 0)
+		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache folder is writable "
+				      "(shared caches: group-writable) or set KERNELS_CACHE", j->incomplete, strerror(errno));
+	if ((rc = md_start(j)) < 0)
+		return rc;
+	if (fstat(j->fd, &st) < 0)
+		return kernels__error(KERNELS_EIO, "cannot stat %s: %s", j->incomplete, strerror(errno));
+	if (st.st_size > j->size)
+		return truncate_incomplete(f, j);
+	while ((n = read(j->fd, buf, sizeof(buf))) > 0) {
+		EVP_DigestUpdate(j->md, buf, (size_t)n);
+		j->have += n;
+	}
+	if (n < 0)
+		return kernels__error(KERNELS_EIO, "cannot read %s: %s", j->incomplete, strerror(errno));
+	account(f, j->have);
+	return 0;
+}
+
+static void close_job(fetch *f, job *j)
+{
+	if (j->h) {
+		curl_multi_remove_handle(f->multi, j->h);
+		curl_easy_cleanup(j->h);
+		j->h = NULL;
+		f->active--;
+	}
+	curl_slist_free_all(j->hdrs);
+	j->hdrs = NULL;
+	if (j->fd >= 0)
+		close(j->fd);
+	j->fd = -1;
+	if (j->lock.fd >= 0) {
+		kernels__cache_unlock(&j->lock);
+		f->holding--;
+	}
+}
+
+/* ---- transfers ------------------------------------------------------------------- */
+
+static size_t on_data(char *data, size_t size, size_t nitems, void *userdata);
+
+static char *resolve_url(fetch *f, job *j)
+{
+	char *rev = kernels__url_escape(f->commit, 0), *path = kernels__url_escape(j->entry->path, 1), *url = NULL;
+
+	if (rev && path)
+		url = kernels__sprintf("%s/%s%s/resolve/%s/%s", f->cfg->endpoint, kernels__repo_url_prefix(f->type),
+				       f->repo_id, rev, path);
+	free(rev);
+	free(path);
+	return url;
+}
+
+static int start(fetch *f, job *j)
+{
+	char range[64], *url = j->url;
+	long left = kernels__deadline_left_ms(f->cfg), connect = f->cfg->download_timeout_ms;
+	int rc;
+
+	if (!url && !(url = j->url = resolve_url(f, j)))
+		return KERNELS_ENOMEM;
+	if ((rc = kernels__hub_down_check(url)) < 0)
+		return kernels__error_prefix("downloading %s", j->entry->path);
+	snprintf(range, sizeof(range), "Range: bytes=%lld-", j->have);
+	if (!(j->h = kernels__hub_easy(f->cfg, url, j->have > 0 ? range : NULL, &j->hdrs)))
+		return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_ENOMEM;
+	/* File transfers stall out after HF_HUB_DOWNLOAD_TIMEOUT, as
+	 * huggingface_hub's do; until the first byte, the deadline bounds them
+	 * (one that starts after it, behind others, gets the grace). */
+	if (!j->got_bytes && left < connect)
+		connect = left > DEADLINE_GRACE_MS ? left : DEADLINE_GRACE_MS;
+	j->started = now_ms();
+	curl_easy_setopt(j->h, CURLOPT_CONNECTTIMEOUT_MS, connect);
+	curl_easy_setopt(j->h, CURLOPT_LOW_SPEED_TIME,
+			 f->cfg->download_timeout_ms >= 2000 ? f->cfg->download_timeout_ms / 1000 : 1L);
+	kernels__hub_headers_clear(&j->hd);
+	kernels__buf_free(&j->errbody);
+	j->body_seen = j->discard = j->abort_code = 0;
+	j->curl_err[0] = '\0';
+	curl_easy_setopt(j->h, CURLOPT_HEADERFUNCTION, kernels__hub_header_cb);
+	curl_easy_setopt(j->h, CURLOPT_HEADERDATA, &j->hd);
+	curl_easy_setopt(j->h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(j->h, CURLOPT_WRITEDATA, j);
+	curl_easy_setopt(j->h, CURLOPT_PRIVATE, j);
+	curl_easy_setopt(j->h, CURLOPT_ERRORBUFFER, j->curl_err);
+	if (curl_multi_add_handle(f->multi, j->h) != CURLM_OK) {
+		curl_easy_cleanup(j->h);
+		j->h = NULL;
+		return kernels__error(KERNELS_ERROR, "cannot start the transfer of %s", j->entry->path);
+	}
+	f->active++;
+	if (f->stats && f->active > f->stats->max_parallel)
+		f->stats->max_parallel = f->active;
+	j->state = J_ACTIVE;
+	return 0;
+}
+
+/* The ETag the Hub gives for the file must be the hash the listing gave. */
+static int check_etag(job *j, const char *etag)
+{
+	if (etag && *etag && strcmp(etag, j->etag))
+		return kernels__error(KERNELS_EINTEGRITY,
+				      "%s: the Hub's ETag is %s but its tree listing says %s; the repo may be changing "
+				      "under this commit, or a proxy altered the answer; try again later",
+				      j->entry->path, etag, j->etag);
+	return 0;
+}
+
+/* Only the Hub's own answers carry the file's identity; a CDN's ETag may be anything. */
+static int on_hub(fetch *f, job *j)
+{
+	return !j->url || kernels__hub_same_origin(f->cfg, j->url);
+}
+
+/* The first body byte of an answer: decide what the bytes are. */
+static int first_bytes(fetch *f, job *j)
+{
+	long status = j->hd.status;
+	long long s = -1, e = -1, t = -1;
+
+	if (status < 200 || status >= 300) {
+		j->discard = 1;
+		return 0;
+	}
+	if (on_hub(f, j) && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0)
+		return KERNELS_EINTEGRITY;
+	if (status == 200 && j->have > 0)
+		return truncate_incomplete(f, j);   /* the server ignored the Range: start over */
+	if (status == 206) {
+		if (!j->hd.content_range || sscanf(j->hd.content_range, "bytes %lld-%lld/%lld", &s, &e, &t) < 2 ||
+		    s != j->have || (t >= 0 && t != j->size))
+			return kernels__error(KERNELS_EHTTP,
+					      "%s: the server answered the range request from byte %lld with '%s'; "
+					      "restarting the file", j->entry->path, j->have,
+					      j->hd.content_range ? j->hd.content_range : "no Content-Range");
+	}
+	return 0;
+}
+
+static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
+{
+	job *j = userdata;
+	fetch *f = j->f;
+	size_t n = size * nitems, off = 0;
+	int rc;
+
+	if (!j->body_seen) {
+		j->body_seen = 1;
+		if ((rc = first_bytes(f, j)) < 0) {
+			j->abort_code = rc;
+			return 0;
+		}
+	}
+	if (j->discard) {
+		if (j->errbody.len < ERRBODY_MAX)
+			kernels__buf_put(&j->errbody, data, n < ERRBODY_MAX ? n : ERRBODY_MAX);
+		return n;
+	}
+	if (j->have + (long long)n > j->size) {
+		j->abort_code = kernels__error(KERNELS_EINTEGRITY,
+					       "%s: the server sent more than the %lld bytes the tree listing declares; "
+					       "the damaged download was deleted; try again", j->entry->path, j->size);
+		return 0;
+	}
+	while (off < n) {
+		ssize_t w = write(j->fd, data + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			j->abort_code = kernels__error(KERNELS_EIO, "cannot write %s: %s; check free space in the cache",
+						       j->incomplete, strerror(errno));
+			return 0;
+		}
+		off += (size_t)w;
+	}
+	EVP_DigestUpdate(j->md, data, n);
+	j->got_bytes = 1;
+	j->have += (long long)n;
+	account(f, (long long)n);
+	if (f->stats)
+		f->stats->bytes_downloaded += n;
+	progress(f, j, 0);
+	return f->cancelled ? 0 : n;
+}
+
+/* ---- finishing a transfer --------------------------------------------------------- */
+
+static void retry_later(fetch *f, job *j, long retry_after_s)
+{
+	j->not_before = now_ms() + kernels__hub_backoff_ms(j->attempts - 1, retry_after_s);
+	/* Back to the Hub: a CDN link may be signed and short-lived. */
+	free(j->url);
+	j->url = NULL;
+	j->redirects = 0;
+	j->state = J_READY;
+	if (f->stats)
+		f->stats->retries++;
+}
+
+static int hub_error(fetch *f, job *j)
+{
+	kernels__hub_response r;
+	char what[600];
+
+	memset(&r, 0, sizeof(r));
+	r.status = j->hd.status;
+	r.error_code = j->hd.error_code;
+	r.error_message = j->hd.error_message;
+	r.body = j->errbody.ptr;
+	r.body_len = j->errbody.len;
+	snprintf(what, sizeof(what), "downloading %.300s from %s at %.12s", j->entry->path, f->repo_id, f->commit);
+	return kernels__hub_status_error(&r, what);
+}
+
+static void link_blob_done(fetch *f, job *j)
+{
+	close_job(f, j);
+	j->state = J_DONE;
+	progress(f, j, 1);
+}
+
+/* Every byte arrived: the hash decides whether the blob may be published. */
+static void verify_and_publish(fetch *f, job *j)
+{
+	char got[EVP_MAX_MD_SIZE * 2 + 1];
+	int rc;
+
+	md_hex(j, got);
+	if (strcmp(got, j->etag)) {
+		unlink(j->incomplete);
+		if (!j->restarted) {
+			/* Bytes damaged in transit (or a stale .incomplete): once more from scratch. */
+			kernels__log(f->cfg, KERNELS_LOG_WARNING, "%s: downloaded bytes hash to %s, expected %s; "
+				     "downloading it again", j->entry->path, got, j->etag);
+			j->restarted = 1;
+			j->attempts++;
+			close(j->fd);
+			j->fd = -1;
+			account(f, -j->have);
+			j->have = 0;
+			if ((rc = open_incomplete(f, j)) < 0) {
+				fail_job(f, j, rc);
+				return;
+			}
+			retry_later(f, j, -1);
+			return;
+		}
+		rc = kernels__error(KERNELS_EINTEGRITY,
+				    "%s (%s at %.12s): the downloaded bytes hash to %s (%s) but the Hub lists %s; "
+				    "the damaged download was deleted and nothing was cached; try again, and report "
+				    "the repo if it persists", j->entry->path, f->repo_id, f->commit, got,
+				    j->lfs ? "sha256" : "git blob sha1", j->etag);
+		fail_job(f, j, rc);
+		return;
+	}
+	rc = kernels__cache_publish(j->fd, j->incomplete, j->blob);
+	j->fd = -1;
+	if (rc < 0) {
+		fail_job(f, j, rc);
+		return;
+	}
+	if (f->stats)
+		f->stats->blobs_downloaded++;
+	link_blob_done(f, j);
+}
+
+static void finished(fetch *f, job *j, CURLcode res)
+{
+	long status = j->hd.status;
+	char *next;
+
+	curl_multi_remove_handle(f->multi, j->h);
+	curl_easy_cleanup(j->h);
+	j->h = NULL;
+	curl_slist_free_all(j->hdrs);
+	j->hdrs = NULL;
+	f->active--;
+	j->state = J_READY;
+
+	if (f->cancelled)
+		return;
+	if (j->abort_code == KERNELS_EHTTP) {
+		/* A Range answer we cannot append: start the file over. */
+		if (truncate_incomplete(f, j) < 0 || ++j->attempts > f->cfg->max_retries) {
+			fail_job(f, j, KERNELS_EHTTP);
+			return;
+		}
+		retry_later(f, j, -1);
+		return;
+	}
+	if (j->abort_code) {
+		if (j->abort_code == KERNELS_EINTEGRITY)
+			unlink(j->incomplete);
+		fail_job(f, j, j->abort_code);
+		return;
+	}
+	if (res == CURLE_OK && status >= 300 && status < 400 && j->hd.location) {
+		if (on_hub(f, j) && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0) {
+			fail_job(f, j, KERNELS_EINTEGRITY);
+			return;
+		}
+		if (++j->redirects > MAX_REDIRECTS || !(next = kernels__url_resolve(j->url, j->hd.location))) {
+			fail_job(f, j, kernels__error(KERNELS_EHTTP, "%s: too many or invalid redirects (last: %.200s)",
+						      j->entry->path, j->hd.location));
+			return;
+		}
+		free(j->url);
+		j->url = next;
+		j->not_before = 0;
+		return;
+	}
+	if (res == CURLE_OK && status == 416 && j->have > 0) {
+		/* Our partial file is not a prefix the server knows: start over. */
+		if (truncate_incomplete(f, j) < 0) {
+			fail_job(f, j, KERNELS_EIO);
+			return;
+		}
+		res = CURLE_PARTIAL_FILE;
+	}
+	if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
+		kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint, *j->curl_err ? j->curl_err : curl_easy_strerror(res));
+	if ((res != CURLE_OK && kernels__hub_transient_curl(res)) ||
+	    (res == CURLE_OK && kernels__hub_transient_status(status)) ||
+	    (res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size)) {
+		if (++j->attempts > f->cfg->max_retries) {
+			if (res != CURLE_OK || status < 300)
+				fail_job(f, j, kernels__error(KERNELS_ENETWORK,
+							      "downloading %s from %s failed after %d attempts (%s); "
+							      "%lld of %lld bytes are kept in %s and the next try resumes "
+							      "there; check the network and try again",
+							      j->entry->path, f->repo_id, j->attempts,
+							      res != CURLE_OK ? (*j->curl_err ? j->curl_err :
+										 curl_easy_strerror(res))
+									      : "the body ended early",
+							      j->have, j->size, j->incomplete));
+			else
+				fail_job(f, j, hub_error(f, j));
+			return;
+		}
+		kernels__log(f->cfg, KERNELS_LOG_INFO, "%s: %s; retrying (attempt %d of %d), resuming at byte %lld",
+			     j->entry->path, res != CURLE_OK ? curl_easy_strerror(res) : "transient answer",
+			     j->attempts + 1, f->cfg->max_retries + 1, j->have);
+		retry_later(f, j, status == 429 || status == 503 ? j->hd.retry_after : -1);
+		return;
+	}
+	if (res != CURLE_OK) {
+		fail_job(f, j, kernels__error(KERNELS_ENETWORK, "downloading %s from %s failed: %s; check the network, "
+					      "HF_ENDPOINT and proxy settings", j->entry->path, f->repo_id,
+					      *j->curl_err ? j->curl_err : curl_easy_strerror(res)));
+		return;
+	}
+	if (status < 200 || status >= 300) {
+		fail_job(f, j, hub_error(f, j));
+		return;
+	}
+	if (!j->body_seen && on_hub(f, j) && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0) {
+		fail_job(f, j, KERNELS_EINTEGRITY);
+		return;
+	}
+	verify_and_publish(f, j);
+}
+
+/* ---- locks ------------------------------------------------------------------------ */
+
+static void try_lock(fetch *f, job *j, long long now)
+{
+	int rc;
+
+	if (now < j->next_lock_try)
+		return;
+	rc = kernels__cache_lock_try(j->lock_path, &j->lock);
+	if (rc == 1) {
+		if (!j->next_lock_try)
+			kernels__log(f->cfg, KERNELS_LOG_DEBUG, "%s: another process is downloading it; waiting",
+				     j->entry->path);
+		j->next_lock_try = now + LOCK_POLL_MS;
+		return;
+	}
+	if (rc < 0) {
+		fail_job(f, j, rc);
+		return;
+	}
+	f->holding++;
+	if (kernels__cache_blob_ok(f->repo_dir, j->etag, j->size)) {
+		/* Someone else finished it while we waited. */
+		if (f->stats)
+			f->stats->blobs_waited++;
+		account(f, j->size);
+		link_blob_done(f, j);
+		return;
+	}
+	if ((rc = open_incomplete(f, j)) < 0) {
+		fail_job(f, j, rc);
+		return;
+	}
+	if (j->have == j->size) {
+		/* A complete .incomplete left by a crash just before the rename. */
+		verify_and_publish(f, j);
+		return;
+	}
+	j->state = J_READY;
+	j->not_before = 0;
+}
+
+/* ---- the loop ---------------------------------------------------------------------- */
+
+static int all_settled(fetch *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_jobs; i++)
+		if (f->jobs[i].state != J_DONE && f->jobs[i].state != J_FAILED)
+			return 0;
+	return 1;
+}
+
+/* Past the call's deadline: a transfer that has had no byte of its file
+ * for the grace period (asked, or waiting to retry) is what the call
+ * waits on; one whose bytes flow is bounded by the stall timeout instead,
+ * so a large kernel on a slow link still arrives. */
+static job *waiting_past_deadline(fetch *f, long long now)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_jobs; i++) {
+		job *j = &f->jobs[i];
+		if (j->got_bytes || !j->started)
+			continue;
+		if ((j->state == J_ACTIVE && now - j->started >= DEADLINE_GRACE_MS) ||
+		    (j->state == J_READY && j->not_before > now))
+			return j;
+	}
+	return NULL;
+}
+
+static void deadline_passed(fetch *f, const job *w)
+{
+	f->fail_code = kernels__error(KERNELS_ENETWORK, "no byte of %.300s (%s) arrived within the call's deadline of "
+				      "%ld ms (from %.300s, %d attempt%s)", w->entry->path, f->repo_id,
+				      f->cfg->deadline_ms, w->url ? w->url : f->cfg->endpoint, w->attempts + 1,
+				      w->attempts ? "s" : "");
+	snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
+}
+
+static int run(fetch *f)
+{
+	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1;
+	size_t i;
+	int running, rc, progressed;
+
+	while (!f->fail_code && !f->cancelled && !all_settled(f)) {
+		long long now = now_ms(), wake = now + 100;
+		CURLMsg *m;
+		job *late;
+		int left;
+
+		if (kernels__deadline_left_ms(f->cfg) <= 0 && (late = waiting_past_deadline(f, now))) {
+			deadline_passed(f, late);
+			break;
+		}
+		for (i = 0; i < f->n_jobs && !f->fail_code; i++) {
+			job *j = &f->jobs[i];
+			if (j->state == J_WAIT_LOCK && f->holding < limit)
+				try_lock(f, j, now);
+			/* Only a lock we could take now is worth waking up for; the rest
+			 * wait for a transfer to end, which wakes the poll anyway. */
+			if (j->state == J_WAIT_LOCK && f->holding < limit && j->next_lock_try > now &&
+			    j->next_lock_try < wake)
+				wake = j->next_lock_try;
+			if (j->state == J_READY && f->active < limit) {
+				if (j->not_before <= now) {
+					if ((rc = start(f, j)) < 0)
+						fail_job(f, j, rc);
+				} else if (j->not_before < wake)
+					wake = j->not_before;
+			}
+		}
+		if (f->fail_code)
+			break;
+		curl_multi_perform(f->multi, &running);
+		progressed = 0;
+		while ((m = curl_multi_info_read(f->multi, &left))) {
+			job *j = NULL;
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			finished(f, j, m->data.result);
+			progressed = 1;
+		}
+		if (f->fail_code || f->cancelled || all_settled(f))
+			break;
+		if (progressed)
+			continue;   /* a slot freed up: fill it before waiting */
+		now = now_ms();
+		if (wake < now)
+			wake = now;
+		curl_multi_poll(f->multi, NULL, 0, (int)(wake - now > 100 ? 100 : wake - now), NULL);
+	}
+	if (f->cancelled && !f->fail_code) {
+		f->fail_code = kernels__error(KERNELS_ERROR, "download of %s cancelled by the progress callback; "
+					      "what arrived is kept and the next download resumes it", f->repo_id);
+		snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
+	}
+	return f->fail_code;
+}
+
+/* ---- planning ---------------------------------------------------------------------- */
+
+static const char *entry_etag(const kernels__tree_entry *e)
+{
+	return e->lfs_sha256 ? e->lfs_sha256 : e->oid;
+}
+
+static int disk_check(fetch *f, unsigned long long need)
+{
+	char *blobs = kernels__sprintf("%s/blobs", f->repo_dir);
+	struct statvfs vs;
+	int rc = 0;
+
+	if (!blobs)
+		return KERNELS_ENOMEM;
+	if ((rc = kernels__mkdir_p(blobs, 0777)) == 0 && statvfs(blobs, &vs) == 0) {
+		unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
+		if (need > avail)
+			rc = kernels__error(KERNELS_EIO,
+					    "%s needs %llu bytes in %s but only %llu are free; free some space or "
+					    "point KERNELS_CACHE at a larger disk", f->repo_id, need, blobs, avail);
+	}
+	free(blobs);
+	return rc;
+}
+
+static int plan(fetch *f, const kernels__tree *tree)
+{
+	char *cache_name = kernels__repo_cache_name(f->type, f->repo_id);
+	unsigned long long need = 0;
+	size_t i, k;
+	int rc = 0;
+
+	if (!cache_name)
+		return KERNELS_ENOMEM;
+	f->jobs = calloc(tree->n ? tree->n : 1, sizeof(*f->jobs));
+	if (!f->jobs) {
+		free(cache_name);
+		return kernels__error_oom();
+	}
+	for (i = 0; i < tree->n && rc == 0; i++) {
+		const kernels__tree_entry *e = &tree->entries[i];
+		const char *etag = entry_etag(e);
+		job *j = NULL;
+		if (e->is_dir)
+			continue;
+		if (!kernels__is_etag(etag)) {
+			rc = kernels__error(KERNELS_EPARSE, "%s: the hash '%s' cannot name a blob", e->path, etag);
+			break;
+		}
+		if (f->stats) {
+			f->stats->files++;
+			f->stats->bytes_total += (unsigned long long)e->size;
+		}
+		for (k = 0; k < f->n_jobs; k++)
+			if (!strcmp(f->jobs[k].etag, etag))
+				j = &f->jobs[k];
+		if (j) {
+			if (j->size != e->size)
+				rc = kernels__error(KERNELS_EPARSE, "%s and %s have the same hash but different sizes; "
+						    "refusing the listing", j->entry->path, e->path);
+			continue;
+		}
+		j = &f->jobs[f->n_jobs++];
+		j->f = f;
+		j->entry = e;
+		j->etag = etag;
+		j->lfs = e->lfs_sha256 != NULL;
+		j->size = e->size;
+		j->fd = -1;
+		j->lock.fd = -1;
+		kernels__hub_headers_clear(&j->hd);
+		j->blob = kernels__sprintf("%s/blobs/%s", f->repo_dir, etag);
+		j->incomplete = kernels__sprintf("%s/blobs/%s.incomplete", f->repo_dir, etag);
+		j->lock_path = kernels__sprintf("%s/.locks/%s/%s.lock", f->cfg->cache_dir, cache_name, etag);
+		if (!j->blob || !j->incomplete || !j->lock_path) {
+			rc = KERNELS_ENOMEM;
+			break;
+		}
+		if (kernels__cache_blob_ok(f->repo_dir, etag, e->size)) {
+			j->state = J_DONE;
+		} else {
+			j->state = J_WAIT_LOCK;
+			j->fresh = 1;
+			need += (unsigned long long)e->size;
+		}
+	}
+	free(cache_name);
+	f->all_total = need;
+	if (rc == 0 && need)
+		rc = disk_check(f, need);
+	return rc;
+}
+
+/* Links every file once all blobs are in place; counts what was cached. */
+static int link_all(fetch *f, const kernels__tree *tree)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < tree->n; i++) {
+		const kernels__tree_entry *e = &tree->entries[i];
+		if (e->is_dir)
+			continue;
+		if (kernels__cache_link_ok(f->repo_dir, f->commit, e->path, entry_etag(e), e->size)) {
+			if (f->stats)
+				f->stats->files_cached++;
+			continue;
+		}
+		if ((rc = kernels__cache_link(f->repo_dir, f->commit, e->path, entry_etag(e))) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void fetch_free(fetch *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_jobs; i++) {
+		job *j = &f->jobs[i];
+		close_job(f, j);
+		EVP_MD_CTX_free(j->md);
+		free(j->blob);
+		free(j->incomplete);
+		free(j->lock_path);
+		free(j->url);
+		kernels__hub_headers_clear(&j->hd);
+		kernels__buf_free(&j->errbody);
+	}
+	free(f->jobs);
+	if (f->multi)
+		curl_multi_cleanup(f->multi);
+	free(f->repo_dir);
+}
+
+int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			    const char *commit, const kernels__tree *tree, kernels_download_stats *stats)
+{
+	fetch f;
+	size_t i;
+	int rc, any = 0;
+
+	memset(&f, 0, sizeof(f));
+	f.cfg = cfg;
+	f.type = type;
+	f.repo_id = repo_id;
+	f.commit = commit;
+	f.stats = stats;
+	if (!(f.repo_dir = kernels__cache_repo_dir(cfg, type, repo_id)))
+		return KERNELS_ENOMEM;
+	if ((rc = plan(&f, tree)) < 0)
+		goto out;
+	for (i = 0; i < f.n_jobs; i++)
+		any |= f.jobs[i].state != J_DONE;
+	if (any) {
+		if (cfg->offline) {
+			rc = kernels__error(KERNELS_EOFFLINE, "offline: files of %s at %s are not in the cache; download "
+					    "them while online (unset HF_HUB_OFFLINE)", repo_id, commit);
+			goto out;
+		}
+		if ((rc = kernels__hub_global_init()) < 0)
+			goto out;
+		if (!(f.multi = curl_multi_init())) {
+			rc = kernels__error_oom();
+			goto out;
+		}
+		if ((rc = run(&f)) < 0) {
+			kernels__error(rc, "%s", f.fail_msg);
+			goto out;
+		}
+	}
+	rc = link_all(&f, tree);
+out:
+	fetch_free(&f);
+	return rc;
+}
