@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,84 @@ static char *dup_or_null(const char *s)
 	return s && *s ? kernels__strdup(s) : NULL;
 }
 
+/* Above KERNELS_LOG_WARNING: the default sink prints nothing. */
+#define LOG_NONE (KERNELS_LOG_WARNING + 1)
+
+struct kernels__log_seen {
+	pthread_mutex_t lock; /* download workers log too */
+	char **msgs;
+	size_t n;
+};
+
+/* "error", "warn", "info", "debug" (any case) -> the default sink's
+ * threshold; -1 for anything else. */
+static int log_level_parse(const char *s)
+{
+	static const struct {
+		const char *name;
+		int level;
+	} names[] = { { "error", LOG_NONE }, { "warn", KERNELS_LOG_WARNING }, { "warning", KERNELS_LOG_WARNING },
+		      { "info", KERNELS_LOG_INFO }, { "debug", KERNELS_LOG_DEBUG } };
+	size_t i;
+
+	for (i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i].name))
+			return names[i].level;
+	return -1;
+}
+
+static int log_setup(kernels__config *cfg, const kernels_options *opts)
+{
+	const char *env = getenv("KERNELS_LOG");
+
+	if (opts->log_level) {
+		if ((cfg->log_level = log_level_parse(opts->log_level)) < 0)
+			return kernels__error(KERNELS_EINVAL, "kernels_options.log_level is '%s'; use \"error\", \"warn\", "
+					      "\"info\" or \"debug\" (or NULL for $KERNELS_LOG)", opts->log_level);
+	} else if ((cfg->log_level = log_level_parse(env)) < 0) {
+		cfg->log_level = KERNELS_LOG_WARNING;
+	}
+	if (!(cfg->log_seen = calloc(1, sizeof(*cfg->log_seen))))
+		return kernels__error_oom();
+	pthread_mutex_init(&cfg->log_seen->lock, NULL);
+	return 0;
+}
+
+static void log_seen_free(struct kernels__log_seen *seen)
+{
+	size_t i;
+
+	if (!seen)
+		return;
+	for (i = 0; i < seen->n; i++)
+		free(seen->msgs[i]);
+	free(seen->msgs);
+	pthread_mutex_destroy(&seen->lock);
+	free(seen);
+}
+
+/* 1 when `msg` was already given in this call; else records it. */
+static int log_seen_before(struct kernels__log_seen *seen, const char *msg)
+{
+	size_t i;
+	int found = 0;
+	char **v;
+
+	if (!seen)
+		return 0;
+	pthread_mutex_lock(&seen->lock);
+	for (i = 0; i < seen->n && !found; i++)
+		found = !strcmp(seen->msgs[i], msg);
+	/* Out of memory: the warning is given again, never lost. */
+	if (!found && (v = realloc(seen->msgs, (seen->n + 1) * sizeof(*v)))) {
+		seen->msgs = v;
+		if ((v[seen->n] = kernels__strdup(msg)))
+			seen->n++;
+	}
+	pthread_mutex_unlock(&seen->lock);
+	return found;
+}
+
 int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 {
 	kernels_options defaults;
@@ -299,6 +378,13 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	cfg->log_payload = opts->log_payload;
 	cfg->progress_cb = opts->progress_cb;
 	cfg->progress_payload = opts->progress_payload;
+	{
+		int rc = log_setup(cfg, opts);
+		if (rc < 0) {
+			kernels__config_free(cfg);
+			return rc;
+		}
+	}
 
 	if (!cfg->endpoint || !cfg->cache_dir || (cfg->torch_dir_source && !cfg->torch_dir)) {
 		kernels__config_free(cfg);
@@ -346,6 +432,7 @@ void kernels__config_free(kernels__config *cfg)
 	free(cfg->local_kernels);
 	free(cfg->torch_dir);
 	endpoints_free(cfg->endpoints);
+	log_seen_free(cfg->log_seen);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -369,8 +456,13 @@ void kernels__log(const kernels__config *cfg, kernels_log_level level, const cha
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* One call may notice the same thing in several stages (a newer major
+	 * version while resolving and again while selecting): say it once. */
+	if (level >= KERNELS_LOG_WARNING && cfg && log_seen_before(cfg->log_seen, msg))
+		return;
 	if (cfg && cfg->log_cb)
 		cfg->log_cb(level, msg, cfg->log_payload);
-	else if (level >= KERNELS_LOG_WARNING)
-		fprintf(stderr, "libkernels: warning: %s\n", msg);
+	else if ((int)level >= (cfg ? cfg->log_level : KERNELS_LOG_WARNING))
+		fprintf(stderr, "libkernels: %s: %s\n",
+			level >= KERNELS_LOG_WARNING ? "warning" : level == KERNELS_LOG_INFO ? "info" : "debug", msg);
 }

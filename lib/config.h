@@ -29,6 +29,8 @@ typedef struct {
 	int find_torch;        /* 0/1: look for the torch of a virtualenv / python3 */
 	kernels_log_cb log_cb;
 	void *log_payload;
+	int log_level;         /* the default sink prints this kernels_log_level and up (3: nothing) */
+	struct kernels__log_seen *log_seen; /* the warnings given in this call (shared by shallow copies) */
 	kernels_progress_cb progress_cb;
 	void *progress_payload;
 } kernels__config;

@@ -29,6 +29,8 @@ extern "C" {
 typedef int (*kernels_progress_cb)(const char *path, size_t file_done, size_t file_total,
 				   size_t all_done, size_t all_total, void *payload);
 
+struct kernels_signature_policy;
+
 typedef struct kernels_options {
 	unsigned int version;        /**< KERNELS_OPTIONS_VERSION */
 
@@ -90,6 +92,35 @@ typedef struct kernels_options {
 	 * NULL: $KERNELS_ENDPOINTS, else `endpoint` alone.
 	 */
 	const char *endpoints;
+	/**
+	 * What the default log sink (stderr, when log_cb is NULL) prints:
+	 * "error" (nothing: errors are returned, never logged), "warn"
+	 * (warnings), "info" (also retries and endpoints tried) or "debug"
+	 * (also the variant chosen and the system it was chosen for, what the
+	 * loader left unbound). NULL: $KERNELS_LOG, else "warn" (a $KERNELS_LOG
+	 * that is none of these is ignored); another value here is
+	 * KERNELS_EINVAL. A log_cb gets every level and filters for itself.
+	 * Either way each warning is given once per call, however many stages
+	 * notice it.
+	 */
+	const char *log_level;
+
+	/* Signatures (kernels/signature.h). */
+	/**
+	 * A kernels_signature_mode: KERNELS_SIGNATURE_DEFAULT (0:
+	 * $KERNELS_SIGNATURE, else if-present), _OFF, _IF_PRESENT (a variant
+	 * with metadata.json.sigstore loads only when it is valid) or _REQUIRE
+	 * (nothing loads without a valid signature; KERNELS_ESIGNATURE).
+	 */
+	int signature;
+	/** A sigstore trusted_root.json to verify against; NULL:
+	 *  $KERNELS_SIGSTORE_TRUSTED_ROOT, else sigstore's public-good root built
+	 *  into the library. */
+	const char *sigstore_trusted_root;
+	/** Signers accepted besides the default policy (Python kernels 0.17's
+	 *  DEFAULT_POLICIES); borrowed, `signature_policy_count` of them. */
+	const struct kernels_signature_policy *signature_policies;
+	size_t signature_policy_count;
 } kernels_options;
 
 /**

@@ -75,6 +75,11 @@ class Options(ctypes.Structure):
         ("find_torch", _c_int),
         ("deadline_ms", ctypes.c_long),
         ("endpoints", _c_char_p),
+        ("log_level", _c_char_p),
+        ("signature", _c_int),
+        ("sigstore_trusted_root", _c_char_p),
+        ("signature_policies", _c_void_p),
+        ("signature_policy_count", _c_size_t),
     ]
 
 
