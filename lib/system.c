@@ -243,15 +243,48 @@ static void detect_cudart(void)
 	}
 }
 
-/* No driver, no GPU, a broken install: all of them simply leave zeros. */
-static void detect_driver(void)
+/* NVML answers the GPUs' compute capabilities without creating a CUDA
+ * context (cuInit costs about 100 ms on a fresh H200 process). 1 when it
+ * answered. */
+static int gpus_from_nvml(void)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	int (*init)(unsigned), (*version)(int *), (*count)(int *), (*get)(int *, int),
-		(*attr)(int *, int, int);
-	int v = 0, n = 0, i;
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	int (*init)(void), (*shutdown)(void), (*count)(unsigned *), (*get)(unsigned, void **),
+		(*cc)(void *, int *, int *);
+	unsigned n = 0, i;
 
 	if (!h)
+		return 0;
+	*(void **)&init = dlsym(h, "nvmlInit_v2");
+	*(void **)&shutdown = dlsym(h, "nvmlShutdown");
+	*(void **)&count = dlsym(h, "nvmlDeviceGetCount_v2");
+	*(void **)&get = dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+	*(void **)&cc = dlsym(h, "nvmlDeviceGetCudaComputeCapability");
+	if (!init || !shutdown || !count || !get || !cc || init() != 0)
+		return 0; /* the handle stays: unloading NVML mid-process is not worth the risk */
+	if (count(&n) == 0) {
+		for (i = 0; i < n && machine.gpu_count < KERNELS_MAX_GPUS; i++) {
+			void *dev = NULL;
+			int major = 0, minor = 0;
+			if (get(i, &dev) == 0 && cc(dev, &major, &minor) == 0)
+				machine.gpu_archs[machine.gpu_count++] = major * 10 + minor;
+		}
+	}
+	shutdown();
+	return 1;
+}
+
+/* No driver, no GPU, a broken install: all of them simply leave zeros.
+ * A process that already initialised CUDA pays nothing for cuInit; one
+ * that did not asks NVML first. */
+static void detect_driver(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	int (*init)(unsigned), (*version)(int *), (*count)(int *), (*get)(int *, int),
+		(*attr)(int *, int, int);
+	int v = 0, n = 0, i, loaded = h != NULL;
+
+	if (!h && !(h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)))
 		return;
 	*(void **)&init = dlsym(h, "cuInit");
 	*(void **)&version = dlsym(h, "cuDriverGetVersion");
@@ -260,6 +293,8 @@ static void detect_driver(void)
 	*(void **)&attr = dlsym(h, "cuDeviceGetAttribute");
 	if (version && version(&v) == 0 && v > 0)
 		machine.driver_version = cuda_version_code(v);
+	if (!loaded && gpus_from_nvml())
+		return;
 	if (!init || !count || !get || !attr || init(0) != 0 || count(&n) != 0)
 		return;
 	for (i = 0; i < n && machine.gpu_count < KERNELS_MAX_GPUS; i++) {
@@ -269,6 +304,21 @@ static void detect_driver(void)
 			continue;
 		machine.gpu_archs[machine.gpu_count++] = major * 10 + minor;
 	}
+}
+
+/* CUDA facts are looked up only when a call needs them: never when the
+ * backend is forced to cpu. */
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+
+static void detect_cuda(void)
+{
+	detect_cudart();
+	detect_driver();
+}
+
+static void need_cuda(void)
+{
+	pthread_once(&cuda_once, detect_cuda);
 }
 
 static void detect_machine(void)
@@ -288,8 +338,6 @@ static void detect_machine(void)
 			snprintf(machine.cpu, sizeof(machine.cpu), "x86_64");
 	}
 	snprintf(machine.glibc, sizeof(machine.glibc), "%s", gnu_get_libc_version());
-	detect_cudart();
-	detect_driver();
 }
 
 /* ---- torch and tvm-ffi in this process --------------------------------- */
@@ -1033,7 +1081,7 @@ static int chain_backend(kernels_system *s, const kernels_system *ov, const torc
 		set_backend(s, name, v, "environment");
 	} else if (t->backend && t->version) {
 		set_backend(s, t->backend, t->backend_version, "torch");
-	} else if (machine.cudart_version && machine.gpu_count > 0) {
+	} else if ((need_cuda(), machine.cudart_version && machine.gpu_count > 0)) {
 		/* Without torch, a CUDA runtime alone (a toolkit on a machine
 		 * with no driver or no GPU) does not make a CUDA machine. */
 		set_backend(s, "cuda", machine.cudart_version, "cudart");
@@ -1065,6 +1113,7 @@ static int chain_gpus(kernels_system *s, const kernels_system *ov, int forced_cp
 					      ea, KERNELS_MAX_GPUS);
 		s->gpu_count = n;
 	} else {
+		need_cuda();
 		s->gpu_count = machine.gpu_count;
 		memcpy(s->gpu_archs, machine.gpu_archs, sizeof(machine.gpu_archs));
 	}
@@ -1096,6 +1145,8 @@ int kernels__system_detect(const kernels__config *cfg, kernels_system **out)
 	s->os = strdup(ov->os ? ov->os : env("KERNELS_OS") ? env("KERNELS_OS") : machine.os);
 	s->glibc = machine.glibc[0] ? strdup(machine.glibc) : NULL;
 	s->macos_version = ov->macos_version ? ov->macos_version : machine.macos_version;
+	if (!forced_cpu)
+		need_cuda();
 	s->cuda_runtime_version = machine.cudart_version;
 	s->cuda_driver_version = machine.driver_version;
 	if (!s->cpu || !s->os || !s->backend || !s->backend_source) {
