@@ -88,18 +88,33 @@ static int add_needed(kernels__elf *e, const char *name)
 	return 0;
 }
 
-static int read_dynamic(const source *s, const Elf64_Shdr *sh, const Elf64_Shdr *strsh, kernels__elf *e)
+/* A table of `entsize` entries and the string table its names point into;
+ * the count of entries in *n. Both freed by the caller. */
+static int read_with_strings(const source *s, const Elf64_Shdr *sh, const Elf64_Shdr *strsh, size_t entsize,
+			     const char *what, void **tab, char **str, size_t *n)
 {
-	Elf64_Dyn *dyn = NULL;
-	char *str = NULL;
-	size_t i, n;
 	int rc;
 
-	if (sh->sh_entsize != sizeof(Elf64_Dyn))
-		return bad(s, "the dynamic section has an unexpected entry size");
-	if ((rc = read_table(s, sh, (void **)&dyn)) < 0 || (rc = read_table(s, strsh, (void **)&str)) < 0)
+	*tab = NULL;
+	*str = NULL;
+	if (sh->sh_entsize != entsize)
+		return bad(s, what);
+	if ((rc = read_table(s, sh, tab)) < 0 || (rc = read_table(s, strsh, (void **)str)) < 0)
+		return rc;
+	*n = sh->sh_size / entsize;
+	return 0;
+}
+
+static int read_dynamic(const source *s, const Elf64_Shdr *sh, const Elf64_Shdr *strsh, kernels__elf *e)
+{
+	Elf64_Dyn *dyn;
+	char *str;
+	size_t i, n = 0;
+	int rc;
+
+	if ((rc = read_with_strings(s, sh, strsh, sizeof(*dyn), "the dynamic section has an unexpected entry size",
+				    (void **)&dyn, &str, &n)) < 0)
 		goto done;
-	n = sh->sh_size / sizeof(Elf64_Dyn);
 	for (i = 0; i < n && dyn[i].d_tag != DT_NULL && rc == 0; i++) {
 		const char *v = str_at(str, strsh->sh_size, dyn[i].d_un.d_val);
 		switch (dyn[i].d_tag) {
@@ -148,16 +163,14 @@ static int add_python(kernels__elf *e, const char *name, uint64_t offset, unsign
 
 static int read_symbols(const source *s, const Elf64_Shdr *sh, const Elf64_Shdr *strsh, kernels__elf *e)
 {
-	Elf64_Sym *sym = NULL;
-	char *str = NULL;
-	size_t i, n;
+	Elf64_Sym *sym;
+	char *str;
+	size_t i, n = 0;
 	int rc;
 
-	if (sh->sh_entsize != sizeof(Elf64_Sym))
-		return bad(s, "the dynamic symbol table has an unexpected entry size");
-	if ((rc = read_table(s, sh, (void **)&sym)) < 0 || (rc = read_table(s, strsh, (void **)&str)) < 0)
+	if ((rc = read_with_strings(s, sh, strsh, sizeof(*sym), "the dynamic symbol table has an unexpected entry size",
+				    (void **)&sym, &str, &n)) < 0)
 		goto done;
-	n = sh->sh_size / sizeof(Elf64_Sym);
 	for (i = 1; i < n && rc == 0; i++) {
 		const char *name = str_at(str, strsh->sh_size, sym[i].st_name);
 		if (sym[i].st_shndx != SHN_UNDEF || ELF64_ST_BIND(sym[i].st_info) != STB_GLOBAL || !name ||

@@ -27,20 +27,11 @@ static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .t
 
 static int setup(void **state)
 {
-	char *src, *so;
 	(void)state;
 	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("cache-guard")))
 		return -1;
 	assert_true(asprintf(&marker, "%s/constructor.ran", tmp) > 0);
-	assert_true(asprintf(&src, "%s/src/build/" VARIANT, tmp) > 0);
-	assert_true(asprintf(&so, "%s/_guard_1.abi3.so", src) > 0);
-	test_system("mkdir -p '%s'", src);
-	assert_int_equal(fx_build_so(so, 1, marker, NULL, NULL), 0);
-	assert_int_equal(fx_metadata(src, "--name guard --id _guard_1 --backend cpu"), 0);
-	assert_int_equal(test_hub_publish(hub, "--repo acme/guard --dir '%s/src' --branch main --tag v1.0.0 --trusted", tmp), 0);
-	free(so);
-	free(src);
-	return 0;
+	return fx_publish_answer(hub, tmp, "acme/guard", "guard", 1, marker, "--trusted");
 }
 
 static int teardown(void **state)

@@ -33,20 +33,14 @@ static void on_log(kernels_log_level level, const char *msg, void *payload)
 
 static int setup(void **state)
 {
-	char *src, *so;
 	kernels_options o;
 	kernels_kernel *k = NULL;
 	(void)state;
 
 	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("receipt")))
 		return -1;
-	assert_true(asprintf(&src, "%s/src/build/" VARIANT, tmp) > 0);
-	assert_true(asprintf(&so, "%s/_rc_3.abi3.so", src) > 0);
 	assert_true(asprintf(&cache, "%s/cache", tmp) > 0);
-	test_system("mkdir -p '%s'", src);
-	assert_int_equal(fx_build_so(so, 3, NULL, NULL, NULL), 0);
-	assert_int_equal(fx_metadata(src, "--name rc --id _rc_3 --backend cpu"), 0);
-	assert_int_equal(test_hub_publish(hub, "--repo acme/rc --dir '%s/src' --branch main --tag v1.0.0 --trusted", tmp), 0);
+	assert_int_equal(fx_publish_answer(hub, tmp, "acme/rc", "rc", 3, NULL, "--trusted"), 0);
 	assert_true(asprintf(&module, "%s/kernels--acme--rc/snapshots/%s/build/" VARIANT "/_rc_3.abi3.so", cache,
 			     test_hub_last_commit(hub)) > 0);
 	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
@@ -56,8 +50,6 @@ static int setup(void **state)
 	o.system = &sys_cpu;
 	assert_int_equal(kernels_get(&k, "acme/rc", "v1.0.0", &o), 0);
 	kernels_kernel_close(k);
-	free(so);
-	free(src);
 	return 0;
 }
 

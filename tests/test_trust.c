@@ -23,23 +23,13 @@ static char *tmp, *cache;
 static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
 				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
 
-static void publish(const char *repo, int answer, const char *org_flag)
-{
-	char *src;
-	assert_true(asprintf(&src, "%s/src-%d", tmp, answer) > 0);
-	assert_int_equal(fx_answer_variant(src, "torch211-cxx11-cpu-x86_64-linux", "answer", answer, "cpu", NULL, 1), 0);
-	assert_int_equal(test_hub_publish(hub, "--repo %s --dir '%s' --branch main --tag v1.0.0 %s", repo, src, org_flag), 0);
-	free(src);
-}
-
 static int setup(void **state)
 {
 	(void)state;
 	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("trust")))
 		return -1;
-	publish("good/answer", 1, "--trusted");
-	publish("shady/answer", 2, "--untrusted");
-	return 0;
+	return fx_publish_answer(hub, tmp, "good/answer", "answer", 1, NULL, "--trusted") ||
+	       fx_publish_answer(hub, tmp, "shady/answer", "shady", 2, NULL, "--untrusted") ? -1 : 0;
 }
 
 static int teardown(void **state)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "test_hub.h"
 
 /* Compiles a kernel module into `path` exporting `int kernel_answer(void)`
  * returning `answer`; its constructor creates `marker` (when non-NULL) so a
@@ -92,6 +93,29 @@ __attribute__((unused)) static int fx_answer_variant(const char *root, const cha
 				 archs ? " --archs " : "", archs ? archs : "", version);
 	free(so);
 	free(dir);
+	return rc;
+}
+
+/* Publishes {tmp}/src-{name}/build/torch211-cxx11-cpu-x86_64-linux (a
+ * module _{name}_{answer}.abi3.so answering `answer`, its constructor
+ * creating `marker` when non-NULL) as `repo` at main/v1.0.0 with extra
+ * publish `flags` (e.g. "--trusted"). 0 on success. */
+__attribute__((unused)) static int fx_publish_answer(test_hub *hub, const char *tmp, const char *repo, const char *name,
+						      int answer, const char *marker, const char *flags)
+{
+	char *src = NULL, *dir = NULL, *so = NULL;
+	int rc = -1;
+
+	if (asprintf(&src, "%s/src-%s", tmp, name) > 0 &&
+	    asprintf(&dir, "%s/build/torch211-cxx11-cpu-x86_64-linux", src) > 0 &&
+	    asprintf(&so, "%s/_%s_%d.abi3.so", dir, name, answer) > 0 && test_system("mkdir -p '%s'", dir) == 0 &&
+	    !fx_build_so(so, answer, marker, NULL, NULL) &&
+	    !fx_metadata(dir, "--name %s --id _%s_%d --backend cpu", name, name, answer))
+		rc = test_hub_publish(hub, "--repo %s --dir '%s' --branch main --tag v1.0.0 %s", repo, src,
+				      flags ? flags : "");
+	free(so);
+	free(dir);
+	free(src);
 	return rc;
 }
 
