@@ -165,41 +165,70 @@ static int check_offline(const kernels__config *cfg, kernels__repo_type type, co
 	return untrusted(repo_id, text);
 }
 
-static int check_online(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
+/* Asks one endpoint. 0 with *status and *trusted when it answered. */
+static int ask(const kernels__config *cfg, const char *org, long *status, int *trusted)
 {
 	kernels__hub_response r = { 0 };
-	char *path, unused[512];
+	char *path = kernels__sprintf("/api/organizations/%s/overview", org);
 	json_t *doc = NULL;
-	int rc, trusted = 0;
+	int rc;
 
-	/* A "trusted" verdict this young is not asked again: a warm call costs
-	 * the refs listing alone. */
-	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_FRESH, unused, sizeof(unused)))
-		return 0;
-	path = kernels__sprintf("/api/organizations/%s/overview", org);
+	*status = 0;
+	*trusted = 0;
 	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM; /* sprintf set the message */
-	if (rc == 0 && r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL))) {
-		trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
-		record_write(cfg, type, repo_id, org, trusted);
-	}
-	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
-	 * then answer from the cache, where the record decides. */
-	if (rc == 0 && !trusted) {
-		char why[512];
-		if (r.status == 200)
-			snprintf(why, sizeof(why), "is not from a trusted publisher ('%s' is not marked as one)", org);
-		else if (r.status == 404)
-			snprintf(why, sizeof(why), "exists, but %s has no publisher information for '%s' (a mirror without "
-				 "the organization API?), so its trust cannot be verified", cfg->endpoint, org);
-		else
-			snprintf(why, sizeof(why), "is from a publisher whose trust status could not be verified (the "
-				 "Hub answered HTTP %ld for '%s')", r.status, org);
-		rc = untrusted(repo_id, why);
+	if (rc == 0) {
+		*status = r.status;
+		if (r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)))
+			*trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
+		else if (r.status == 200)
+			*status = -1; /* an answer that is not the overview */
 	}
 	json_decref(doc);
 	kernels__hub_response_free(&r);
 	free(path);
 	return rc;
+}
+
+/* The endpoint in use first; when it has no organization API (a mirror
+ * answering 401/404), the others of the list in turn: the Hub behind the
+ * mirror knows the publisher. */
+static int check_online(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
+{
+	kernels__config at;
+	char why[512];
+	long status = 0;
+	size_t i;
+	int rc, trusted = 0;
+
+	/* A "trusted" verdict this young is not asked again: a warm call costs
+	 * the refs listing alone. */
+	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_FRESH, why, sizeof(why)))
+		return 0;
+	rc = ask(cfg, org, &status, &trusted);
+	for (i = 0; rc == 0 && status != 200 && i < cfg->n_endpoints; i++) {
+		if (!strcmp(cfg->endpoints[i], cfg->endpoint))
+			continue;
+		kernels__config_at_endpoint(cfg, i, &at);
+		if (ask(&at, org, &status, &trusted) < 0)
+			kernels_error_clear(); /* that one is down: the first answer stands */
+		else if (status == 200)
+			cfg = &at;
+	}
+	if (rc == 0 && status == 200)
+		record_write(cfg, type, repo_id, org, trusted);
+	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
+	 * then answer from the cache, where the record decides. */
+	if (rc < 0 || trusted)
+		return rc;
+	if (status == 200)
+		snprintf(why, sizeof(why), "is not from a trusted publisher ('%s' is not marked as one)", org);
+	else if (status == 404 || status == 401)
+		snprintf(why, sizeof(why), "exists, but %s has no publisher information for '%s' (a mirror without "
+			 "the organization API?), so its trust cannot be verified", cfg->endpoint, org);
+	else
+		snprintf(why, sizeof(why), "is from a publisher whose trust status could not be verified (the "
+			 "Hub answered HTTP %ld for '%s')", status, org);
+	return untrusted(repo_id, why);
 }
 
 int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)

@@ -186,6 +186,30 @@ static void test_existence_before_trust(void **state)
 	assert_int_equal(kernels_get(&k, "good/answer.git", "v1.0.0", &o), KERNELS_EINVAL);
 }
 
+/* A mirror without the organization API first, the Hub second: the Hub
+ * vouches for the publisher; the mirror alone cannot. */
+static void test_mirror_without_org_api(void **state)
+{
+	kernels_options o;
+	test_hub *mirror;
+	char *list;
+	(void)state;
+
+	assert_non_null(mirror = test_hub_start());
+	assert_int_equal(fx_publish_answer(mirror, tmp, "good/answer", "mirrored", 7, NULL, "--trusted"), 0);
+	assert_int_equal(test_hub_config(mirror, "{\"org_overview\": false}"), 0);
+	options(&o);
+	o.endpoint = test_hub_endpoint(mirror);
+	get_untrusted("good/answer", &o, "has no publisher information for 'good'");
+	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(mirror), test_hub_endpoint(hub)) > 0);
+	o.endpoints = list;
+	test_hub_log_clear(hub);
+	get_ok("good/answer", &o, 7); /* the mirror's files, the Hub's verdict */
+	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/good"), 1);
+	test_hub_stop(mirror);
+	free(list);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +217,7 @@ int main(void)
 		cmocka_unit_test_setup(test_trusted_loads_offline, fresh_cache),
 		cmocka_unit_test_setup(test_cache_filled_by_python_needs_opt_in, fresh_cache),
 		cmocka_unit_test_setup(test_existence_before_trust, fresh_cache),
+		cmocka_unit_test_setup(test_mirror_without_org_api, fresh_cache),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
