@@ -22,5 +22,6 @@
 #include "kernels/project.h"
 #include "kernels/wheel.h"
 #include "kernels/tvm_ffi.h"
+#include "kernels/signature.h"
 
 #endif

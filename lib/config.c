@@ -413,6 +413,13 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 			return rc;
 		}
 	}
+	{
+		int rc = kernels__sigconf_load(&cfg->sig, opts);
+		if (rc < 0) {
+			kernels__config_free(cfg);
+			return rc;
+		}
+	}
 	if (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8)) {
 		int rc = kernels__error(KERNELS_EINVAL,
 					"Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or options.endpoint",
@@ -432,6 +439,7 @@ void kernels__config_free(kernels__config *cfg)
 	free(cfg->local_kernels);
 	free(cfg->torch_dir);
 	endpoints_free(cfg->endpoints);
+	kernels__sigconf_free(cfg->sig);
 	log_seen_free(cfg->log_seen);
 	memset(cfg, 0, sizeof(*cfg));
 }

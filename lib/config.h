@@ -33,7 +33,15 @@ typedef struct {
 	struct kernels__log_seen *log_seen; /* the warnings given in this call (shared by shallow copies) */
 	kernels_progress_cb progress_cb;
 	void *progress_payload;
+	struct kernels__sigconf *sig; /* signature.c: kernels_options.signature* with their environment */
 } kernels__config;
+
+/* lib/signature.c: resolves the signature options and their environment
+ * (KERNELS_SIGNATURE, KERNELS_SIGSTORE_TRUSTED_ROOT); free with
+ * kernels__sigconf_free. */
+struct kernels__sigconf;
+int kernels__sigconf_load(struct kernels__sigconf **out, const kernels_options *opts);
+void kernels__sigconf_free(struct kernels__sigconf *c);
 
 /* Resolves `opts` (NULL: defaults) plus environment into `cfg`.
  * Free with kernels__config_free. */

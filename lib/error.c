@@ -90,6 +90,7 @@ const char *kernels_strerror(int code)
 	case KERNELS_EUNTRUSTED: return "untrusted publisher";
 	case KERNELS_EPARSE: return "malformed input";
 	case KERNELS_EUNSAFE: return "unsafe path";
+	case KERNELS_ESIGNATURE: return "signature missing or invalid";
 	default: return "unknown error";
 	}
 }

@@ -11,6 +11,7 @@
  * by the module file's identity hands the mapped module back on a later
  * load, so its static registrations never run twice. */
 #include "loader.h"
+#include "signature.h"
 #include "native.h"
 #include "error.h"
 #include "util.h"
@@ -517,7 +518,8 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 		goto fail;
 	}
 	/* Nothing from the folder runs before its digest checked out. */
-	if ((rc = kernels__verify_variant(cfg, real, root, what, &k->meta)) < 0 ||
+	if ((rc = kernels__signature_check(cfg, real, what)) < 0 || /* signed bytes before parsing */
+	    (rc = kernels__verify_variant(cfg, real, root, what, &k->meta)) < 0 ||
 	    (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
 	if (module) {

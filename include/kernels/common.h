@@ -46,7 +46,8 @@ typedef enum {
 	KERNELS_ELOAD = -13,       /**< dlopen or symbol lookup failed */
 	KERNELS_EUNTRUSTED = -14,  /**< publisher not trusted and not opted in */
 	KERNELS_EPARSE = -15,      /**< malformed JSON, TOML, lock file or version spec */
-	KERNELS_EUNSAFE = -16      /**< a path or link escapes its folder */
+	KERNELS_EUNSAFE = -16,     /**< a path or link escapes its folder */
+	KERNELS_ESIGNATURE = -17   /**< a sigstore signature is missing where required, or present and invalid */
 } kernels_error_code;
 
 /**

@@ -54,8 +54,10 @@ static inline int fuzz_is_lower_hex(const char *s, size_t n)
 	return 1;
 }
 
-/* A scratch folder of this process under $TMPDIR (created once, emptied
- * by fuzz_scratch_clear): entries running side by side never share one. */
+/* A scratch folder of this process (created once, emptied by
+ * fuzz_scratch_clear, removed at exit): in /dev/shm where there is one
+ * (ten times the file operations per second of a disk), else under
+ * $TMPDIR. Entries running side by side never share one. */
 static char fuzz_scratch_path[4096];
 
 static inline void fuzz_scratch_remove(void);
@@ -64,6 +66,8 @@ static inline const char *fuzz_scratch(void)
 {
 	if (!fuzz_scratch_path[0]) {
 		const char *tmp = getenv("TMPDIR");
+		if (access("/dev/shm", W_OK | X_OK) == 0)
+			tmp = "/dev/shm";
 		snprintf(fuzz_scratch_path, sizeof(fuzz_scratch_path), "%s/kernels-fuzz-XXXXXX",
 			 tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(fuzz_scratch_path))
@@ -96,10 +100,10 @@ static inline void fuzz_scratch_remove(void)
 		rmdir(fuzz_scratch_path);
 }
 
-/* Writes `len` bytes to `path`, creating it. 0 or -1. */
+/* Writes `len` bytes to `path`, creating it; never through a link. 0 or -1. */
 static inline int fuzz_write_file(const char *path, const void *data, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	ssize_t n;
 	if (fd < 0)
 		return -1;

@@ -25,6 +25,7 @@ KERNELS_ELOAD = -13
 KERNELS_EUNTRUSTED = -14
 KERNELS_EPARSE = -15
 KERNELS_EUNSAFE = -16
+KERNELS_ESIGNATURE = -17
 
 
 class KernelsError(Exception):
@@ -141,11 +142,21 @@ class UnsafePathError(KernelsError):
     code = KERNELS_EUNSAFE
 
 
+class SignatureError(KernelsError, ImportError):
+    """KERNELS_ESIGNATURE: a sigstore signature is missing where required, or present and invalid."""
+
+    code = KERNELS_ESIGNATURE
+
+    def __init__(self, message, code=None, function=None):
+        KernelsError.__init__(self, message, code, function)
+        self.msg = message  # ImportError's own attribute
+
+
 ERRORS = {
     cls.code: cls
     for cls in (KernelsError, InvalidArgumentError, NotFoundError, AmbiguousRevisionError, NoMatchError, AuthError,
                 NetworkError, HTTPError, OfflineError, IntegrityError, KernelsIOError, KernelsMemoryError, LoadError,
-                UntrustedError, ParseError, UnsafePathError)
+                UntrustedError, ParseError, UnsafePathError, SignatureError)
 }
 
 

@@ -1,0 +1,462 @@
+/* Signatures of kernel variants: the options and their environment, the
+ * default policy (Python kernels 0.17's DEFAULT_POLICIES), the trusted
+ * root (built in, or a file), and the checks the loader and
+ * kernels_signature_verify_variant make. The verifier itself is
+ * lib/sigstore/. */
+#include "signature.h"
+#include "config.h"
+#include "error.h"
+#include "util.h"
+#include "sigstore/sigstore.h"
+
+#include "kernels/kernel.h"
+#include "kernels/signature.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUNDLE_FILE "metadata.json.sigstore"
+#define METADATA_MAX (1 << 20)  /* as lib/verify.c */
+#define BUNDLE_MAX (1 << 20)    /* real ones are a few kilobytes */
+#define ROOT_FILE_MAX (16 << 20)
+
+/* ---- the default policy ------------------------------------------------- */
+
+static const char *const default_signers[] = {
+	"https://github.com/huggingface/kernels-community/.github/workflows/build.yaml@refs/heads/main",
+	"https://github.com/huggingface/kernels-community/.github/workflows/build-mac.yaml@refs/heads/main",
+	"https://github.com/huggingface/kernels-community/.github/workflows/build-windows.yaml@refs/heads/main",
+	/* Signed the builds made before signing existed (torch 2.10-2.12). */
+	"https://github.com/huggingface/kernels-community/.github/workflows/sign-old-builds.yaml@refs/heads/main",
+};
+
+static const kernels_signature_policy default_policy = {
+	.issuer = "https://token.actions.githubusercontent.com",
+	.repository = "https://github.com/huggingface/kernels-community",
+	.signer_uris = default_signers,
+	.signer_uri_count = sizeof(default_signers) / sizeof(default_signers[0]),
+};
+
+/* ---- configuration ------------------------------------------------------ */
+
+struct kernels__sigconf {
+	int mode;                       /* KERNELS_SIGNATURE_OFF, _IF_PRESENT or _REQUIRE */
+	char *root_path;                /* NULL: the built-in root */
+	const char *root_source;        /* "kernels_options.sigstore_trusted_root" or the variable */
+	kernels_signature_policy *policies; /* the default first, then the caller's (deep copies) */
+	size_t npolicies;
+};
+
+static int policy_valid(const kernels_signature_policy *p, size_t i)
+{
+	size_t k;
+
+	if (!p->issuer || !*p->issuer)
+		return kernels__error(KERNELS_EINVAL, "signature policy %zu has no issuer; name the OIDC issuer "
+				      "(e.g. https://token.actions.githubusercontent.com)", i);
+	if (!p->identity && !p->signer_uri_count)
+		return kernels__error(KERNELS_EINVAL, "signature policy %zu names neither an identity nor signer URIs; "
+				      "it would accept anyone with a sigstore certificate", i);
+	if (p->signer_uri_count && !p->signer_uris)
+		return kernels__error(KERNELS_EINVAL, "signature policy %zu: signer_uri_count is %zu but signer_uris is "
+				      "NULL", i, p->signer_uri_count);
+	for (k = 0; k < p->signer_uri_count; k++)
+		if (!p->signer_uris[k])
+			return kernels__error(KERNELS_EINVAL, "signature policy %zu: signer URI %zu is NULL", i, k);
+	return 0;
+}
+
+static char *dup_opt(const char *s)
+{
+	return s ? kernels__strdup(s) : NULL;
+}
+
+static int policy_copy(kernels_signature_policy *to, const kernels_signature_policy *from)
+{
+	char **uris = NULL;
+	size_t k;
+
+	memset(to, 0, sizeof(*to));
+	if (from->signer_uri_count && !(uris = calloc(from->signer_uri_count, sizeof(*uris))))
+		return kernels__error_oom();
+	to->signer_uris = (const char *const *)uris;
+	to->signer_uri_count = from->signer_uri_count;
+	for (k = 0; k < from->signer_uri_count; k++)
+		if (!(uris[k] = kernels__strdup(from->signer_uris[k])))
+			return KERNELS_ENOMEM;
+	to->issuer = dup_opt(from->issuer);
+	to->identity = dup_opt(from->identity);
+	to->repository = dup_opt(from->repository);
+	if (!to->issuer || (from->identity && !to->identity) || (from->repository && !to->repository))
+		return KERNELS_ENOMEM;
+	return 0;
+}
+
+static void policy_free(kernels_signature_policy *p)
+{
+	size_t k;
+	for (k = 0; k < p->signer_uri_count && p->signer_uris; k++)
+		free((char *)p->signer_uris[k]);
+	free((char **)p->signer_uris);
+	free((char *)p->issuer);
+	free((char *)p->identity);
+	free((char *)p->repository);
+}
+
+void kernels__sigconf_free(struct kernels__sigconf *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	free(c->root_path);
+	/* policies[0] is the static default */
+	for (i = 1; i < c->npolicies; i++)
+		policy_free(&c->policies[i]);
+	free(c->policies);
+	free(c);
+}
+
+static int mode_from_env(int *mode)
+{
+	const char *v = getenv("KERNELS_SIGNATURE");
+
+	if (!v || !*v || !strcasecmp(v, "if-present"))
+		*mode = KERNELS_SIGNATURE_IF_PRESENT;
+	else if (!strcasecmp(v, "off"))
+		*mode = KERNELS_SIGNATURE_OFF;
+	else if (!strcasecmp(v, "require"))
+		*mode = KERNELS_SIGNATURE_REQUIRE;
+	else
+		return kernels__error(KERNELS_EINVAL, "KERNELS_SIGNATURE is '%.32s'; use off, if-present or require", v);
+	return 0;
+}
+
+int kernels__sigconf_load(struct kernels__sigconf **out, const kernels_options *opts)
+{
+	struct kernels__sigconf *c;
+	const char *env = getenv("KERNELS_SIGSTORE_TRUSTED_ROOT");
+	size_t i;
+	int rc = 0;
+
+	*out = NULL;
+	if (opts->signature_policy_count && !opts->signature_policies)
+		return kernels__error(KERNELS_EINVAL, "kernels_options.signature_policy_count is %zu but "
+				      "signature_policies is NULL", opts->signature_policy_count);
+	for (i = 0; i < opts->signature_policy_count; i++)
+		if ((rc = policy_valid(&opts->signature_policies[i], i)) < 0)
+			return rc;
+	if (!(c = calloc(1, sizeof(*c))) ||
+	    !(c->policies = calloc(opts->signature_policy_count + 1, sizeof(*c->policies)))) {
+		free(c);
+		return kernels__error_oom();
+	}
+	c->policies[0] = default_policy;
+	c->npolicies = 1;
+	switch (opts->signature) {
+	case KERNELS_SIGNATURE_DEFAULT:
+		rc = mode_from_env(&c->mode);
+		break;
+	case KERNELS_SIGNATURE_OFF:
+	case KERNELS_SIGNATURE_IF_PRESENT:
+	case KERNELS_SIGNATURE_REQUIRE:
+		c->mode = opts->signature;
+		break;
+	default:
+		rc = kernels__error(KERNELS_EINVAL, "kernels_options.signature is %d; use a kernels_signature_mode",
+				    opts->signature);
+	}
+	if (rc == 0 && opts->sigstore_trusted_root && *opts->sigstore_trusted_root) {
+		c->root_path = kernels__strdup(opts->sigstore_trusted_root);
+		c->root_source = "kernels_options.sigstore_trusted_root";
+	} else if (rc == 0 && env && *env) {
+		c->root_path = kernels__strdup(env);
+		c->root_source = "KERNELS_SIGSTORE_TRUSTED_ROOT";
+	}
+	if (rc == 0 && c->root_source && !c->root_path)
+		rc = KERNELS_ENOMEM;
+	for (i = 0; rc == 0 && i < opts->signature_policy_count; i++, c->npolicies++)
+		rc = policy_copy(&c->policies[c->npolicies], &opts->signature_policies[i]);
+	if (rc < 0) {
+		if (rc == KERNELS_ENOMEM)
+			kernels__error_oom();
+		kernels__sigconf_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+/* Reads `path` whole through one descriptor, refusing more than `max`
+ * bytes before reading them. KERNELS_ENOTFOUND when it does not exist. */
+static int read_capped(const char *path, size_t max, const char *what, char **out, size_t *size)
+{
+	struct stat st;
+	ssize_t n = 0;
+	int fd, rc = 0;
+
+	*out = NULL;
+	*size = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
+		rc = errno == ENOENT ? KERNELS_ENOTFOUND
+				     : kernels__error(KERNELS_EIO, "%s: %s", path, strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s is not a regular file", path);
+	} else if ((size_t)st.st_size > max) {
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s is %lld bytes, more than the %zu %s may have", path,
+				    (long long)st.st_size, max, what);
+	} else if (!(*out = malloc((size_t)st.st_size + 1))) {
+		rc = kernels__error_oom();
+	} else if ((n = read(fd, *out, (size_t)st.st_size + 1)) != st.st_size) {
+		rc = kernels__error(KERNELS_EIO, "%s: %s", path, n < 0 ? strerror(errno) : "its size changed while it was read");
+	} else {
+		*size = (size_t)n;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static int trustroot_load(const struct kernels__sigconf *c, ks_trustroot *t)
+{
+	int64_t now = (int64_t)time(NULL) * 1000000;
+	char *data;
+	size_t size;
+	int rc;
+
+	if (!c->root_path)
+		return ks_trustroot_parse(t, ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", now);
+	rc = read_capped(c->root_path, ROOT_FILE_MAX, "a trusted root", &data, &size);
+	if (rc == KERNELS_ENOTFOUND)
+		return kernels__error(KERNELS_EINVAL, "%s names %s, which does not exist", c->root_source, c->root_path);
+	if (rc < 0)
+		return rc;
+	rc = ks_trustroot_parse(t, data, size, c->root_path, now);
+	free(data);
+	/* A trusted root that does not read is the caller's mistake, not the
+	 * variant's: say so with EINVAL. */
+	if (rc < 0) {
+		char *why = kernels__strdup(kernels_error_last());
+		rc = kernels__error(KERNELS_EINVAL, "%s (from %s); fix or remove it", why ? why : "unreadable",
+				    c->root_source);
+		free(why);
+	}
+	return rc;
+}
+
+/* Bundle and metadata bytes verified against the configured root. */
+static int verify_bytes(const struct kernels__sigconf *c, const void *artifact, size_t size, const void *bundle,
+			size_t bundle_size, const kernels_signature_policy *policies, size_t n, int *bundle_invalid)
+{
+	ks_trustroot t;
+	ks_bundle b;
+	int rc;
+
+	if (bundle_invalid)
+		*bundle_invalid = 0;
+	if ((rc = ks_bundle_parse(&b, bundle, bundle_size)) < 0) {
+		if (bundle_invalid)
+			*bundle_invalid = 1;
+		return rc;
+	}
+	if ((rc = trustroot_load(c, &t)) < 0) {
+		ks_bundle_free(&b);
+		return rc;
+	}
+	rc = ks_verify(&t, &b, artifact, size, policies ? policies : c->policies, policies ? n : c->npolicies);
+	ks_trustroot_free(&t);
+	ks_bundle_free(&b);
+	return rc;
+}
+
+/* 1 when the (already verified) metadata bytes carry a digest object. */
+static int signed_digest(const char *meta, size_t size, int *parses)
+{
+	json_t *root = json_loadb(meta, size, JSON_REJECT_DUPLICATES, NULL);
+	json_t *d = json_object_get(root, "digest");
+	int yes = json_is_object(d) && json_is_object(json_object_get(d, "files"));
+
+	*parses = root != NULL && json_is_object(root);
+	json_decref(root);
+	return yes;
+}
+
+/* ---- the loader's check ----------------------------------------------------- */
+
+int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what)
+{
+	const struct kernels__sigconf *c = cfg->sig;
+	char *bpath = NULL, *mpath = NULL, *bundle = NULL, *meta = NULL;
+	size_t bsize = 0, msize = 0;
+	int rc, parses, bundle_invalid;
+	const char *w = what ? what : dir;
+
+	if (!c || c->mode == KERNELS_SIGNATURE_OFF)
+		return 0;
+	if (!(bpath = kernels__sprintf("%s/%s", dir, BUNDLE_FILE)) ||
+	    !(mpath = kernels__sprintf("%s/metadata.json", dir))) {
+		rc = KERNELS_ENOMEM;
+		goto out;
+	}
+	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize);
+	if (rc == KERNELS_ENOTFOUND) {
+		rc = c->mode != KERNELS_SIGNATURE_REQUIRE ? 0 :
+		     kernels__error(KERNELS_ESIGNATURE, "%s has no signature (%s) and signatures are required "
+				    "(kernels_options.signature or KERNELS_SIGNATURE=require); it was not loaded. Use a "
+				    "signed build of the kernel, or stop requiring signatures for it", w, BUNDLE_FILE);
+		goto out;
+	}
+	if (rc < 0)
+		goto prefix;
+	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize);
+	if (rc == KERNELS_ENOTFOUND) {
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s has a signature but no metadata.json for it to sign", w);
+		goto out;
+	}
+	if (rc < 0)
+		goto prefix;
+	/* The signature is checked over these bytes before any parser sees them. */
+	if ((rc = verify_bytes(c, meta, msize, bundle, bsize, NULL, 0, &bundle_invalid)) < 0) {
+		char *why = rc == KERNELS_ESIGNATURE ? kernels__strdup(kernels_error_last()) : NULL;
+		if (why)
+			rc = kernels__error(KERNELS_ESIGNATURE, "%s: its signature (%s) is %s: %s. Nothing of it was "
+					    "loaded; it is not what its signer published (or the bundle is broken): fetch "
+					    "it again, and if this stays, do not use it", w, BUNDLE_FILE,
+					    bundle_invalid ? "unreadable" : "not valid", why);
+		free(why);
+		goto out;
+	}
+	if (!signed_digest(meta, msize, &parses)) {
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s: metadata.json is signed but %s, so the signature does not "
+				    "cover the variant's files; it was not loaded", w,
+				    parses ? "has no digest" : "is not a JSON object");
+		goto out;
+	}
+	kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified (metadata.json signed, digest next)", w);
+	rc = 0;
+	goto out;
+prefix:
+	rc = kernels__error_prefix("checking the signature of %s", w);
+out:
+	free(bpath);
+	free(mpath);
+	free(bundle);
+	free(meta);
+	return rc;
+}
+
+/* ---- public API ------------------------------------------------------------- */
+
+int kernels_signature_verify_bundle(const void *artifact, size_t artifact_size, const void *bundle,
+				    size_t bundle_size, const kernels_signature_policy *policies, size_t count,
+				    const kernels_options *opts)
+{
+	kernels__config cfg;
+	size_t i;
+	int rc;
+
+	if ((!artifact && artifact_size) || !bundle)
+		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_bundle: artifact and bundle must be given");
+	if (policies && !count)
+		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_bundle: policies given but count is 0");
+	for (i = 0; policies && i < count; i++)
+		if ((rc = policy_valid(&policies[i], i)) < 0)
+			return rc;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = verify_bytes(cfg.sig, artifact ? artifact : "", artifact_size, bundle, bundle_size, policies, count, NULL);
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+static int set_status(kernels_signature_status *status, kernels_signature_status s, int rc)
+{
+	if (status)
+		*status = s;
+	return rc;
+}
+
+int kernels_signature_verify_variant(const char *variant_dir, const kernels_options *opts,
+				     kernels_signature_status *status)
+{
+	kernels__config cfg;
+	char *bpath = NULL, *mpath = NULL, *bundle = NULL, *meta = NULL;
+	size_t bsize = 0, msize = 0;
+	int rc, invalid, parses;
+	kernels_signature_status st = KERNELS_SIGNATURE_FAILED;
+
+	if (!variant_dir)
+		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_variant: variant_dir is NULL");
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	if (!(bpath = kernels__sprintf("%s/%s", variant_dir, BUNDLE_FILE)) ||
+	    !(mpath = kernels__sprintf("%s/metadata.json", variant_dir))) {
+		rc = KERNELS_ENOMEM;
+		goto out;
+	}
+	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize);
+	if (rc == KERNELS_ENOTFOUND) {
+		st = KERNELS_SIGNATURE_BUNDLE_MISSING;
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s: signature not found (no %s)", variant_dir, BUNDLE_FILE);
+		goto out;
+	}
+	if (rc < 0) {
+		st = KERNELS_SIGNATURE_BUNDLE_INVALID;
+		goto out;
+	}
+	{
+		ks_bundle b;
+		if ((rc = ks_bundle_parse(&b, bundle, bsize)) < 0) {
+			st = KERNELS_SIGNATURE_BUNDLE_INVALID;
+			goto out;
+		}
+		ks_bundle_free(&b);
+	}
+	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize);
+	if (rc == KERNELS_ENOTFOUND) {
+		st = KERNELS_SIGNATURE_METADATA_MISSING;
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s: no metadata.json", variant_dir);
+		goto out;
+	}
+	if (rc < 0) {
+		st = KERNELS_SIGNATURE_METADATA_INVALID;
+		goto out;
+	}
+	if ((rc = verify_bytes(cfg.sig, meta, msize, bundle, bsize, NULL, 0, &invalid)) < 0) {
+		st = invalid ? KERNELS_SIGNATURE_BUNDLE_INVALID : KERNELS_SIGNATURE_FAILED;
+		goto out;
+	}
+	if (!signed_digest(meta, msize, &parses)) {
+		st = parses ? KERNELS_SIGNATURE_DIGEST_MISSING : KERNELS_SIGNATURE_METADATA_INVALID;
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s: metadata.json is signed but %s", variant_dir,
+				    parses ? "has no digest" : "is not a JSON object");
+		goto out;
+	}
+	rc = kernels_verify_variant(variant_dir, opts, NULL);
+	if (rc == KERNELS_EINTEGRITY)
+		st = KERNELS_SIGNATURE_DIGEST_MISMATCH;
+	else if (rc < 0)
+		st = KERNELS_SIGNATURE_METADATA_INVALID;
+	else
+		st = KERNELS_SIGNATURE_VALID;
+out:
+	free(bpath);
+	free(mpath);
+	free(bundle);
+	free(meta);
+	kernels__config_free(&cfg);
+	return set_status(status, st, rc);
+}

@@ -1,0 +1,17 @@
+/* Internal: signatures in the loading path (the public side is
+ * include/kernels/signature.h; the verifier is lib/sigstore/). */
+#ifndef KERNELS_LIB_SIGNATURE_H
+#define KERNELS_LIB_SIGNATURE_H
+
+#include "config.h"
+
+/* Checks the signature of the variant folder `dir` as cfg's signature
+ * mode asks, over metadata.json's bytes before anything parses them:
+ * off: nothing; if-present: a metadata.json.sigstore must be valid;
+ * require: it must be there and valid. A valid one must sign a digest
+ * (which kernels__verify_variant then checks against the files). `what`
+ * names the variant in messages (may be NULL). 0, or KERNELS_ESIGNATURE
+ * with what failed. Called by the loader before kernels__verify_variant. */
+int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what);
+
+#endif

@@ -1,0 +1,491 @@
+/* Sigstore signatures (include/kernels/signature.h, lib/sigstore/), against
+ * a stand-in sigstore made at test time by tests/data/sigstore/testsign.py
+ * (its own Fulcio CA, CT log and Rekor keys; cryptography, not libkernels):
+ *  - the bundle reader refuses malformed bundles, naming what is wrong;
+ *  - each broken bundle the signer makes is refused for its own reason,
+ *    the valid ones (v0.1 and v0.3) verify, and nothing verifies against
+ *    the built-in public-good root;
+ *  - end to end through the local Hub: kernels_get of signed variants
+ *    loads the valid one and refuses tampered metadata, a tampered module
+ *    (the digest, after a valid signature), a wrong signer, an expired
+ *    certificate, a broken inclusion proof, and an unsigned variant when
+ *    signatures are required; a refused variant's constructor never runs.
+ * The same bundles are checked against sigstore-python by
+ * tests/python/test_signature_reference.py. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels.h"
+#include "testutil.h"
+#include "test_hub.h"
+#include "../data/variants/fixture.h"
+
+#define VARIANT "torch211-cxx11-cpu-x86_64-linux"
+
+static struct {
+	char *tmp, *keys, *root, *artifact, *cache;
+	test_hub *hub;
+} W;
+
+static int sign(const char *file, const char *out, const char *args)
+{
+	return test_system("%s '%s/tests/data/sigstore/testsign.py' sign '%s' '%s' '%s' %s", KERNELS_PYTHON,
+			   KERNELS_SOURCE_DIR, W.keys, file, out, args ? args : "");
+}
+
+static char *path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *path(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	va_start(ap, fmt);
+	assert_true(vasprintf(&p, fmt, ap) > 0);
+	va_end(ap);
+	return p;
+}
+
+static void options(kernels_options *o, int mode)
+{
+	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
+	o->signature = mode;
+	o->sigstore_trusted_root = W.root;
+	if (W.hub) {
+		o->endpoint = test_hub_endpoint(W.hub);
+		o->cache_dir = W.cache;
+		o->offline = 0;
+	}
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	W.tmp = test_mkdtemp("signature");
+	W.keys = path("%s/keys", W.tmp);
+	W.root = path("%s/trusted_root.json", W.keys);
+	W.artifact = path("%s/artifact.txt", W.tmp);
+	W.cache = path("%s/cache", W.tmp);
+	if (test_system("%s '%s/tests/data/sigstore/testsign.py' init '%s'", KERNELS_PYTHON, KERNELS_SOURCE_DIR, W.keys))
+		return -1;
+	return test_write_file(W.artifact, "what was signed\n", 16);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_hub_stop(W.hub);
+	test_rmtree(W.tmp);
+	free(W.tmp);
+	free(W.keys);
+	free(W.root);
+	free(W.artifact);
+	free(W.cache);
+	return 0;
+}
+
+static int verify_file(const char *bundle_path, const kernels_options *o)
+{
+	size_t an, bn;
+	char *a = test_read_file(W.artifact, &an), *b = test_read_file(bundle_path, &bn);
+	int rc;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	rc = kernels_signature_verify_bundle(a, an, b, bn, NULL, 0, o);
+	free(a);
+	free(b);
+	return rc;
+}
+
+static void expect_bundle(const char *json, const char *message)
+{
+	kernels_options o;
+	int rc;
+
+	options(&o, 0);
+	rc = kernels_signature_verify_bundle("x", 1, json, strlen(json), NULL, 0, &o);
+	assert_int_equal(rc, KERNELS_ESIGNATURE);
+	if (!strstr(kernels_error_last(), message))
+		fail_msg("expected '%s' in: %s", message, kernels_error_last());
+}
+
+/* ---- the bundle reader ------------------------------------------------------ */
+
+static void test_malformed_bundles_are_refused_by_name(void **state)
+{
+	(void)state;
+	expect_bundle("{", "bundle: not valid JSON");
+	expect_bundle("[]", "bundle: the bundle is not a JSON object");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle+json;version=9\"}",
+		      "unsupported media type");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"extra\": 1}",
+		      "unknown field 'extra'");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\"}",
+		      "verificationMaterial is missing");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"verificationMaterial\": "
+		      "{\"tlogEntries\": []}, \"messageSignature\": {\"signature\": \"not base64!\"}}",
+		      "messageSignature.signature is not valid base64");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"verificationMaterial\": "
+		      "{\"tlogEntries\": []}, \"messageSignature\": {\"signature\": \"QQ==\"}}",
+		      "exactly one of publicKey, x509CertificateChain and certificate");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle+json;version=0.1\", \"verificationMaterial\": "
+		      "{\"x509CertificateChain\": {\"certificates\": []}, \"tlogEntries\": []}, "
+		      "\"messageSignature\": {\"signature\": \"QQ==\"}}",
+		      "the certificate chain is empty");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"verificationMaterial\": "
+		      "{\"publicKey\": {\"hint\": \"k\"}, \"tlogEntries\": []}, \"messageSignature\": {\"signature\": \"QQ==\"}}",
+		      "signed keyless");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"verificationMaterial\": "
+		      "{\"certificate\": {\"rawBytes\": \"QQ==\"}, \"tlogEntries\": []}, \"messageSignature\": {\"signature\": \"QQ==\"}}",
+		      "not a DER X.509 certificate");
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"verificationMaterial\": "
+		      "{\"tlogEntries\": [{\"logIndex\": \"-1\"}]}, \"messageSignature\": {\"signature\": \"QQ==\"}}",
+		      "logIndex '-1' is not an unsigned 64-bit number");
+	/* base64 is read strictly: bits past the padding must be zero. */
+	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"verificationMaterial\": "
+		      "{\"tlogEntries\": []}, \"messageSignature\": {\"signature\": \"QR==\"}}",
+		      "is not valid base64");
+}
+
+/* A valid bundle whose entry is edited: a second entry, no checkpoint. */
+static void test_bundle_shape_is_checked(void **state)
+{
+	char *b = path("%s/shape.json", W.tmp), *json, *two, *p;
+	size_t n;
+	(void)state;
+
+	assert_int_equal(sign(W.artifact, b, NULL), 0);
+	json = test_read_file(b, &n);
+	assert_non_null(json);
+	/* "tlogEntries": [E] -> [E, E] */
+	p = strstr(json, "\"tlogEntries\": [");
+	assert_non_null(p);
+	{
+		char *start = p + strlen("\"tlogEntries\": ["), *end = strstr(start, "}]");
+		size_t elen;
+		assert_non_null(end);
+		elen = (size_t)(end + 1 - start);
+		assert_true(asprintf(&two, "%.*s, %.*s%s", (int)(end + 1 - json), json, (int)elen, start, end + 1) > 0);
+	}
+	expect_bundle(two, "exactly one transparency log entry");
+	free(two);
+	p = strstr(json, "\"checkpoint\": {");
+	assert_non_null(p);
+	memcpy(p, "\"checkpoinX\"", 12);
+	expect_bundle(json, "unknown field 'checkpoinX'");
+	free(json);
+	free(b);
+}
+
+/* ---- the generated cases ---------------------------------------------------- */
+
+static void test_each_broken_bundle_is_refused_for_its_reason(void **state)
+{
+	static const struct {
+		const char *args, *message;
+	} cases[] = {
+		{ "--case valid", NULL },
+		{ "--case valid --media v0.1", NULL },
+		{ "--case valid --media v0.2", NULL },
+		{ "--case expired", "certificate has expired" },
+		{ "--case bad-proof", "inclusion proof does not lead to its root hash" },
+		{ "--case bad-checkpoint", "checkpoint's signature is not the log's" },
+		{ "--case root-hash-mismatch", "checkpoint's root hash is not the inclusion proof's" },
+		{ "--case bad-set", "signed entry timestamp" },
+		{ "--case bad-sct", "SCT is not signed by a CT log" },
+		{ "--case untrusted-ca", "does not chain to the trusted root's Fulcio CA" },
+		{ "--case body-mismatch", "what the log recorded" },
+		{ "--case wrong-signature", "signature: not valid for this file" },
+		{ "--case digest-mismatch", "message digest is not the SHA-256 of this file" },
+		{ "--case no-promise", "neither an inclusion promise nor a signed timestamp" },
+		{ "--signer https://github.com/evil/kernels/.github/workflows/build.yaml@refs/heads/main",
+		  "build signer URI https://github.com/evil/kernels/" },
+	};
+	kernels_options o;
+	size_t i;
+	(void)state;
+
+	options(&o, 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *b = path("%s/case%zu.json", W.tmp, i);
+		int rc;
+		assert_int_equal(sign(W.artifact, b, cases[i].args), 0);
+		rc = verify_file(b, &o);
+		if (!cases[i].message) {
+			if (rc != 0)
+				fail_msg("%s: %s", cases[i].args, kernels_error_last());
+		} else {
+			assert_int_equal(rc, KERNELS_ESIGNATURE);
+			if (!strstr(kernels_error_last(), cases[i].message))
+				fail_msg("%s: expected '%s' in: %s", cases[i].args, cases[i].message, kernels_error_last());
+		}
+		free(b);
+	}
+}
+
+static void test_policies_decide_who_may_sign(void **state)
+{
+	const char *ours[] = { "https://github.com/acme/kernels/.github/workflows/release.yaml@refs/heads/main" };
+	kernels_signature_policy p = { .issuer = "https://token.actions.githubusercontent.com",
+				       .repository = "https://github.com/huggingface/kernels-community",
+				       .signer_uris = ours, .signer_uri_count = 1 };
+	kernels_signature_policy anyone = { .issuer = "https://token.actions.githubusercontent.com" };
+	char *b = path("%s/acme.json", W.tmp), *a, *j;
+	size_t an, bn;
+	kernels_options o;
+	(void)state;
+
+	assert_int_equal(sign(W.artifact, b, "--signer https://github.com/acme/kernels/.github/workflows/release.yaml@refs/heads/main"), 0);
+	options(&o, 0);
+	/* Not a signer of the default policy... */
+	assert_int_equal(verify_file(b, &o), KERNELS_ESIGNATURE);
+	/* ...but one the caller adds. */
+	o.signature_policies = &p;
+	o.signature_policy_count = 1;
+	assert_int_equal(verify_file(b, &o), 0);
+	/* Explicit policies replace the default ones. */
+	a = test_read_file(W.artifact, &an);
+	j = test_read_file(b, &bn);
+	assert_int_equal(kernels_signature_verify_bundle(a, an, j, bn, &p, 1, NULL), KERNELS_ESIGNATURE);
+	assert_non_null(strstr(kernels_error_last(), "Fulcio")); /* built-in root: not ours */
+	options(&o, 0);
+	assert_int_equal(kernels_signature_verify_bundle(a, an, j, bn, &p, 1, &o), 0);
+	/* A policy naming no signer is refused, not treated as "anyone". */
+	assert_int_equal(kernels_signature_verify_bundle(a, an, j, bn, &anyone, 1, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "neither an identity nor signer URIs"));
+	free(a);
+	free(j);
+	free(b);
+}
+
+static void test_trusted_root_sources(void **state)
+{
+	char *b = path("%s/root.json", W.tmp), *bad = path("%s/bad_root.json", W.tmp);
+	kernels_options o;
+	(void)state;
+
+	assert_int_equal(sign(W.artifact, b, NULL), 0);
+	/* Built in: sigstore's public-good root, which never signed this. */
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	assert_int_equal(verify_file(b, &o), KERNELS_ESIGNATURE);
+	assert_non_null(strstr(kernels_error_last(), "does not chain to the trusted root's Fulcio CA"));
+	/* From the environment. */
+	setenv("KERNELS_SIGSTORE_TRUSTED_ROOT", W.root, 1);
+	assert_int_equal(verify_file(b, &o), 0);
+	/* A root that does not exist or read is the caller's error. */
+	setenv("KERNELS_SIGSTORE_TRUSTED_ROOT", "/nonexistent/root.json", 1);
+	assert_int_equal(verify_file(b, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "KERNELS_SIGSTORE_TRUSTED_ROOT"));
+	unsetenv("KERNELS_SIGSTORE_TRUSTED_ROOT");
+	assert_int_equal(test_write_file(bad, "{\"mediaType\": \"x\"}", 18), 0);
+	o.sigstore_trusted_root = bad;
+	assert_int_equal(verify_file(b, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "unsupported media type"));
+	free(b);
+	free(bad);
+}
+
+static void test_bad_options_are_refused(void **state)
+{
+	kernels_options o;
+	(void)state;
+
+	options(&o, 7);
+	assert_int_equal(kernels_signature_verify_bundle("x", 1, "{}", 2, NULL, 0, &o), KERNELS_EINVAL);
+	options(&o, 0);
+	setenv("KERNELS_SIGNATURE", "sometimes", 1);
+	assert_int_equal(kernels_signature_verify_bundle("x", 1, "{}", 2, NULL, 0, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "KERNELS_SIGNATURE"));
+	unsetenv("KERNELS_SIGNATURE");
+	o.signature_policy_count = 1;
+	assert_int_equal(kernels_signature_verify_bundle("x", 1, "{}", 2, NULL, 0, &o), KERNELS_EINVAL);
+	assert_string_equal(kernels_strerror(KERNELS_ESIGNATURE), "signature missing or invalid");
+}
+
+/* ---- variants, locally and through the Hub ------------------------------------ */
+
+/* {W.tmp}/{name}/build/VARIANT: a module whose constructor writes
+ * {W.tmp}/{name}.ran, metadata.json, and (unless sign_args is NULL) its
+ * signature. Returns the repo's source folder. */
+static char *signed_variant(const char *name, int answer, const char *sign_args, char **marker)
+{
+	char *base = path("%s/%s/build", W.tmp, name), *dir, *meta, *bundle;
+
+	*marker = path("%s/%s.ran", W.tmp, name);
+	dir = fx_variant(base, VARIANT, name, answer, *marker);
+	assert_non_null(dir);
+	meta = path("%s/metadata.json", dir);
+	bundle = path("%s/metadata.json.sigstore", dir);
+	if (sign_args)
+		assert_int_equal(sign(meta, bundle, sign_args), 0);
+	free(meta);
+	free(bundle);
+	free(dir);
+	*strrchr(base, '/') = 0;
+	return base;
+}
+
+static void test_verify_variant_statuses(void **state)
+{
+	kernels_signature_status st;
+	kernels_options o;
+	char *marker, *src = signed_variant("local", 1, "", &marker), *dir = path("%s/build/%s", src, VARIANT), *so;
+	(void)state;
+
+	options(&o, 0);
+	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), 0);
+	assert_int_equal(st, KERNELS_SIGNATURE_VALID);
+	/* The module changed after signing: the signature holds, the digest not. */
+	so = path("%s/_local_1.abi3.so", dir);
+	assert_int_equal(fx_build_so(so, 2, marker, NULL, NULL), 0);
+	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_EINTEGRITY);
+	assert_int_equal(st, KERNELS_SIGNATURE_DIGEST_MISMATCH);
+	/* Signed metadata without a digest covers nothing. */
+	assert_int_equal(fx_metadata(dir, "--name local --id _local_1 --omit digest"), 0);
+	{
+		char *meta = path("%s/metadata.json", dir), *bundle = path("%s/metadata.json.sigstore", dir);
+		assert_int_equal(sign(meta, bundle, NULL), 0);
+		free(meta);
+		free(bundle);
+	}
+	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_ESIGNATURE);
+	assert_int_equal(st, KERNELS_SIGNATURE_DIGEST_MISSING);
+	assert_int_equal(test_system("rm '%s/metadata.json.sigstore'", dir), 0);
+	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_ESIGNATURE);
+	assert_int_equal(st, KERNELS_SIGNATURE_BUNDLE_MISSING);
+	{
+		char *bundle = path("%s/metadata.json.sigstore", dir);
+		assert_int_equal(test_write_file(bundle, "{}", 2), 0);
+		free(bundle);
+	}
+	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_ESIGNATURE);
+	assert_int_equal(st, KERNELS_SIGNATURE_BUNDLE_INVALID);
+	assert_false(test_exists(marker)); /* verifying never loads */
+	free(so);
+	free(dir);
+	free(src);
+	free(marker);
+}
+
+typedef struct {
+	const char *repo;      /* acme/<name> */
+	const char *sign;      /* testsign.py arguments; NULL: unsigned */
+	int mode;              /* KERNELS_SIGNATURE_* */
+	int tamper;            /* 1: metadata.json after signing, 2: the module after signing */
+	int expect;            /* kernels_get's result */
+	const char *message;
+} e2e_case;
+
+static void run_e2e(const e2e_case *c, int answer)
+{
+	const char *name = strchr(c->repo, '/') + 1;
+	char *marker, *src = signed_variant(name, answer, c->sign, &marker);
+	char *dir = path("%s/build/%s", src, VARIANT);
+	kernels_kernel *k = NULL;
+	kernels_system sys = { 0 };
+	kernels_options o;
+	int rc;
+
+	if (c->tamper == 1) {
+		/* Still valid JSON, still the same digest: only the bytes differ. */
+		assert_int_equal(test_system("sed -i 's/\"name\"/ \"name\"/' '%s/metadata.json'", dir), 0);
+	} else if (c->tamper == 2) {
+		char *so = path("%s/_%s_%d.abi3.so", dir, name, answer);
+		assert_int_equal(fx_build_so(so, 666, marker, NULL, NULL), 0);
+		free(so);
+	}
+	assert_int_equal(test_hub_publish(W.hub, "--repo %s --dir '%s' --branch main --tag v1.0.0 --trusted", c->repo, src), 0);
+	sys.torch_version = 211;
+	sys.torch_cxx11_abi = 1;
+	sys.tvm_ffi_version = -1;
+	sys.backend = "cpu";
+	sys.cpu = "x86_64";
+	sys.os = "linux";
+	sys.no_gpu = 1;
+	options(&o, c->mode);
+	o.system = &sys;
+	rc = kernels_get(&k, c->repo, "v1.0.0", &o);
+	if (rc != c->expect)
+		fail_msg("%s: kernels_get gave %d, expected %d: %s", c->repo, rc, c->expect, kernels_error_last());
+	if (c->expect == 0) {
+		int (*fn)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
+		assert_non_null(fn);
+		assert_int_equal(fn(), answer);
+		assert_true(test_exists(marker));
+		kernels_kernel_close(k);
+	} else {
+		assert_null(k);
+		if (c->message && !strstr(kernels_error_last(), c->message))
+			fail_msg("%s: expected '%s' in: %s", c->repo, c->message, kernels_error_last());
+		if (test_exists(marker))
+			fail_msg("%s: refused, yet its constructor ran", c->repo);
+	}
+	free(dir);
+	free(src);
+	free(marker);
+}
+
+static void test_end_to_end_through_the_hub(void **state)
+{
+	static const e2e_case cases[] = {
+		{ "acme/sigvalid", "", KERNELS_SIGNATURE_REQUIRE, 0, 0, NULL },
+		{ "acme/sigdefault", "", 0, 0, 0, NULL },
+		{ "acme/sigmeta", "", 0, 1, KERNELS_ESIGNATURE, "message digest is not the SHA-256 of this file" },
+		{ "acme/sigmodule", "", KERNELS_SIGNATURE_REQUIRE, 2, KERNELS_EINTEGRITY, "hash mismatch: _sigmodule_" },
+		{ "acme/sigsigner", "--signer https://github.com/evil/kernels/.github/workflows/build.yaml@refs/heads/main",
+		  0, 0, KERNELS_ESIGNATURE, "not one a policy accepts" },
+		{ "acme/sigexpired", "--case expired", 0, 0, KERNELS_ESIGNATURE, "certificate has expired" },
+		{ "acme/sigproof", "--case bad-proof", KERNELS_SIGNATURE_REQUIRE, 0, KERNELS_ESIGNATURE,
+		  "inclusion proof does not lead to its root hash" },
+		{ "acme/signone", NULL, KERNELS_SIGNATURE_REQUIRE, 0, KERNELS_ESIGNATURE, "has no signature" },
+		{ "acme/signoneok", NULL, KERNELS_SIGNATURE_IF_PRESENT, 0, 0, NULL },
+		{ "acme/sigoff", "--case bad-proof", KERNELS_SIGNATURE_OFF, 0, 0, NULL },
+	};
+	size_t i;
+	(void)state;
+
+	W.hub = test_hub_start();
+	assert_non_null(W.hub);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_e2e(&cases[i], 100 + (int)i);
+}
+
+static void test_require_from_the_environment(void **state)
+{
+	char *marker, *src = signed_variant("envreq", 9, NULL, &marker), *dir = path("%s/build/%s", src, VARIANT);
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	setenv("KERNELS_SIGNATURE", "require", 1);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_ESIGNATURE);
+	unsetenv("KERNELS_SIGNATURE");
+	assert_false(test_exists(marker));
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_true(test_exists(marker));
+	kernels_kernel_close(k);
+	free(dir);
+	free(src);
+	free(marker);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_malformed_bundles_are_refused_by_name),
+		cmocka_unit_test(test_bundle_shape_is_checked),
+		cmocka_unit_test(test_each_broken_bundle_is_refused_for_its_reason),
+		cmocka_unit_test(test_policies_decide_who_may_sign),
+		cmocka_unit_test(test_trusted_root_sources),
+		cmocka_unit_test(test_bad_options_are_refused),
+		cmocka_unit_test(test_verify_variant_statuses),
+		cmocka_unit_test(test_require_from_the_environment),
+		cmocka_unit_test(test_end_to_end_through_the_hub),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
