@@ -240,7 +240,54 @@ static int check_namespace(const char *id, const char *what)
  * from the module's run path ($ORIGIN being its real folder) or from the
  * folder of the detected torch, so a host linked with --as-needed (no
  * libtorch.so in its own list) loads torch variants all the same. */
-static int preload_one(const char *name, const char *runpath, const char *origin, const char *torch_dir,
+static int is_verified_file(const kernels_kernel *k, const char *rel)
+{
+	size_t i;
+	for (i = 0; i < kernels__metadata_file_count(k->meta); i++)
+		if (!strcmp(kernels__metadata_file(k->meta, i), rel))
+			return 1;
+	return 0;
+}
+
+/* Maps one library: a file of the variant itself through its verified
+ * descriptor (like the module), anything else by path. Kept for the life
+ * of the process, like the module needing it. */
+static int preload_file(const kernels_kernel *k, const char *dir, const char *name, const char *what)
+{
+	char *full = kernels__sprintf("%s/%s", dir, name), mapped[64];
+	const char *err;
+	struct stat st;
+	int rc = 0, fd = -1;
+
+	if (!full)
+		return KERNELS_ENOMEM;
+	if (!strcmp(dir, k->path) && is_verified_file(k, name)) {
+		if ((fd = open_verified(k, name, what, &st)) < 0) {
+			free(full);
+			return fd;
+		}
+		snprintf(mapped, sizeof(mapped), "/proc/self/fd/%d", fd);
+	}
+	dlerror();
+	if (!dlopen(fd >= 0 ? mapped : full, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
+		err = dlerror();
+		rc = kernels__error(KERNELS_ELOAD, "loading %s: its dependency %s failed to load: %s", what, full,
+				    err ? err : "dlopen failed");
+		if (fd >= 0)
+			close(fd);
+	}
+	free(full);
+	return rc;
+}
+
+/* Loads one DT_NEEDED library the dynamic linker would not find by itself
+ * (the module is mapped through /proc/self/fd, so its $ORIGIN is not its
+ * folder): from the module's run path ($ORIGIN being its real folder) or
+ * from the folder of the detected torch, so a host linked with --as-needed
+ * (no libtorch.so in its own list) loads torch variants all the same. A
+ * library of the variant must carry a SONAME (as shared libraries do) for
+ * the module's DT_NEEDED to find it mapped. */
+static int preload_one(const kernels_kernel *k, const char *name, const char *runpath, const char *torch_dir,
 		       const char *what)
 {
 	const char *dirs[2] = { runpath, torch_dir };
@@ -255,31 +302,27 @@ static int preload_one(const char *name, const char *runpath, const char *origin
 		const char *p = dirs[i];
 		while (p && *p) {
 			size_t n = strcspn(p, ":");
-			char *dir = n >= 7 && !strncmp(p, "$ORIGIN", 7) ? kernels__sprintf("%s%.*s", origin, (int)(n - 7), p + 7)
-									: kernels__sprintf("%.*s", (int)n, p);
+			int origin = i == 0 && n >= 7 && !strncmp(p, "$ORIGIN", 7);
+			char *dir = origin ? kernels__sprintf("%s%.*s", k->path, (int)(n - 7), p + 7)
+					   : kernels__sprintf("%.*s", (int)n, p);
 			char *full = dir ? kernels__sprintf("%s/%s", dir, name) : NULL;
-			int found = full && access(full, F_OK) == 0;
+			int rc = 0, found = full && access(full, F_OK) == 0;
+
+			if (found)
+				rc = preload_file(k, dir, name, what);
 			free(dir);
 			if (!full)
 				return KERNELS_ENOMEM;
-			/* Kept for the life of the process, like the module needing it. */
-			if (found && !dlopen(full, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
-				const char *err = dlerror();
-				int rc = kernels__error(KERNELS_ELOAD, "loading %s: its dependency %s failed to load: %s",
-							what, full, err ? err : "dlopen failed");
-				free(full);
-				return rc;
-			}
 			free(full);
 			if (found)
-				return 0;
+				return rc;
 			p += n + (p[n] == ':');
 		}
 	}
 	return 0; /* the dynamic linker's own search decides, and dlerror names it */
 }
 
-static int preload_needed(const kernels__config *cfg, const kernels__elf *e, const char *origin, const char *what)
+static int preload_needed(const kernels__config *cfg, const kernels__elf *e, const kernels_kernel *k, const char *what)
 {
 	kernels_system *sys = NULL;
 	size_t i;
@@ -295,7 +338,7 @@ static int preload_needed(const kernels__config *cfg, const kernels__elf *e, con
 		 * objects and may look for an installed torch. */
 		if (!sys && (rc = kernels__system_detect(cfg, &sys)) < 0)
 			break;
-		rc = preload_one(e->needed[i], e->runpath, origin, sys->torch_path, what);
+		rc = preload_one(k, e->needed[i], e->runpath, sys->torch_path, what);
 	}
 	kernels_system_free(sys);
 	return rc;
@@ -414,7 +457,7 @@ static int map_module(const kernels__config *cfg, const kernels_kernel *k, int f
 		return rc;
 	*torch = links_torch(&e);
 	if ((*torch && (rc = check_namespace(kernels_metadata_id(k->meta), what)) < 0) ||
-	    (rc = preload_needed(cfg, &e, k->path, what)) < 0)
+	    (rc = preload_needed(cfg, &e, k, what)) < 0)
 		goto done;
 	if (unresolved_python(&e, &missing)) {
 		if ((rc = python_free_copy(fd, st, &e, what, &mfd)) < 0)

@@ -144,6 +144,34 @@ static void test_planted_locks(void **state)
 	free(cache);
 }
 
+/* A lock folder this process may not write (an immutable folder: EPERM
+ * even for root) reports that errno and the advice, not the ENOENT of the
+ * read-only retry. Skipped (not passed) where the file system has no
+ * immutable attribute. */
+static void test_lock_folder_errno(void **state)
+{
+	char *cache = make_cache("locks-eperm"), *locks;
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	assert_true(asprintf(&locks, "%s/.locks/kernels--acme--guard", cache) > 0);
+	assert_int_equal(test_system("mkdir -p '%s'", locks), 0);
+	if (test_system("chattr +i '%s' 2>/dev/null", locks) != 0) {
+		free(locks);
+		free(cache);
+		skip();
+	}
+	options(&o, cache);
+	assert_int_equal(kernels_get(&k, "acme/guard", "v1.0.0", &o), KERNELS_EIO);
+	test_system("chattr -i '%s'", locks);
+	if (!strstr(kernels_error_last(), "Operation not permitted") || !strstr(kernels_error_last(), locks) ||
+	    !strstr(kernels_error_last(), "writable"))
+		fail_msg("the lock error lost its errno, path or advice: %s", kernels_error_last());
+	free(locks);
+	free(cache);
+}
+
 /* The cache root itself may be a link (a cache moved to a bigger disk):
  * that is the caller's choice, and it works. */
 static void test_root_may_be_a_link(void **state)
@@ -168,6 +196,7 @@ int main(void)
 		cmocka_unit_test(test_planted_repo_folder),
 		cmocka_unit_test(test_planted_subfolders),
 		cmocka_unit_test(test_planted_locks),
+		cmocka_unit_test(test_lock_folder_errno),
 		cmocka_unit_test(test_root_may_be_a_link),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -21,10 +21,11 @@ static char *tmp;
 /* The loader calls this between verifying a module and opening it to map
  * it (a weak reference in lib/loader.c): armed, it swaps the file there,
  * as another writer of a shared cache could. */
-static const char *swap_in;
+static const char *swap_in, *swap_suffix;
 void kernels__test_before_open(const char *path)
 {
-	if (swap_in) {
+	size_t n = strlen(path), m = swap_suffix ? strlen(swap_suffix) : 0;
+	if (swap_in && (!swap_suffix || (n >= m && !strcmp(path + n - m, swap_suffix)))) {
 		assert_int_equal(test_system("cp '%s' '%s.swap' && mv -f '%s.swap' '%s'", swap_in, path, path, path), 0);
 		swap_in = NULL;
 	}
@@ -407,6 +408,42 @@ static void test_swap_between_verify_and_load(void **state)
 	free(marker);
 }
 
+/* The same for a library of the variant the module needs through $ORIGIN:
+ * mapped through its verified descriptor too, so a swap is refused. */
+static void test_swap_of_origin_dependency(void **state)
+{
+	char *dir, *so, *dep, *evil, *marker, *flags;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	assert_true(asprintf(&dir, "%s/origin-swap/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&so, "%s/_oswap_11.abi3.so", dir) > 0);
+	assert_true(asprintf(&dep, "%s/libkernelsoswapdep.so", dir) > 0);
+	assert_true(asprintf(&evil, "%s/libkernelsoswapdep-evil.so", tmp) > 0);
+	assert_true(asprintf(&marker, "%s/oswap-evil.ran", tmp) > 0);
+	test_system("mkdir -p '%s'", dir);
+	assert_int_equal(fx_build_so(dep, 0, NULL, "int oswap_fn(void) { return 1; }", "-Wl,-soname,libkernelsoswapdep.so"), 0);
+	assert_int_equal(fx_build_so(evil, 0, marker, "int oswap_fn(void) { return 666; }",
+				     "-Wl,-soname,libkernelsoswapdep.so"), 0);
+	assert_true(asprintf(&flags, "-L'%s' -lkernelsoswapdep -Wl,-rpath,'$ORIGIN'", dir) > 0);
+	assert_int_equal(fx_build_so(so, 11, NULL, "int oswap_fn(void); int via(void) { return oswap_fn(); }", flags), 0);
+	assert_int_equal(fx_metadata(dir, "--name oswap --id _oswap_11"), 0);
+	swap_in = evil;
+	swap_suffix = "/libkernelsoswapdep.so";
+	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_EINTEGRITY);
+	assert_null(swap_in);
+	swap_suffix = NULL;
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "libkernelsoswapdep.so changed between its verification"));
+	assert_int_not_equal(access(marker, F_OK), 0);
+	free(dir);
+	free(so);
+	free(dep);
+	free(evil);
+	free(marker);
+	free(flags);
+}
+
 #define THREADS 16
 static char *concurrent_dirs[2];
 static kernels_kernel *concurrent_got[THREADS];
@@ -537,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_python_extension_missing_other_symbol),
 		cmocka_unit_test(test_origin_dependency),
 		cmocka_unit_test(test_swap_between_verify_and_load),
+		cmocka_unit_test(test_swap_of_origin_dependency),
 		cmocka_unit_test(test_concurrent_loads),
 		cmocka_unit_test(test_build_tree),
 		cmocka_unit_test(test_bad_arguments),
