@@ -24,3 +24,9 @@ string(REGEX REPLACE "/$" "" KERNELS_PC_UP "${KERNELS_PC_UP}")
 set(KERNELS_PC_PREFIX "\${pcfiledir}/${KERNELS_PC_UP}")
 configure_file(cmake/kernels.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kernels.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kernels.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The Python wheel (bindings/python, built by scikit-build-core with
+# install.components = ["python"]) bundles the shared library alone, under
+# its SONAME: a wheel holds no symlinks. Not part of a plain install.
+install(FILES $<TARGET_FILE:kernels> DESTINATION lib RENAME libkernels.so.${PROJECT_VERSION_MAJOR}
+  COMPONENT python EXCLUDE_FROM_ALL)

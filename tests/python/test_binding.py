@@ -10,7 +10,6 @@ Other test files import the helpers of this one (`import test_binding`).
 import ctypes
 import ctypes.util
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -132,23 +131,8 @@ def test_find_library_order(tmp_path, monkeypatch):
         _lib.load(str(missing))
 
 
-def test_installable_with_pip(tmp_path):
-    # `pip install bindings/python` from the source tree: a pure-Python wheel.
-    target = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                           "--no-index", "--target", str(target), str(BINDING_DIR)],
-                          capture_output=True, text=True, env=dict(os.environ, PIP_NO_CACHE_DIR="1"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (target / "libkernels" / "__init__.py").is_file()
-    assert not list(target.rglob("*.so")), "the binding must stay pure Python"
-    out = subprocess.run([sys.executable, "-c", "import libkernels, sys; print(libkernels.__file__);"
-                          "print(libkernels.library_version())"],
-                         env=dict(os.environ, PYTHONPATH=str(target), KERNELS_LIBRARY=library_path()),
-                         capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[0].startswith(str(target))
-    assert out.stdout.splitlines()[1] == "0.1.0"
-    shutil.rmtree(target)
+# `pip install bindings/python` (a wheel that builds and bundles libkernels):
+# tests/python/test_wheel.py.
 
 
 def test_every_error_code_has_its_class():

@@ -230,15 +230,22 @@ _lock = threading.Lock()
 _by_path = {}  # what load() resolved -> Library (one CDLL and one set of prototypes per library)
 
 
+# Where a wheel built from bindings/python puts the library it bundles.
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libkernels.so.0")
+
+
 def find_library(path=None):
     """The path of libkernels to load: `path` when given, else
-    $KERNELS_LIBRARY, else what ctypes.util.find_library("kernels") finds,
-    else the plain soname for the dynamic loader's own search."""
+    $KERNELS_LIBRARY, else the library bundled in the wheel (BUNDLED), else
+    what ctypes.util.find_library("kernels") finds, else the plain soname
+    for the dynamic loader's own search."""
     if path:
         return os.fspath(path)
     env = os.environ.get("KERNELS_LIBRARY")
     if env:
         return env
+    if os.path.isfile(BUNDLED):
+        return BUNDLED
     found = ctypes.util.find_library("kernels")
     return found or "libkernels.so.0"
 
