@@ -114,6 +114,13 @@ void cli_strings_free(char **v, size_t n);
  * their target), and the number of files. */
 unsigned long long cli_tree_size(const char *dir, size_t *files, int follow_links);
 
+/* cmd_signature.c: `verify-signature`, and --require-signature for download
+ * (every variant of `variants` under {snapshot_dir}/build/ must be validly
+ * signed; CLI_OK when the option is not given). */
+extern const cli_opt cli_verify_signature_opts[];
+int cmd_verify_signature(cli_ctx *, const cli_command *);
+int cli_require_signed(cli_ctx *ctx, const char *snapshot_dir, char *const *variants, size_t n);
+
 int cmd_lock(cli_ctx *, const cli_command *);
 int cmd_download(cli_ctx *, const cli_command *);
 int cmd_verify(cli_ctx *, const cli_command *);

@@ -120,6 +120,13 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 		char **v = snap ? cached_variants(snap, &n) : NULL;
 		json_t *jv = json_array();
 
+		if (cli_require_signed(ctx, snap, v, n) != CLI_OK) {
+			rc = CLI_ERROR;
+			cli_strings_free(v, n);
+			free(snap);
+			json_decref(jv);
+			break;
+		}
 		for (j = 0; j < n; j++)
 			json_array_append_new(jv, json_string(v[j]));
 		if (!ctx->json)
@@ -129,6 +136,12 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 						     "snapshot", cli_jstr(snap), "variants", jv));
 		cli_strings_free(v, n);
 		free(snap);
+	}
+	if (rc == CLI_ERROR) { /* --require-signature refused a variant */
+		json_decref(arr);
+		kernels_lock_free(lock);
+		free(path);
+		return rc;
 	}
 	if (ctx->json) {
 		rc = cli_json_print(json_pack("{s:s,s:s,s:b,s:o}", "project", dir, "lock_file", path, "all_variants", all,

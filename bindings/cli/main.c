@@ -71,6 +71,12 @@ static const cli_command commands[] = {
 	  "metadata.json digest and, when the lock records one, its git_lfs_concat lock hash. Exit status 1 when "
 	  "anything fails or a locked kernel is not cached.",
 	  NULL, 0, 1, cmd_verify, CLI_NAME " verify myproject" },
+	{ "verify-signature", "REPO", "Verify the sigstore signature of a kernel's variants at --revision.",
+	  "Offline, against sigstore's public-good trusted root ($KERNELS_SIGSTORE_TRUSTED_ROOT names another) and "
+	  "the signers Python kernels 0.17 accepts; then each file against the signed digest. Prints one line per "
+	  "variant as `kernels verify-signature` does. Exit status 1 when any variant fails.",
+	  cli_verify_signature_opts, 1, 1, cmd_verify_signature,
+	  CLI_NAME " verify-signature kernels-community/activation --revision 1 --all-variants" },
 	{ "to-wheel", "REPO VERSION", "Build one Python wheel per build variant of REPO at version VERSION.",
 	  "VERSION is a tag's version (0.1.0 for the tag v0.1.0) or a major version N (branch vN). Arch variants "
 	  "give {name}-{version}+torch{Mm}cu{xyz}cxx{11|98}-cp39-abi3-manylinux_2_28_{cpu}.whl (cpu: cucpu, as the "

@@ -22,6 +22,7 @@ const cli_opt cli_global_opts[] = {
 	{ "offline", 0, NULL, "make no network call: use only the cache (like HF_HUB_OFFLINE=1)" },
 	{ "trust-remote-code", 0, NULL, "load kernels whose publisher the Hub does not mark as trusted" },
 	{ "trusted-orgs", 0, "ORGS", "comma-separated organisations or repo ids to trust without asking the Hub" },
+	{ "require-signature", 0, NULL, "get, load, download: refuse variants without a valid sigstore signature" },
 	{ "timeout", 0, "MS", "per-request connect/stall timeout in milliseconds (default 30000)" },
 	{ "retries", 0, "N", "retries on connection errors, 5xx and 429 (default 5)" },
 	{ "max-parallel", 0, "N", "concurrent transfers (default 8)" },
@@ -75,6 +76,8 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 		ctx->opts.cache_dir = value;
 	else if (!strcmp(name, "offline"))
 		ctx->opts.offline = 1;
+	else if (!strcmp(name, "require-signature"))
+		ctx->opts.signature = KERNELS_SIGNATURE_REQUIRE;
 	else if (!strcmp(name, "trust-remote-code"))
 		ctx->opts.trust_remote_code = 1;
 	else if (!strcmp(name, "trusted-orgs"))

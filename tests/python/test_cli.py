@@ -166,7 +166,8 @@ class Cli:
 
 import pytest  # noqa: E402
 
-COMMANDS = ["lock", "download", "versions", "variants", "get", "load", "verify", "to-wheel", "cache ls", "cache rm", "version"]
+COMMANDS = ["lock", "download", "versions", "variants", "get", "load", "verify", "verify-signature", "to-wheel", "cache ls",
+            "cache rm", "version"]
 
 
 def test_help_lists_every_command(tmp_path):

@@ -4,8 +4,8 @@
 
 _libkernels() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="lock download versions variants get load verify to-wheel cache version"
-	local global="--endpoint --cache-dir --offline --trust-remote-code --trusted-orgs --timeout --retries
+	local commands="lock download versions variants get load verify verify-signature to-wheel cache version"
+	local global="--endpoint --cache-dir --offline --trust-remote-code --trusted-orgs --require-signature --timeout --retries
 		--max-parallel --backend --backend-version --torch --torch-dir --no-find-torch --cxx11-abi --tvm-ffi
 		--gpu-archs --json --quiet -q --verbose -v --bytes --progress --no-progress --help -h"
 	# Options whose value is the next word.
@@ -62,6 +62,7 @@ _libkernels() {
 		case $cmd$sub in
 		download) opts+=" --all-variants" ;;
 		variants) opts+=" --revision" ;;
+		verify-signature) opts+=" --revision --all-variants --filter-unsigned --filter-no-digest" ;;
 		load) opts+=" --fetch" ;;
 		to-wheel) opts+=" --out -o --python-version --manylinux-version --variant" ;;
 		cacherm) opts+=" --revision --dry-run -n" ;;

@@ -2,7 +2,7 @@
 # Installed as share/fish/vendor_completions.d/libkernels.fish.
 # tests/python/test_completions.py checks it against `libkernels --help`.
 
-set -l commands lock download versions variants get load verify to-wheel cache version
+set -l commands lock download versions variants get load verify verify-signature to-wheel cache version
 complete -c libkernels -f
 
 # Commands.
@@ -13,6 +13,7 @@ complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a variant
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a get -d "Fetch and load a kernel"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a load -d "Load REPO at the commit kernels.lock pins"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a verify -d "Check the cached kernels kernels.lock pins"
+complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a verify-signature -d "Verify the sigstore signature of a kernel"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a to-wheel -d "One Python wheel per build variant"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a cache -d "List (ls) or remove (rm) cached kernels"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a version -d "Print the version"
@@ -29,6 +30,7 @@ complete -c libkernels -l cache-dir -x -a "(__fish_complete_directories)" -d "Ca
 complete -c libkernels -l offline -d "Make no network call: use only the cache"
 complete -c libkernels -l trust-remote-code -d "Load kernels from publishers the Hub does not trust"
 complete -c libkernels -l trusted-orgs -x -d "Organisations or repo ids to trust"
+complete -c libkernels -l require-signature -d "Refuse variants without a valid sigstore signature"
 complete -c libkernels -l timeout -x -d "Per-request timeout in milliseconds"
 complete -c libkernels -l retries -x -d "Retries on connection errors, 5xx and 429"
 complete -c libkernels -l max-parallel -x -d "Concurrent transfers"
@@ -58,3 +60,7 @@ complete -c libkernels -n "__fish_seen_subcommand_from to-wheel" -l python-versi
 complete -c libkernels -n "__fish_seen_subcommand_from to-wheel" -l manylinux-version -x -d "manylinux (glibc) version"
 complete -c libkernels -n "__fish_seen_subcommand_from to-wheel" -l variant -x -d "Only these variants (comma-separated)"
 complete -c libkernels -n "__fish_seen_subcommand_from rm" -s n -l dry-run -d "Only list what would be removed"
+complete -c libkernels -n "__fish_seen_subcommand_from verify-signature" -l revision -x -d "Branch, tag, commit, major version or spec"
+complete -c libkernels -n "__fish_seen_subcommand_from verify-signature" -l all-variants -d "Every build variant"
+complete -c libkernels -n "__fish_seen_subcommand_from verify-signature" -l filter-unsigned -d "Skip variants that have no signature"
+complete -c libkernels -n "__fish_seen_subcommand_from verify-signature" -l filter-no-digest -d "Skip variants whose metadata has no digest"
