@@ -38,7 +38,7 @@ def test_readme_c_program(hub, tmp_path):
 
     (tmp_path / "app.c").write_text(program)
     build_cmd = (build_cmd.replace("-Iinclude", f"-I{ROOT / 'include'}").replace("$PWD/build/lib", f"{BUILD}/lib")
-                 .replace("-Lbuild/lib", f"-L{BUILD}/lib"))
+                 .replace("-Lbuild/lib", f"-L{BUILD}/lib").replace(".venv/bin/python3", sys.executable))
     built = subprocess.run(["bash", "-c", build_cmd], cwd=tmp_path, capture_output=True, text=True)
     assert built.returncode == 0, build_cmd + "\n" + built.stderr
     run_cmd = run_cmd.replace("build/demo/cache", str(cache))

@@ -6,7 +6,8 @@ C library libkernels through ctypes.
     gray = img2gray.img2gray(rgb)          # torch.ops.<metadata id>.img2gray
 
 libkernels is found at: set_library(path), else $KERNELS_LIBRARY, else the
-system's library search (ctypes.util.find_library("kernels")).
+one a wheel of this package bundles (lib/libkernels.so.0), else the system's
+library search (ctypes.util.find_library("kernels")).
 """
 from ._api import (
     download_project,
