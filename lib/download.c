@@ -5,6 +5,7 @@
 #include "download.h"
 #include "cache.h"
 #include "error.h"
+#include "listing.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -14,6 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The most files a variant may have: the loader's verification refuses
+ * more (lib/verify.c), so a listing with more is refused before anything
+ * is planned or fetched. */
+#define VARIANT_FILES_MAX 100000
 
 /* ---- variants ---------------------------------------------------------------------- */
 
@@ -108,12 +114,46 @@ static int list_offline(const kernels__config *cfg, kernels__repo_type *type, co
 	return 0;
 }
 
+/* The variant names of a build/ listing: the folders right under build/
+ * (sorted, each once). */
+static int names_of(const kernels__tree *t, char ***names, size_t *count)
+{
+	size_t i, n = 0, k;
+	char **out = calloc(t->n ? t->n : 1, sizeof(*out));
+
+	if (!out)
+		return kernels__error_oom();
+	for (i = 0; i < t->n; i++) {
+		const char *p = t->entries[i].path + strlen("build/"), *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		if (!slash && !t->entries[i].is_dir)
+			continue; /* a file right in build/ is no variant */
+		if (n && strlen(out[n - 1]) == len && !strncmp(out[n - 1], p, len))
+			continue;
+		if (!(out[n] = strndup(p, len))) {
+			kernels_variants_free(out, n);
+			return kernels__error_oom();
+		}
+		n++;
+	}
+	/* Sorted paths keep a folder's entries together, except where a name
+	 * extends another ("a" < "a-b/x" < "a/x"): sort and drop repeats. */
+	qsort(out, n, sizeof(*out), name_cmp);
+	for (i = k = 0; i < n; i++) {
+		if (k && !strcmp(out[k - 1], out[i]))
+			free(out[i]);
+		else
+			out[k++] = out[i];
+	}
+	*names = out;
+	*count = k;
+	return 0;
+}
+
 int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, char ***names, size_t *count)
 {
 	kernels__tree t;
-	size_t i, n = 0;
-	char **out;
 	int rc;
 
 	*names = NULL;
@@ -122,50 +162,61 @@ int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type,
 		return rc;
 	if (cfg->offline)
 		return list_offline(cfg, type, repo_id, commit, names, count);
-	if ((rc = kernels__hub_tree_list(cfg, type, repo_id, commit, "build", 0, &t)) < 0)
+	if ((rc = kernels__listing_build(cfg, type, repo_id, commit, &t)) < 0)
 		return rc;
-	if (!(out = calloc(t.n ? t.n : 1, sizeof(*out)))) {
-		kernels__tree_free(&t);
-		return kernels__error_oom();
-	}
-	for (i = 0; i < t.n; i++) {
-		const char *p = t.entries[i].path + strlen("build/");
-		if (!t.entries[i].is_dir || strchr(p, '/'))
-			continue;
-		if (!(out[n] = kernels__strdup(p))) {
-			kernels_variants_free(out, n);
-			kernels__tree_free(&t);
-			return KERNELS_ENOMEM;
-		}
-		n++;
-	}
+	rc = names_of(&t, names, count);
 	kernels__tree_free(&t);
-	qsort(out, n, sizeof(*out), name_cmp);
-	*names = out;
-	*count = n;
-	return 0;
+	return rc;
 }
 
-/* For a missing variant: the names the commit does have. */
-static void explain_missing(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			    const char *commit, const char *variant)
+/* A variant the listing lacks: KERNELS_ENOTFOUND naming those it has. */
+static int missing_variant(const kernels__tree *t, const char *repo_id, const char *commit, const char *variant)
 {
-	char saved[4096], **names = NULL;
+	char **names = NULL;
 	size_t n = 0, i;
 	kernels__buf b = { 0 };
+	int rc;
 
-	snprintf(saved, sizeof(saved), "%s", kernels_error_last());
-	if (kernels__variants_list(cfg, &type, repo_id, commit, &names, &n) < 0) {
-		/* Without the list there is nothing to add: keep the Hub's answer. */
-		kernels__error(KERNELS_ENOTFOUND, "%s", saved);
-		return;
-	}
+	if ((rc = names_of(t, &names, &n)) < 0)
+		return rc;
 	for (i = 0; i < n; i++)
 		kernels__buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
 	kernels_variants_free(names, n);
-	kernels__error(KERNELS_ENOTFOUND, "%s at %.12s has no variant '%s'; it has: %s (pick one of these, or "
-		       "another revision)", repo_id, commit, variant, b.ptr ? b.ptr : "none");
+	rc = kernels__error(KERNELS_ENOTFOUND, "%s at %.12s has no variant '%s'; it has: %s (pick one of these, or "
+			    "another revision)", repo_id, commit, variant, b.ptr ? b.ptr : "none");
 	kernels__buf_free(&b);
+	return rc;
+}
+
+/* The entries of the variants asked for, as a tree that borrows the
+ * listing's entries (free only view->entries). */
+static int variants_view(const kernels__tree *all, const char *repo_id, const char *commit,
+			 const char *const *variants, size_t n_variants, kernels__tree *view)
+{
+	size_t i, first, count, total = 0;
+	char folder[300];
+
+	memset(view, 0, sizeof(*view));
+	for (i = 0; i < n_variants; i++) {
+		snprintf(folder, sizeof(folder), "build/%s", variants[i]);
+		kernels__tree_range(all, folder, &first, &count);
+		if (!count)
+			return missing_variant(all, repo_id, commit, variants[i]);
+		if (count > VARIANT_FILES_MAX)
+			return kernels__error(KERNELS_EINVAL, "variant %s of %s at %.12s lists %zu files, more than the "
+					      "%d a variant may have; refusing it before fetching anything", variants[i],
+					      repo_id, commit, count, VARIANT_FILES_MAX);
+		total += count;
+	}
+	if (!(view->entries = malloc((total ? total : 1) * sizeof(*view->entries))))
+		return kernels__error_oom();
+	for (i = 0; i < n_variants; i++) {
+		snprintf(folder, sizeof(folder), "build/%s", variants[i]);
+		kernels__tree_range(all, folder, &first, &count);
+		memcpy(view->entries + view->n, all->entries + first, count * sizeof(*view->entries));
+		view->n += count;
+	}
+	return 0;
 }
 
 static int download_offline(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
@@ -208,7 +259,7 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
 		      const char *commit, const char *const *variants, size_t n_variants, char **snapshot_dir,
 		      kernels_download_stats *stats)
 {
-	kernels__tree all = { 0 }, t;
+	kernels__tree all = { 0 }, view = { 0 };
 	size_t i;
 	int rc;
 
@@ -229,33 +280,13 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
 	if (cfg->offline)
 		return download_offline(cfg, type, repo_id, commit, variants, n_variants, snapshot_dir);
 
-	for (i = 0; i < n_variants; i++) {
-		char *path = kernels__sprintf("build/%s", variants[i]);
-		kernels__tree_entry *grown;
-		if (!path) {
-			rc = KERNELS_ENOMEM;
-			break;
-		}
-		rc = kernels__hub_tree_list(cfg, type, repo_id, commit, path, 1, &t);
-		free(path);
-		if (rc == KERNELS_ENOTFOUND && kernels__repo_id_check(repo_id) == 0 &&
-		    strstr(kernels_error_last(), "EntryNotFound"))
-			explain_missing(cfg, *type, repo_id, commit, variants[i]);
-		if (rc < 0)
-			break;
-		grown = realloc(all.entries, (all.n + t.n + 1) * sizeof(*grown));
-		if (!grown) {
-			kernels__tree_free(&t);
-			rc = kernels__error_oom();
-			break;
-		}
-		all.entries = grown;
-		memcpy(all.entries + all.n, t.entries, t.n * sizeof(*t.entries));
-		all.n += t.n;
-		free(t.entries);
-	}
+	/* One listing of build/ per commit, recorded: the variants' files are
+	 * ranges of it. */
+	if (n_variants && (rc = kernels__listing_build(cfg, type, repo_id, commit, &all)) == 0)
+		rc = variants_view(&all, repo_id, commit, variants, n_variants, &view);
 	if (rc == 0)
-		rc = kernels__hub_fetch_tree(cfg, *type, repo_id, commit, &all, stats);
+		rc = kernels__hub_fetch_tree(cfg, *type, repo_id, commit, &view, stats);
+	free(view.entries);
 	kernels__tree_free(&all);
 	if (rc == 0 && snapshot_dir) {
 		char *dir = kernels__cache_repo_dir(cfg, *type, repo_id);
@@ -334,6 +365,38 @@ static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, c
 	free(marker);
 }
 
+/* A file under build/: the commit's listing (recorded after its first
+ * request) already holds its hash and size, so one GET fetches it. */
+static int listed_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+		       const char *commit, const char *path, char **local_path)
+{
+	kernels__tree all, one = { 0 };
+	const kernels__tree_entry *e;
+	kernels__tree_entry copy;
+	char *dir = NULL;
+	int rc;
+
+	if ((rc = kernels__listing_build(cfg, type, repo_id, commit, &all)) < 0)
+		return rc;
+	e = kernels__tree_find(&all, path);
+	if (!e || e->is_dir) {
+		rc = kernels__error(KERNELS_ENOTFOUND, "%s has no file %s at commit %s (its listing says so)", repo_id,
+				    path, commit);
+		mark_no_exist(cfg, *type, repo_id, commit, path);
+	} else {
+		copy = *e;
+		one.entries = &copy;
+		one.n = 1;
+		rc = kernels__hub_fetch_tree(cfg, *type, repo_id, commit, &one, NULL);
+		if (rc == 0 && (!(dir = kernels__cache_repo_dir(cfg, *type, repo_id)) ||
+				!(*local_path = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path))))
+			rc = KERNELS_ENOMEM;
+		free(dir);
+	}
+	kernels__tree_free(&all);
+	return rc;
+}
+
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, char **local_path)
 {
@@ -354,6 +417,8 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type,
 	if (cfg->offline)
 		return kernels__error(KERNELS_EOFFLINE, "offline: %s of %s at %s is not in the cache; download it "
 				      "while online (unset HF_HUB_OFFLINE)", path, repo_id, commit);
+	if (!strncmp(path, "build/", 6))
+		return listed_file(cfg, type, repo_id, commit, path, local_path);
 	memset(&e, 0, sizeof(e));
 	memset(&r, 0, sizeof(r));
 	/* HEAD for the identity (ETag, size), then the usual verified fetch. */

@@ -24,6 +24,7 @@
 #define BACKOFF_CAP_MS 10000
 #define TREE_MAX_PAGES 10000
 #define TREE_MAX_ENTRIES 1000000
+#define TREE_PAGE_MAX (8u << 20)   /* one page of a listing: the Hub's are ~250 KiB (1,000 entries) */
 #define PATH_MAX_BYTES 4096
 #define FILE_SIZE_CAP (64LL << 30) /* no kernel file is anywhere near 64 GiB */
 #define DOWN_SLOTS 16
@@ -490,6 +491,7 @@ void kernels__hub_headers_clear(kernels__hub_headers *h)
 typedef struct {
 	kernels__hub_headers hd;
 	kernels__buf body;
+	size_t body_max;        /* the cap for this request's body */
 	int body_overflow;
 } hop;
 
@@ -594,7 +596,7 @@ static size_t on_body(char *data, size_t size, size_t nitems, void *userdata)
 	hop *h = userdata;
 	size_t n = size * nitems;
 
-	if (h->body.len + n > KERNELS__HUB_BODY_MAX) {
+	if (h->body.len + n > h->body_max) {
 		h->body_overflow = 1;
 		return 0;
 	}
@@ -697,8 +699,8 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		if (cc == CURLE_OUT_OF_MEMORY)
 			return kernels__error_oom();
 		if (cc == CURLE_WRITE_ERROR && h->body_overflow)
-			return kernels__error(KERNELS_EHTTP, "the answer to GET %s is larger than %u MiB; check HF_ENDPOINT",
-					      url, KERNELS__HUB_BODY_MAX >> 20);
+			return kernels__error(KERNELS_EHTTP, "the answer to GET %s is larger than %zu MiB; check HF_ENDPOINT",
+					      url, h->body_max >> 20);
 		if (cc == CURLE_OK) {
 			snprintf(why, sizeof(why), "HTTP %ld", h->hd.status);
 			down_forget(url);
@@ -739,8 +741,9 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 			      "and proxy settings", url, why, attempt + 1, attempt ? "s" : "");
 }
 
-int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, int head,
-			 kernels__hub_response *r)
+/* kernels__hub_request with a smaller cap on the body (tree pages). */
+static int request_capped(const kernels__config *cfg, const char *url_or_path, int head, size_t body_max,
+			  kernels__hub_response *r)
 {
 	hop h;
 	char *url, *next, *repo_commit = NULL, *linked_etag = NULL;
@@ -750,6 +753,7 @@ int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, in
 	memset(r, 0, sizeof(*r));
 	memset(&h, 0, sizeof(h));
 	kernels__hub_headers_clear(&h.hd);
+	h.body_max = body_max;
 	r->size = -1;
 	if (cfg->offline)
 		return kernels__error(KERNELS_EOFFLINE,
@@ -811,6 +815,12 @@ out:
 	if (rc < 0)
 		kernels__hub_response_free(r);
 	return rc;
+}
+
+int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, int head,
+			 kernels__hub_response *r)
+{
+	return request_capped(cfg, url_or_path, head, KERNELS__HUB_BODY_MAX, r);
 }
 
 /* ---- the Hub's error vocabulary ---------------------------------------------- */
@@ -875,8 +885,8 @@ static int repo_not_found(const kernels__hub_response *r)
 
 /* GET /api/{t}/{repo}{suffix} with the kernel -> model fallback; the answer
  * is 2xx on success (anything else is already an error). */
-static int api_get(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id, const char *suffix,
-		   kernels__hub_response *r)
+static int api_get_capped(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			  const char *suffix, size_t body_max, kernels__hub_response *r)
 {
 	char *path;
 	int rc;
@@ -886,7 +896,7 @@ static int api_get(const kernels__config *cfg, kernels__repo_type *type, const c
 	for (;;) {
 		if (!(path = kernels__sprintf("/api/%s/%s%s", kernels__repo_api_name(*type), repo_id, suffix)))
 			return KERNELS_ENOMEM;
-		rc = kernels__hub_request(cfg, path, 0, r);
+		rc = request_capped(cfg, path, 0, body_max, r);
 		if (rc == 0 && repo_not_found(r) && *type == KERNELS__REPO_KERNEL) {
 			kernels__hub_response_free(r);
 			free(path);
@@ -902,6 +912,12 @@ static int api_get(const kernels__config *cfg, kernels__repo_type *type, const c
 		free(path);
 		return rc;
 	}
+}
+
+static int api_get(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id, const char *suffix,
+		   kernels__hub_response *r)
+{
+	return api_get_capped(cfg, type, repo_id, suffix, KERNELS__HUB_BODY_MAX, r);
 }
 
 static int parse_json(const kernels__hub_response *r, const char *what, json_t **out)
@@ -970,19 +986,70 @@ int kernels__repo_path_check(const char *path)
 	return 0;
 }
 
+/* A listing's strings (paths, LFS hashes) live in chunks the tree owns:
+ * one allocation per 64 KiB rather than one per string, which matters
+ * for the million entries a listing may have. */
+struct kernels__tree_chunk {
+	struct kernels__tree_chunk *next;
+	size_t used, size;
+	char data[];
+};
+
+#define TREE_CHUNK (64u << 10)
+
 void kernels__tree_free(kernels__tree *t)
 {
-	size_t i;
+	struct kernels__tree_chunk *c, *next;
 
 	if (!t)
 		return;
-	for (i = 0; i < t->n; i++) {
-		free(t->entries[i].path);
-		free(t->entries[i].lfs_sha256);
+	for (c = t->chunks; c; c = next) {
+		next = c->next;
+		free(c);
 	}
 	free(t->entries);
-	t->entries = NULL;
-	t->n = 0;
+	memset(t, 0, sizeof(*t));
+}
+
+char *kernels__tree_strdup(kernels__tree *t, const char *s, size_t n)
+{
+	struct kernels__tree_chunk *c = t->chunks;
+	char *p;
+
+	if (!c || c->size - c->used < n + 1) {
+		size_t size = n + 1 > TREE_CHUNK ? n + 1 : TREE_CHUNK;
+		if (!(c = malloc(sizeof(*c) + size))) {
+			kernels__error_oom();
+			return NULL;
+		}
+		c->next = t->chunks;
+		c->used = 0;
+		c->size = size;
+		t->chunks = c;
+	}
+	p = c->data + c->used;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	c->used += n + 1;
+	return p;
+}
+
+kernels__tree_entry *kernels__tree_push(kernels__tree *t)
+{
+	kernels__tree_entry *e;
+
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		if (!(e = realloc(t->entries, cap * sizeof(*e)))) {
+			kernels__error_oom();
+			return NULL;
+		}
+		t->entries = e;
+		t->cap = cap;
+	}
+	e = &t->entries[t->n++];
+	memset(e, 0, sizeof(*e));
+	return e;
 }
 
 static int hex_ok(const char *s, size_t n)
@@ -997,6 +1064,16 @@ static int hex_ok(const char *s, size_t n)
 	return 1;
 }
 
+static int lower_hex_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f'))
+			return 0;
+	return s[n] == '\0';
+}
+
 static void lower_inplace(char *s)
 {
 	for (; *s; s++)
@@ -1005,17 +1082,42 @@ static void lower_inplace(char *s)
 
 #define BAD(...) (kernels__error(KERNELS_EPARSE, __VA_ARGS__), KERNELS_EPARSE)
 
-/* Converts one JSON item of a listing, checking every field. */
-static int parse_entry(json_t *item, const char *prefix, const char *where, kernels__tree_entry *e)
+int kernels__tree_entry_check(const kernels__tree_entry *e, const char *prefix, const char *where)
+{
+	const char *p = e->path;
+	size_t plen = strlen(prefix);
+
+	if (!p)
+		return BAD("%s: a tree entry has no path; refusing the listing", where);
+	if (kernels__repo_path_check(p) < 0)
+		return kernels__error_prefix("%s", where);
+	if (plen && (strncmp(p, prefix, plen) || p[plen] != '/'))
+		return kernels__error(KERNELS_EUNSAFE, "%s: entry '%.300s' lies outside the requested folder '%s'; "
+				      "refusing the listing", where, p, prefix);
+	if (!e->is_dir && !lower_hex_ok(e->oid, 40))
+		return BAD("%s: file '%.300s' has no 40-hex \"oid\"; refusing the listing", where, p);
+	if (e->is_dir && e->oid[0] && !lower_hex_ok(e->oid, 40))
+		return BAD("%s: folder '%.300s' has a malformed \"oid\"; refusing the listing", where, p);
+	if (e->size < 0)
+		return BAD("%s: file '%.300s' has no non-negative integer \"size\"; refusing the listing", where, p);
+	if (e->lfs_sha256 && (e->is_dir || !lower_hex_ok(e->lfs_sha256, 64)))
+		return BAD("%s: LFS file '%.300s' has no 64-hex \"lfs.oid\"; refusing the listing", where, p);
+	if (e->size > FILE_SIZE_CAP)
+		return kernels__error(KERNELS_EUNSAFE, "%s: file '%.300s' declares %lld bytes, more than the %lld GiB a "
+				      "kernel file may have; refusing the listing", where, p, e->size, FILE_SIZE_CAP >> 30);
+	return 0;
+}
+
+/* Converts one JSON item of a listing into a new entry of `t`, checking
+ * every field. */
+static int parse_entry(json_t *item, const char *prefix, const char *where, kernels__tree *t)
 {
 	json_t *type = json_object_get(item, "type"), *path = json_object_get(item, "path");
 	json_t *oid = json_object_get(item, "oid"), *size = json_object_get(item, "size");
 	json_t *lfs = json_object_get(item, "lfs");
-	const char *p, *t;
-	size_t plen = strlen(prefix);
-	int rc;
+	kernels__tree_entry *e;
+	const char *p, *ty;
 
-	memset(e, 0, sizeof(*e));
 	if (!json_is_object(item))
 		return BAD("%s: a tree entry is not a JSON object; refusing the listing", where);
 	if (!json_is_string(path))
@@ -1024,28 +1126,25 @@ static int parse_entry(json_t *item, const char *prefix, const char *where, kern
 	if (strlen(p) != json_string_length(path))
 		return kernels__error(KERNELS_EUNSAFE, "%s: a tree entry's path contains a NUL byte; refusing the listing",
 				      where);
-	if ((rc = kernels__repo_path_check(p)) < 0)
+	if (kernels__repo_path_check(p) < 0)
 		return kernels__error_prefix("%s", where);
-	if (plen && (strncmp(p, prefix, plen) || p[plen] != '/'))
-		return kernels__error(KERNELS_EUNSAFE, "%s: entry '%.300s' lies outside the requested folder '%s'; "
-				      "refusing the listing", where, p, prefix);
 	if (!json_is_string(type))
 		return BAD("%s: entry '%.300s' has no string \"type\"; refusing the listing", where, p);
-	t = json_string_value(type);
-	if (!strcmp(t, "directory"))
-		e->is_dir = 1;
-	else if (strcmp(t, "file"))
+	ty = json_string_value(type);
+	if (strcmp(ty, "directory") && strcmp(ty, "file"))
 		return kernels__error(KERNELS_EUNSAFE, "%s: entry '%.300s' has type '%.40s' (only files and folders are "
-				      "accepted); refusing the listing", where, p, t);
+				      "accepted); refusing the listing", where, p, ty);
+	if (!(e = kernels__tree_push(t)))
+		return KERNELS_ENOMEM;
+	e->is_dir = !strcmp(ty, "directory");
 	if (!e->is_dir) {
 		if (!json_is_string(oid) || !hex_ok(json_string_value(oid), 40))
 			return BAD("%s: file '%.300s' has no 40-hex \"oid\"; refusing the listing", where, p);
 		if (!json_is_integer(size) || json_integer_value(size) < 0)
 			return BAD("%s: file '%.300s' has no non-negative integer \"size\"; refusing the listing", where, p);
 		e->size = json_integer_value(size);
-		memcpy(e->oid, json_string_value(oid), 41);
-		lower_inplace(e->oid);
-	} else if (json_is_string(oid) && hex_ok(json_string_value(oid), 40)) {
+	}
+	if (json_is_string(oid) && hex_ok(json_string_value(oid), 40)) {
 		memcpy(e->oid, json_string_value(oid), 41);
 		lower_inplace(e->oid);
 	}
@@ -1055,62 +1154,148 @@ static int parse_entry(json_t *item, const char *prefix, const char *where, kern
 			return BAD("%s: LFS file '%.300s' has no 64-hex \"lfs.oid\"; refusing the listing", where, p);
 		if (ls && (!json_is_integer(ls) || json_integer_value(ls) != e->size))
 			return BAD("%s: LFS file '%.300s' declares two different sizes; refusing the listing", where, p);
-		if (!(e->lfs_sha256 = kernels__strdup(json_string_value(lo))))
+		if (!(e->lfs_sha256 = kernels__tree_strdup(t, json_string_value(lo), 64)))
 			return KERNELS_ENOMEM;
 		lower_inplace(e->lfs_sha256);
 	}
-	if (e->size > FILE_SIZE_CAP) {
-		free(e->lfs_sha256);
-		e->lfs_sha256 = NULL;
-		return kernels__error(KERNELS_EUNSAFE, "%s: file '%.300s' declares %lld bytes, more than the %lld GiB a "
-				      "kernel file may have; refusing the listing", where, p, e->size, FILE_SIZE_CAP >> 30);
-	}
-	if (!(e->path = kernels__strdup(p))) {
-		free(e->lfs_sha256);
+	if (!(e->path = kernels__tree_strdup(t, p, strlen(p))))
 		return KERNELS_ENOMEM;
+	return kernels__tree_entry_check(e, prefix, where);
+}
+
+static int path_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const kernels__tree_entry *const *)a)->path, (*(const kernels__tree_entry *const *)b)->path);
+}
+
+/* Sorts the entries by path: pointers are sorted (8 bytes each, not the
+ * entries), then the entries are moved into that order in place. */
+static int sort_entries(kernels__tree *t)
+{
+	const kernels__tree_entry **order;
+	size_t i, j, k, *at;
+	kernels__tree_entry tmp;
+
+	for (i = 1; i < t->n && strcmp(t->entries[i - 1].path, t->entries[i].path) <= 0; i++)
+		;
+	if (i >= t->n)
+		return 0; /* already in order, as most listings are */
+	if (!(order = malloc(t->n * sizeof(*order))))
+		return kernels__error_oom();
+	for (i = 0; i < t->n; i++)
+		order[i] = &t->entries[i];
+	qsort(order, t->n, sizeof(*order), path_cmp);
+	/* order[i] -> the index it came from, in the same memory. */
+	at = (size_t *)order;
+	for (i = 0; i < t->n; i++)
+		at[i] = (size_t)(order[i] - t->entries);
+	for (i = 0; i < t->n; i++) {
+		if (at[i] == i)
+			continue;
+		tmp = t->entries[i];
+		for (j = i; at[j] != i; j = k) {
+			k = at[j];
+			t->entries[j] = t->entries[k];
+			at[j] = j;
+		}
+		t->entries[j] = tmp;
+		at[j] = j;
 	}
+	free(order);
 	return 0;
 }
 
-static int entry_cmp(const void *a, const void *b)
+/* The entry with exactly this path, by binary search (t sorted). */
+static const kernels__tree_entry *find_path(const kernels__tree *t, const char *path, size_t len)
 {
-	return strcmp(((const kernels__tree_entry *)a)->path, ((const kernels__tree_entry *)b)->path);
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *p = t->entries[mid].path;
+		int c = strncmp(p, path, len);
+		if (c == 0 && p[len])
+			c = 1;
+		if (c == 0)
+			return &t->entries[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
-/* Sorted by path; refuses duplicates and a file that another entry uses as a folder. */
-static int check_consistent(kernels__tree *t, const char *where)
+const kernels__tree_entry *kernels__tree_find(const kernels__tree *t, const char *path)
 {
-	size_t i, lo, hi, n;
+	return find_path(t, path, strlen(path));
+}
 
-	qsort(t->entries, t->n, sizeof(*t->entries), entry_cmp);
+int kernels__tree_check(kernels__tree *t, const char *where)
+{
+	const char *last = NULL;
+	size_t i, last_len = 0;
+	int rc;
+
+	if ((rc = sort_entries(t)) < 0)
+		return rc;
 	for (i = 0; i + 1 < t->n; i++)
 		if (!strcmp(t->entries[i].path, t->entries[i + 1].path))
 			return BAD("%s: the path '%.300s' is listed twice; refusing the listing", where, t->entries[i].path);
+	/* No folder of any entry may be listed as a file. Entries of one folder
+	 * sit together, so each folder is looked up once, not once per entry. */
 	for (i = 0; i < t->n; i++) {
-		const char *p = t->entries[i].path;
-		if (t->entries[i].is_dir)
+		const char *p = t->entries[i].path, *slash = strrchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : 0, n;
+		const kernels__tree_entry *f;
+
+		if (!len || (last && len == last_len && !memcmp(p, last, len)))
 			continue;
-		n = strlen(p);
-		/* first entry >= "p/" */
-		for (lo = i + 1, hi = t->n; lo < hi;) {
-			size_t mid = lo + (hi - lo) / 2;
-			int c = strncmp(t->entries[mid].path, p, n);
-			if (c < 0 || (c == 0 && (unsigned char)t->entries[mid].path[n] < '/'))
-				lo = mid + 1;
-			else
-				hi = mid;
+		for (n = len;;) {
+			if ((f = find_path(t, p, n)) && !f->is_dir)
+				return kernels__error(KERNELS_EUNSAFE, "%s: '%.300s' is listed as a file and as a folder; "
+						      "refusing the listing", where, f->path);
+			while (n > 0 && p[n - 1] != '/')
+				n--;
+			if (n-- <= 1)
+				break;
 		}
-		if (lo < t->n && !strncmp(t->entries[lo].path, p, n) && t->entries[lo].path[n] == '/')
-			return kernels__error(KERNELS_EUNSAFE, "%s: '%.300s' is listed as a file and as a folder; refusing "
-					      "the listing", where, p);
+		last = p;
+		last_len = len;
 	}
 	return 0;
+}
+
+void kernels__tree_range(const kernels__tree *t, const char *folder, size_t *first, size_t *count)
+{
+	size_t n = strlen(folder), lo = 0, hi = t->n, start;
+
+	/* first entry >= "folder/" */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *p = t->entries[mid].path;
+		int c = strncmp(p, folder, n);
+		if (c < 0 || (c == 0 && (unsigned char)p[n] < '/'))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	start = lo;
+	for (hi = t->n; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *p = t->entries[mid].path;
+		if (!strncmp(p, folder, n) && p[n] == '/')
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*first = start;
+	*count = lo - start;
 }
 
 static int append_page(json_t *list, const char *prefix, const char *where, kernels__tree *t)
 {
 	size_t i, n;
-	kernels__tree_entry *grown;
 	int rc;
 
 	if (!json_is_array(list))
@@ -1118,16 +1303,9 @@ static int append_page(json_t *list, const char *prefix, const char *where, kern
 	n = json_array_size(list);
 	if (t->n + n > TREE_MAX_ENTRIES)
 		return BAD("%s: the tree listing has more than %d entries; refusing it", where, TREE_MAX_ENTRIES);
-	if (!n)
-		return 0;
-	if (!(grown = realloc(t->entries, (t->n + n) * sizeof(*grown))))
-		return kernels__error_oom();
-	t->entries = grown;
-	for (i = 0; i < n; i++) {
-		if ((rc = parse_entry(json_array_get(list, i), prefix, where, &t->entries[t->n])) < 0)
+	for (i = 0; i < n; i++)
+		if ((rc = parse_entry(json_array_get(list, i), prefix, where, t)) < 0)
 			return rc;
-		t->n++;
-	}
 	return 0;
 }
 
@@ -1149,7 +1327,7 @@ int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type,
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
-	rc = api_get(cfg, type, repo_id, suffix, &r);
+	rc = api_get_capped(cfg, type, repo_id, suffix, TREE_PAGE_MAX, &r);
 	for (pages = 1; rc == 0; pages++) {
 		next = take(&r.link_next);
 		rc = parse_json(&r, where, &list);
@@ -1164,7 +1342,7 @@ int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type,
 			rc = BAD("%s: more than %d pages; refusing the listing", where, TREE_MAX_PAGES);
 			break;
 		}
-		rc = kernels__hub_request(cfg, next, 0, &r);
+		rc = request_capped(cfg, next, 0, TREE_PAGE_MAX, &r);
 		if (rc == 0 && (r.status < 200 || r.status >= 300)) {
 			rc = kernels__hub_status_error(&r, where);
 			kernels__hub_response_free(&r);
@@ -1173,7 +1351,7 @@ int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type,
 		next = NULL;
 	}
 	if (rc == 0)
-		rc = check_consistent(out, where);
+		rc = kernels__tree_check(out, where);
 out:
 	free(next);
 	free(rev);

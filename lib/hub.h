@@ -77,12 +77,34 @@ typedef struct {
 	char *lfs_sha256;       /* 64 lower-case hex when the file is in LFS, else NULL */
 } kernels__tree_entry;
 
+/* A listing: the entries and, in `chunks`, the strings they point to
+ * (owned by the tree; a tree built by hand may leave it NULL). */
 typedef struct {
 	kernels__tree_entry *entries;
 	size_t n;
+	size_t cap;                          /* entries allocated */
+	struct kernels__tree_chunk *chunks;  /* the strings of entries added by kernels__tree_push */
 } kernels__tree;
 
+/* Frees the entries and their strings (not strings a hand-built tree's
+ * entries point to elsewhere). */
 void kernels__tree_free(kernels__tree *t);
+/* A new zeroed entry at the end (NULL: out of memory, error set). */
+kernels__tree_entry *kernels__tree_push(kernels__tree *t);
+/* Copies s[0..n) plus a NUL into the tree's own storage (NULL: out of memory). */
+char *kernels__tree_strdup(kernels__tree *t, const char *s, size_t n);
+/* Checks one entry as a listing's entries are checked: the path
+ * (kernels__repo_path_check, under `prefix` unless it is ""), a lower-case
+ * 40-hex oid for files, a lower-case 64-hex LFS hash, a size within the
+ * cap. `where` prefixes the message. */
+int kernels__tree_entry_check(const kernels__tree_entry *e, const char *prefix, const char *where);
+/* Sorts the entries by path (strcmp) and refuses a path listed twice or a
+ * file that another entry uses as a folder. O(n log n). */
+int kernels__tree_check(kernels__tree *t, const char *where);
+/* The entry with exactly this path in a sorted tree, or NULL. */
+const kernels__tree_entry *kernels__tree_find(const kernels__tree *t, const char *path);
+/* The entries under `folder`/ of a sorted tree: [*first, *first + *count). */
+void kernels__tree_range(const kernels__tree *t, const char *folder, size_t *first, size_t *count);
 
 /* Lists {path} of `commit`, recursively when `recursive` (GET /api/{t}/{repo}/
  * tree/{commit}/{path}[?recursive=true], following Link rel="next" pages; kernel then model repo
@@ -90,7 +112,9 @@ void kernels__tree_free(kernels__tree *t);
  * folder such as "build" or "build/torch27-cxx11-cu126-x86_64-linux". Every
  * entry must lie under `path` and pass kernels__repo_path_check; a
  * malformed or hostile listing is refused (KERNELS_EPARSE / KERNELS_EUNSAFE)
- * as a whole. A missing folder is KERNELS_ENOTFOUND. */
+ * as a whole. A missing folder is KERNELS_ENOTFOUND. Pages larger than 8 MiB are
+ * refused (the Hub's hold 1,000 entries, about 250 KiB). The result is sorted by
+ * path (kernels__tree_check). */
 int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, int recursive, kernels__tree *out);
 

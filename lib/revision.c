@@ -299,19 +299,28 @@ static int not_found_error(const kernels__config *cfg, const char *repo_id, int 
 static int table_from_remote(const kernels__config *cfg, const char *repo_id, table *t, char *reason, size_t reason_len)
 {
 	kernels__git_refs res;
+	kernels__repo_type type, first = KERNELS__REPO_KERNEL;
+	table cached = { 0 };
 	long rest_status;
 	char *url;
 	int i, rc, auth = 0, no_smart = 0, missing;
 
 	if (cfg->token && strpbrk(cfg->token, "\r\n"))
 		return kernels__error(KERNELS_EINVAL, "the Hub token contains a line break; fix HF_TOKEN or the token file");
+	/* A repo the cache knows as a model repo is asked for as one first:
+	 * a warm call then costs one request, not a 404 and then the answer. */
+	if ((rc = cache_pick(cfg, repo_id, &cached)) < 0)
+		return rc;
+	first = cached.type;
+	table_free(&cached);
 	for (i = 0; i < 2; i++) {
-		if (!(url = repo_url(cfg, (kernels__repo_type)i, repo_id)))
+		type = i ? (first == KERNELS__REPO_KERNEL ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL) : first;
+		if (!(url = repo_url(cfg, type, repo_id)))
 			return KERNELS_ENOMEM;
 		rc = kernels__git_ls(cfg, url, &res);
 		free(url);
 		if (rc == 0) {
-			t->type = (kernels__repo_type)i;
+			t->type = type;
 			rc = table_from_heads(t, res.heads, res.count);
 			kernels__git_refs_free(&res);
 			return rc;

@@ -657,7 +657,7 @@ static void test_hostile_listings(void **state)
 	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"/tmp/evil\"}", KERNELS_EUNSAFE);
 	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/a\\\\b\"}", KERNELS_EUNSAFE);
 	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/a\\nb\"}", KERNELS_EUNSAFE);
-	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/other/x\"}", KERNELS_EUNSAFE);
+	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"other/x\"}", KERNELS_EUNSAFE);
 	hostile(e, "{\"type\": \"symlink\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/link\", "
 		   "\"target\": \"../../../../etc/passwd\"}", KERNELS_EUNSAFE);
 	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 1000000000000000, \"path\": \"build/" V1 "/big\"}",

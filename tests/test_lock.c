@@ -537,7 +537,7 @@ static void test_tree_variants(void **state)
 		{ "build/torch27-cxx11-cu126-x86_64-linux/__pycache__/_ops.cpython-311.pyc", 0,
 		  "7777777777777777777777777777777777777777", 5, NULL },
 	};
-	kernels__tree tree = { e, sizeof(e) / sizeof(e[0]) };
+	kernels__tree tree = { .entries = e, .n = sizeof(e) / sizeof(e[0]) };
 	kernels_lock_file cu[] = { { "_ops.py", "2222222222222222222222222222222222222222", 0 },
 				   { "_x.abi3.so", "5555555555555555555555555555555555555555555555555555555555555555", 1 } };
 	kernels_lock_file uni[] = { { "__init__.py", "3333333333333333333333333333333333333333", 0 } };

@@ -1,0 +1,238 @@
+/* A commit's build/ listing, recorded in the cache: see listing.h.
+ *
+ * The record, {repo}/.libkernels/trees/{commit}/build.tsv:
+ *
+ *   libkernels-tree 1 build
+ *   f <40-hex oid> <size> <64-hex LFS sha256 or -> <path>
+ *   d <40-hex oid or -> 0 - <path>
+ *   ...
+ *   end <number of entries>
+ *
+ * Paths come last on their line: they may hold blanks, never a control
+ * character (kernels__repo_path_check), so a line break ends them. */
+#include "listing.h"
+#include "cache.h"
+#include "error.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HEADER "libkernels-tree 1 build\n"
+#define RECORD_BYTES_MAX (64u << 20) /* 100,000 entries of the longest paths stay far below */
+
+static char *record_path(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			 const char *commit)
+{
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id), *path;
+
+	if (!dir)
+		return NULL;
+	path = kernels__sprintf("%s/.libkernels/trees/%s/build.tsv", dir, commit);
+	free(dir);
+	return path;
+}
+
+/* The whole file, NUL-terminated; NULL when absent, not a regular file,
+ * too large or unreadable. */
+static char *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size <= RECORD_BYTES_MAX &&
+	    (buf = malloc((size_t)st.st_size + 1))) {
+		while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) > 0)
+			got += (size_t)n;
+		if (got != (size_t)st.st_size) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	close(fd);
+	if (buf) {
+		buf[got] = '\0';
+		*len = got;
+	}
+	return buf;
+}
+
+/* One entry line (without its '\n') into a new entry of `t`. 0, or
+ * KERNELS_EPARSE without a message (the caller says what is wrong). */
+static int parse_line(char *line, kernels__tree *t)
+{
+	kernels__tree_entry *e;
+	char *f[4], *p = line, *end;
+	long long size;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		f[i] = p;
+		if (!(p = strchr(p, ' ')))
+			return KERNELS_EPARSE;
+		*p++ = '\0';
+	}
+	if (strcmp(f[0], "f") && strcmp(f[0], "d"))
+		return KERNELS_EPARSE;
+	errno = 0;
+	size = strtoll(f[2], &end, 10);
+	if (errno || *end || end == f[2])
+		return KERNELS_EPARSE;
+	if (!(e = kernels__tree_push(t)))
+		return KERNELS_ENOMEM;
+	e->is_dir = f[0][0] == 'd';
+	e->size = size;
+	if (strcmp(f[1], "-")) {
+		if (strlen(f[1]) != 40)
+			return KERNELS_EPARSE;
+		memcpy(e->oid, f[1], 41);
+	}
+	if (strcmp(f[3], "-") && !(e->lfs_sha256 = kernels__tree_strdup(t, f[3], strlen(f[3]))))
+		return KERNELS_ENOMEM;
+	if (!(e->path = kernels__tree_strdup(t, p, strlen(p))))
+		return KERNELS_ENOMEM;
+	return 0;
+}
+
+static int parse_record(char *buf, size_t len, const char *where, kernels__tree *t)
+{
+	char *line = buf + strlen(HEADER), *nl, *end;
+	unsigned long long count = 0;
+	size_t i;
+	int rc;
+
+	if (len < strlen(HEADER) || strncmp(buf, HEADER, strlen(HEADER)) || buf[len - 1] != '\n' ||
+	    memchr(buf, '\0', len))
+		return KERNELS_EPARSE;
+	for (;; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			return KERNELS_EPARSE;
+		*nl = '\0';
+		if (!strncmp(line, "end ", 4)) {
+			count = strtoull(line + 4, &end, 10);
+			if (*end || nl + 1 != buf + len || count != t->n)
+				return KERNELS_EPARSE;
+			break;
+		}
+		if (t->n >= KERNELS__LISTING_RECORD_MAX)
+			return KERNELS_EPARSE;
+		if ((rc = parse_line(line, t)) < 0)
+			return rc;
+	}
+	for (i = 0; i < t->n; i++)
+		if ((rc = kernels__tree_entry_check(&t->entries[i], "build", where)) < 0)
+			return rc;
+	return kernels__tree_check(t, where);
+}
+
+int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			  const char *commit, kernels__tree *out)
+{
+	char *path = record_path(cfg, type, repo_id, commit), *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!path)
+		return KERNELS_ENOMEM;
+	if (!(buf = slurp(path, &len))) {
+		free(path);
+		return 0;
+	}
+	kernels_error_clear();
+	rc = parse_record(buf, len, path, out);
+	if (rc < 0) {
+		kernels__tree_free(out);
+		if (rc == KERNELS_ENOMEM) {
+			free(buf);
+			free(path);
+			return rc;
+		}
+		/* Not sound (cut short, edited): the Hub is asked again. */
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "ignoring the listing record %s (%s)", path,
+			     kernels_error_last_code() ? kernels_error_last() : "malformed");
+		kernels_error_clear();
+		rc = 0;
+	} else {
+		rc = 1;
+	}
+	free(buf);
+	free(path);
+	return rc;
+}
+
+/* Writes the record next to the snapshot: a temporary file renamed over
+ * it, so a reader sees a whole record or none. A cache we cannot write
+ * only costs the listing request next time. */
+static void record(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *commit,
+		   const kernels__tree *t)
+{
+	char *path = NULL, *tmp = NULL, *slash;
+	kernels__buf b = { 0 };
+	size_t i;
+	int fd = -1, ok = 0;
+
+	if (t->n > KERNELS__LISTING_RECORD_MAX || kernels__cache_guard(cfg, type, repo_id) < 0 ||
+	    !(path = record_path(cfg, type, repo_id, commit)) ||
+	    !(tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid())))
+		goto out;
+	kernels__buf_printf(&b, "%s", HEADER);
+	for (i = 0; i < t->n; i++) {
+		const kernels__tree_entry *e = &t->entries[i];
+		kernels__buf_printf(&b, "%c %s %lld %s %s\n", e->is_dir ? 'd' : 'f', e->oid[0] ? e->oid : "-", e->size,
+				    e->lfs_sha256 ? e->lfs_sha256 : "-", e->path);
+	}
+	if (kernels__buf_printf(&b, "end %zu\n", t->n) < 0)
+		goto out;
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	if (kernels__mkdir_p(path, 0777) < 0)
+		goto out;
+	*slash = '/';
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666)) < 0)
+		goto out;
+	ok = write(fd, b.ptr, b.len) == (ssize_t)b.len;
+	ok = close(fd) == 0 && ok;
+	ok = ok && rename(tmp, path) == 0;
+	if (!ok)
+		unlink(tmp);
+out:
+	if (!ok)
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "the listing of %s at %.12s was not recorded in the cache%s%s",
+			     repo_id, commit, kernels_error_last_code() ? ": " : "",
+			     kernels_error_last_code() ? kernels_error_last() : "");
+	kernels_error_clear();
+	kernels__buf_free(&b);
+	free(tmp);
+	free(path);
+}
+
+int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			   const char *commit, kernels__tree *out)
+{
+	kernels__repo_type order[2] = { *type, *type == KERNELS__REPO_KERNEL ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL };
+	int i, rc;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < 2; i++) {
+		if ((rc = kernels__listing_read(cfg, order[i], repo_id, commit, out)) != 0) {
+			if (rc > 0)
+				*type = order[i];
+			return rc < 0 ? rc : 0;
+		}
+	}
+	if ((rc = kernels__hub_tree_list(cfg, type, repo_id, commit, "build", 1, out)) < 0)
+		return rc;
+	record(cfg, *type, repo_id, commit, out);
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* Internal: a commit's build/ listing, asked of the Hub once and then read
+ * from the cache's record of it.
+ *
+ * A commit never changes, so neither does its tree: the recursive listing
+ * of build/ (every variant's files with their hashes and sizes) is kept in
+ * the repo's cache folder as
+ *
+ *   {repo}/.libkernels/trees/{commit}/build.tsv
+ *
+ * and every later call (variant names, a variant's files, a CUDA
+ * candidate's metadata.json) reads it instead of asking. huggingface_hub
+ * (1.x) keeps no tree listings and the Hub's cache layout documents none
+ * (refs/, blobs/, snapshots/, .no_exist/), so the record is libkernels'
+ * own, under its .libkernels/ folder; Python clients ignore it.
+ *
+ * The record is text, one entry a line, checked on every read exactly as
+ * the Hub's answer is (paths, hashes, sizes, order, no file used as a
+ * folder); a record that fails a check, or is cut short (its last line
+ * counts the entries), is ignored and the Hub asked again. It weakens
+ * nothing: whoever can write it can already write the blobs and snapshot
+ * links it describes, and every byte is still verified against the hash
+ * it names before it enters the cache, and before it is loaded. */
+#ifndef KERNELS_LIB_LISTING_H
+#define KERNELS_LIB_LISTING_H
+
+#include "config.h"
+#include "hub.h"
+#include "repo.h"
+
+/* Listings longer than this are used but not recorded. */
+#define KERNELS__LISTING_RECORD_MAX 100000
+
+/* The recursive listing of build/ at `commit`, sorted by path: the
+ * record when the cache has a sound one (no request), else the Hub's
+ * (recorded for next time). *type: the repo type to look under first
+ * (kernel, then model); on return, the type that answered. Online only:
+ * offline, callers read the snapshot. Free with kernels__tree_free. */
+int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			   const char *commit, kernels__tree *out);
+
+/* Reads the record only: 1 with *out filled, 0 when there is none (or it
+ * is not sound), <0 on an error (out of memory). */
+int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			  const char *commit, kernels__tree *out);
+
+#endif
