@@ -525,10 +525,28 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 	return rc;
 }
 
+/* The metadata.json whose bytes the signature covered must be the one
+ * verification parsed: a writer of the cache could swap it in between. */
+static int signed_is_parsed(const struct stat *signed_meta, const kernels_metadata *m, const char *what)
+{
+	const struct stat *parsed = kernels__metadata_stat(m);
+
+	if (!signed_meta->st_ino)
+		return 0; /* no signature checked */
+	if (parsed && parsed->st_dev == signed_meta->st_dev && parsed->st_ino == signed_meta->st_ino &&
+	    parsed->st_size == signed_meta->st_size && same_time(parsed->st_mtim, signed_meta->st_mtim) &&
+	    same_time(parsed->st_ctim, signed_meta->st_ctim))
+		return 0;
+	return kernels__error(KERNELS_EINTEGRITY, "loading %s: metadata.json changed between its signature check and "
+			      "its verification (another process wrote the cache); nothing was loaded: load it again",
+			      what);
+}
+
 int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const char *commit,
 			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out)
 {
 	char real[PATH_MAX], *what = NULL;
+	struct stat signed_meta;
 	kernels_kernel *k, *other;
 	const char *module = NULL, *base;
 	int rc;
@@ -561,9 +579,9 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 		goto fail;
 	}
 	/* Nothing from the folder runs before its digest checked out. */
-	if ((rc = kernels__signature_check(cfg, real, what)) < 0 || /* signed bytes before parsing */
+	if ((rc = kernels__signature_check(cfg, real, what, &signed_meta)) < 0 || /* signed bytes before parsing */
 	    (rc = kernels__verify_variant(cfg, real, root, what, &k->meta)) < 0 ||
-	    (rc = pick_module(k->meta, what, &module)) < 0)
+	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
 	if (module) {
 		if (!(k->library = kernels__sprintf("%s/%s", real, module))) {

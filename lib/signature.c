@@ -198,7 +198,7 @@ int kernels__sigconf_load(struct kernels__sigconf **out, const kernels_options *
 
 /* Reads `path` whole through one descriptor, refusing more than `max`
  * bytes before reading them. KERNELS_ENOTFOUND when it does not exist. */
-static int read_capped(const char *path, size_t max, const char *what, char **out, size_t *size)
+static int read_capped(const char *path, size_t max, const char *what, char **out, size_t *size, struct stat *st_out)
 {
 	struct stat st;
 	ssize_t n = 0;
@@ -220,6 +220,8 @@ static int read_capped(const char *path, size_t max, const char *what, char **ou
 		rc = kernels__error(KERNELS_EIO, "%s: %s", path, n < 0 ? strerror(errno) : "its size changed while it was read");
 	} else {
 		*size = (size_t)n;
+		if (st_out)
+			*st_out = st;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -239,7 +241,7 @@ static int trustroot_load(const struct kernels__sigconf *c, ks_trustroot *t)
 
 	if (!c->root_path)
 		return ks_trustroot_parse(t, ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", now);
-	rc = read_capped(c->root_path, ROOT_FILE_MAX, "a trusted root", &data, &size);
+	rc = read_capped(c->root_path, ROOT_FILE_MAX, "a trusted root", &data, &size, NULL);
 	if (rc == KERNELS_ENOTFOUND)
 		return kernels__error(KERNELS_EINVAL, "%s names %s, which does not exist", c->root_source, c->root_path);
 	if (rc < 0)
@@ -296,7 +298,7 @@ static int signed_digest(const char *meta, size_t size, int *parses)
 
 /* ---- the loader's check ----------------------------------------------------- */
 
-int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what)
+int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what, struct stat *signed_meta)
 {
 	const struct kernels__sigconf *c = cfg->sig;
 	char *bpath = NULL, *mpath = NULL, *bundle = NULL, *meta = NULL;
@@ -304,6 +306,7 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 	int rc, parses, bundle_invalid;
 	const char *w = what ? what : dir;
 
+	memset(signed_meta, 0, sizeof(*signed_meta));
 	if (!c || c->mode == KERNELS_SIGNATURE_OFF)
 		return 0;
 	if (!(bpath = kernels__sprintf("%s/%s", dir, BUNDLE_FILE)) ||
@@ -311,7 +314,7 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
-	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize);
+	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize, NULL);
 	if (rc == KERNELS_ENOTFOUND) {
 		rc = c->mode != KERNELS_SIGNATURE_REQUIRE ? 0 :
 		     kernels__error(KERNELS_ESIGNATURE, "%s has no signature (%s) and signatures are required "
@@ -321,7 +324,7 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 	}
 	if (rc < 0)
 		goto prefix;
-	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize);
+	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize, signed_meta);
 	if (rc == KERNELS_ENOTFOUND) {
 		rc = kernels__error(KERNELS_ESIGNATURE, "%s has a signature but no metadata.json for it to sign", w);
 		goto out;
@@ -407,7 +410,7 @@ int kernels_signature_verify_variant(const char *variant_dir, const kernels_opti
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
-	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize);
+	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize, NULL);
 	if (rc == KERNELS_ENOTFOUND) {
 		st = KERNELS_SIGNATURE_BUNDLE_MISSING;
 		rc = kernels__error(KERNELS_ESIGNATURE, "%s: signature not found (no %s)", variant_dir, BUNDLE_FILE);
@@ -425,7 +428,7 @@ int kernels_signature_verify_variant(const char *variant_dir, const kernels_opti
 		}
 		ks_bundle_free(&b);
 	}
-	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize);
+	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize, NULL);
 	if (rc == KERNELS_ENOTFOUND) {
 		st = KERNELS_SIGNATURE_METADATA_MISSING;
 		rc = kernels__error(KERNELS_ESIGNATURE, "%s: no metadata.json", variant_dir);

@@ -12,6 +12,10 @@
  * (which kernels__verify_variant then checks against the files). `what`
  * names the variant in messages (may be NULL). 0, or KERNELS_ESIGNATURE
  * with what failed. Called by the loader before kernels__verify_variant. */
-int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what);
+struct stat;
+/* *signed_meta: the identity of the metadata.json whose bytes the signature
+ * was checked over (all zero when no signature was checked), so the caller
+ * can make sure verification parses that very file. */
+int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what, struct stat *signed_meta);
 
 #endif

@@ -674,6 +674,11 @@ const char *kernels__metadata_file(const kernels_metadata *m, size_t i)
 	return m && i < m->nwalked ? m->walked[i] : NULL;
 }
 
+const struct stat *kernels__metadata_stat(const kernels_metadata *m)
+{
+	return m ? &m->meta_st : NULL;
+}
+
 const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t i)
 {
 	return m && i < m->nwalked && m->walked_st ? &m->walked_st[i] : NULL;

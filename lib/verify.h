@@ -29,5 +29,7 @@ const char *kernels__metadata_file(const kernels_metadata *m, size_t i);
  * hashed through (device, inode, size, modification and change times). */
 struct stat;
 const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t i);
+/* metadata.json as it was read and parsed (fstat of that descriptor). */
+const struct stat *kernels__metadata_stat(const kernels_metadata *m);
 
 #endif
