@@ -1293,7 +1293,7 @@ void kernels__tree_range(const kernels__tree *t, const char *folder, size_t *fir
 	*count = lo - start;
 }
 
-static int append_page(json_t *list, const char *prefix, const char *where, kernels__tree *t)
+static int append_page(json_t *list, const char *prefix, const char *where, size_t max_entries, kernels__tree *t)
 {
 	size_t i, n;
 	int rc;
@@ -1301,8 +1301,8 @@ static int append_page(json_t *list, const char *prefix, const char *where, kern
 	if (!json_is_array(list))
 		return BAD("%s: the tree listing is not a JSON array; check HF_ENDPOINT", where);
 	n = json_array_size(list);
-	if (t->n + n > TREE_MAX_ENTRIES)
-		return BAD("%s: the tree listing has more than %d entries; refusing it", where, TREE_MAX_ENTRIES);
+	if (t->n + n > max_entries)
+		return BAD("%s: the tree listing has more than %zu entries; refusing it", where, max_entries);
 	for (i = 0; i < n; i++)
 		if ((rc = parse_entry(json_array_get(list, i), prefix, where, t)) < 0)
 			return rc;
@@ -1311,6 +1311,13 @@ static int append_page(json_t *list, const char *prefix, const char *where, kern
 
 int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, int recursive, kernels__tree *out)
+{
+	return kernels__hub_tree_list_max(cfg, type, repo_id, commit, path, recursive, TREE_MAX_ENTRIES, out);
+}
+
+int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			       const char *commit, const char *path, int recursive, size_t max_entries,
+			       kernels__tree *out)
 {
 	kernels__hub_response r;
 	char *rev = NULL, *epath = NULL, *suffix = NULL, *next = NULL, where[700];
@@ -1333,7 +1340,8 @@ int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type,
 		rc = parse_json(&r, where, &list);
 		kernels__hub_response_free(&r);
 		if (rc == 0)
-			rc = append_page(list, path, where, out);
+			rc = append_page(list, path, where, max_entries < TREE_MAX_ENTRIES ? max_entries : TREE_MAX_ENTRIES,
+					 out);
 		json_decref(list);
 		list = NULL;
 		if (rc < 0 || !next)

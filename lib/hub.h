@@ -117,6 +117,11 @@ void kernels__tree_range(const kernels__tree *t, const char *folder, size_t *fir
  * path (kernels__tree_check). */
 int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, int recursive, kernels__tree *out);
+/* The same, refusing (KERNELS_EPARSE) a listing of more than max_entries
+ * as soon as a page takes it past them (never more than 1,000,000). */
+int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+			       const char *commit, const char *path, int recursive, size_t max_entries,
+			       kernels__tree *out);
 
 /* Checks a repo-relative path from the Hub: non-empty, relative, '/'-
  * separated components that are not empty, "." or "..", without backslash,

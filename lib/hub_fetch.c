@@ -17,6 +17,7 @@
 #include "error.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -33,6 +34,8 @@
 #define ERRBODY_MAX 4096
 #define PROGRESS_STEP (256 << 10)
 #define DEADLINE_GRACE_MS 1000  /* a transfer started after the deadline still gets this long for a first byte */
+#define FETCH_FILES_MAX 100000   /* files of one call: a variant may have no more (lib/verify.c) */
+#define BLOBS_READDIR_MIN 64     /* from this many blobs on, blobs/ is read once instead of stat'ed per blob */
 
 enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_DONE, J_FAILED };
 
@@ -44,10 +47,9 @@ typedef struct {
 	const char *etag;                  /* expected: LFS sha256, else the git blob sha1 */
 	int lfs;
 	long long size;
-	char *blob, *incomplete, *lock_path;
+	char *blob, *incomplete, *lock_path; /* made when the job first tries its lock */
 
 	int state;
-	int fresh;                         /* needed a download (not in the cache at plan time) */
 	kernels__cache_lock lock;
 	int fd;
 	EVP_MD_CTX *md;
@@ -74,8 +76,11 @@ typedef struct fetch {
 	kernels__repo_type type;
 	const char *repo_id, *commit;
 	char *repo_dir;
+	char *cache_name;                  /* {kernels|models}--{org}--{name}, for lock paths */
 	job *jobs;
 	size_t n_jobs;
+	size_t settled;                    /* jobs DONE or FAILED */
+	size_t first_open;                 /* no job before this one is still open */
 	CURLM *multi;
 	unsigned int active, holding;
 	unsigned long long all_done, all_total;
@@ -92,10 +97,17 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void settle(fetch *f, job *j, int state)
+{
+	if (j->state != J_DONE && j->state != J_FAILED)
+		f->settled++;
+	j->state = state;
+}
+
 /* The first failure wins: its message is what the caller sees. */
 static void fail_job(fetch *f, job *j, int code)
 {
-	j->state = J_FAILED;
+	settle(f, j, J_FAILED);
 	if (!f->fail_code) {
 		f->fail_code = code;
 		snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
@@ -392,7 +404,7 @@ static int hub_error(fetch *f, job *j)
 static void link_blob_done(fetch *f, job *j)
 {
 	close_job(f, j);
-	j->state = J_DONE;
+	settle(f, j, J_DONE);
 	progress(f, j, 1);
 }
 
@@ -545,6 +557,13 @@ static void try_lock(fetch *f, job *j, long long now)
 
 	if (now < j->next_lock_try)
 		return;
+	if (!j->lock_path &&
+	    (!(j->blob = kernels__sprintf("%s/blobs/%s", f->repo_dir, j->etag)) ||
+	     !(j->incomplete = kernels__sprintf("%s/blobs/%s.incomplete", f->repo_dir, j->etag)) ||
+	     !(j->lock_path = kernels__sprintf("%s/.locks/%s/%s.lock", f->cfg->cache_dir, f->cache_name, j->etag)))) {
+		fail_job(f, j, KERNELS_ENOMEM);
+		return;
+	}
 	rc = kernels__cache_lock_try(j->lock_path, &j->lock);
 	if (rc == 1) {
 		if (!j->next_lock_try)
@@ -581,14 +600,9 @@ static void try_lock(fetch *f, job *j, long long now)
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
-static int all_settled(fetch *f)
+static int all_settled(const fetch *f)
 {
-	size_t i;
-
-	for (i = 0; i < f->n_jobs; i++)
-		if (f->jobs[i].state != J_DONE && f->jobs[i].state != J_FAILED)
-			return 0;
-	return 1;
+	return f->settled == f->n_jobs;
 }
 
 /* Past the call's deadline: a transfer that has had no byte of its file
@@ -599,7 +613,7 @@ static job *waiting_past_deadline(fetch *f, long long now)
 {
 	size_t i;
 
-	for (i = 0; i < f->n_jobs; i++) {
+	for (i = f->first_open; i < f->n_jobs; i++) {
 		job *j = &f->jobs[i];
 		if (j->got_bytes || !j->started)
 			continue;
@@ -621,7 +635,7 @@ static void deadline_passed(fetch *f, const job *w)
 
 static int run(fetch *f)
 {
-	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1;
+	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1, held;
 	size_t i;
 	int running, rc, progressed;
 
@@ -635,8 +649,17 @@ static int run(fetch *f)
 			deadline_passed(f, late);
 			break;
 		}
-		for (i = 0; i < f->n_jobs && !f->fail_code; i++) {
+		/* Jobs settle roughly in order: start after those that have, and stop
+		 * once no lock can be taken and every job holding one was seen (only
+		 * those can start a transfer), so a round costs the jobs in flight,
+		 * not all of them. */
+		while (f->first_open < f->n_jobs && (f->jobs[f->first_open].state == J_DONE ||
+						     f->jobs[f->first_open].state == J_FAILED))
+			f->first_open++;
+		for (i = f->first_open, held = 0; i < f->n_jobs && !f->fail_code; i++) {
 			job *j = &f->jobs[i];
+			if (f->holding >= limit && held >= f->holding)
+				break;
 			if (j->state == J_WAIT_LOCK && f->holding < limit)
 				try_lock(f, j, now);
 			/* Only a lock we could take now is worth waking up for; the rest
@@ -651,6 +674,7 @@ static int run(fetch *f)
 				} else if (j->not_before < wake)
 					wake = j->not_before;
 			}
+			held += j->lock.fd >= 0;
 		}
 		if (f->fail_code)
 			break;
@@ -707,43 +731,125 @@ static int disk_check(fetch *f, unsigned long long need)
 	return rc;
 }
 
-static int plan(fetch *f, const kernels__tree *tree)
+static int etag_order(const void *a, const void *b)
 {
-	char *cache_name = kernels__repo_cache_name(f->type, f->repo_id);
-	unsigned long long need = 0;
-	size_t i, k;
-	int rc = 0;
+	const kernels__tree_entry *x = *(const kernels__tree_entry *const *)a, *y = *(const kernels__tree_entry *const *)b;
+	int c = strcmp(entry_etag(x), entry_etag(y));
 
-	if (!cache_name)
+	return c ? c : (x < y ? -1 : x > y); /* ties in listing order: a blob's first file leads */
+}
+
+static int name_order(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in blobs/, sorted: for many blobs, one read of the folder
+ * replaces a stat per blob (most are absent in a first fetch). */
+static int blob_names(const char *repo_dir, char ***out, size_t *count)
+{
+	char *path = kernels__sprintf("%s/blobs", repo_dir), **v = NULL, **grown;
+	size_t n = 0, cap = 0;
+	struct dirent *d = NULL;
+	DIR *dir;
+
+	*out = NULL;
+	*count = 0;
+	if (!path)
 		return KERNELS_ENOMEM;
-	f->jobs = calloc(tree->n ? tree->n : 1, sizeof(*f->jobs));
-	if (!f->jobs) {
-		free(cache_name);
+	dir = opendir(path);
+	free(path);
+	while (dir && (d = readdir(dir))) {
+		if (!kernels__is_etag(d->d_name))
+			continue;
+		if (n == cap) {
+			if (!(grown = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v))))
+				break;
+			v = grown;
+		}
+		if (!(v[n] = kernels__strdup(d->d_name)))
+			break;
+		n++;
+	}
+	if (dir)
+		closedir(dir);
+	if (d) { /* stopped early: out of memory */
+		while (n)
+			free(v[--n]);
+		free(v);
 		return kernels__error_oom();
 	}
-	for (i = 0; i < tree->n && rc == 0; i++) {
+	qsort(v, n, sizeof(*v), name_order);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+/* One job per distinct blob the cache lacks, in O(n log n): the files are
+ * sorted by hash, so files sharing a blob sit together. */
+static int plan(fetch *f, const kernels__tree *tree)
+{
+	const kernels__tree_entry **by = NULL, *lead = NULL;
+	unsigned long long need = 0;
+	char **present = NULL;
+	size_t i, n = 0, unique = 0, n_present = 0;
+	int rc = 0, readdir_mode;
+
+	if (!(f->cache_name = kernels__repo_cache_name(f->type, f->repo_id)))
+		return KERNELS_ENOMEM;
+	for (i = 0; i < tree->n; i++)
+		n += !tree->entries[i].is_dir;
+	if (n > FETCH_FILES_MAX)
+		return kernels__error(KERNELS_EINVAL, "%s at %.12s: %zu files asked for in one call, more than the %d a "
+				      "variant may have; refusing before fetching anything", f->repo_id, f->commit, n,
+				      FETCH_FILES_MAX);
+	if (n && !(by = malloc(n * sizeof(*by))))
+		return kernels__error_oom();
+	for (i = 0, n = 0; i < tree->n; i++) {
 		const kernels__tree_entry *e = &tree->entries[i];
-		const char *etag = entry_etag(e);
-		job *j = NULL;
 		if (e->is_dir)
 			continue;
-		if (!kernels__is_etag(etag)) {
-			rc = kernels__error(KERNELS_EPARSE, "%s: the hash '%s' cannot name a blob", e->path, etag);
-			break;
+		if (!kernels__is_etag(entry_etag(e))) {
+			rc = kernels__error(KERNELS_EPARSE, "%s: the hash '%s' cannot name a blob", e->path, entry_etag(e));
+			goto out;
 		}
 		if (f->stats) {
 			f->stats->files++;
 			f->stats->bytes_total += (unsigned long long)e->size;
 		}
-		for (k = 0; k < f->n_jobs; k++)
-			if (!strcmp(f->jobs[k].etag, etag))
-				j = &f->jobs[k];
-		if (j) {
-			if (j->size != e->size)
+		by[n++] = e;
+	}
+	qsort(by, n, sizeof(*by), etag_order);
+	for (i = 0; i < n; i++) {
+		if (lead && !strcmp(entry_etag(by[i]), entry_etag(lead))) {
+			if (by[i]->size != lead->size) {
 				rc = kernels__error(KERNELS_EPARSE, "%s and %s have the same hash but different sizes; "
-						    "refusing the listing", j->entry->path, e->path);
+						    "refusing the listing", lead->path, by[i]->path);
+				goto out;
+			}
+			by[i] = NULL; /* shares the blob of its lead */
 			continue;
 		}
+		lead = by[i];
+		unique++;
+	}
+	readdir_mode = unique >= BLOBS_READDIR_MIN;
+	if (readdir_mode && (rc = blob_names(f->repo_dir, &present, &n_present)) < 0)
+		goto out;
+	if (!(f->jobs = calloc(unique ? unique : 1, sizeof(*f->jobs)))) {
+		rc = kernels__error_oom();
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		const kernels__tree_entry *e = by[i];
+		const char *etag;
+		job *j;
+		if (!e)
+			continue;
+		etag = entry_etag(e);
+		if ((!readdir_mode || bsearch(&etag, present, n_present, sizeof(*present), name_order)) &&
+		    kernels__cache_blob_ok(f->repo_dir, etag, e->size))
+			continue; /* in the cache already: only its links are made */
 		j = &f->jobs[f->n_jobs++];
 		j->f = f;
 		j->entry = e;
@@ -753,25 +859,17 @@ static int plan(fetch *f, const kernels__tree *tree)
 		j->fd = -1;
 		j->lock.fd = -1;
 		kernels__hub_headers_clear(&j->hd);
-		j->blob = kernels__sprintf("%s/blobs/%s", f->repo_dir, etag);
-		j->incomplete = kernels__sprintf("%s/blobs/%s.incomplete", f->repo_dir, etag);
-		j->lock_path = kernels__sprintf("%s/.locks/%s/%s.lock", f->cfg->cache_dir, cache_name, etag);
-		if (!j->blob || !j->incomplete || !j->lock_path) {
-			rc = KERNELS_ENOMEM;
-			break;
-		}
-		if (kernels__cache_blob_ok(f->repo_dir, etag, e->size)) {
-			j->state = J_DONE;
-		} else {
-			j->state = J_WAIT_LOCK;
-			j->fresh = 1;
-			need += (unsigned long long)e->size;
-		}
+		j->state = J_WAIT_LOCK;
+		need += (unsigned long long)e->size;
 	}
-	free(cache_name);
 	f->all_total = need;
-	if (rc == 0 && need)
+	if (need)
 		rc = disk_check(f, need);
+out:
+	while (n_present)
+		free(present[--n_present]);
+	free(present);
+	free(by);
 	return rc;
 }
 
@@ -815,13 +913,13 @@ static void fetch_free(fetch *f)
 	if (f->multi)
 		curl_multi_cleanup(f->multi);
 	free(f->repo_dir);
+	free(f->cache_name);
 }
 
 int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			    const char *commit, const kernels__tree *tree, kernels_download_stats *stats)
 {
 	fetch f;
-	size_t i;
 	int rc, any = 0;
 
 	memset(&f, 0, sizeof(f));
@@ -834,8 +932,7 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 		return KERNELS_ENOMEM;
 	if ((rc = plan(&f, tree)) < 0)
 		goto out;
-	for (i = 0; i < f.n_jobs; i++)
-		any |= f.jobs[i].state != J_DONE;
+	any = f.n_jobs > 0;
 	if (any) {
 		if (cfg->offline) {
 			rc = kernels__error(KERNELS_EOFFLINE, "offline: files of %s at %s are not in the cache; download "

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define HEADER "libkernels-tree 1 build\n"
-#define RECORD_BYTES_MAX (64u << 20) /* 100,000 entries of the longest paths stay far below */
+#define RECORD_BYTES_MAX (64u << 20) /* KERNELS__LISTING_MAX entries of kernel repos stay far below */
 
 static char *record_path(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			 const char *commit)
@@ -124,7 +124,7 @@ static int parse_record(char *buf, size_t len, const char *where, kernels__tree 
 				return KERNELS_EPARSE;
 			break;
 		}
-		if (t->n >= KERNELS__LISTING_RECORD_MAX)
+		if (t->n >= KERNELS__LISTING_MAX)
 			return KERNELS_EPARSE;
 		if ((rc = parse_line(line, t)) < 0)
 			return rc;
@@ -182,7 +182,7 @@ static void record(const kernels__config *cfg, kernels__repo_type type, const ch
 	size_t i;
 	int fd = -1, ok = 0;
 
-	if (t->n > KERNELS__LISTING_RECORD_MAX || kernels__cache_guard(cfg, type, repo_id) < 0 ||
+	if (t->n > KERNELS__LISTING_MAX || kernels__cache_guard(cfg, type, repo_id) < 0 ||
 	    !(path = record_path(cfg, type, repo_id, commit)) ||
 	    !(tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid())))
 		goto out;
@@ -192,7 +192,7 @@ static void record(const kernels__config *cfg, kernels__repo_type type, const ch
 		kernels__buf_printf(&b, "%c %s %lld %s %s\n", e->is_dir ? 'd' : 'f', e->oid[0] ? e->oid : "-", e->size,
 				    e->lfs_sha256 ? e->lfs_sha256 : "-", e->path);
 	}
-	if (kernels__buf_printf(&b, "end %zu\n", t->n) < 0)
+	if (kernels__buf_printf(&b, "end %zu\n", t->n) < 0 || b.len > RECORD_BYTES_MAX)
 		goto out;
 	slash = strrchr(path, '/');
 	*slash = '\0';
@@ -231,7 +231,7 @@ int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type,
 			return rc < 0 ? rc : 0;
 		}
 	}
-	if ((rc = kernels__hub_tree_list(cfg, type, repo_id, commit, "build", 1, out)) < 0)
+	if ((rc = kernels__hub_tree_list_max(cfg, type, repo_id, commit, "build", 1, KERNELS__LISTING_MAX, out)) < 0)
 		return rc;
 	record(cfg, *type, repo_id, commit, out);
 	return 0;

@@ -27,8 +27,11 @@
 #include "hub.h"
 #include "repo.h"
 
-/* Listings longer than this are used but not recorded. */
-#define KERNELS__LISTING_RECORD_MAX 100000
+/* The most entries a build/ listing may have: twice what one variant may
+ * have (lib/verify.c: 100,000 files), and a thousand times what the
+ * largest kernel repos list. A listing with more is refused as soon as a
+ * page takes it past this, so a hostile one costs no more than this many. */
+#define KERNELS__LISTING_MAX 200000
 
 /* The recursive listing of build/ at `commit`, sorted by path: the
  * record when the cache has a sound one (no request), else the Hub's

@@ -74,6 +74,8 @@ class State:
         self.smart_http = smart_http
         self.refs_api = True
         self.org_overview = True
+        # A synthetic, hostile tree listing (see huge_tree_page); None: off.
+        self.huge_tree = None
         self.lock = threading.Lock()
         self.faults = []
         self.log = []
@@ -319,6 +321,8 @@ class Handler(BaseHTTPRequestHandler):
                 for key in ("smart_http", "refs_api", "org_overview"):
                     if key in data:
                         setattr(st, key, bool(data[key]))
+                if "huge_tree" in data:
+                    st.huge_tree = dict(data["huge_tree"]) if data["huge_tree"] else None
             return json_response(
                 200,
                 {
@@ -328,6 +332,7 @@ class Handler(BaseHTTPRequestHandler):
                     "smart_http": st.smart_http,
                     "refs_api": st.refs_api,
                     "org_overview": st.org_overview,
+                    "huge_tree": st.huge_tree,
                 },
             )
         if path == "/_fixture/health":
@@ -506,6 +511,9 @@ class Handler(BaseHTTPRequestHandler):
             return hub_error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
         path = path.strip("/")
         recursive = qs.get("recursive", ["false"])[0].lower() in ("1", "true")
+        huge = self.state.huge_tree
+        if huge and huge.get("repo") == repo.id and recursive and path in ("build", "build/" + huge["variant"]):
+            return self.huge_tree_page(repo, rev, path, qs, huge)
         entries = repo.tree(commit)
         if path:
             match = [e for e in entries if e.path == path]
@@ -541,6 +549,38 @@ class Handler(BaseHTTPRequestHandler):
                 base += "/" + quote(path)
             headers.append(("Link", f'<{base}?{urlencode(params)}>; rel="next"'))
         return json_response(200, page, headers)
+
+    def huge_tree_page(self, repo, rev, path, qs, huge):
+        """A hostile listing of build/{variant}: `entries` distinct files
+        (distinct blobs; LFS with "lfs": true), `page_size` a page (default
+        10000), made from one template per page size so that a million
+        entries cost the fixture next to nothing."""
+        total, size = int(huge["entries"]), int(huge.get("page_size", 10000))
+        cursor = qs.get("cursor", [None])[0]
+        start = int(base64.urlsafe_b64decode(cursor.encode()).decode()) if cursor else 0
+        key = (huge["variant"], size, bool(huge.get("lfs")))
+        cache = getattr(self.state, "huge_tree_templates", None)
+        if cache is None or cache[0] != key:
+            items = []
+            for i in range(size):
+                e = {"type": "file", "oid": "%06d%034x" % (999999, i), "size": 1,
+                     "path": "build/%s/p999999/f%05d.bin" % (huge["variant"], i)}
+                if huge.get("lfs"):
+                    e["lfs"] = {"oid": "%06d%058x" % (999999, i), "size": 1, "pointerSize": 128}
+                items.append(e)
+            cache = self.state.huge_tree_templates = (key, json.dumps(items).encode())
+        n = min(size, total - start)
+        body = cache[1].replace(b"999999", b"%06d" % (start // size))
+        if n < size:  # the last page: cut the template after n entries
+            items = json.loads(body)[:n]
+            body = json.dumps(items).encode()
+        headers = [("Content-Type", "application/json")]
+        if start + size < total:
+            params = {k: v[0] for k, v in qs.items() if k != "cursor"}
+            params["cursor"] = base64.urlsafe_b64encode(str(start + size).encode()).decode()
+            base = f"{self.state.endpoint}/api/{hubrepo.TYPE_DIRS[repo.type]}/{repo.id}/tree/{quote(rev, safe='')}/{quote(path)}"
+            headers.append(("Link", f'<{base}?{urlencode(params)}>; rel="next"'))
+        return Response(200, body, headers)
 
     # -- files ----------------------------------------------------------------
 
