@@ -14,13 +14,20 @@
 
 #define RECEIPT_MAX (16 << 20)
 
-static char *receipt_path(const char *root, const char *dir)
+static char *receipt_path(const char *root, const char *dir, const char *kind)
 {
 	size_t n = strlen(root);
 
 	if (strncmp(dir, root, n) || strncmp(dir + n, "/snapshots/", 11))
 		return NULL; /* not a cached snapshot: no receipt */
-	return kernels__sprintf("%s/.libkernels/receipts/%s.json", root, dir + n + 11);
+	return kernels__sprintf("%s/.libkernels/receipts/%s%s.json", root, dir + n + 11, kind);
+}
+
+/* The repo folder of a variant folder in a cached snapshot (malloc'ed). */
+static char *root_of(const char *dir)
+{
+	const char *snap = strstr(dir, "/snapshots/");
+	return snap ? strndup(dir, (size_t)(snap - dir)) : NULL;
 }
 
 static json_t *identity(const struct stat *st)
@@ -40,10 +47,12 @@ static int same_identity(json_t *recorded, const struct stat *st)
 	return same;
 }
 
+static void write_doc(const kernels__config *cfg, const char *path, json_t *doc, int ok);
+
 int kernels__receipt_matches(const char *root, const char *dir, const struct stat *meta,
 			     const char *const *files, const struct stat *sts, size_t n)
 {
-	char *path = receipt_path(root, dir);
+	char *path = receipt_path(root, dir, "");
 	json_t *doc = NULL, *recorded;
 	struct stat st;
 	size_t i;
@@ -65,13 +74,22 @@ int kernels__receipt_matches(const char *root, const char *dir, const struct sta
 void kernels__receipt_write(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
 			    const char *const *files, const struct stat *sts, size_t n)
 {
-	char *path = receipt_path(root, dir), *tmp = NULL, *folder = NULL;
+	char *path = receipt_path(root, dir, "");
 	json_t *doc = json_pack("{s:i, s:o, s:o}", "version", 1, "metadata", identity(meta), "files", json_object());
 	size_t i;
 	int ok = path && doc;
 
 	for (i = 0; ok && i < n; i++)
 		ok = json_object_set_new(json_object_get(doc, "files"), files[i], identity(&sts[i])) == 0;
+	write_doc(cfg, path, doc, ok);
+	json_decref(doc);
+	free(path);
+}
+
+static void write_doc(const kernels__config *cfg, const char *path, json_t *doc, int ok)
+{
+	char *tmp = NULL, *folder = NULL;
+
 	if (ok && (folder = kernels__strdup(path)) && (tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid()))) {
 		*strrchr(folder, '/') = '\0';
 		ok = kernels__mkdir_p(folder, 0777) == 0 && json_dump_file(doc, tmp, JSON_COMPACT) == 0 &&
@@ -83,8 +101,40 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
 		}
 	}
 	kernels_error_clear();
-	json_decref(doc);
 	free(tmp);
 	free(folder);
+}
+
+int kernels__receipt_signed(const char *dir, const char *fingerprint, const struct stat *meta,
+			    const struct stat *bundle)
+{
+	char *root = root_of(dir), *path = root ? receipt_path(root, dir, ".signature") : NULL;
+	json_t *doc = NULL;
+	struct stat st;
+	int ok = 0;
+
+	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
+	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)))
+		ok = json_integer_value(json_object_get(doc, "version")) == 1 &&
+		     json_string_value(json_object_get(doc, "fingerprint")) &&
+		     !strcmp(json_string_value(json_object_get(doc, "fingerprint")), fingerprint) &&
+		     same_identity(json_object_get(doc, "metadata"), meta) &&
+		     same_identity(json_object_get(doc, "bundle"), bundle);
+	json_decref(doc);
 	free(path);
+	free(root);
+	return ok;
+}
+
+void kernels__receipt_sign(const kernels__config *cfg, const char *dir, const char *fingerprint,
+			   const struct stat *meta, const struct stat *bundle)
+{
+	char *root = root_of(dir), *path = root ? receipt_path(root, dir, ".signature") : NULL;
+	json_t *doc = json_pack("{s:i, s:s, s:o, s:o}", "version", 1, "fingerprint", fingerprint, "metadata",
+				identity(meta), "bundle", identity(bundle));
+
+	write_doc(cfg, path, doc, path && doc);
+	json_decref(doc);
+	free(path);
+	free(root);
 }

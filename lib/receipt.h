@@ -28,4 +28,15 @@ int kernels__receipt_matches(const char *root, const char *dir, const struct sta
 void kernels__receipt_write(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
 			    const char *const *files, const struct stat *sts, size_t n);
 
+/* Signature receipts, beside the file receipts: once a variant's
+ * metadata.json.sigstore verified over its metadata.json under a trust root
+ * and policies (`fingerprint`: a hash of both), the identities of the two
+ * files. A later process with the same fingerprint finding exactly those
+ * skips the signature check. `dir` is a variant folder in a cached
+ * snapshot (real path); anywhere else there are no receipts. */
+int kernels__receipt_signed(const char *dir, const char *fingerprint, const struct stat *meta,
+			    const struct stat *bundle);
+void kernels__receipt_sign(const kernels__config *cfg, const char *dir, const char *fingerprint,
+			   const struct stat *meta, const struct stat *bundle);
+
 #endif

@@ -4,6 +4,7 @@
  * kernels_signature_verify_variant make. The verifier itself is
  * lib/sigstore/. */
 #include "signature.h"
+#include "receipt.h"
 #include "config.h"
 #include "error.h"
 #include "util.h"
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -298,9 +300,41 @@ static int signed_digest(const char *meta, size_t size, int *parses)
 
 /* ---- the loader's check ----------------------------------------------------- */
 
+/* What a signature receipt is bound to: the trust root (its path, or the
+ * built-in one) and every field of every policy, hashed. 0 and the hex in
+ * fp[65]; fp[0] is '\0' when it cannot be computed (no receipt then). */
+static int fingerprint(const struct kernels__sigconf *c, char fp[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t i, k;
+	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+
+#define FEED(str) (ok = ok && EVP_DigestUpdate(ctx, (str) ? (str) : "", (str) ? strlen(str) + 1 : 1))
+	FEED(c->root_path ? c->root_path : "built-in public-good root");
+	for (i = 0; i < c->npolicies; i++) {
+		FEED("policy");
+		FEED(c->policies[i].issuer);
+		FEED(c->policies[i].identity);
+		FEED(c->policies[i].repository);
+		for (k = 0; k < c->policies[i].signer_uri_count; k++)
+			FEED(c->policies[i].signer_uris[k]);
+	}
+#undef FEED
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &n) && n == 32;
+	EVP_MD_CTX_free(ctx);
+	fp[0] = '\0';
+	if (ok)
+		kernels__hex(md, n, fp);
+	return ok ? 0 : -1;
+}
+
 int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what, struct stat *signed_meta)
 {
 	const struct kernels__sigconf *c = cfg->sig;
+	struct stat bundle_st;
+	char fp[65] = "";
 	char *bpath = NULL, *mpath = NULL, *bundle = NULL, *meta = NULL;
 	size_t bsize = 0, msize = 0;
 	int rc, parses, bundle_invalid;
@@ -314,7 +348,7 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
-	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize, NULL);
+	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize, &bundle_st);
 	if (rc == KERNELS_ENOTFOUND) {
 		rc = c->mode != KERNELS_SIGNATURE_REQUIRE ? 0 :
 		     kernels__error(KERNELS_ESIGNATURE, "%s has no signature (%s) and signatures are required "
@@ -331,6 +365,11 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 	}
 	if (rc < 0)
 		goto prefix;
+	/* Verified before under this root and these policies, both files unchanged since. */
+	if (fingerprint(c, fp) == 0 && kernels__receipt_signed(dir, fp, signed_meta, &bundle_st)) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified before, unchanged since (receipt)", w);
+		goto out;
+	}
 	/* The signature is checked over these bytes before any parser sees them. */
 	if ((rc = verify_bytes(c, meta, msize, bundle, bsize, NULL, 0, &bundle_invalid)) < 0) {
 		char *why = rc == KERNELS_ESIGNATURE ? kernels__strdup(kernels_error_last()) : NULL;
@@ -349,6 +388,8 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 		goto out;
 	}
 	kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified (metadata.json signed, digest next)", w);
+	if (*fp)
+		kernels__receipt_sign(cfg, dir, fp, signed_meta, &bundle_st);
 	rc = 0;
 	goto out;
 prefix:

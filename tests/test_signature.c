@@ -456,6 +456,53 @@ static void test_end_to_end_through_the_hub(void **state)
 		run_e2e(&cases[i], 100 + (int)i);
 }
 
+static int receipt_said;
+static void count_receipt(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	receipt_said += level == KERNELS_LOG_DEBUG && strstr(msg, "signature verified before, unchanged since") != NULL;
+}
+
+static int get_signed_again(void)
+{
+	kernels_system sys = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1, .backend = "cpu",
+			       .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
+	kernels_kernel *k = NULL;
+	kernels_options o;
+	int rc;
+
+	options(&o, KERNELS_SIGNATURE_REQUIRE);
+	o.system = &sys;
+	o.offline = 1;
+	o.log_cb = count_receipt;
+	receipt_said = 0;
+	rc = kernels_get(&k, "acme/sigvalid", "v1.0.0", &o);
+	kernels_kernel_close(k);
+	return rc;
+}
+
+/* The signature check is remembered in a receipt: a later load with the
+ * same root and policies skips it while both files keep their identity;
+ * a touched bundle is checked again, a rewritten one refused. */
+static void test_signature_receipt(void **state)
+{
+	char *bundle;
+	(void)state;
+
+	assert_int_equal(get_signed_again(), 0); /* the end-to-end get left the receipt */
+	assert_int_equal(receipt_said, 1);
+	bundle = path("%s/kernels--acme--sigvalid/snapshots/*/build/%s/metadata.json.sigstore", W.cache, VARIANT);
+	assert_int_equal(test_system("touch \"$(readlink -f %s)\"", bundle), 0);
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(receipt_said, 0);
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(receipt_said, 1);
+	assert_int_equal(test_system("b=\"$(readlink -f %s)\" && chmod u+w \"$b\" && printf '{}' > \"$b\"", bundle), 0);
+	assert_int_equal(get_signed_again(), KERNELS_ESIGNATURE);
+	assert_int_equal(receipt_said, 0);
+	free(bundle);
+}
+
 static void test_require_from_the_environment(void **state)
 {
 	char *marker, *src = signed_variant("envreq", 9, NULL, &marker), *dir = path("%s/build/%s", src, VARIANT);
@@ -486,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_verify_variant_statuses),
 		cmocka_unit_test(test_require_from_the_environment),
 		cmocka_unit_test(test_end_to_end_through_the_hub),
+		cmocka_unit_test(test_signature_receipt),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
