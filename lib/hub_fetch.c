@@ -779,7 +779,8 @@ static int blob_names(const char *repo_dir, char ***out, size_t *count)
 		free(v);
 		return kernels__error_oom();
 	}
-	qsort(v, n, sizeof(*v), name_order);
+	if (n)
+		qsort(v, n, sizeof(*v), name_order);
 	*out = v;
 	*count = n;
 	return 0;
@@ -819,7 +820,8 @@ static int plan(fetch *f, const kernels__tree *tree)
 		}
 		by[n++] = e;
 	}
-	qsort(by, n, sizeof(*by), etag_order);
+	if (n)
+		qsort(by, n, sizeof(*by), etag_order);
 	for (i = 0; i < n; i++) {
 		if (lead && !strcmp(entry_etag(by[i]), entry_etag(lead))) {
 			if (by[i]->size != lead->size) {
@@ -847,7 +849,7 @@ static int plan(fetch *f, const kernels__tree *tree)
 		if (!e)
 			continue;
 		etag = entry_etag(e);
-		if ((!readdir_mode || bsearch(&etag, present, n_present, sizeof(*present), name_order)) &&
+		if ((!readdir_mode || (n_present && bsearch(&etag, present, n_present, sizeof(*present), name_order))) &&
 		    kernels__cache_blob_ok(f->repo_dir, etag, e->size))
 			continue; /* in the cache already: only its links are made */
 		j = &f->jobs[f->n_jobs++];
