@@ -4,6 +4,7 @@
  * and keeps the timings. */
 #include "kernels/get.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@
 #include "hub.h"
 #include "loader.h"
 #include "manifest.h"
+#include "memo.h"
+#include "refs.h"
 #include "repo.h"
 #include "revision.h"
 #include "system.h"
@@ -123,13 +126,18 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	return rc < 0 ? kernels__error_prefix("%s", p->repo_id) : 1;
 }
 
-static int resolve(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p)
+/* `first` (may be NULL; taken over) is the revision of the first hop
+ * when the caller resolved it already. */
+static int resolve(const kernels__config *cfg, const char *repo_id, const char *revision, kernels_revision *first,
+		   plan *p)
 {
 	char *rev_owned = NULL;
 	int hops, rc;
 
-	if (!(p->repo_id = kernels__strdup(repo_id)))
+	if (!(p->repo_id = kernels__strdup(repo_id))) {
+		kernels_revision_free(first);
 		return KERNELS_ENOMEM;
+	}
 	for (hops = 0;; hops++) {
 		kernels__kernel_status st = { 0 };
 
@@ -137,9 +145,12 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 			break;
 		/* Existence before trust: a misspelled repo is "not found", not
 		 * "untrusted" (listing refs runs no code). */
-		rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision, &p->rev);
-		if (rc < 0)
+		if (first) {
+			p->rev = first;
+			first = NULL;
+		} else if ((rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision, &p->rev)) < 0) {
 			break;
+		}
 		p->type = kernels_revision_is_model_repo(p->rev) ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
 		if ((rc = kernels__trust_check(cfg, p->type, p->repo_id)) < 0 || (rc = read_status(cfg, p, &st)) <= 0)
 			break;
@@ -161,6 +172,7 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 		p->rev = NULL;
 	}
 	free(rev_owned);
+	kernels_revision_free(first);
 	if (rc == 0 && !(p->what = kernels__sprintf("%s@%.7s", p->repo_id, kernels_revision_commit(p->rev))))
 		rc = KERNELS_ENOMEM;
 	return rc;
@@ -236,14 +248,14 @@ static int select_variant(const kernels__config *cfg, plan *p)
 
 int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p)
 {
-	return resolve(cfg, repo_id, revision, p);
+	return resolve(cfg, repo_id, revision, NULL, p);
 }
 
-int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
-			 kernels_get_stats *stats)
+static int plan_remote_from(const kernels__config *cfg, const char *repo_id, const char *revision,
+			    kernels_revision *first, plan *p, kernels_get_stats *stats)
 {
 	double t0 = now_ms();
-	int rc = resolve(cfg, repo_id, revision, p);
+	int rc = resolve(cfg, repo_id, revision, first, p);
 
 	stats->resolve_ms = now_ms() - t0;
 	if (rc < 0)
@@ -254,6 +266,12 @@ int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const 
 	snprintf(stats->commit, sizeof(stats->commit), "%s", kernels_revision_commit(p->rev));
 	snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", p->repo_id);
 	return rc;
+}
+
+int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
+			 kernels_get_stats *stats)
+{
+	return plan_remote_from(cfg, repo_id, revision, NULL, p, stats);
 }
 
 int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant, kernels_get_stats *stats,
@@ -398,19 +416,64 @@ static int plan_cached(const kernels__config *cfg, kernels__config *offline, con
 	return rc;
 }
 
-/* kernels_get at one endpoint. */
-static int get_at(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
-		  kernels_get_stats *stats, kernels_kernel **out)
-{
-	int rc = kernels__plan_remote(cfg, repo_id, revision, p, stats);
+/* ---- the in-process memo (memo.h) ------------------------------------------ */
 
+static void memo_hit_stats(kernels_get_stats *stats, const char *repo_id, const char *commit, double t0)
+{
+	stats->from_cache = 1;
+	snprintf(stats->commit, sizeof(stats->commit), "%s", commit);
+	snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", repo_id);
+	stats->load_ms = now_ms() - t0;
+}
+
+/* The revision first: a name costs its refs request, and when its commit
+ * is one whose variant this process holds, that handle is the answer (1).
+ * Else 0 and *first, the revision, goes on to the whole path. */
+static int memo_first(const kernels__config *cfg, const char *repo_id, const char *revision, const char *memo,
+		      kernels_revision **first, kernels_get_stats *stats, kernels_kernel **out)
+{
+	double t0 = now_ms();
+	const char *commit;
+	int rc;
+
+	*first = NULL;
+	if ((rc = kernels__revision_resolve(cfg, repo_id, revision, first)) < 0)
+		return rc;
+	commit = kernels_revision_commit(*first);
+	if (!kernels__memo_take(memo, repo_id, commit, out))
+		return 0;
+	memo_hit_stats(stats, repo_id, commit, t0);
+	stats->resolve_ms = stats->load_ms;
+	if (strcmp(revision, commit))
+		kernels__memo_name_put(memo, repo_id, revision, commit);
+	kernels_revision_free(*first);
+	*first = NULL;
+	return 1;
+}
+
+/* kernels_get at one endpoint. `memo`: the settings key, NULL for none. */
+static int get_at(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
+		  kernels_get_stats *stats, kernels_kernel **out, const char *memo)
+{
+	kernels_revision *first = NULL;
+	int rc;
+
+	if (memo && repo_id && revision && (rc = memo_first(cfg, repo_id, revision, memo, &first, stats, out)) != 0)
+		return rc < 0 ? rc : 0;
+	rc = plan_remote_from(cfg, repo_id, revision, first, p, stats);
 	if (rc == 0)
 		rc = fetch_and_load(cfg, p, stats, out);
+	/* A redirect's destination may move under the same commit: never memoised. */
+	if (rc == 0 && memo && !strcmp(p->repo_id, repo_id)) {
+		kernels__memo_put(memo, repo_id, kernels_revision_commit(p->rev), *out);
+		if (strcmp(revision, kernels_revision_commit(p->rev)))
+			kernels__memo_name_put(memo, repo_id, revision, kernels_revision_commit(p->rev));
+	}
 	return rc;
 }
 
 static int get_with_config(const kernels__config *cfg, const char *repo_id, const char *revision,
-			   kernels_kernel **out, kernels_get_stats *stats)
+			   kernels_kernel **out, kernels_get_stats *stats, const char *memo)
 {
 	kernels__config offline, at;
 	char *local, reason[2048] = "", tried[2048] = "";
@@ -434,7 +497,7 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 	for (i = 0; i < cfg->n_endpoints; i++) {
 		kernels__config_at_endpoint(cfg, i, &at);
 		kernels__plan_free(&p);
-		rc = get_at(&at, repo_id, revision, &p, stats, out);
+		rc = get_at(&at, repo_id, revision, &p, stats, out, memo);
 		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
 			break;
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s failed (%s); trying %s", at.endpoint, kernels_error_last(),
@@ -461,7 +524,10 @@ int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revis
 {
 	kernels__config cfg;
 	kernels_get_stats scratch;
-	int rc;
+	kernels__buf memo = { 0 };
+	char commit[41];
+	double t0 = now_ms();
+	int rc, i, pinned = 0;
 
 	if (!out)
 		return kernels__error(KERNELS_EINVAL, "kernels_get: out is NULL; pass the address of a kernels_kernel *");
@@ -469,10 +535,30 @@ int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revis
 	if (!stats)
 		stats = &scratch;
 	memset(stats, 0, sizeof(*stats));
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
-		return rc;
-	rc = get_with_config(&cfg, repo_id, revision, out, stats);
-	kernels__config_free(&cfg);
+	/* A commit this process already loaded a variant of, under the same
+	 * settings: the same handle, before anything else is read (memo.h). A
+	 * name resolved less than revision_ttl_s ago counts as its commit. */
+	if (repo_id && revision && kernels__memo_settings(opts, &memo) == 0) {
+		if (kernels__is_full_commit(revision)) {
+			for (i = 0; i <= 40; i++)
+				commit[i] = (char)tolower((unsigned char)revision[i]);
+			pinned = 1;
+		} else if (opts && opts->revision_ttl_s > 0) {
+			pinned = kernels__memo_name(memo.ptr, repo_id, revision, opts->revision_ttl_s * 1000LL, commit);
+			if (pinned)
+				revision = commit; /* accepted as it was: no refs request */
+		}
+		if (pinned && kernels__memo_take(memo.ptr, repo_id, commit, out)) {
+			memo_hit_stats(stats, repo_id, commit, t0);
+			kernels__buf_free(&memo);
+			return 0;
+		}
+	}
+	if ((rc = kernels__config_load(&cfg, opts)) == 0) {
+		rc = get_with_config(&cfg, repo_id, revision, out, stats, memo.ptr);
+		kernels__config_free(&cfg);
+	}
+	kernels__buf_free(&memo);
 	return rc;
 }
 

@@ -121,6 +121,19 @@ typedef struct kernels_options {
 	 *  DEFAULT_POLICIES); borrowed, `signature_policy_count` of them. */
 	const struct kernels_signature_policy *signature_policies;
 	size_t signature_policy_count;
+
+	/**
+	 * Seconds a branch, tag, vN or version specifier that a kernels_get of
+	 * this process resolved stays resolved: within that time a kernels_get
+	 * of the same repo and revision, with the same settings, sends no
+	 * request at all (the refs listing included) and returns the handle it
+	 * returned before while that is not closed; a moved tag or branch is
+	 * then seen only after it. 0 (default): every kernels_get of a name
+	 * asks for the refs (one request; none more when the variant is already
+	 * cached or loaded), as huggingface_hub asks again once
+	 * HF_HUB_ETAG_TIMEOUT has passed. A full commit id never needs asking.
+	 */
+	long revision_ttl_s;
 } kernels_options;
 
 /**

@@ -80,6 +80,7 @@ class Options(ctypes.Structure):
         ("sigstore_trusted_root", _c_char_p),
         ("signature_policies", _c_void_p),
         ("signature_policy_count", _c_size_t),
+        ("revision_ttl_s", ctypes.c_long),
     ]
 
 
