@@ -14,6 +14,7 @@
 
 #include "cache.h"
 #include "config.h"
+#include "deps.h"
 #include "download.h"
 #include "error.h"
 #include "get.h"
@@ -50,25 +51,6 @@ static double now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* ---- local overrides ---------------------------------------------------- */
-
-/* $LOCAL_KERNELS is "org/a=/path/a:org/b=/path/b"; returns the path for
- * repo_id (malloc'ed) or NULL when the repo is not overridden. */
-static char *local_override(const kernels__config *cfg, const char *repo_id)
-{
-	const char *s = cfg->local_kernels;
-	size_t n = strlen(repo_id);
-
-	while (s && *s) {
-		const char *end = strchr(s, ':');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		if (len > n + 1 && !strncmp(s, repo_id, n) && s[n] == '=')
-			return strndup(s + n + 1, len - n - 1);
-		s = end ? end + 1 : NULL;
-	}
-	return NULL;
 }
 
 /* Detects the system once per call, and lets the Hub see what runs the
@@ -274,6 +256,8 @@ int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const 
 	return plan_remote_from(cfg, repo_id, revision, NULL, p, stats);
 }
 
+static int metadata_only(const char *folder);
+
 int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant, kernels_get_stats *stats,
 			char **folder)
 {
@@ -288,6 +272,15 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 	stats->from_cache = stats->download.blobs_downloaded == 0;
 	if (rc == 0 && !(*folder = kernels__sprintf("%s/build/%s", snapshot, variant)))
 		rc = KERNELS_ENOMEM;
+	/* offline, a variant of which a lock or the arch check cached only
+	 * metadata.json (as Python kernels' lock does) is not in the cache */
+	if (rc == 0 && cfg->offline && metadata_only(*folder)) {
+		rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s is not in the cache (only its "
+				    "metadata.json); download it while online (kernels download, or unset "
+				    "HF_HUB_OFFLINE)", variant, p->what);
+		free(*folder);
+		*folder = NULL;
+	}
 	free(snapshot);
 	return rc;
 }
@@ -367,6 +360,11 @@ static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats
 		rc = kernels__plan_load(cfg, p, folder, stats, out);
 	free(folder);
 	return rc;
+}
+
+int kernels__plan_fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats *stats, kernels_kernel **out)
+{
+	return fetch_and_load(cfg, p, stats, out);
 }
 
 /* What the cache lacks, said plainly: the Hub being down is the reason
@@ -476,12 +474,15 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 			   kernels_kernel **out, kernels_get_stats *stats, const char *memo)
 {
 	kernels__config offline, at;
-	char *local, reason[2048] = "", tried[2048] = "";
+	char *local = NULL, reason[2048] = "", tried[2048] = "";
 	plan p = { 0 };
 	size_t i;
-	int rc;
+	int rc = 0;
 
-	if (repo_id && (local = local_override(cfg, repo_id))) {
+	/* LOCAL_KERNELS (deps.c parses it; a malformed entry is an error) */
+	if (repo_id && (rc = kernels__local_kernels_lookup(cfg, repo_id, &local)) < 0)
+		return rc;
+	if (rc == 1) {
 		double t0 = now_ms();
 		stats->local = 1;
 		snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", repo_id);
@@ -573,6 +574,7 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	kernels__config cfg;
 	kernels_get_stats stats;
 	plan p = { 0 };
+	char *local = NULL;
 	size_t i;
 	int rc;
 
@@ -581,6 +583,14 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
+	/* LOCAL_KERNELS, as for kernels_get: the local tree's decisions */
+	if (repo_id && (rc = kernels__local_kernels_lookup(&cfg, repo_id, &local)) != 0) {
+		if (rc == 1 && (rc = kernels__local_trace(&cfg, local, NULL, out)) < 0)
+			kernels__error_prefix("%s from LOCAL_KERNELS path '%s'", repo_id, local);
+		free(local);
+		kernels__config_free(&cfg);
+		return rc;
+	}
 	rc = KERNELS_ERROR;
 	for (i = 0; i < cfg.n_endpoints; i++) {
 		kernels__config at;

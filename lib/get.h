@@ -30,6 +30,10 @@ int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const 
  * the variant's snapshot folder. */
 int kernels__plan_fetch(const kernels__config *cfg, kernels__plan *p, const char *variant,
 			kernels_get_stats *stats, char **folder);
+/* The variant the plan chose: from the cache when complete there, else
+ * fetched; then verified and loaded (kernels_get's last steps). */
+int kernels__plan_fetch_and_load(const kernels__config *cfg, kernels__plan *p, kernels_get_stats *stats,
+				 kernels_kernel **out);
 /* Verifies and loads a fetched variant folder. */
 int kernels__plan_load(const kernels__config *cfg, kernels__plan *p, const char *folder,
 		       kernels_get_stats *stats, kernels_kernel **out);

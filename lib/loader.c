@@ -11,6 +11,8 @@
  * by the module file's identity hands the mapped module back on a later
  * load, so its static registrations never run twice. */
 #include "loader.h"
+#include "deps.h"
+#include "metadata.h"
 #include "signature.h"
 #include "native.h"
 #include "error.h"
@@ -22,6 +24,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -40,6 +43,8 @@ struct kernels_kernel {
 	char *repo, *commit, *variant, *path, *library;
 	kernels_metadata *meta;
 	void *dl;                 /* NULL: noarch; owned by the module table */
+	struct kernels_kernel **deps; /* kernel-depends, loaded first (deps.c); a reference each */
+	size_t ndeps;
 };
 
 /* A mapped native module, for the life of the process. */
@@ -65,6 +70,7 @@ static void kernel_free(kernels_kernel *k)
 {
 	if (!k)
 		return;
+	kernels__deps_close(k->deps, k->ndeps);
 	kernels_metadata_free(k->meta);
 	free(k->repo);
 	free(k->commit);
@@ -440,6 +446,49 @@ static int load_failed(const char *what, const char *library, const char *mapped
 	return rc;
 }
 
+/* kernel-depends: a dependent whose module references symbols one of its
+ * dependencies defines, without naming it in DT_NEEDED (where its SONAME
+ * would find it mapped), needs that dependency in the global scope. Only
+ * such a dependency is promoted to RTLD_GLOBAL, so the symbols of the
+ * others stay local and cannot capture a later module's own names. */
+static int expose_dependencies(const kernels__config *cfg, const kernels_kernel *k, const kernels__elf *e,
+			       const char *what)
+{
+	size_t d, i;
+
+	for (d = 0; d < k->ndeps; d++) {
+		const kernels_kernel *dep = k->deps[d];
+		struct link_map *lm = NULL;
+		const char *sym = NULL;
+
+		for (i = 0; dep->dl && i < e->needed_count; i++) { /* linked by SONAME: in its own scope */
+			void *h = dlopen(e->needed[i], RTLD_LAZY | RTLD_NOLOAD);
+			if (h)
+				dlclose(h);
+			if (h == dep->dl)
+				break;
+		}
+		if (i < e->needed_count)
+			continue;
+		for (i = 0; dep->dl && !sym && i < e->undefined_count; i++)
+			if (!dlsym(RTLD_DEFAULT, e->undefined[i]) && dlsym(dep->dl, e->undefined[i]))
+				sym = e->undefined[i];
+		if (!sym)
+			continue;
+		dlerror();
+		if (dlinfo(dep->dl, RTLD_DI_LINKMAP, &lm) < 0 || !lm ||
+		    !dlopen(lm->l_name, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
+			const char *err = dlerror();
+			return kernels__error(KERNELS_ELOAD, "loading %s: its dependency %s defines '%s' it needs, but "
+					      "could not be made global: %s", what, dep->library, sym,
+					      err ? err : "dlopen failed");
+		}
+		kernels__log(cfg, KERNELS_LOG_INFO, "%s: dependency %s (%s) loaded RTLD_GLOBAL: the module needs "
+			     "its symbol '%s'", what, dep->repo ? dep->repo : dep->path, dep->variant, sym);
+	}
+	return 0;
+}
+
 /* Maps the module open on `fd` (verified) through that descriptor, or
  * through a Python-free copy of its bytes. *keep says the descriptor now
  * names the mapping and must stay open. */
@@ -458,6 +507,8 @@ static int map_module(const kernels__config *cfg, const kernels_kernel *k, int f
 	*torch = links_torch(&e);
 	if ((*torch && (rc = check_namespace(kernels_metadata_id(k->meta), what)) < 0) ||
 	    (rc = preload_needed(cfg, &e, k, what)) < 0)
+		goto done;
+	if (k->ndeps && (rc = expose_dependencies(cfg, k, &e, what)) < 0)
 		goto done;
 	if (unresolved_python(&e, &missing)) {
 		if ((rc = python_free_copy(fd, st, &e, what, &mfd)) < 0)
@@ -583,6 +634,10 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 	    (rc = kernels__verify_variant(cfg, real, root, what, &k->meta)) < 0 ||
 	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
+	/* kernels-minver, then the kernel-depends loaded before this module (deps.c) */
+	if ((rc = kernels__minver_check(k->meta, what)) < 0 ||
+	    (rc = kernels__deps_load(cfg, k->repo ? k->repo : real, k->commit, k->meta, what, &k->deps, &k->ndeps)) < 0)
+		goto fail;
 	if (module) {
 		if (!(k->library = kernels__sprintf("%s/%s", real, module))) {
 			rc = KERNELS_ENOMEM;
@@ -675,6 +730,46 @@ static int list_tree(const char *build, tree_list *t)
 		rc = kernels__error_oom();
 	if (rc < 0)
 		tree_free(t);
+	return rc;
+}
+
+/* LOCAL_KERNELS in kernels_get_variants / kernels_has_kernel (deps.h):
+ * the decisions for a local tree, as kernels__loader_open_local makes them. */
+int kernels__local_trace(const kernels__config *cfg, const char *path, const kernels_system *sys,
+			 kernels_variant_trace **trace)
+{
+	kernels_system *detected = NULL;
+	kernels_variant_candidate one = { 0 };
+	kernels_metadata *m = NULL;
+	char *build = NULL;
+	tree_list t = { 0 };
+	int rc = 0;
+
+	*trace = NULL;
+	if (has_metadata(path)) { /* one variant folder */
+		one.name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		if (kernels_metadata_read(&m, path) == 0)
+			one.archs = kernels_metadata_archs(m);
+		kernels_error_clear();
+	} else if (!(build = kernels__sprintf("%s/build", path))) {
+		return KERNELS_ENOMEM;
+	} else {
+		if (access(build, F_OK) != 0) {
+			free(build);
+			if (!(build = kernels__strdup(path)))
+				return KERNELS_ENOMEM;
+		}
+		rc = list_tree(build, &t);
+	}
+	if (rc == 0 && !sys && (rc = kernels__system_detect(cfg, &detected)) == 0)
+		sys = detected;
+	if (rc == 0)
+		rc = kernels__variant_resolve(cfg, path, one.name ? &one : t.c, one.name ? 1 : t.n, sys, trace);
+	kernels_system_free(detected);
+	kernels_metadata_free(m);
+	if (!one.name && build)
+		tree_free(&t);
+	free(build);
 	return rc;
 }
 
@@ -841,6 +936,16 @@ const char *kernels_kernel_library(const kernels_kernel *k)
 const kernels_metadata *kernels_kernel_metadata(const kernels_kernel *k)
 {
 	return k ? k->meta : NULL;
+}
+
+size_t kernels_kernel_dependencies_count(const kernels_kernel *k)
+{
+	return k ? k->ndeps : 0;
+}
+
+const kernels_kernel *kernels_kernel_dependency_at(const kernels_kernel *k, size_t i)
+{
+	return k && i < k->ndeps ? k->deps[i] : NULL;
 }
 
 int kernels_kernel_refcount(const kernels_kernel *k)

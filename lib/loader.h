@@ -5,6 +5,7 @@
 #include "kernels/kernel.h"
 #include "config.h"
 #include "kernels/system.h"
+#include "kernels/variant.h"
 
 /* Verifies `folder` (links must stay inside `root`, the repo cache folder
  * kernels--org--name; NULL: inside `folder`) and loads its native module,
@@ -19,5 +20,11 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
  * be NULL) is what kernels_kernel_repo() says, e.g. for LOCAL_KERNELS. */
 int kernels__loader_open_local(const kernels__config *cfg, const char *repo_id, const char *path,
 			       const kernels_system *sys, kernels_kernel **out);
+
+/* The decisions for the local tree at `path` (a variant folder, a build/
+ * folder or a checkout holding one), as kernels__loader_open_local would
+ * make them, for LOCAL_KERNELS in kernels_get_variants. */
+int kernels__local_trace(const kernels__config *cfg, const char *path, const kernels_system *sys,
+			 kernels_variant_trace **trace);
 
 #endif

@@ -76,16 +76,21 @@ int kernels__elf_is_python_symbol(const char *name)
 	return name[0] == 'P' && name[1] == 'y' && (name[2] == '_' || (name[2] >= 'A' && name[2] <= 'Z'));
 }
 
-static int add_needed(kernels__elf *e, const char *name)
+static int add_name(char ***list, size_t *count, const char *name)
 {
-	char **v = realloc(e->needed, (e->needed_count + 1) * sizeof(*v));
+	char **v = realloc(*list, (*count + 1) * sizeof(*v));
 	if (!v)
 		return kernels__error_oom();
-	e->needed = v;
-	if (!(v[e->needed_count] = kernels__strdup(name)))
+	*list = v;
+	if (!(v[*count] = kernels__strdup(name)))
 		return KERNELS_ENOMEM;
-	e->needed_count++;
+	(*count)++;
 	return 0;
+}
+
+static int add_needed(kernels__elf *e, const char *name)
+{
+	return add_name(&e->needed, &e->needed_count, name);
 }
 
 /* A table of `entsize` entries and the string table its names point into;
@@ -173,9 +178,12 @@ static int read_symbols(const source *s, const Elf64_Shdr *sh, const Elf64_Shdr 
 		goto done;
 	for (i = 1; i < n && rc == 0; i++) {
 		const char *name = str_at(str, strsh->sh_size, sym[i].st_name);
-		if (sym[i].st_shndx != SHN_UNDEF || ELF64_ST_BIND(sym[i].st_info) != STB_GLOBAL || !name ||
-		    !kernels__elf_is_python_symbol(name))
+		if (sym[i].st_shndx != SHN_UNDEF || ELF64_ST_BIND(sym[i].st_info) != STB_GLOBAL || !name || !*name)
 			continue;
+		if (!kernels__elf_is_python_symbol(name)) {
+			rc = add_name(&e->undefined, &e->undefined_count, name);
+			continue;
+		}
 		rc = add_python(e, name, sh->sh_offset + i * sizeof(Elf64_Sym) + offsetof(Elf64_Sym, st_info),
 				sym[i].st_info);
 	}
@@ -252,6 +260,9 @@ void kernels__elf_free(kernels__elf *e)
 		free(e->needed[i]);
 	for (i = 0; i < e->python_count; i++)
 		free(e->python[i].name);
+	for (i = 0; i < e->undefined_count; i++)
+		free(e->undefined[i]);
+	free(e->undefined);
 	free(e->needed);
 	free(e->python);
 	free(e->runpath);

@@ -20,6 +20,8 @@ typedef struct {
 	int bind_now;           /* DF_BIND_NOW / DF_1_NOW: lazy binding is off */
 	kernels__elf_symbol *python; /* undefined, non-weak Python C-API symbols */
 	size_t python_count;
+	char **undefined;       /* the other undefined, non-weak symbols (kernel dependencies may define them) */
+	size_t undefined_count;
 } kernels__elf;
 
 /* Reads the dynamic section and symbol table of the ELF file open on `fd`.

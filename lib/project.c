@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "config.h"
+#include "deps.h"
+#include "download.h"
 #include "error.h"
 #include "get.h"
 #include "hub.h"
@@ -55,19 +57,113 @@ static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, ker
 	return rc;
 }
 
+/* A lock pins one commit of the repo it names. A repo whose commit holds a
+ * kernel-status.toml redirect has no variants of its own, so locking it
+ * would pin nothing loadable (Python kernels 0.17 does not follow
+ * redirects, and fails only when loading): refuse, naming the destination. */
+static int refuse_redirect(const char *repo_id, const kernels__plan *p)
+{
+	if (!strcmp(repo_id, p->repo_id))
+		return 0;
+	return kernels__error(KERNELS_EINVAL, "%s redirects to %s (kernel-status.toml); a lock pins one commit of "
+			      "the repo it names, so lock the destination: depend on %s", repo_id, p->repo_id,
+			      p->repo_id);
+}
+
+/* The kernels one locked commit needs, transitively, as Python kernels 0.17
+ * locks them (locking.py): every variant's metadata.json is read, not only
+ * the one for this machine, so the lock serves every machine. `seen` is
+ * the chain being locked, for cycles. */
+typedef struct lock_chain {
+	const struct lock_chain *up;
+	const char *repo_id;
+} lock_chain;
+
+static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependency *d, kernels_lock *lock,
+		       const lock_chain *up);
+
+static int lock_variant_deps(const kernels__config *cfg, kernels__plan *p, const char *variant, kernels_lock *lock,
+			     const lock_chain *chain)
+{
+	char *path = kernels__sprintf("build/%s/metadata.json", variant), *local = NULL, *slash;
+	kernels_metadata *m = NULL;
+	size_t i;
+	int rc;
+
+	if (!path)
+		return KERNELS_ENOMEM;
+	rc = kernels__download_file(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), path, &local);
+	free(path);
+	if (rc == KERNELS_ENOTFOUND) { /* a folder without metadata.json is no variant */
+		kernels_error_clear();
+		return 0;
+	}
+	if (rc == 0 && (slash = strrchr(local, '/'))) {
+		*slash = '\0';
+		rc = kernels_metadata_read(&m, local);
+	}
+	for (i = 0; rc == 0 && i < kernels_metadata_kernel_depends_count(m); i++) {
+		kernels_kernel_dependency d;
+		if ((rc = kernels_metadata_kernel_depend(m, i, &d)) == 0)
+			rc = lock_kernel(cfg, &d, lock, chain);
+	}
+	kernels_metadata_free(m);
+	free(local);
+	return rc;
+}
+
+static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependency *d, kernels_lock *lock,
+		       const lock_chain *up)
+{
+	lock_chain here = { up, d->repo_id };
+	const lock_chain *c;
+	kernels__plan p = { 0 };
+	char major[32], **names = NULL;
+	size_t i, count = 0;
+	int rc;
+
+	if (kernels__deps_lock_find(lock, d)) /* locked already, with what it needs */
+		return 0;
+	for (c = up; c; c = c->up)
+		if (!strcmp(c->repo_id, d->repo_id))
+			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself "
+					      "(through %s)", d->repo_id, up->repo_id);
+	snprintf(major, sizeof(major), "%lld", d->version);
+	rc = kernels__plan_resolve(cfg, d->repo_id, d->revision ? d->revision : major, &p);
+	if (rc == 0)
+		rc = refuse_redirect(d->repo_id, &p);
+	if (rc == 0)
+		rc = kernels__variants_list(cfg, &p.type, p.repo_id, kernels_revision_commit(p.rev), &names, &count);
+	for (i = 0; rc == 0 && i < count; i++)
+		rc = lock_variant_deps(cfg, &p, names[i], lock, &here);
+	/* The dependency as written, at the commit it resolved to. */
+	if (rc == 0 && d->revision)
+		rc = kernels_lock_add_revision(lock, d->repo_id, d->revision, kernels_revision_commit(p.rev));
+	else if (rc == 0)
+		rc = kernels_lock_add_version(lock, d->repo_id, (unsigned long long)d->version,
+					      kernels_revision_commit(p.rev));
+	kernels_strings_free(names, count);
+	kernels__plan_free(&p);
+	if (rc < 0 && up)
+		kernels__error_prefix("dependency %s of %s", d->repo_id, up->repo_id);
+	return rc;
+}
+
 static int lock_dependency(const kernels__config *cfg, const kernels_dependency *dep, kernels_lock *lock)
 {
 	kernels__plan p = { 0 };
-	char major[32];
 	int rc;
 
-	snprintf(major, sizeof(major), "%llu", dep->version);
+	if (dep->kind == KERNELS_DEPENDENCY_VERSION) {
+		kernels_kernel_dependency d = { dep->repo_id, (long long)dep->version, NULL };
+		rc = lock_kernel(cfg, &d, lock, NULL);
+		return rc < 0 ? kernels__error_prefix("locking %s", dep->repo_id) : 0;
+	}
 	/* A lock pins the commit; which variant fits this machine does not matter. */
-	rc = kernels__plan_resolve(cfg, dep->repo_id, dep->kind == KERNELS_DEPENDENCY_VERSION ? major : dep->specifier,
-				   &p);
-	if (rc == 0 && dep->kind == KERNELS_DEPENDENCY_VERSION)
-		rc = kernels_lock_add_version(lock, dep->repo_id, dep->version, kernels_revision_commit(p.rev));
-	else if (rc == 0)
+	rc = kernels__plan_resolve(cfg, dep->repo_id, dep->specifier, &p);
+	if (rc == 0)
+		rc = refuse_redirect(dep->repo_id, &p);
+	if (rc == 0)
 		rc = lock_variant_hashes(cfg, &p, lock);
 	kernels__plan_free(&p);
 	return rc < 0 ? kernels__error_prefix("locking %s", dep->repo_id) : 0;
@@ -164,6 +260,11 @@ static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entr
 
 	memset(&stats, 0, sizeof(stats));
 	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
+	/* exactly the locked commit of the locked repo: never a redirect's destination */
+	if (rc == 0 && strcmp(p.repo_id, entry->repo_id))
+		rc = kernels__error(KERNELS_EINVAL, "%s@%.12s is locked, but that commit redirects to %s; a locked load "
+				    "loads exactly the locked commit of the locked repo: depend on %s and lock again",
+				    entry->repo_id, entry->commit, p.repo_id, p.repo_id);
 	if (rc == 0 && !(variant = kernels_variant_trace_chosen(p.trace)))
 		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
 	if (rc == 0)
@@ -183,6 +284,7 @@ static int locked(kernels_kernel **out, const char *repo_id, const char *lock_pa
 	kernels__config cfg;
 	kernels_lock *lock = NULL;
 	const kernels_lock_entry *entry = NULL;
+	kernels__deps_scope scope = { 0 };
 	int rc;
 
 	if (!out || !repo_id || !lock_path)
@@ -192,8 +294,11 @@ static int locked(kernels_kernel **out, const char *repo_id, const char *lock_pa
 		return rc;
 	cfg.offline |= offline;
 	rc = find_entry(lock_path, repo_id, &lock, &entry);
-	if (rc == 0)
+	/* the kernels it depends on are loaded at the commits the lock pins (deps.c) */
+	if (rc == 0 && (rc = kernels__deps_lock_begin(&scope, lock)) == 0) {
 		rc = get_pinned(&cfg, entry, out);
+		kernels__deps_lock_end(&scope);
+	}
 	if (rc == KERNELS_EOFFLINE && offline && entry)
 		kernels__error_prefix("%s@%.7s is locked but not in the cache; run 'kernels download <project "
 				      "folder of %s>' first", repo_id, entry->commit, lock_path);

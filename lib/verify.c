@@ -4,6 +4,7 @@
  * __pycache__/ folder and *.pyc file, as kernel-builder writes it and the
  * Python client checks it. */
 #include "verify.h"
+#include "metadata.h"
 #include "receipt.h"
 #include "error.h"
 #include "util.h"
@@ -39,6 +40,7 @@ struct kernels_metadata {
 	struct stat *walked_st; /* what each was verified as (device, inode, size, times) */
 	struct stat meta_st;    /* metadata.json as it was read */
 	size_t nwalked;
+	kernels__metafields *fields; /* metadata.c: name, *-depends, minver, upstream, source, provenance */
 };
 
 static const char *const backend_types[] = { "cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu" };
@@ -53,8 +55,14 @@ void kernels_metadata_free(kernels_metadata *m)
 	free(m->walked);
 	free(m->walked_st);
 	free(m->archs);
+	kernels__metafields_free(m->fields);
 	json_decref(m->json);
 	free(m);
+}
+
+const kernels__metafields *kernels__metadata_fields(const kernels_metadata *m)
+{
+	return m->fields;
 }
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -151,7 +159,8 @@ static void parse_provenance(kernels_metadata *m)
 		return;
 	kb = json_object_get(p, "kernel-builder");
 	kernel = git_dirty(json_object_get(p, "kernel"));
-	builder = json_is_object(kb) && git_dirty(json_object_get(kb, "git"));
+	/* kernels 0.17 writes kernel-builder's commit and dirty next to its version */
+	builder = git_dirty(kb);
 	m->dirty = kernel || builder;
 	snprintf(m->dirty_sources, sizeof(m->dirty_sources), "%s%s%s", kernel ? "kernel source" : "",
 		 kernel && builder ? ", " : "", builder ? "kernel-builder" : "");
@@ -231,7 +240,8 @@ int kernels__metadata_parse(const char *buf, size_t len, const char *path, kerne
 	}
 	m->version = (int)json_integer_value(version);
 	if ((rc = get_string(m->json, path, "license", "license", &m->license)) < 0 ||
-	    (rc = parse_backend(m, path)) < 0 || (rc = parse_digest(m, path)) < 0)
+	    (rc = parse_backend(m, path)) < 0 || (rc = parse_digest(m, path)) < 0 ||
+	    (rc = kernels__metafields_parse(m->json, path, &m->fields)) < 0)
 		goto fail;
 	parse_provenance(m);
 	*out = m;

@@ -101,7 +101,7 @@ static void test_links(void **state)
 	assert_true(asprintf(&dir, "%s/snapshots/c0ffee/build/torch-cpu", repo) > 0);
 	test_system("mkdir -p '%s/blobs' '%s' && printf 'blob' > '%s/blobs/e1' && ln -s ../../../../blobs/e1 '%s/f.py'",
 		    repo, dir, repo, dir);
-	assert_int_equal(fx_metadata(dir, "--name k"), 0);
+	assert_int_equal(fx_metadata(dir, "--name kk"), 0);
 	/* Inside the repo folder: fine, and the public call sees the cache
 	 * layout itself. Outside a cache layout, a link leaving the variant
 	 * folder is refused. */
@@ -112,7 +112,7 @@ static void test_links(void **state)
 		assert_true(asprintf(&plain, "%s/plain/build/torch-cpu", tmp) > 0);
 		test_system("mkdir -p '%s' && printf 'blob' > '%s/../../e1' && ln -s ../../e1 '%s/f.py'", plain, plain,
 			    plain);
-		assert_int_equal(fx_metadata(plain, "--name k"), 0);
+		assert_int_equal(fx_metadata(plain, "--name kk"), 0);
 		assert_int_equal(kernels_verify_variant(plain, NULL, NULL), KERNELS_EUNSAFE);
 		assert_non_null(strstr(kernels_error_last(), "outside"));
 		free(plain);
@@ -122,14 +122,14 @@ static void test_links(void **state)
 	assert_true(asprintf(&outside, "%s/secret", tmp) > 0);
 	test_write_file(outside, "s", 1);
 	test_system("ln -s '%s' '%s/g.py'", outside, dir);
-	assert_int_equal(fx_metadata(dir, "--name k"), 0);
+	assert_int_equal(fx_metadata(dir, "--name kk"), 0);
 	assert_int_equal(kernels__verify_variant(NULL, dir, repo, "org/k@c0ffee variant torch-cpu", NULL),
 			 KERNELS_EUNSAFE);
 	assert_non_null(strstr(kernels_error_last(), "g.py"));
 
 	/* A link inside the variant folder itself is fine. */
 	test_system("rm '%s/g.py' && printf 'x' > '%s/h.py' && ln -s h.py '%s/i.py'", dir, dir, dir);
-	assert_int_equal(fx_metadata(dir, "--name k"), 0);
+	assert_int_equal(fx_metadata(dir, "--name kk"), 0);
 	assert_int_equal(kernels__verify_variant(NULL, dir, repo, NULL, NULL), 0);
 
 	/* A dangling link is an integrity failure, not a crash. */

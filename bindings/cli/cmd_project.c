@@ -86,11 +86,38 @@ static char *snapshot_dir(const cli_ctx *ctx, const char *repo_id, const char *c
 	return dir;
 }
 
-/* The variant folders under {snapshot}/build/. */
+/* 1 when `dir` holds nothing but metadata.json: what a lock (reading every
+ * variant's kernel-depends, as Python kernels does) or the arch check
+ * leaves of a variant it did not download. */
+static int metadata_only(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int others = 0;
+
+	while (d && !others && (e = readdir(d)))
+		others = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "metadata.json");
+	if (d)
+		closedir(d);
+	return !others;
+}
+
+/* The variant folders under {snapshot}/build/ that were downloaded. */
 static char **cached_variants(const char *snap, size_t *n)
 {
 	char *build = cli_sprintf("%s/build", snap);
 	char **v = cli_list_dir(build, 1, n);
+	size_t i, kept = 0;
+
+	for (i = 0; v && i < *n; i++) {
+		char *vdir = cli_sprintf("%s/%s", build, v[i]);
+		if (metadata_only(vdir))
+			free(v[i]);
+		else
+			v[kept++] = v[i];
+		free(vdir);
+	}
+	*n = kept;
 	free(build);
 	return v;
 }

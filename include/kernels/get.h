@@ -40,7 +40,26 @@ typedef struct kernels_get_stats {
  * downloaded into the cache shared with Python's huggingface_hub (once;
  * later calls make no download), its metadata.json digest is verified, and
  * only then its native module is dlopen'ed. A repo named in $LOCAL_KERNELS
- * is loaded from that local tree instead, with no network.
+ * is loaded from that local tree instead, with no network ($LOCAL_KERNELS
+ * is "org/a=/path/a:org/b=/path/b"; an entry without '=' is KERNELS_EINVAL,
+ * as in Python kernels 0.17; it applies to dependencies,
+ * kernels_get_variants() and kernels_has_kernel() too).
+ *
+ * Kernel dependencies: the kernels a variant's metadata.json lists under
+ * `kernel-depends` (repo id and major version N, the branch vN, or a
+ * revision) are loaded first, as Python kernels 0.17 loads them: each
+ * resolved for this system by the same rules (LOCAL_KERNELS, then the Hub,
+ * or the cache offline), fetched, verified and loaded with its own
+ * dependencies before it (kernels_kernel_dependency_at()). A dependency
+ * is loaded once and shared (a diamond loads its base once). Stricter
+ * than 0.17: one repo is loaded at one commit per process, so two kernels
+ * needing different commits of one repo fail with KERNELS_ENOMATCH naming
+ * both (their modules would define the same symbols and torch ops); a
+ * cycle is KERNELS_EINVAL. A dependent whose native module uses symbols of
+ * a dependency without linking it (DT_NEEDED by its SONAME) gets that
+ * dependency promoted to RTLD_GLOBAL before it is mapped; any other stays
+ * RTLD_LOCAL. A locked load (kernels/project.h) takes each dependency's
+ * commit from the lock.
  *
  * `*out` is owned by the caller: kernels_kernel_close(). Loading the same
  * variant twice returns the same handle with one more reference.

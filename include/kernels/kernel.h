@@ -24,8 +24,9 @@ typedef struct kernels_metadata kernels_metadata;
 
 /**
  * Parses `{variant_dir}/metadata.json` without checking the files.
- * Required keys: id, name, version (integer), license, backend {type,
- * archs (optional list)}, digest {algorithm, files}. `*out` is owned by the
+ * Required keys: id, name, version (integer), license, python-depends,
+ * backend {type, archs (optional list)}; optional: digest {algorithm,
+ * files} and the keys described below the accessors. `*out` is owned by the
  * caller (kernels_metadata_free). Returns 0, KERNELS_ENOTFOUND (no
  * metadata.json), KERNELS_EPARSE (malformed JSON, a key missing or of the
  * wrong type: the message names the key), KERNELS_EIO or KERNELS_ENOMEM.
@@ -66,6 +67,63 @@ KERNELS_EXTERN(const char *) kernels_metadata_arch(const kernels_metadata *m, si
 KERNELS_EXTERN(const char *const *) kernels_metadata_archs(const kernels_metadata *m);
 /** 1 when provenance says the kernel or kernel-builder tree was dirty. */
 KERNELS_EXTERN(int) kernels_metadata_dirty(const kernels_metadata *m);
+
+/*
+ * What metadata.json says about the kernel itself, read with the rules of
+ * Python kernels 0.17.2's parser (a variant it refuses, libkernels refuses
+ * with KERNELS_EPARSE naming the key): `name` matches
+ * ^[a-z][-a-z0-9]*[a-z0-9]$; `python-depends` is required (a list of
+ * strings); `kernel-depends` is optional; `kernels-minver` is "X.Y.Z";
+ * `upstream` and `source` are git URLs (https, http, git, ssh, git+ssh,
+ * git+https, git+http, or user@host:path); `provenance` needs
+ * `kernel-builder.version`, and a commit (40 or 64 hex; "sha" is its old
+ * name) only together with `dirty`. Unknown keys are ignored. Unlike 0.17,
+ * an empty `id` or `license` is refused (the loader names modules by id).
+ */
+
+/** The Python kernels version libkernels implements the rules of; a variant
+ *  whose kernels-minver is newer is refused (KERNELS_ELOAD, naming both). */
+#define KERNELS_COMPAT_KERNELS_VERSION "0.17.2"
+
+/** `upstream`, the repository the kernel was ported from, as written; NULL when absent. */
+KERNELS_EXTERN(const char *) kernels_metadata_upstream(const kernels_metadata *m);
+/** `source`, kernel-builder's source repository of the kernel, as written; NULL when absent. */
+KERNELS_EXTERN(const char *) kernels_metadata_source(const kernels_metadata *m);
+/** `kernels-minver` normalised ("0.17.0"): the oldest Python kernels (and so
+ *  the KERNELS_COMPAT_KERNELS_VERSION) that may load the variant; NULL when absent. */
+KERNELS_EXTERN(const char *) kernels_metadata_kernels_minver(const kernels_metadata *m);
+/** Number of `python-depends` entries ("einops", "tvm-ffi", ...). */
+KERNELS_EXTERN(size_t) kernels_metadata_python_depends_count(const kernels_metadata *m);
+/** `python-depends`[i]; NULL when out of range. */
+KERNELS_EXTERN(const char *) kernels_metadata_python_depend(const kernels_metadata *m, size_t i);
+
+/** One `kernel-depends` entry: another Hub kernel this one needs loaded
+ *  first. Strings belong to the metadata. */
+typedef struct kernels_kernel_dependency {
+	const char *repo_id;   /**< "org/name" as written */
+	long long version;     /**< "version": N (the branch vN); -1 when given by revision */
+	const char *revision;  /**< "revision": branch, tag or commit; NULL when given by version */
+} kernels_kernel_dependency;
+
+/** Number of `kernel-depends` entries (0 when the key is absent). */
+KERNELS_EXTERN(size_t) kernels_metadata_kernel_depends_count(const kernels_metadata *m);
+/** Fills `out` with entry `i`. Returns 0, or KERNELS_EINVAL when out of range. */
+KERNELS_EXTERN(int) kernels_metadata_kernel_depend(const kernels_metadata *m, size_t i,
+						   kernels_kernel_dependency *out);
+
+/** `provenance`: the git state the variant was built from. */
+typedef struct kernels_metadata_provenance {
+	const char *builder_version;  /**< kernel-builder's version */
+	const char *builder_commit;   /**< kernel-builder's commit (lower-case hex); NULL when unknown */
+	int builder_dirty;            /**< 1 uncommitted changes, 0 clean, -1 unknown */
+	const char *kernel_commit;    /**< the kernel source's commit; NULL when not built from git */
+	int kernel_dirty;             /**< 1, 0, or -1 unknown */
+} kernels_metadata_provenance;
+
+/** Fills `out` (strings owned by the metadata). Returns 1 when the metadata
+ *  has a provenance, 0 when not (`out` then has NULLs and -1s), or
+ *  KERNELS_EINVAL for a NULL `out`. */
+KERNELS_EXTERN(int) kernels_metadata_provenance_get(const kernels_metadata *m, kernels_metadata_provenance *out);
 
 /* ---- loaded kernels ------------------------------------------------------ */
 
@@ -112,6 +170,14 @@ KERNELS_EXTERN(const char *) kernels_kernel_variant(const kernels_kernel *k); /*
 KERNELS_EXTERN(const char *) kernels_kernel_path(const kernels_kernel *k);    /**< real path of the variant folder */
 KERNELS_EXTERN(const char *) kernels_kernel_library(const kernels_kernel *k); /**< the .so loaded; NULL for noarch */
 KERNELS_EXTERN(const kernels_metadata *) kernels_kernel_metadata(const kernels_kernel *k);
+/**
+ * The kernels this one's `kernel-depends` named, loaded before it, in the
+ * metadata's order (each with their own dependencies loaded first). The
+ * kernel holds a reference on each until its last close. NULL when out of
+ * range. See kernels/get.h for how dependencies are resolved.
+ */
+KERNELS_EXTERN(size_t) kernels_kernel_dependencies_count(const kernels_kernel *k);
+KERNELS_EXTERN(const kernels_kernel *) kernels_kernel_dependency_at(const kernels_kernel *k, size_t i);
 /** Current number of references (for diagnostics). */
 KERNELS_EXTERN(int) kernels_kernel_refcount(const kernels_kernel *k);
 

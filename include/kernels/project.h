@@ -18,7 +18,13 @@ extern "C" {
 /**
  * Resolves every dependency of `project_dir`/pyproject.toml on the Hub and
  * writes `project_dir`/kernels.lock (atomically), byte-identical to what
- * the Python `kernels lock` writes for the same manifest and Hub state.
+ * the Python `kernels lock` writes for the same manifest and Hub state:
+ * with the kernels they depend on, transitively (every variant's
+ * metadata.json `kernel-depends`, each entry keyed by the dependency as
+ * written). A repo whose locked commit is a kernel-status.toml redirect is
+ * refused (KERNELS_EINVAL naming the destination to depend on instead): a
+ * lock pins one commit of the repo it names, and a locked load loads
+ * exactly that commit of that repo, never a redirect's destination.
  * Returns 0 or the errors of kernels_manifest_load(), revision resolution
  * and the Hub client; on error the old kernels.lock is left as it was.
  */
@@ -36,7 +42,8 @@ KERNELS_EXTERN(int) kernels_project_download(const char *project_dir, int all_va
 /**
  * Loads `repo_id` at the commit `lock_path` (a kernels.lock file) pins,
  * downloading it if needed, after checking the variant's files against
- * the lock hash. `*out` as kernels_get(). Errors: those of kernels_get(),
+ * the lock hash. Its kernel dependencies are loaded at the commits the
+ * lock pins for them (KERNELS_ENOTFOUND when one is missing: lock again). `*out` as kernels_get(). Errors: those of kernels_get(),
  * KERNELS_ENOTFOUND (the repo is not in the lock file), KERNELS_EPARSE (a
  * malformed lock file), KERNELS_EINTEGRITY (files differ from the lock:
  * the message names the variant and both hashes).

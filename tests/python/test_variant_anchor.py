@@ -95,7 +95,7 @@ def test_libkernels_verifies_kernels_digest(tmp_path):
 
     d = _variant_folder(tmp_path)
     files = dict(Digest.hash_variant(DigestAlgorithm.SHA256, str(d)).files)
-    meta = {"id": "_k_cpu_1", "name": "k", "version": 1, "license": "MIT",
+    meta = {"id": "_k_cpu_1", "name": "kk", "version": 1, "license": "MIT", "python-depends": [],
             "backend": {"type": "cpu"}, "digest": {"algorithm": "sha256", "files": files}}
     (d / "metadata.json").write_text(json.dumps(meta))
     rc, message = _verify_with_libkernels(d)

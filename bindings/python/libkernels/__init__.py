@@ -15,6 +15,7 @@ from ._api import (
     NoPythonModuleError,
     get,
     get_kernel,
+    get_kernel_dep,
     get_kernel_variants,
     get_local,
     get_local_kernel,
@@ -29,7 +30,7 @@ from ._api import (
     system,
     variants,
 )
-from ._kernel import Kernel, Metadata, Variant, VariantAccepted, VariantRejected
+from ._kernel import Kernel, KernelDependency, Metadata, Variant, VariantAccepted, VariantRejected
 from .errors import (
     AmbiguousRevisionError,
     AuthError,
@@ -61,10 +62,10 @@ def library_version():
 
 __all__ = [
     "AmbiguousRevisionError", "AuthError", "HTTPError", "IntegrityError", "InvalidArgumentError", "Kernel",
-    "KernelsError", "KernelsIOError", "KernelsMemoryError", "LoadError", "Metadata", "NetworkError",
+    "KernelDependency", "KernelsError", "KernelsIOError", "KernelsMemoryError", "LoadError", "Metadata", "NetworkError",
     "NoMatchError", "NoPythonModuleError", "NotFoundError", "OfflineError", "ParseError", "SignatureError",
     "UnsafePathError", "UntrustedError", "Variant", "VariantAccepted", "VariantRejected", "error_class", "get",
-    "get_kernel",
+    "get_kernel", "get_kernel_dep",
     "get_kernel_variants", "get_local", "get_local_kernel", "get_locked", "get_locked_kernel", "has_kernel",
     "import_kernel", "library", "lock_project", "download_project", "library_version", "load_kernel",
     "loaded_kernels", "set_library", "system",

@@ -6,6 +6,8 @@ dlopens its native module; this module then imports the variant's Python
 package under its metadata id, so that its torch ops register under
 torch.ops.<id>, exactly as the `kernels` package names them.
 """
+import contextlib
+import contextvars
 import ctypes
 import importlib.util
 import logging
@@ -256,22 +258,82 @@ def variants(repo_id, revision, *, backend=None, library_path=None, **options):
 _import_lock = threading.RLock()
 _loaded = {}  # variant folder -> module (the `kernels` package keeps the same registry)
 
+# The imported modules of the kernel-depends of the kernel being imported;
+# None outside an import (Python kernels 0.17's deps.py has the same).
+_KERNEL_DEPS = contextvars.ContextVar("_LIBKERNELS_KERNEL_DEPS", default=None)
+
 
 class NoPythonModuleError(ImportError):
     """The variant has no Python package (a plain C kernel): use libkernels.get()."""
+
+
+def get_kernel_dep(repo_id):
+    """A dependency of the kernel being imported (one of its metadata's
+    kernel-depends), as a module; for a kernel's own __init__.py, as Python
+    kernels 0.17's get_kernel_dep. `kernels.get_kernel_dep` works too when
+    the `kernels` package is installed."""
+    deps = _KERNEL_DEPS.get()
+    if deps is None:
+        raise RuntimeError("`get_kernel_dep` only works during kernel loading.")
+    module = deps.get(repo_id)
+    if module is None:
+        raise RuntimeError(
+            f"Dependency '{repo_id}' not found in kernel dependencies. Ensure the dependency is added to "
+            "`kernel-deps` in build.toml.")
+    return module
+
+
+@contextlib.contextmanager
+def _kernel_deps(deps):
+    token = _KERNEL_DEPS.set(deps)
+    try:
+        # Kernels written for Python kernels call kernels.get_kernel_dep.
+        try:
+            from kernels.deps import use_kernel_deps
+        except Exception:
+            use_kernel_deps = None
+        with (use_kernel_deps(deps) if use_kernel_deps else contextlib.nullcontext()):
+            yield
+    finally:
+        _KERNEL_DEPS.reset(token)
+
+
+def _check_python_depends(kernel):
+    from . import _python_deps
+
+    meta = kernel.metadata
+    if meta.python_depends:
+        backend = system(library_path=kernel._lib.path)["backend"] or "cpu"
+        _python_deps.validate(meta.python_name, meta.python_depends, backend)
 
 
 def import_kernel(kernel):
     """Imports the Python package of a loaded variant under its metadata id
     (sys.modules[id]), so its torch ops register under torch.ops.<id>.
     Takes ownership of `kernel` (kept open for the module's lifetime). The
-    same variant folder is imported once; later calls return that module."""
+    same variant folder is imported once; later calls return that module.
+    Its kernel-depends (loaded first by libkernels) are imported first, and
+    reach it through get_kernel_dep while it imports. Its python-depends are
+    checked first with Python kernels 0.17's rules (ValueError, ImportError)."""
     path = Path(kernel.path)
     with _import_lock:
         module = _loaded.get(path)
         if module is not None:
             kernel.close()  # the module already holds a reference
             return module
+        deps = {}
+        try:
+            _check_python_depends(kernel)
+            for dep in kernel.dependencies:
+                # its own reference (the same handle), for its module's lifetime
+                own = get_local(dep.path, library_path=kernel._lib.path)
+                try:
+                    deps[dep.repo_id or dep.path] = import_kernel(own)
+                except NoPythonModuleError:  # a plain native kernel: its handle stands for it
+                    deps[dep.repo_id or dep.path] = get_local(dep.path, library_path=kernel._lib.path)
+        except BaseException:
+            kernel.close()
+            raise
         meta = kernel.metadata
         init = path / "__init__.py"
         if not init.exists():
@@ -289,7 +351,8 @@ def import_kernel(kernel):
         module = importlib.util.module_from_spec(spec)
         sys.modules[meta.id] = module
         try:
-            spec.loader.exec_module(module)
+            with _kernel_deps(deps):
+                spec.loader.exec_module(module)
         except Exception as e:
             sys.modules.pop(meta.id, None)  # a retry imports from scratch
             kernel.close()

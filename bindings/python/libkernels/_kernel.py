@@ -10,8 +10,18 @@ def _s(b):
 
 
 @dataclass(frozen=True)
+class KernelDependency:
+    """One `kernel-depends` entry: `version` (the branch v{N}) or `revision`."""
+
+    repo_id: str
+    version: "int | None" = None
+    revision: "str | None" = None
+
+
+@dataclass(frozen=True)
 class Metadata:
-    """A variant's metadata.json, as libkernels parsed and verified it."""
+    """A variant's metadata.json, as libkernels parsed and verified it (the
+    fields of Python kernels 0.17's Metadata)."""
 
     id: str
     name: str
@@ -20,6 +30,12 @@ class Metadata:
     backend: str
     archs: tuple = ()
     dirty: bool = False
+    upstream: "str | None" = None
+    source: "str | None" = None
+    kernels_minver: "str | None" = None
+    python_depends: tuple = ()
+    kernel_depends: tuple = ()
+    provenance: "dict | None" = None
 
     @property
     def python_name(self):
@@ -28,10 +44,29 @@ class Metadata:
 
     @classmethod
     def _from_handle(cls, lib, m):
+        from . import _lib
+
         archs = tuple(_s(lib.metadata_arch(m, i)) for i in range(lib.metadata_archs_count(m)))
+        deps = []
+        for i in range(lib.metadata_kernel_depends_count(m)):
+            d = _lib.KernelDependency()
+            lib.metadata_kernel_depend(m, i, ctypes.byref(d))
+            deps.append(KernelDependency(_s(d.repo_id), d.version if d.version >= 0 else None, _s(d.revision)))
+        p = _lib.Provenance()
+        provenance = None
+        if lib.metadata_provenance_get(m, ctypes.byref(p)) == 1:
+            tri = {1: True, 0: False}
+            provenance = {"kernel_builder_version": _s(p.builder_version),
+                          "kernel_builder_commit": _s(p.builder_commit),
+                          "kernel_builder_dirty": tri.get(p.builder_dirty), "kernel_commit": _s(p.kernel_commit),
+                          "kernel_dirty": tri.get(p.kernel_dirty)}
         return cls(id=_s(lib.metadata_id(m)), name=_s(lib.metadata_name(m)), version=lib.metadata_version(m),
                    license=_s(lib.metadata_license(m)), backend=_s(lib.metadata_backend(m)), archs=archs,
-                   dirty=bool(lib.metadata_dirty(m)))
+                   dirty=bool(lib.metadata_dirty(m)), upstream=_s(lib.metadata_upstream(m)),
+                   source=_s(lib.metadata_source(m)), kernels_minver=_s(lib.metadata_kernels_minver(m)),
+                   python_depends=tuple(_s(lib.metadata_python_depend(m, i))
+                                        for i in range(lib.metadata_python_depends_count(m))),
+                   kernel_depends=tuple(deps), provenance=provenance)
 
 
 class Kernel:
@@ -43,9 +78,11 @@ class Kernel:
     metadata (Metadata).
     """
 
-    def __init__(self, lib, handle):
+    def __init__(self, lib, handle, owner=None):
         self._lib = lib
         self._handle = handle
+        # A dependency's Kernel borrows the reference its dependent holds.
+        self._owner = owner
         self._lock = threading.Lock()
         self.repo_id = _s(lib.kernel_repo(handle))
         self.commit = _s(lib.kernel_commit(handle))
@@ -53,6 +90,14 @@ class Kernel:
         self.path = _s(lib.kernel_path(handle))
         self.library = _s(lib.kernel_library(handle))
         self.metadata = Metadata._from_handle(lib, lib.kernel_metadata(handle))
+
+    @property
+    def dependencies(self):
+        """The kernels its kernel-depends named, loaded before it (Kernel
+        objects that live as long as this one)."""
+        self._check_open()
+        return [Kernel(self._lib, self._lib.kernel_dependency_at(self._handle, i), owner=self)
+                for i in range(self._lib.kernel_dependencies_count(self._handle))]
 
     @property
     def closed(self):
@@ -85,7 +130,7 @@ class Kernel:
     def close(self):
         with self._lock:
             handle, self._handle = self._handle, None
-        if handle is not None:
+        if handle is not None and self._owner is None:
             self._lib.kernel_close(handle)
 
     def _check_open(self):

@@ -115,6 +115,28 @@ class GetStats(ctypes.Structure):
     ]
 
 
+class KernelDependency(ctypes.Structure):
+    """struct kernels_kernel_dependency (include/kernels/kernel.h)."""
+
+    _fields_ = [
+        ("repo_id", _c_char_p),
+        ("version", ctypes.c_longlong),
+        ("revision", _c_char_p),
+    ]
+
+
+class Provenance(ctypes.Structure):
+    """struct kernels_metadata_provenance (include/kernels/kernel.h)."""
+
+    _fields_ = [
+        ("builder_version", _c_char_p),
+        ("builder_commit", _c_char_p),
+        ("builder_dirty", _c_int),
+        ("kernel_commit", _c_char_p),
+        ("kernel_dirty", _c_int),
+    ]
+
+
 # Opaque handles: typed pointers so that one kind cannot be passed for another.
 class _Kernel(ctypes.Structure):
     pass
@@ -176,6 +198,18 @@ _PROTOTYPES = {
     "kernels_metadata_archs_count": (_c_size_t, [MetadataP]),
     "kernels_metadata_arch": (_c_char_p, [MetadataP, _c_size_t]),
     "kernels_metadata_dirty": (_c_int, [MetadataP]),
+    "kernels_metadata_read": (_INT_STATUS, [ctypes.POINTER(MetadataP), _c_char_p]),
+    "kernels_metadata_free": (None, [MetadataP]),
+    "kernels_metadata_upstream": (_c_char_p, [MetadataP]),
+    "kernels_metadata_source": (_c_char_p, [MetadataP]),
+    "kernels_metadata_kernels_minver": (_c_char_p, [MetadataP]),
+    "kernels_metadata_python_depends_count": (_c_size_t, [MetadataP]),
+    "kernels_metadata_python_depend": (_c_char_p, [MetadataP, _c_size_t]),
+    "kernels_metadata_kernel_depends_count": (_c_size_t, [MetadataP]),
+    "kernels_metadata_kernel_depend": (_INT_STATUS, [MetadataP, _c_size_t, ctypes.POINTER(KernelDependency)]),
+    "kernels_metadata_provenance_get": (_INT_STATUS, [MetadataP, ctypes.POINTER(Provenance)]),
+    "kernels_kernel_dependencies_count": (_c_size_t, [KernelP]),
+    "kernels_kernel_dependency_at": (KernelP, [KernelP, _c_size_t]),
     "kernels_variant_trace_count": (_c_size_t, [TraceP]),
     "kernels_variant_trace_name": (_c_char_p, [TraceP, _c_size_t]),
     "kernels_variant_trace_accepted": (_c_int, [TraceP, _c_size_t]),

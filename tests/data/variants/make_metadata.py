@@ -55,7 +55,7 @@ def main(argv):
         "python-depends": [],
     }
     if a.dirty:
-        meta["provenance"] = {"kernel-builder": {"version": "0.12.0", "git": {"commit": "a" * 40, "dirty": True}},
+        meta["provenance"] = {"kernel-builder": {"version": "0.12.0", "commit": "a" * 40, "dirty": True},
                               "kernel": {"commit": "b" * 40, "dirty": False}}
     for kv in a.set:
         key, value = kv.split("=", 1)

@@ -1,0 +1,47 @@
+/* Internal: kernel-to-kernel dependencies (metadata.json `kernel-depends`),
+ * resolved and loaded before the kernel that needs them (lib/deps.c). */
+#ifndef KERNELS_LIB_DEPS_H
+#define KERNELS_LIB_DEPS_H
+
+#include "kernels/kernel.h"
+#include "kernels/lock.h"
+#include "config.h"
+
+/* Loads the kernel-depends of `meta`, the metadata of variant `what` of
+ * `self` (a repo id, or the real path of a local tree) at `commit` (NULL
+ * for local trees): each is resolved (LOCAL_KERNELS, else the Hub or the
+ * cache; a locked scope's lock when one is open), fetched and loaded with
+ * its own dependencies first. *deps receives a reference on each (a
+ * malloc'ed array of *n); with no dependencies nothing happens and *deps
+ * is NULL. Errors: a cycle (KERNELS_EINVAL), two commits of one repo in
+ * the process (KERNELS_ENOMATCH, naming who needs which), a dependency
+ * missing from the lock (KERNELS_ENOTFOUND), and every error of kernels_get
+ * for the dependency, prefixed with the chain that needed it. */
+int kernels__deps_load(const kernels__config *cfg, const char *self, const char *commit,
+		       const kernels_metadata *meta, const char *what, struct kernels_kernel ***deps, size_t *n);
+
+/* Drops the references of kernels__deps_load and frees the array. */
+void kernels__deps_close(struct kernels_kernel **deps, size_t n);
+
+/* A locked load (project.c): while the scope is open in this thread, every
+ * dependency is loaded at the commit `lock` pins for it (the entry of the
+ * same repo id and version or revision), never resolved again, never
+ * redirected; LOCAL_KERNELS does not apply. */
+typedef struct kernels__deps_scope {
+	void *saved;
+	void *ctx;
+} kernels__deps_scope;
+int kernels__deps_lock_begin(kernels__deps_scope *scope, const kernels_lock *lock);
+void kernels__deps_lock_end(kernels__deps_scope *scope);
+
+/* The entry of `lock` for a dependency (repo id + version N or revision),
+ * as Python kernels keys its locks; for a VARIANTS-format lock the repo's
+ * entry. NULL when not locked. */
+const kernels_lock_entry *kernels__deps_lock_find(const kernels_lock *lock, const kernels_kernel_dependency *d);
+
+/* $LOCAL_KERNELS ("org/a=/path/a:org/b=/path/b", as Python kernels 0.17
+ * parses it): 1 and the path (malloc'ed) when `repo_id` is listed, 0 when
+ * not, KERNELS_EINVAL naming the entry when an entry has no '='. */
+int kernels__local_kernels_lookup(const kernels__config *cfg, const char *repo_id, char **path);
+
+#endif

@@ -1,0 +1,30 @@
+/* Internal: the metadata.json keys Python kernels 0.17 defines beyond what
+ * verification needs (lib/metadata.c), parsed once with the metadata. */
+#ifndef KERNELS_LIB_METADATA_H
+#define KERNELS_LIB_METADATA_H
+
+#include "kernels/kernel.h"
+
+struct json_t;
+typedef struct kernels__metafields kernels__metafields;
+
+/* Checks and reads name, python-depends, kernel-depends, kernels-minver,
+ * upstream, source and provenance of the parsed document `root` (strings
+ * stay borrowed from it). `path` names the file in messages. Errors:
+ * KERNELS_EPARSE (what 0.17's parser refuses), KERNELS_ENOMEM. */
+int kernels__metafields_parse(struct json_t *root, const char *path, kernels__metafields **out);
+void kernels__metafields_free(kernels__metafields *f);
+
+/* verify.c: the fields of a parsed metadata. */
+const kernels__metafields *kernels__metadata_fields(const kernels_metadata *m);
+
+/* 1 when `name` matches ^[a-z][-a-z0-9]*[a-z0-9]$ (kernels-data's KernelName). */
+int kernels__kernel_name_valid(const char *name);
+/* "X.Y.Z" as kernels-minver takes it, normalised into out; -1 when not one. */
+int kernels__minver_parse(const char *s, char *out, size_t size);
+
+/* KERNELS_ELOAD naming both versions when the variant's kernels-minver is
+ * newer than KERNELS_COMPAT_KERNELS_VERSION; `what` names the variant. */
+int kernels__minver_check(const kernels_metadata *m, const char *what);
+
+#endif
