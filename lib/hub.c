@@ -540,19 +540,21 @@ size_t kernels__hub_header_cb(char *data, size_t size, size_t nitems, void *user
 	size_t n = size * nitems, k;
 	char line[8192], *colon, *v, *e;
 
-	if (n >= 5 && !strncmp(data, "HTTP/", 5)) {
-		/* A new answer starts (after a 100-continue): forget the last. */
-		kernels__hub_headers_clear(h);
-		h->status = strtol(data + strcspn(data, " "), NULL, 10);
-		return n;
-	}
-	if (n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
-		h->complete = 1;
-		return n;
-	}
+	/* libcurl's header data is not NUL-terminated: read it only through
+	 * a terminated copy. */
 	k = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
 	memcpy(line, data, k);
 	line[k] = '\0';
+	if (k >= 5 && !strncmp(line, "HTTP/", 5)) {
+		/* A new answer starts (after a 100-continue): forget the last. */
+		kernels__hub_headers_clear(h);
+		h->status = strtol(line + strcspn(line, " "), NULL, 10);
+		return n;
+	}
+	if (n == 0 || (n <= 2 && (line[0] == '\r' || line[0] == '\n'))) {
+		h->complete = n > 0;
+		return n;
+	}
 	if (!(colon = strchr(line, ':')))
 		return n;
 	*colon = '\0';
@@ -963,6 +965,9 @@ int kernels__repo_path_check(const char *path)
 				      n, PATH_MAX_BYTES);
 	if (path[0] == '/')
 		return kernels__error(KERNELS_EUNSAFE, "the Hub listed the absolute path '%.300s'; refusing it", path);
+	if (kernels__utf8_valid_prefix(path, n) != n)
+		return kernels__error(KERNELS_EUNSAFE, "the Hub listed a path that is not valid UTF-8 (byte %zu); "
+				      "refusing it", kernels__utf8_valid_prefix(path, n));
 	for (p = path; *p; p++) {
 		unsigned char c = (unsigned char)*p;
 		if (c == '\\' || c < 0x20 || c == 0x7f)

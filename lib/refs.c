@@ -170,7 +170,8 @@ static int parse_commit(const char *text, char commit[41])
 	return 0;
 }
 
-/* Reads at most 127 bytes of a regular file at dirfd/leaf (no symlink). */
+/* Reads a regular file of at most cap - 1 bytes at dirfd/leaf (no
+ * symlink); a longer one, or one with a NUL, reads as empty. */
 static int read_small(int dirfd, const char *leaf, char *buf, size_t cap)
 {
 	int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -189,6 +190,10 @@ static int read_small(int dirfd, const char *leaf, char *buf, size_t cap)
 	if (n < 0)
 		return -1;
 	buf[n] = '\0';
+	/* A file longer than the buffer, or with a NUL inside, holds no
+	 * commit id: leave nothing for the parser to judge by its prefix. */
+	if (st.st_size >= (off_t)cap || strlen(buf) != (size_t)n)
+		buf[0] = '\0';
 	return 0;
 }
 

@@ -100,6 +100,14 @@ static int table_from_heads(table *t, const kernels__ref *heads, size_t n)
 		len = strlen(full);
 		if (!strcmp(full, "HEAD") || (len > 3 && !strcmp(full + len - 3, "^{}")))
 			continue;
+		/* A server's odd names (empty, "..", control characters) are
+		 * skipped as the REST listing skips them: never matched, never
+		 * echoed in a message. */
+		if (kernels__ref_name_check(starts_with(full, "refs/heads/") ? full + 11 :
+					    starts_with(full, "refs/tags/") ? full + 10 : full) < 0) {
+			kernels_error_clear();
+			continue;
+		}
 		if (starts_with(full, "refs/heads/"))
 			rc = table_add(t, full + 11, full, heads[i].commit, KERNELS_REVISION_BRANCH);
 		else if (starts_with(full, "refs/tags/"))
