@@ -37,19 +37,15 @@
 #define COMMIT "0123456789abcdef0123456789abcdef01234567"
 
 /* What libcurl hands the callback: a header line that is not
- * NUL-terminated. lib/hub.c reads a status line with strcspn/strtol past
- * the `size` it was given (reported), so until that is fixed the line is
- * followed by a NUL here, as libcurl's own buffer happens to be. Set
- * HEADERS_UNTERMINATED to 1 to feed exactly `size` bytes. */
+ * NUL-terminated, exactly `size` bytes (0 feeds a NUL after it, as an
+ * older lib/hub.c needed). */
 #ifndef HEADERS_UNTERMINATED
-#define HEADERS_UNTERMINATED 0
+#define HEADERS_UNTERMINATED 1
 #endif
 
-/* lib/hub.h promises that accepted paths are valid UTF-8; the check does
- * not look (reported; a JSON listing is UTF-8 already). Set PATH_UTF8 to 1
- * once it does. */
+/* lib/hub.h promises that accepted paths are valid UTF-8. */
 #ifndef PATH_UTF8
-#define PATH_UTF8 0
+#define PATH_UTF8 1
 #endif
 
 static int utf8_ok(const unsigned char *s)

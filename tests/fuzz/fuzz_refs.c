@@ -59,13 +59,11 @@ static int holds_commit(const uint8_t *s, size_t n, char commit[41])
 	return 1;
 }
 
-/* What kernels__refs_read judges of a file: as lib/refs.c reads it today,
- * its first 127 bytes up to a NUL. So "<40 hex>\0junk", or 40 hex digits,
- * 90 blanks and junk, read as that commit although the file as a whole
- * holds none (reported; huggingface_hub would take the whole text). Set
- * REFS_WHOLE_FILE to 1 once the reader judges the whole file. */
+/* What kernels__refs_read judges of a file: the whole of it (a file
+ * longer than a commit line or holding a NUL holds no commit). 0 models
+ * an older lib/refs.c that judged its first 127 bytes up to a NUL. */
 #ifndef REFS_WHOLE_FILE
-#define REFS_WHOLE_FILE 0
+#define REFS_WHOLE_FILE 1
 #endif
 static size_t reader_view(const uint8_t *buf, size_t len)
 {
