@@ -341,6 +341,18 @@ static int cached_file(const kernels__config *cfg, kernels__repo_type *type, con
 	return 0;
 }
 
+int kernels__download_file_known(const kernels__config *cfg, const char *repo_id, const char *commit,
+				 const char *path)
+{
+	kernels__repo_type type = KERNELS__REPO_KERNEL;
+	char *local = NULL;
+	int rc = cached_file(cfg, &type, repo_id, commit, path, &local);
+
+	free(local);
+	kernels_error_clear();
+	return rc != 0;
+}
+
 /* Remembers, as huggingface_hub does, that `path` does not exist at `commit`. */
 static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *commit, const char *path)

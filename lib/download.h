@@ -30,4 +30,10 @@ int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type,
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, char **local_path);
 
+/* 1 when the cache alone answers for `path` at `commit` (the snapshot has
+ * it, or huggingface_hub's .no_exist marker says it is absent): asking the
+ * Hub would add nothing. */
+int kernels__download_file_known(const kernels__config *cfg, const char *repo_id, const char *commit,
+				 const char *path);
+
 #endif

@@ -22,6 +22,7 @@
 #include "loader.h"
 #include "manifest.h"
 #include "memo.h"
+#include "prefetch.h"
 #include "refs.h"
 #include "repo.h"
 #include "revision.h"
@@ -122,6 +123,7 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 	}
 	for (hops = 0;; hops++) {
 		kernels__kernel_status st = { 0 };
+		kernels__prefetch pf;
 
 		if ((rc = kernels__repo_id_check(p->repo_id)) < 0)
 			break;
@@ -134,7 +136,13 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 			break;
 		}
 		p->type = kernels_revision_is_model_repo(p->rev) ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
-		if ((rc = kernels__trust_check(cfg, p->type, p->repo_id)) < 0 || (rc = read_status(cfg, p, &st)) <= 0)
+		/* kernel-status.toml and the build/ listing are asked for beside the
+		 * trust check (prefetch.h): one round trip instead of three. The
+		 * verdict still comes first: nothing read is used before it. */
+		kernels__prefetch_start(&pf, cfg, p->type, p->repo_id, kernels_revision_commit(p->rev));
+		rc = kernels__trust_check(cfg, p->type, p->repo_id);
+		kernels__prefetch_join(&pf);
+		if (rc < 0 || (rc = read_status(cfg, p, &st)) <= 0)
 			break;
 		if (hops == MAX_REDIRECTS) {
 			kernels__kernel_status_clear(&st);

@@ -217,6 +217,20 @@ out:
 	free(path);
 }
 
+int kernels__listing_recorded(const kernels__config *cfg, const char *repo_id, const char *commit)
+{
+	kernels__repo_type t;
+	int found = 0;
+
+	for (t = KERNELS__REPO_KERNEL; !found && t <= KERNELS__REPO_MODEL; t++) {
+		char *path = record_path(cfg, t, repo_id, commit);
+		found = path && access(path, F_OK) == 0;
+		free(path);
+	}
+	kernels_error_clear();
+	return found;
+}
+
 int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, kernels__tree *out)
 {

@@ -46,4 +46,8 @@ int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type,
 int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *commit, kernels__tree *out);
 
+/* 1 when the cache holds a record for `commit` (either repo type): no
+ * listing request will be needed (unless the record is unsound). */
+int kernels__listing_recorded(const kernels__config *cfg, const char *repo_id, const char *commit);
+
 #endif
