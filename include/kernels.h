@@ -19,6 +19,7 @@
 #include "kernels/download.h"
 #include "kernels/lock.h"
 #include "kernels/get.h"
+#include "kernels/info.h"
 #include "kernels/project.h"
 #include "kernels/wheel.h"
 #include "kernels/tvm_ffi.h"

@@ -35,6 +35,21 @@ int kernels_options_init(kernels_options *opts, unsigned int version)
 	return 0;
 }
 
+int kernels__device_parse(const char *s, const char *what)
+{
+	const char *colon = strchr(s, ':');
+	char *end;
+	long v;
+
+	if (colon)
+		s = colon + 1;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || v < 0 || v >= KERNELS_MAX_GPUS)
+		return kernels__error(KERNELS_EINVAL, "%s: '%s' is not a device; give a GPU index such as 0 or "
+				      "cuda:1 (0..%d)", what, s, KERNELS_MAX_GPUS - 1);
+	return (int)v;
+}
+
 int kernels__env_true(const char *name)
 {
 	const char *v = getenv(name);
@@ -72,7 +87,8 @@ static char *default_cache_dir(void)
 	const char *v;
 	char *home, *dir;
 
-	if ((v = env_nonempty("KERNELS_CACHE")) || (v = env_nonempty("HF_HUB_CACHE")))
+	if ((v = env_nonempty("KERNELS_CACHE")) || (v = env_nonempty("HF_HUB_CACHE")) ||
+	    (v = env_nonempty("HUGGINGFACE_HUB_CACHE"))) /* the legacy name huggingface_hub still reads */
 		return kernels__strdup(v);
 	if (!(home = hf_home()))
 		return NULL;
@@ -349,9 +365,27 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 				    env_nonempty("HF_ENDPOINT") ? getenv("HF_ENDPOINT") : DEFAULT_ENDPOINT));
 	cfg->cache_dir = opts->cache_dir ? kernels__strdup(opts->cache_dir) : default_cache_dir();
 	cfg->token = opts->token ? dup_or_null(opts->token) :
-		     env_nonempty("HF_TOKEN") ? kernels__strdup(getenv("HF_TOKEN")) : token_from_file();
+		     env_nonempty("HF_TOKEN") ? kernels__strdup(getenv("HF_TOKEN")) :
+		     /* the legacy name huggingface_hub still reads */
+		     env_nonempty("HUGGING_FACE_HUB_TOKEN") ? kernels__strdup(getenv("HUGGING_FACE_HUB_TOKEN")) :
+		     token_from_file();
 	cfg->offline = opts->offline == KERNELS_FROM_ENV ? kernels__env_true("HF_HUB_OFFLINE") : !!opts->offline;
-	cfg->telemetry = !kernels__env_true("HF_HUB_DISABLE_TELEMETRY");
+	/* as huggingface_hub: any of the three turns telemetry off */
+	cfg->telemetry = !kernels__env_true("HF_HUB_DISABLE_TELEMETRY") && !kernels__env_true("DISABLE_TELEMETRY") &&
+			 !kernels__env_true("DO_NOT_TRACK");
+	cfg->skip_arch_check = opts->skip_arch_check ? 1 : kernels__env_true("KERNELS_SKIP_ARCH_CHECK");
+	cfg->user_agent = dup_or_null(opts->user_agent);
+	cfg->ua_system = calloc(1, KERNELS__UA_SYSTEM_MAX);
+	{
+		const char *dev = opts->device ? opts->device : env_nonempty("KERNELS_DEVICE");
+		cfg->device = -1;
+		if (dev && (cfg->device = kernels__device_parse(dev, opts->device ? "kernels_options.device"
+										   : "KERNELS_DEVICE")) < 0) {
+			int rc = kernels_error_last_code();
+			kernels__config_free(cfg);
+			return rc;
+		}
+	}
 	cfg->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
 			  : 1000 * env_seconds(opts, "HF_HUB_ETAG_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->download_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
@@ -386,7 +420,8 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 		}
 	}
 
-	if (!cfg->endpoint || !cfg->cache_dir || (cfg->torch_dir_source && !cfg->torch_dir)) {
+	if (!cfg->endpoint || !cfg->cache_dir || (cfg->torch_dir_source && !cfg->torch_dir) || !cfg->ua_system ||
+	    (opts->user_agent && !cfg->user_agent)) {
 		kernels__config_free(cfg);
 		return KERNELS_ENOMEM;
 	}
@@ -438,6 +473,8 @@ void kernels__config_free(kernels__config *cfg)
 	free(cfg->trusted_orgs);
 	free(cfg->local_kernels);
 	free(cfg->torch_dir);
+	free(cfg->user_agent);
+	free(cfg->ua_system);
 	endpoints_free(cfg->endpoints);
 	kernels__sigconf_free(cfg->sig);
 	log_seen_free(cfg->log_seen);

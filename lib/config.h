@@ -34,6 +34,11 @@ typedef struct {
 	kernels_progress_cb progress_cb;
 	void *progress_payload;
 	struct kernels__sigconf *sig; /* signature.c: kernels_options.signature* with their environment */
+	int skip_arch_check;   /* options.skip_arch_check, else $KERNELS_SKIP_ARCH_CHECK */
+	int device;            /* options.device, else $KERNELS_DEVICE, as a GPU index; -1: the current device */
+	char *user_agent;      /* options.user_agent: the caller's part of the User-Agent; NULL: none */
+	char *ua_system;       /* what this call's system description adds to the User-Agent (get.c writes it,
+				  hub.c reads it; KERNELS__UA_SYSTEM_MAX bytes, shared by shallow copies) */
 } kernels__config;
 
 /* lib/signature.c: resolves the signature options and their environment
@@ -42,6 +47,12 @@ typedef struct {
 struct kernels__sigconf;
 int kernels__sigconf_load(struct kernels__sigconf **out, const kernels_options *opts);
 void kernels__sigconf_free(struct kernels__sigconf *c);
+
+#define KERNELS__UA_SYSTEM_MAX 256
+
+/* A device as options.device / $KERNELS_DEVICE give it ("1", "cuda:1"):
+ * its index, or -1 with the error set when it is not one. */
+int kernels__device_parse(const char *s, const char *what);
 
 /* Resolves `opts` (NULL: defaults) plus environment into `cfg`.
  * Free with kernels__config_free. */

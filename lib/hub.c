@@ -37,8 +37,6 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
 static CURLSH *share;
 static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
-static pthread_mutex_t ua_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *ua_extra;
 static char ua_os[64], ua_cpu[64];
 static _Atomic long backoff_base_ms = 250; /* a test hook may change it */
 
@@ -119,30 +117,21 @@ void kernels__hub_set_backoff_base_ms(long ms)
 	backoff_base_ms = ms;
 }
 
-int kernels__hub_set_user_agent_extra(const char *extra)
-{
-	char *copy = NULL;
-
-	if (extra && !(copy = kernels__strdup(extra)))
-		return KERNELS_ENOMEM;
-	pthread_mutex_lock(&ua_lock);
-	free(ua_extra);
-	ua_extra = copy;
-	pthread_mutex_unlock(&ua_lock);
-	return 0;
-}
-
+/* Per call, as Python kernels builds its HfApi: the caller's app tag, then
+ * libkernels and what runs the kernels (file_type/kernel, backend/, torch/
+ * ...: get.c writes cfg->ua_system once it has described the system).
+ * Telemetry off (HF_HUB_DISABLE_TELEMETRY, DISABLE_TELEMETRY, DO_NOT_TRACK):
+ * the library's name and version only, still a valid header. */
 char *kernels__hub_user_agent(const kernels__config *cfg)
 {
-	char *ua;
+	const char *app = cfg->user_agent && *cfg->user_agent ? cfg->user_agent : NULL;
+	const char *sys = cfg->ua_system && *cfg->ua_system ? cfg->ua_system : NULL;
 
 	if (!cfg->telemetry)
 		return kernels__strdup("libkernels/" KERNELS_VERSION_STRING);
-	pthread_mutex_lock(&ua_lock);
-	ua = kernels__sprintf("libkernels/%s; os/%s; cpu/%s%s%s", KERNELS_VERSION_STRING, ua_os, ua_cpu,
-			      ua_extra ? "; " : "", ua_extra ? ua_extra : "");
-	pthread_mutex_unlock(&ua_lock);
-	return ua;
+	return kernels__sprintf("%s%slibkernels/%s; os/%s; cpu/%s; platform/%s-%s; file_type/kernel%s%s", app ? app : "",
+				app ? "; " : "", KERNELS_VERSION_STRING, ua_os, ua_cpu, ua_cpu, ua_os, sys ? "; " : "",
+				sys ? sys : "");
 }
 
 /* ---- small helpers ---------------------------------------------------------- */

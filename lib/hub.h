@@ -145,13 +145,12 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 /* Process-wide libcurl initialisation (pthread_once). 0 or an error. */
 int kernels__hub_global_init(void);
 
-/* The User-Agent for `cfg`: "libkernels/<version>; os/<os>; cpu/<cpu>[; extra]"
- * or "libkernels/<version>" when telemetry is off. malloc'ed. */
+/* The User-Agent for `cfg`, per call: "[<app>; ]libkernels/<version>;
+ * os/<os>; cpu/<cpu>; platform/<cpu>-<os>; file_type/kernel[; <system>]"
+ * (app: options.user_agent; system: cfg->ua_system, e.g. "backend/cu130;
+ * torch/2.11.0"), or "libkernels/<version>" when telemetry is off.
+ * malloc'ed. */
 char *kernels__hub_user_agent(const kernels__config *cfg);
-
-/* Adds "; <extra>" (e.g. "torch/2.7.0; cuda/12.6") to every later
- * User-Agent of the process (telemetry on). NULL clears it. Thread-safe. */
-int kernels__hub_set_user_agent_extra(const char *extra);
 
 /* The headers of one HTTP answer, parsed by kernels__hub_header_cb
  * (CURLOPT_HEADERFUNCTION with CURLOPT_HEADERDATA = a kernels__hub_headers*).

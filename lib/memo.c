@@ -54,8 +54,11 @@ static void put_system(kernels__buf *b, const kernels_system *s)
 	put_str(b, "backend", s->backend);
 	put_int(b, "backend_version", s->backend_version);
 	put_int(b, "gpus", s->gpu_count);
-	for (i = 0; i < s->gpu_count && i < KERNELS_MAX_GPUS; i++)
+	for (i = 0; i < s->gpu_count && i < KERNELS_MAX_GPUS; i++) {
 		put_int(b, "gpu", s->gpu_archs[i]);
+		put_str(b, "gpu_name", s->gpu_arch_names[i]);
+	}
+	put_int(b, "current_device", s->current_device);
 	put_str(b, "cpu", s->cpu);
 	put_str(b, "os", s->os);
 	put_int(b, "no_gpu", s->no_gpu);
@@ -103,6 +106,8 @@ int kernels__memo_settings(const kernels_options *o, kernels__buf *b)
 		put_system(b, o->system);
 		put_str(b, "torch_dir", o->torch_dir);
 		put_int(b, "find_torch", o->find_torch);
+		put_int(b, "skip_arch_check", o->skip_arch_check); /* the arch check decides the variant */
+		put_str(b, "device", o->device);
 		/* Not the signature options: a handle still loaded is returned
 		 * whatever they say (the loader checks a signature when it maps a
 		 * variant), and a closed one ends its entry. */

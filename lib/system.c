@@ -5,6 +5,7 @@
  * because they may be loaded later. An installed torch outside the process
  * is only read (version.py, libc10's ELF symbol table), never loaded. */
 #include "system.h"
+#include "backend.h"
 #include "error.h"
 #include "util.h"
 
@@ -57,23 +58,39 @@ int kernels__system_version_parse(const char *s)
 	return (int)(major * 100 + minor);
 }
 
-/* "9.0,8.6" -> {90, 86}; -1 on a malformed list. */
-static int parse_gpu_archs(const char *s, int *archs, int max)
+/* "9.0,8.6" -> {90, 86}, or "gfx90a,gfx942:sramecc+" -> names {"gfx90a",
+ * "gfx942"} (archs 0); -1 on a malformed or mixed list. */
+static int parse_gpu_archs(const char *s, int *archs, char names[][32], int max)
 {
-	int n = 0;
+	int n = 0, gfx = -1;
 	char *end;
 
 	while (*s) {
 		long major, minor;
-		if (!isdigit((unsigned char)*s))
-			return -1;
-		major = strtol(s, &end, 10);
-		if (*end != '.' || !isdigit((unsigned char)end[1]))
-			return -1;
-		minor = strtol(end + 1, &end, 10);
-		if (minor > 9 || major > 99 || n == max)
-			return -1;
-		archs[n++] = (int)(major * 10 + minor);
+		if (!strncmp(s, "gfx", 3) && gfx != 0) {
+			size_t len = strcspn(s, ", :");
+			if (len < 4 || len >= 32 || n == max)
+				return -1;
+			gfx = 1;
+			archs[n] = 0;
+			memcpy(names[n], s, len);
+			names[n++][len] = '\0';
+			end = (char *)s + len;
+			if (*end == ':') /* feature flags, as torch's gcnArchName has them */
+				end += strcspn(end, ", ");
+		} else {
+			if (!isdigit((unsigned char)*s) || gfx == 1)
+				return -1;
+			major = strtol(s, &end, 10);
+			if (*end != '.' || !isdigit((unsigned char)end[1]))
+				return -1;
+			minor = strtol(end + 1, &end, 10);
+			if (minor > 9 || major > 99 || n == max)
+				return -1;
+			gfx = 0;
+			archs[n] = (int)(major * 10 + minor);
+			snprintf(names[n++], 32, "%d.%d", (int)major, (int)minor);
+		}
 		while (*end == ',' || *end == ' ')
 			end++;
 		s = end;
@@ -274,6 +291,32 @@ static int gpus_from_nvml(void)
 	return 1;
 }
 
+/* NVML numbers every GPU of the machine; CUDA only those
+ * CUDA_VISIBLE_DEVICES lists, in its order. Indices only (a UUID list
+ * leaves NVML's order: the driver path honours those itself). */
+static void apply_visible_devices(int from_nvml)
+{
+	const char *v = getenv("CUDA_VISIBLE_DEVICES");
+	int archs[KERNELS_MAX_GPUS], n = 0;
+	char *end;
+
+	if (!from_nvml || !v)
+		return;
+	while (*v && n < KERNELS_MAX_GPUS) {
+		long i = strtol(v, &end, 10);
+		if (end == v)
+			return; /* not a list of indices */
+		if (i < 0 || i >= machine.gpu_count)
+			break; /* CUDA stops at the first invalid entry */
+		archs[n++] = machine.gpu_archs[i];
+		v = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			break;
+	}
+	memcpy(machine.gpu_archs, archs, sizeof(int) * (size_t)n);
+	machine.gpu_count = n;
+}
+
 /* No driver, no GPU, a broken install: all of them simply leave zeros.
  * A process that already initialised CUDA pays nothing for cuInit; one
  * that did not asks NVML first. */
@@ -293,8 +336,10 @@ static void detect_driver(void)
 	*(void **)&attr = dlsym(h, "cuDeviceGetAttribute");
 	if (version && version(&v) == 0 && v > 0)
 		machine.driver_version = cuda_version_code(v);
-	if (!loaded && gpus_from_nvml())
+	if (!loaded && gpus_from_nvml()) {
+		apply_visible_devices(1);
 		return;
+	}
 	if (!init || !count || !get || !attr || init(0) != 0 || count(&n) != 0)
 		return;
 	for (i = 0; i < n && machine.gpu_count < KERNELS_MAX_GPUS; i++) {
@@ -319,6 +364,42 @@ static void detect_cuda(void)
 static void need_cuda(void)
 {
 	pthread_once(&cuda_once, detect_cuda);
+}
+
+/* The CUDA row of the backend table (backend.c). */
+void kernels__cuda_gpus(kernels__gpu_list *out)
+{
+	int i;
+
+	need_cuda();
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < machine.gpu_count; i++)
+		snprintf(out->arch[out->count++], sizeof(out->arch[0]), "%d.%d", machine.gpu_archs[i] / 10,
+			 machine.gpu_archs[i] % 10);
+}
+
+/* The device this process runs on: CUDA's current device when a CUDA
+ * runtime is already loaded (cudaGetDevice creates no context), else 0,
+ * the first visible device, as torch.cuda.current_device() says before
+ * anything chose another. */
+static int current_cuda_device(void)
+{
+	static const char *const names[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		void *h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
+		int (*get)(int *), dev = 0;
+
+		if (!h)
+			continue;
+		*(void **)&get = dlsym(h, "cudaGetDevice");
+		if (get && get(&dev) != 0)
+			dev = 0;
+		dlclose(h);
+		return dev;
+	}
+	return 0;
 }
 
 static void detect_machine(void)
@@ -995,6 +1076,8 @@ void kernels_system_free(kernels_system *sys)
 	free((char *)sys->tvm_ffi_path);
 	free((char *)sys->backend_source);
 	free((char *)sys->torch_source);
+	for (int i = 0; i < KERNELS_MAX_GPUS; i++)
+		free((char *)sys->gpu_arch_names[i]);
 	free(sys);
 }
 
@@ -1096,26 +1179,52 @@ static int chain_backend(kernels_system *s, const kernels_system *ov, const torc
 static int chain_gpus(kernels_system *s, const kernels_system *ov, int forced_cpu)
 {
 	const char *ea = env("KERNELS_GPU_ARCHS");
-	int n;
+	char names[KERNELS_MAX_GPUS][32];
+	int n, i;
 
 	s->gpu_count = 0;
+	s->current_device = -1;
+	memset(names, 0, sizeof(names));
 	if (forced_cpu || ov->gpu_count < 0)
 		return 0;
 	if (ov->gpu_count > 0) {
 		s->gpu_count = ov->gpu_count > KERNELS_MAX_GPUS ? KERNELS_MAX_GPUS : ov->gpu_count;
 		memcpy(s->gpu_archs, ov->gpu_archs, sizeof(int) * (size_t)s->gpu_count);
+		for (i = 0; i < s->gpu_count; i++)
+			if (ov->gpu_arch_names[i]) /* "gfx90a:sramecc+:xnack-": the arch is before the features */
+				snprintf(names[i], sizeof(names[i]), "%.*s", (int)strcspn(ov->gpu_arch_names[i], ":") > 31
+					 ? 31 : (int)strcspn(ov->gpu_arch_names[i], ":"), ov->gpu_arch_names[i]);
+			else
+				snprintf(names[i], sizeof(names[i]), "%d.%d", ov->gpu_archs[i] / 10, ov->gpu_archs[i] % 10);
 	} else if (ea) {
 		if (!strcasecmp(ea, "none"))
 			return 0;
-		if ((n = parse_gpu_archs(ea, s->gpu_archs, KERNELS_MAX_GPUS)) < 0)
+		if ((n = parse_gpu_archs(ea, s->gpu_archs, names, KERNELS_MAX_GPUS)) < 0)
 			return kernels__error(KERNELS_EINVAL,
-					      "KERNELS_GPU_ARCHS='%s' is not a list like 9.0,8.6 (at most %d); fix or unset it",
-					      ea, KERNELS_MAX_GPUS);
+					      "KERNELS_GPU_ARCHS='%s' is not a list like 9.0,8.6 or gfx90a,gfx942 (at most "
+					      "%d); fix or unset it", ea, KERNELS_MAX_GPUS);
 		s->gpu_count = n;
 	} else {
-		need_cuda();
-		s->gpu_count = machine.gpu_count;
-		memcpy(s->gpu_archs, machine.gpu_archs, sizeof(machine.gpu_archs));
+		/* the GPUs of the selected backend, from its row of the table */
+		const kernels__backend *b = kernels__backend_find(s->backend);
+		kernels__gpu_list list = { 0 };
+		if (b && b->detect)
+			b->detect(&list);
+		for (i = 0; i < list.count; i++) {
+			int maj = 0, min = 0;
+			memcpy(names[i], list.arch[i], sizeof(names[i]));
+			s->gpu_archs[i] = sscanf(list.arch[i], "%d.%d", &maj, &min) == 2 ? maj * 10 + min : 0;
+		}
+		s->gpu_count = list.count;
+	}
+	for (i = 0; i < s->gpu_count; i++)
+		if (!(s->gpu_arch_names[i] = strdup(names[i])))
+			return kernels__error_oom();
+	if (s->gpu_count > 0) {
+		s->current_device = ov->current_device > 0 ? ov->current_device
+				    : s->backend && !strcmp(s->backend, "cuda") ? current_cuda_device() : 0;
+		if (s->current_device >= s->gpu_count)
+			s->current_device = 0;
 	}
 	return 0;
 }
@@ -1134,6 +1243,7 @@ int kernels__system_detect(const kernels__config *cfg, kernels_system **out)
 	pthread_once(&machine_once, detect_machine);
 	if (!(s = calloc(1, sizeof(*s))))
 		return kernels__error_oom();
+	s->version = KERNELS_SYSTEM_VERSION;
 	dl_iterate_phdr(phdr_cb, &libs);
 	/* An installed torch is looked for only when no torch version is given. */
 	rc = detect_torch(cfg, &libs, ov->torch_version == 0 && !env("KERNELS_TORCH_VERSION"), &torch);
@@ -1211,8 +1321,14 @@ size_t kernels_system_format(const kernels_system *sys, char *buf, size_t size)
 			kernels__buf_printf(&b, " (from %s)", sys->backend_source);
 		if (sys->gpu_count > 0) {
 			kernels__buf_puts(&b, ", GPUs");
-			for (i = 0; i < sys->gpu_count && i < KERNELS_MAX_GPUS; i++)
-				kernels__buf_printf(&b, " %d.%d", sys->gpu_archs[i] / 10, sys->gpu_archs[i] % 10);
+			for (i = 0; i < sys->gpu_count && i < KERNELS_MAX_GPUS; i++) {
+				if (sys->gpu_arch_names[i])
+					kernels__buf_printf(&b, " %s", sys->gpu_arch_names[i]);
+				else
+					kernels__buf_printf(&b, " %d.%d", sys->gpu_archs[i] / 10, sys->gpu_archs[i] % 10);
+			}
+			if (sys->gpu_count > 1 && sys->current_device >= 0)
+				kernels__buf_printf(&b, " (current: %d)", sys->current_device);
 		}
 		kernels__buf_printf(&b, ", %s-%s", sys->cpu ? sys->cpu : "?", sys->os ? sys->os : "?");
 		if (sys->glibc)
@@ -1233,4 +1349,15 @@ size_t kernels_system_format(const kernels_system *sys, char *buf, size_t size)
 	}
 	kernels__buf_free(&b);
 	return n;
+}
+
+void kernels__system_backend_str(const kernels_system *s, char *buf, size_t size)
+{
+	const char *name = s && s->backend && *s->backend ? s->backend : "cpu";
+	const kernels__backend *b = kernels__backend_find(name);
+
+	if (b && b->versioned)
+		snprintf(buf, size, "%s%d%d", b->prefix, s->backend_version / 100, s->backend_version % 100);
+	else
+		snprintf(buf, size, "%s", name);
 }

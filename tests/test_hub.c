@@ -90,19 +90,31 @@ static void test_user_agent(void **state)
 	kernels__config cfg;
 	char *ua;
 	(void)state;
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	kernels_options o;
+
+	/* per call: the caller's tag first, then libkernels and the system */
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.user_agent = "myapp/1.2";
+	assert_int_equal(kernels__config_load(&cfg, &o), 0);
 	cfg.telemetry = 1;
-	assert_int_equal(kernels__hub_set_user_agent_extra("torch/2.7.0; cuda/12.6"), 0);
+	snprintf(cfg.ua_system, KERNELS__UA_SYSTEM_MAX, "backend/cu126; torch/2.7.0");
 	ua = kernels__hub_user_agent(&cfg);
-	assert_non_null(strstr(ua, "libkernels/" KERNELS_VERSION_STRING "; os/"));
+	assert_non_null(strstr(ua, "myapp/1.2; libkernels/" KERNELS_VERSION_STRING "; os/"));
 	assert_non_null(strstr(ua, "; cpu/"));
-	assert_non_null(strstr(ua, "; torch/2.7.0; cuda/12.6"));
+	assert_non_null(strstr(ua, "; file_type/kernel; backend/cu126; torch/2.7.0"));
 	free(ua);
 	cfg.telemetry = 0;
 	ua = kernels__hub_user_agent(&cfg);
 	assert_string_equal(ua, "libkernels/" KERNELS_VERSION_STRING);
 	free(ua);
-	kernels__hub_set_user_agent_extra(NULL);
+	kernels__config_free(&cfg);
+	/* another call has its own: nothing is process-wide */
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	cfg.telemetry = 1;
+	ua = kernels__hub_user_agent(&cfg);
+	assert_null(strstr(ua, "myapp"));
+	assert_null(strstr(ua, "backend/"));
+	free(ua);
 	kernels__config_free(&cfg);
 }
 

@@ -121,6 +121,10 @@ extern const cli_opt cli_verify_signature_opts[];
 int cmd_verify_signature(cli_ctx *, const cli_command *);
 int cli_require_signed(cli_ctx *ctx, const char *snapshot_dir, char *const *variants, size_t n);
 
+/* cmd_info.c: `info`, Python kernels 0.17's `kernels info`. */
+extern const cli_opt cli_info_opts[];
+int cmd_info(cli_ctx *, const cli_command *);
+
 int cmd_lock(cli_ctx *, const cli_command *);
 int cmd_download(cli_ctx *, const cli_command *);
 int cmd_verify(cli_ctx *, const cli_command *);

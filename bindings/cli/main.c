@@ -50,6 +50,12 @@ static const cli_command commands[] = {
 	  "DIR defaults to the current folder. By default only the variant that fits this system; each variant "
 	  "is checked against its lock hash.",
 	  download_opts, 0, 1, cmd_download, CLI_NAME " download myproject --all-variants" },
+	{ "info", "KERNEL", "Describe a kernel (a Hub repo id or a local kernel folder): its metadata and backends.",
+	  "As Python kernels 0.17's `kernels info`: the name, version, minimum kernels version, license, upstream, "
+	  "source and Python dependencies of one variant's metadata.json, and the backends of all the variants. "
+	  "Without --revision or --version, a Hub repo is described at its highest vN branch (else main). Only "
+	  "metadata.json is downloaded; nothing is loaded.",
+	  cli_info_opts, 1, 1, cmd_info, CLI_NAME " info kernels-community/activation --version 1" },
 	{ "versions", "REPO", "List the versions (vN branches and vX.Y.Z tags) of a kernel repo.", NULL, NULL, 1, 1,
 	  cmd_versions, CLI_NAME " versions kernels-community/activation" },
 	{ "variants", "REPO", "Show how the build variants of REPO at --revision are resolved on this system.",

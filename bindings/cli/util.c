@@ -33,7 +33,9 @@ const cli_opt cli_global_opts[] = {
 	{ "no-find-torch", 0, NULL, "do not look for the torch of $VIRTUAL_ENV or of python3 on PATH" },
 	{ "cxx11-abi", 0, "0|1", "the torch C++ ABI to resolve for" },
 	{ "tvm-ffi", 0, "VERSION", "resolve for this tvm-ffi version (\"0.1\"), or \"none\"" },
-	{ "gpu-archs", 0, "LIST", "GPU compute capabilities (\"9.0,8.6\"), or \"none\"" },
+	{ "gpu-archs", 0, "LIST", "GPU archs: compute capabilities (\"9.0,8.6\"), ROCm gfx names, or \"none\"" },
+	{ "device", 0, "N", "the GPU the kernel will run on, for the arch check (default: the current one)" },
+	{ "skip-arch-check", 0, NULL, "do not compare a build's archs with the device (check_arch=False)" },
 	{ "json", 0, NULL, "print the result as JSON on stdout (for scripts)" },
 	{ "quiet", 'q', NULL, "no progress, notes or warnings on stderr: errors only" },
 	{ "verbose", 'v', NULL, "also the library's info messages (retries, ...); twice (-vv): debug too" },
@@ -86,6 +88,10 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 		ctx->opts.torch_dir = value;
 	else if (!strcmp(name, "no-find-torch"))
 		ctx->opts.find_torch = 0;
+	else if (!strcmp(name, "device"))
+		ctx->opts.device = value;
+	else if (!strcmp(name, "skip-arch-check"))
+		ctx->opts.skip_arch_check = 1;
 	else if (!strcmp(name, "backend")) {
 		if (!*value)
 			return cli_usage_error(cmd, "--backend wants a name (cpu, cuda, rocm, ...)");

@@ -134,6 +134,29 @@ typedef struct kernels_options {
 	 * HF_HUB_ETAG_TIMEOUT has passed. A full commit id never needs asking.
 	 */
 	long revision_ttl_s;
+
+	/**
+	 * 1: skip the arch check (Python kernels 0.17's check_arch=False): a
+	 * variant whose metadata.json backend.archs do not support the device
+	 * stays a candidate (archs can be incomplete, e.g. with a Triton
+	 * fallback; such a kernel may then fail or crash at run time). 0 (the
+	 * default): $KERNELS_SKIP_ARCH_CHECK (1/on/yes/true), else the check runs.
+	 */
+	int skip_arch_check;
+	/**
+	 * The device the kernel will run on, whose arch the check uses: a GPU
+	 * index ("1", or "cuda:1"/"rocm:1"). NULL: $KERNELS_DEVICE, else the
+	 * process's current device (kernels_system.current_device). The trace
+	 * (kernels_variant_trace_devices) shows every GPU's result.
+	 */
+	const char *device;
+	/**
+	 * The calling application for the User-Agent ("myapp/1.2", or several
+	 * "name/version" joined with "; "), sent first in this call's requests
+	 * while telemetry is on (Python kernels' user_agent); per call, never
+	 * process-wide. NULL: none.
+	 */
+	const char *user_agent;
 } kernels_options;
 
 /**

@@ -15,21 +15,30 @@ extern "C" {
 
 #define KERNELS_MAX_GPUS 16
 
+/** The layout of kernels_system this header describes (the `version` field). */
+#define KERNELS_SYSTEM_VERSION 2
+
 /**
  * A system description. Used two ways: as an override in kernels_options
  * (a field left 0/NULL is detected, a set field wins) and as the answer of
  * kernels_system_detect(). Version numbers are major*100+minor (2.11 ->
  * 211, CUDA 13.0 -> 1300); 0 means "absent". Strings are borrowed in
  * overrides and owned by the library in detected descriptions.
+ *
+ * The struct is versioned: `version` says which layout the caller was
+ * built with, so fields can be added at the end without breaking older
+ * callers. An override may leave it 0 (zero-initialised): read as
+ * KERNELS_SYSTEM_VERSION. Detected descriptions carry KERNELS_SYSTEM_VERSION.
  */
 typedef struct kernels_system {
+	unsigned int version;      /**< KERNELS_SYSTEM_VERSION (0 in an override: the current one) */
 	int torch_version;         /**< e.g. 211; 0: no torch */
 	int torch_cxx11_abi;       /**< 1: cxx11 ABI, 0: old ABI, -1: unknown */
 	int tvm_ffi_version;       /**< e.g. 12 for 0.12; 0: none */
 	const char *backend;       /**< "cuda", "rocm", "cpu", ...; NULL: detect */
-	int backend_version;       /**< CUDA/ROCm version, e.g. 1300; 0: none */
-	int gpu_count;             /**< number of entries in gpu_archs */
-	int gpu_archs[KERNELS_MAX_GPUS]; /**< compute capability major*10+minor, e.g. 90 */
+	int backend_version;       /**< CUDA/ROCm/XPU/CANN version, e.g. 1300; 0: none */
+	int gpu_count;             /**< number of GPUs (entries of gpu_archs and gpu_arch_names) */
+	int gpu_archs[KERNELS_MAX_GPUS]; /**< CUDA compute capability major*10+minor, e.g. 90; 0 for other backends */
 	const char *cpu;           /**< "x86_64", "aarch64"; NULL: detect */
 	const char *os;            /**< "linux", "darwin"; NULL: detect */
 	int no_gpu;                /**< 1 in an override: behave as a cpu-only machine */
@@ -48,6 +57,19 @@ typedef struct kernels_system {
 	const char *torch_source;  /**< where the torch of torch_path was found: "process" (loaded),
 				        "option" (kernels_options.torch_dir), "environment"
 				        ($KERNELS_TORCH_DIR), "virtualenv" or "python3"; NULL: none */
+
+	/* Version 2. */
+	/** Each GPU's architecture as its backend names it: "9.0" (a CUDA
+	 *  compute capability), "gfx90a" (a ROCm arch, feature flags such as
+	 *  ":sramecc+" dropped). In an override with gpu_count > 0, an entry left
+	 *  NULL is taken from gpu_archs. What the arch check compares with a
+	 *  build's metadata.json backend.archs. */
+	const char *gpu_arch_names[KERNELS_MAX_GPUS];
+	/** The GPU this process runs kernels on, an index into the GPUs: CUDA's
+	 *  current device when the process has a CUDA runtime loaded (as
+	 *  torch.cuda.current_device()), else 0; -1 with no GPU. Overrides:
+	 *  kernels_options.device. */
+	int current_device;
 } kernels_system;
 
 /*
@@ -67,7 +89,8 @@ typedef struct kernels_system {
  *                           "cann", "neuron", "tpu" set the backend
  *   KERNELS_BACKEND_VERSION "12.8" (the backend's version)
  *   KERNELS_CUDA_VERSION    "12.8": backend cuda with that version
- *   KERNELS_GPU_ARCHS       "9.0,8.6" compute capabilities; "none": no GPU
+ *   KERNELS_GPU_ARCHS       "9.0,8.6" compute capabilities, "gfx90a,gfx942" ROCm
+ *                           archs (mixed lists are refused); "none": no GPU
  *   KERNELS_CPU, KERNELS_OS "x86_64", "linux"
  *   KERNELS_TORCH_DIR       an installed torch (kernels_options.torch_dir)
  *   KERNELS_FIND_TORCH      "1": look for an installed torch (find_torch)
@@ -102,8 +125,13 @@ typedef struct kernels_system {
  *
  * The backend: from the torch found (version.py's cuda/hip/xpu, as
  * torch.version.cuda etc.), else (when the CUDA driver sees a GPU)
- * libcudart's runtime version or else the driver's version, else cpu; GPUs
- * from the driver; cpu/os from uname.
+ * libcudart's runtime version or else the driver's version, else cpu; cpu/os
+ * from uname. GPUs: from the backend's row of the backend table
+ * (lib/backend.c): CUDA through NVML or the driver (CUDA_VISIBLE_DEVICES
+ * honoured when it lists indices), ROCm through the amdgpu driver's KFD
+ * topology in sysfs (/sys/class/kfd/kfd/topology, gfx_target_version), no
+ * ROCm library needed; XPU, Metal, CANN, Neuron and TPU have no detection
+ * yet: name their devices in KERNELS_GPU_ARCHS.
  *
  * Differences from Python kernels 0.17.2 (backends.py, variants.py):
  *  - With torch, both take the CUDA version from torch (torch.version.cuda),

@@ -4,9 +4,24 @@
  *
  * The rules and the preference order are those of the Python `kernels`
  * package (0.17): a variant is accepted or rejected with a human reason,
- * and the accepted ones are ordered by preference. On top of them, a CUDA
- * variant whose metadata.json `backend.archs` supports none of the GPUs of
- * the machine is rejected (unknown archs or no known GPU: accepted).
+ * and the accepted ones are ordered by preference.
+ *
+ * The arch check (0.17's check_arch): a CUDA or ROCm variant whose
+ * metadata.json `backend.archs` does not support the device the kernel
+ * will run on is rejected: the process's current device
+ * (kernels_system.current_device) or kernels_options.device; CUDA
+ * capabilities with 0.17's rules ("9.0a", "10.0f", "9.0+PTX"), ROCm gfx
+ * names exactly (feature flags dropped). Unknown archs, an unknown arch
+ * format or no GPU: accepted. kernels_options.skip_arch_check turns it
+ * off. Unlike 0.17, which raises after choosing, the check takes part in
+ * the choice, so another variant that fits may be chosen.
+ *
+ * Ties: 0.17 sorts by a key under which a tvm-ffi variant without a
+ * backend minor (tvm-ffi01-cpu-...) and a noarch one are equal, so its
+ * pick between them follows the order of a Python set (hash seeds).
+ * libkernels puts tvm-ffi before noarch, as 0.17's docstring orders them,
+ * and keeps the input order for other equal keys (kernels_get passes the
+ * variant names sorted bytewise), so its choice never varies.
  */
 #ifndef KERNELS_VARIANT_H
 #define KERNELS_VARIANT_H
@@ -97,6 +112,14 @@ KERNELS_EXTERN(const char *) kernels_variant_trace_name(const kernels_variant_tr
 KERNELS_EXTERN(int) kernels_variant_trace_accepted(const kernels_variant_trace *trace, size_t i);
 /** 1 when the name parsed as a variant, 0 for an unknown name. */
 KERNELS_EXTERN(int) kernels_variant_trace_valid(const kernels_variant_trace *trace, size_t i);
+/**
+ * The arch check of entry `i`, GPU by GPU, for a CUDA or ROCm variant whose
+ * metadata.json lists backend.archs ("GPU 0 (9.0): supported [the device
+ * checked]; GPU 1 (8.6): not supported; build archs: 9.0"), or that the
+ * check was off; NULL when it did not apply (other backends, no archs, no
+ * GPU). Owned by the trace.
+ */
+KERNELS_EXTERN(const char *) kernels_variant_trace_devices(const kernels_variant_trace *trace, size_t i);
 /** Why entry `i` was rejected (owned by the trace); NULL when accepted. */
 KERNELS_EXTERN(const char *) kernels_variant_trace_reason(const kernels_variant_trace *trace, size_t i);
 /** Preference rank among the accepted (0 = chosen); -1 when rejected. */

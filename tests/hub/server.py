@@ -210,6 +210,7 @@ class Handler(BaseHTTPRequestHandler):
             "status": status,
             "range": self.headers.get("Range"),
             "authorization": self.headers.get("Authorization") is not None,
+            "user_agent": self.headers.get("User-Agent"),
             "listener": self.listener,
             "fault": fault["mode"] if fault else None,
             "time": started,

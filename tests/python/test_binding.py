@@ -341,7 +341,7 @@ def test_locked_workflow(env, hub, answer_repo, tmp_path):
     assert hub.log() == []
     with pytest.raises(libkernels.NotFoundError, match="acme/other"):
         libkernels.get_locked_kernel("acme/other", lockfile=lockfile)
-    with pytest.raises(ValueError, match="lockfile"):
+    with pytest.raises(ValueError, match="kernels.lock. file in the caller's package metadata"):
         libkernels.get_locked_kernel("acme/answer")
 
     libkernels.download_project(project, backend="cpu")

@@ -168,7 +168,7 @@ class Cli:
 
 import pytest  # noqa: E402
 
-COMMANDS = ["lock", "download", "versions", "variants", "get", "load", "verify", "verify-signature", "to-wheel", "cache ls",
+COMMANDS = ["lock", "download", "info", "versions", "variants", "get", "load", "verify", "verify-signature", "to-wheel", "cache ls",
             "cache rm", "version"]
 
 

@@ -4,13 +4,13 @@
 
 _libkernels() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="lock download versions variants get load verify verify-signature to-wheel cache version"
+	local commands="lock download info versions variants get load verify verify-signature to-wheel cache version"
 	local global="--endpoint --cache-dir --offline --trust-remote-code --trusted-orgs --require-signature --timeout --retries
 		--max-parallel --backend --backend-version --torch --torch-dir --no-find-torch --cxx11-abi --tvm-ffi
-		--gpu-archs --json --quiet -q --verbose -v --bytes --progress --no-progress --help -h"
+		--gpu-archs --device --skip-arch-check --json --quiet -q --verbose -v --bytes --progress --no-progress --help -h"
 	# Options whose value is the next word.
 	local valued="--endpoint --cache-dir --trusted-orgs --timeout --retries --max-parallel --backend
-		--backend-version --torch --torch-dir --cxx11-abi --tvm-ffi --gpu-archs --revision --out -o
+		--backend-version --torch --torch-dir --cxx11-abi --tvm-ffi --gpu-archs --device --revision --version --out -o
 		--python-version --manylinux-version --variant"
 	local i v w cmd="" sub="" npos=0 skip
 
@@ -51,7 +51,7 @@ _libkernels() {
 		COMPREPLY=($(compgen -W "none" -- "$cur"))
 		return
 		;;
-	--endpoint | --trusted-orgs | --timeout | --retries | --max-parallel | --backend-version | --revision | \
+	--endpoint | --trusted-orgs | --timeout | --retries | --max-parallel | --backend-version | --revision | --device | \
 		--python-version | --manylinux-version | --variant)
 		return
 		;;
@@ -62,6 +62,7 @@ _libkernels() {
 		case $cmd$sub in
 		download) opts+=" --all-variants" ;;
 		variants) opts+=" --revision" ;;
+		info) opts+=" --revision --version" ;;
 		verify-signature) opts+=" --revision --all-variants --filter-unsigned --filter-no-digest" ;;
 		load) opts+=" --fetch" ;;
 		to-wheel) opts+=" --out -o --python-version --manylinux-version --variant" ;;
@@ -76,6 +77,7 @@ _libkernels() {
 	cache) [[ -z $sub ]] && COMPREPLY=($(compgen -W "ls rm" -- "$cur")) ;;
 	lock | download | verify) ((npos == 0)) && COMPREPLY=($(compgen -d -- "$cur")) ;;
 	load) ((npos == 1)) && COMPREPLY=($(compgen -f -- "$cur")) ;; # DIR or its kernels.lock
+	info) ((npos == 0)) && COMPREPLY=($(compgen -d -- "$cur")) ;; # a repo id, or a kernel folder
 	esac
 }
 complete -o filenames -F _libkernels libkernels

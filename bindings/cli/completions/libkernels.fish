@@ -2,12 +2,13 @@
 # Installed as share/fish/vendor_completions.d/libkernels.fish.
 # tests/python/test_completions.py checks it against `libkernels --help`.
 
-set -l commands lock download versions variants get load verify verify-signature to-wheel cache version
+set -l commands lock download info versions variants get load verify verify-signature to-wheel cache version
 complete -c libkernels -f
 
 # Commands.
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a lock -d "Resolve DIR/pyproject.toml into DIR/kernels.lock"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a download -d "Download the kernels DIR/kernels.lock pins"
+complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a info -d "Describe a kernel: metadata and backends"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a versions -d "List the versions of a kernel repo"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a variants -d "How REPO's variants resolve on this system"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a get -d "Fetch and load a kernel"
@@ -41,7 +42,9 @@ complete -c libkernels -l torch-dir -x -a "(__fish_complete_directories)" -d "Th
 complete -c libkernels -l no-find-torch -d "Do not look for python3's torch"
 complete -c libkernels -l cxx11-abi -x -a "0 1" -d "The torch C++ ABI"
 complete -c libkernels -l tvm-ffi -x -a none -d "Resolve for this tvm-ffi version"
-complete -c libkernels -l gpu-archs -x -a none -d "GPU compute capabilities"
+complete -c libkernels -l gpu-archs -x -a none -d "GPU archs (compute capabilities, gfx names)"
+complete -c libkernels -l device -x -d "The GPU the kernel will run on"
+complete -c libkernels -l skip-arch-check -d "Do not compare a build's archs with the device"
 complete -c libkernels -l json -d "Print the result as JSON"
 complete -c libkernels -s q -l quiet -d "Errors only on stderr"
 complete -c libkernels -s v -l verbose -d "Info messages; twice: debug too"
@@ -53,6 +56,8 @@ complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -s V -l ve
 
 # Command options.
 complete -c libkernels -n "__fish_seen_subcommand_from download" -l all-variants -d "Every build variant"
+complete -c libkernels -n "__fish_seen_subcommand_from info" -l revision -x -d "Branch, tag or commit"
+complete -c libkernels -n "__fish_seen_subcommand_from info" -l version -x -d "The kernel version N"
 complete -c libkernels -n "__fish_seen_subcommand_from variants; or __fish_seen_subcommand_from rm" -l revision -x -d "Branch, tag, commit, major version or spec"
 complete -c libkernels -n "__fish_seen_subcommand_from load" -l fetch -d "Download the locked variant when not cached"
 complete -c libkernels -n "__fish_seen_subcommand_from to-wheel" -s o -l out -x -a "(__fish_complete_directories)" -d "Folder for the wheels"

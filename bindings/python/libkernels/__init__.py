@@ -49,6 +49,7 @@ from .errors import (
     SignatureError,
     UnsafePathError,
     UntrustedError,
+    VersionNotFoundError,
     error_class,
 )
 
@@ -64,7 +65,7 @@ __all__ = [
     "AmbiguousRevisionError", "AuthError", "HTTPError", "IntegrityError", "InvalidArgumentError", "Kernel",
     "KernelDependency", "KernelsError", "KernelsIOError", "KernelsMemoryError", "LoadError", "Metadata", "NetworkError",
     "NoMatchError", "NoPythonModuleError", "NotFoundError", "OfflineError", "ParseError", "SignatureError",
-    "UnsafePathError", "UntrustedError", "Variant", "VariantAccepted", "VariantRejected", "error_class", "get",
+    "UnsafePathError", "UntrustedError", "VersionNotFoundError", "Variant", "VariantAccepted", "VariantRejected", "error_class", "get",
     "get_kernel", "get_kernel_dep",
     "get_kernel_variants", "get_local", "get_local_kernel", "get_locked", "get_locked_kernel", "has_kernel",
     "import_kernel", "library", "lock_project", "download_project", "library_version", "load_kernel",

@@ -62,7 +62,7 @@ class _Call:
     kept alive for as long as the call runs."""
 
     def __init__(self, lib, *, backend=None, trust_remote_code=False, repo_id=None, endpoint=None,
-                 cache_dir=None, token=None, offline=None):
+                 cache_dir=None, token=None, offline=None, check_arch=True, device=None, user_agent=None):
         self.lib = lib
         self.opts = _lib.Options()
         lib.options_init(ctypes.byref(self.opts), _lib.KERNELS_OPTIONS_VERSION)
@@ -72,6 +72,10 @@ class _Call:
         self.opts.token = self._str(token)
         if offline is not None:
             self.opts.offline = 1 if offline else 0
+        # 0.17's check_arch=False: the build's archs are not compared with the device
+        self.opts.skip_arch_check = 0 if check_arch else 1
+        self.opts.device = self._str(_device(device))
+        self.opts.user_agent = self._str(_user_agent(user_agent))
         self.opts.log_cb = _LOG_CB
         self._trust(trust_remote_code)
         self._backend(backend)
@@ -118,6 +122,35 @@ class _Call:
         return ctypes.byref(self.opts)
 
 
+def _device(device):
+    """The device the kernel will run on, for the arch check: an index, a
+    torch.device or "cuda:1"; None: the process's current device (torch's,
+    when torch has initialised CUDA)."""
+    if device is None:
+        torch = sys.modules.get("torch")
+        try:
+            if torch is not None and torch.cuda.is_initialized():
+                return str(torch.cuda.current_device())
+        except Exception:
+            pass
+        return None
+    index = getattr(device, "index", device)
+    if isinstance(index, bool) or not isinstance(index, (int, str)):
+        raise TypeError(f"device must be an index, 'cuda:N' or a torch.device, not {device!r}")
+    return str(index)
+
+
+def _user_agent(user_agent):
+    """Python kernels' user_agent: a string, or a dict joined as k/v pairs."""
+    if user_agent is None or user_agent == "":
+        return None
+    if isinstance(user_agent, dict):
+        return "; ".join(f"{k}/{v}" for k, v in user_agent.items())
+    if isinstance(user_agent, str):
+        return user_agent
+    raise TypeError(f"user_agent must be a str or a dict, not {user_agent!r}")
+
+
 def _revision(revision, version):
     """The revision string libkernels takes: the revision as given, or the
     major version N as "N" (the branch vN)."""
@@ -145,13 +178,6 @@ def _prepare_torch():
         import torch  # noqa: F401
 
 
-def _check_arch(check_arch):
-    if not check_arch:
-        raise NotImplementedError(
-            "check_arch=False is not supported by libkernels: it always checks a CUDA variant's archs against "
-            "the GPUs; use revision= to pin a variant's commit if you need one it rejects")
-
-
 def system(library_path=None, backend=None):
     """What libkernels detects about this process (torch, backend, GPUs, ...) as a dict."""
     _prepare_torch()
@@ -163,6 +189,7 @@ def system(library_path=None, backend=None):
         s = out.contents
         d = {name: getattr(s, name) for name, _ in _lib.System._fields_}
         d["gpu_archs"] = list(s.gpu_archs[:max(0, s.gpu_count)])
+        d["gpu_arch_names"] = [n.decode() for n in s.gpu_arch_names[:max(0, s.gpu_count)]]
         for k, v in d.items():
             if isinstance(v, bytes):
                 d[k] = v.decode("utf-8", "replace")
@@ -373,29 +400,46 @@ def loaded_kernels():
 
 # ---- the `kernels` package's functions --------------------------------------------
 
+@contextlib.contextmanager
+def _version_errors(version):
+    """Python kernels raises ValueError for a version with no branch v{N}."""
+    from .errors import NotFoundError, VersionNotFoundError
+
+    try:
+        yield
+    except NotFoundError as e:
+        if version is not None and str(e).startswith(f"version {version} of "):
+            raise VersionNotFoundError(str(e), e.code, e.function) from None
+        raise
+
+
 def get_kernel(repo_id, revision=None, version=None, backend=None, trust_remote_code=False, *, user_agent=None,
-               check_arch=True):
+               check_arch=True, device=None):
     """Loads a kernel from the Hub (downloading it into the shared cache once)
     and returns its imported module. `revision` (branch, tag, commit) and
-    `version` (int major: branch v{N}) are exclusive and one is required.
-    `backend`: "cpu" or the backend torch is built for (default: detected).
-    `trust_remote_code`: True, or a list of repo ids allowed in addition to
-    repos of trusted publishers. `user_agent` is accepted and unused."""
+    `version` (int major: branch v{N}; a missing one raises a ValueError) are
+    exclusive and one is required. `backend`: "cpu" or the backend torch is
+    built for (default: detected). `trust_remote_code`: True, or a list of
+    repo ids allowed in addition to repos of trusted publishers.
+    `user_agent`: a str or a dict of name: version, sent first in the
+    User-Agent (telemetry on). `check_arch=False` skips the check of the
+    build's archs against `device` (default: the current device)."""
     rev = _revision(revision, version)
-    _check_arch(check_arch)
-    return import_kernel(get(repo_id, rev, backend=backend, trust_remote_code=trust_remote_code))
+    with _version_errors(version):
+        return import_kernel(get(repo_id, rev, backend=backend, trust_remote_code=trust_remote_code,
+                                 check_arch=check_arch, device=device, user_agent=user_agent))
 
 
-def has_kernel(repo_id, revision=None, version=None, backend=None, trust_remote_code=False, *, check_arch=True):
+def has_kernel(repo_id, revision=None, version=None, backend=None, trust_remote_code=False, *, check_arch=True,
+               device=None):
     """True when the kernel has a variant for this system (False when none
-    fits or the repo/revision does not exist)."""
+    fits, the arch check rejects them, or the repo/revision does not exist)."""
     from .errors import NoMatchError, NotFoundError
 
     rev = _revision(revision, version)
-    _check_arch(check_arch)
     _prepare_torch()
     lib = library()
-    call = _Call(lib, backend=backend, trust_remote_code=trust_remote_code)
+    call = _Call(lib, backend=backend, trust_remote_code=trust_remote_code, check_arch=check_arch, device=device)
     try:
         return lib.has_kernel(_enc(repo_id), _enc(rev), call.ref()) == 1
     except (NotFoundError, NoMatchError):
@@ -405,30 +449,67 @@ def has_kernel(repo_id, revision=None, version=None, backend=None, trust_remote_
 def get_kernel_variants(repo_id, revision=None, version=None, backend=None):
     """The variant decisions for this system: VariantAccepted (preferred
     first) then VariantRejected with the reason."""
-    return variants(repo_id, _revision(revision, version), backend=backend)
+    with _version_errors(version):
+        return variants(repo_id, _revision(revision, version), backend=backend)
 
 
 def get_local_kernel(repo_path, backend=None, trust_remote_code=False, user_agent=None):
     """Imports a kernel from a local tree (a repo checkout, its build/ folder
-    or one variant folder), verified like a Hub kernel, with no network."""
-    return import_kernel(get_local(repo_path, backend=backend))
+    or one variant folder), verified like a Hub kernel; its dependencies
+    come from LOCAL_KERNELS or the Hub."""
+    return import_kernel(get_local(repo_path, backend=backend, trust_remote_code=trust_remote_code,
+                                   user_agent=user_agent))
 
 
-def _lockfile(lockfile):
-    if lockfile is None:
-        raise ValueError(
-            "lockfile=None (the lock file of the calling package's metadata) is not supported by libkernels: "
-            "pass lockfile=Path('kernels.lock')")
-    return lockfile
+def _caller_lockfile():
+    """The kernels.lock the calling package ships in its metadata (what
+    `kernels lock` wrote and its setuptools hook put in the dist-info), as
+    Python kernels 0.17 finds it: the first frame outside libkernels, its
+    top-level package, the distributions providing it."""
+    import importlib.metadata
+    import inspect
+    import tempfile
+
+    module = None
+    for frame in inspect.stack()[1:]:
+        m = inspect.getmodule(frame[0])
+        if m is not None and not m.__name__.startswith("libkernels"):
+            module = m
+            break
+    names = []
+    if module is not None:
+        names = importlib.metadata.packages_distributions().get(module.__name__.split(".")[0]) or []
+    for name in names:
+        text = importlib.metadata.distribution(name).read_text("kernels.lock")
+        if text is None:
+            continue
+        f = tempfile.NamedTemporaryFile("w", suffix="-kernels.lock", delete=False)
+        with f:
+            f.write(text)
+        return f.name
+    raise ValueError(
+        "Could not find a `kernels.lock` file in the caller's package metadata. Please lock kernels with "
+        "`kernels lock <project>` and then reinstall the project.")
+
+
+def _locked(repo_id, lockfile, **kwargs):
+    path = lockfile if lockfile is not None else _caller_lockfile()
+    try:
+        return import_kernel(get_locked(repo_id, path, **kwargs))
+    finally:
+        if lockfile is None:
+            os.unlink(path)
 
 
 def get_locked_kernel(repo_id, lockfile=None, trust_remote_code=False, user_agent=None):
     """Loads the commit of `repo_id` that `lockfile` (kernels.lock) pins,
-    downloading it if needed and checking its files against the lock hash."""
-    return import_kernel(get_locked(repo_id, _lockfile(lockfile), trust_remote_code=trust_remote_code))
+    downloading it if needed and checking its files against the lock hash;
+    its kernel dependencies at the commits the lock pins. lockfile=None: the
+    lock file of the calling package's metadata, as Python kernels."""
+    return _locked(repo_id, lockfile, trust_remote_code=trust_remote_code, user_agent=user_agent)
 
 
 def load_kernel(repo_id, lockfile=None, backend=None):
     """Like get_locked_kernel, from the cache only: never a network call;
     OfflineError naming `kernels download` when the variant is not cached."""
-    return import_kernel(get_locked(repo_id, _lockfile(lockfile), offline_only=True, backend=backend))
+    return _locked(repo_id, lockfile, offline_only=True, backend=backend)

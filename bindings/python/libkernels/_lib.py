@@ -15,6 +15,7 @@ from .errors import raise_for
 KERNELS_OPTIONS_VERSION = 1
 KERNELS_FROM_ENV = -1
 KERNELS_MAX_GPUS = 16
+KERNELS_SYSTEM_VERSION = 2
 
 _c_char_p = ctypes.c_char_p
 _c_int = ctypes.c_int
@@ -26,6 +27,7 @@ class System(ctypes.Structure):
     """struct kernels_system (include/kernels/system.h)."""
 
     _fields_ = [
+        ("version", ctypes.c_uint),
         ("torch_version", _c_int),
         ("torch_cxx11_abi", _c_int),
         ("tvm_ffi_version", _c_int),
@@ -45,6 +47,8 @@ class System(ctypes.Structure):
         ("tvm_ffi_path", _c_char_p),
         ("backend_source", _c_char_p),
         ("torch_source", _c_char_p),
+        ("gpu_arch_names", _c_char_p * KERNELS_MAX_GPUS),
+        ("current_device", _c_int),
     ]
 
 
@@ -81,6 +85,9 @@ class Options(ctypes.Structure):
         ("signature_policies", _c_void_p),
         ("signature_policy_count", _c_size_t),
         ("revision_ttl_s", ctypes.c_long),
+        ("skip_arch_check", _c_int),
+        ("device", _c_char_p),
+        ("user_agent", _c_char_p),
     ]
 
 
@@ -215,6 +222,7 @@ _PROTOTYPES = {
     "kernels_variant_trace_accepted": (_c_int, [TraceP, _c_size_t]),
     "kernels_variant_trace_valid": (_c_int, [TraceP, _c_size_t]),
     "kernels_variant_trace_reason": (_c_char_p, [TraceP, _c_size_t]),
+    "kernels_variant_trace_devices": (_c_char_p, [TraceP, _c_size_t]),
     "kernels_variant_trace_rank": (_c_int, [TraceP, _c_size_t]),
     "kernels_variant_trace_chosen": (_c_char_p, [TraceP]),
     "kernels_variant_trace_string": (_c_char_p, [TraceP]),

@@ -152,6 +152,12 @@ class SignatureError(KernelsError, ImportError):
         self.msg = message  # ImportError's own attribute
 
 
+class VersionNotFoundError(NotFoundError, ValueError):
+    """No branch v{N} for get_kernel(version=N): Python kernels raises
+    ValueError there; this one is both, with libkernels' message (the
+    versions that exist)."""
+
+
 ERRORS = {
     cls.code: cls
     for cls in (KernelsError, InvalidArgumentError, NotFoundError, AmbiguousRevisionError, NoMatchError, AuthError,

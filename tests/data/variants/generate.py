@@ -157,20 +157,14 @@ def selected_backend(sysd):
 
 
 def gpu_reason(sysd, archs):
-    caps = ", ".join(sysd["gpus"])
-    if len(sysd["gpus"]) == 1:
-        return (f"CUDA capability {caps} of the current device is not supported by the architectures "
-                f"of the build: {', '.join(archs)}")
-    return (f"CUDA capabilities {caps} of the GPUs in this machine are not supported by the architectures "
+    # archs.py's ArchValidator text, for the current device (the first GPU here)
+    return (f"CUDA capability {sysd['gpus'][0]} of the current device is not supported by the architectures "
             f"of the build: {', '.join(archs)}")
 
 
 def gpu_supported(sysd, archs):
-    for g in sysd["gpus"]:
-        major, minor = (int(x) for x in g.split("."))
-        if karchs._supports_cuda_capability(archs, (major, minor)):
-            return True
-    return False
+    major, minor = (int(x) for x in sysd["gpus"][0].split("."))
+    return karchs._supports_cuda_capability(archs, (major, minor))
 
 
 def run_case(title, sysd, entries):
@@ -192,7 +186,8 @@ def run_case(title, sysd, entries):
         variants=parsed, selected_backend=selected_backend(sysd), cpu=sysd["cpu"], os=sysd["os"],
         torch_version=v(sysd["torch"]), torch_cxx11_abi=sysd["cxx11_abi"], tvm_ffi_version=v(sysd["tvm_ffi"]),
         macos_version=v(sysd["macos"]))
-    # The GPU arch check libkernels adds on top of the Python rules.
+    # 0.17's arch check (ArchValidator) on the current device, which
+    # libkernels applies while choosing rather than after.
     checked = []
     for d in trace:
         archs = archs_of[names_of[id(d.variant)]]
@@ -201,6 +196,10 @@ def run_case(title, sysd, entries):
                 and not gpu_supported(sysd, archs)):
             d = kv.VariantRejected(variant=d.variant, reason=gpu_reason(sysd, archs))
         checked.append(d)
+    # 0.17 leaves a tvm-ffi variant without a backend minor and a noarch one
+    # equal (its input is a set); libkernels puts tvm-ffi first, as 0.17's
+    # docstring orders them: noarch after arch variants, before the stable sort.
+    checked.sort(key=lambda d: isinstance(d.variant, kv.NoarchVariant))
     trace = kv._sort_variants(checked)
     out = [{"name": names_of[id(d.variant)], "accepted": isinstance(d, kv.VariantAccepted),
             "reason": None if isinstance(d, kv.VariantAccepted) else d.reason} for d in trace]

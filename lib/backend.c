@@ -1,0 +1,167 @@
+/* The compute backends Python kernels 0.17 knows (backends.py), one row
+ * each: name, variant prefix, versioned or not, GPU detection and the arch
+ * check. CUDA's GPUs come from system.c (NVML or the driver, the slow part
+ * shared with the backend version); ROCm's from the amdgpu driver's KFD
+ * topology in sysfs, which needs no ROCm library; the others have no
+ * detection yet: KERNELS_GPU_ARCHS names their devices. */
+#include "backend.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* system.c: the CUDA GPUs NVML or the driver reports. */
+void kernels__cuda_gpus(kernels__gpu_list *out);
+
+static int all_digits(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+/* "M.m" -> major, minor; -1 when not that form. */
+static int parse_cc(const char *s, size_t n, int *major, int *minor)
+{
+	const char *dot = memchr(s, '.', n);
+
+	if (!dot || !all_digits(s, (size_t)(dot - s)) || !all_digits(dot + 1, n - (size_t)(dot + 1 - s)) ||
+	    dot - s > 4 || n - (size_t)(dot + 1 - s) > 4)
+		return -1;
+	*major = atoi(s);
+	*minor = atoi(dot + 1);
+	return 0;
+}
+
+/* One arch string against a compute capability; -1: not a known format. */
+static int cuda_arch_supports(const char *arch, int maj, int min)
+{
+	size_t n = strlen(arch);
+	int ptx = 0, amaj, amin;
+	char suffix = 0;
+
+	if (n >= 4 && !strcmp(arch + n - 4, "+PTX")) {
+		ptx = 1;
+		n -= 4;
+	}
+	if (n > 0 && (arch[n - 1] == 'a' || arch[n - 1] == 'f'))
+		suffix = arch[--n];
+	if (parse_cc(arch, n, &amaj, &amin) < 0)
+		return -1;
+	if (suffix == 'a')
+		return maj == amaj && min == amin;
+	if (suffix == 'f')
+		return maj == amaj && min >= amin;
+	if (ptx)
+		return maj > amaj || (maj == amaj && min >= amin);
+	return maj == amaj && min >= amin;
+}
+
+int kernels__cuda_archs_support_str(const char *const *archs, const char *device)
+{
+	int known = 0, maj, min, i;
+
+	if (!device || parse_cc(device, strlen(device), &maj, &min) < 0)
+		return -1;
+	for (i = 0; archs && archs[i]; i++) {
+		int r = cuda_arch_supports(archs[i], maj, min);
+		if (r >= 0)
+			known = 1;
+		if (r > 0)
+			return 1;
+	}
+	return known ? 0 : -1;
+}
+
+int kernels__rocm_archs_support(const char *const *archs, const char *device)
+{
+	size_t n = device ? strcspn(device, ":") : 0;
+	int i;
+
+	if (!n)
+		return -1;
+	for (i = 0; archs && archs[i]; i++)
+		if (strlen(archs[i]) == n && !strncmp(archs[i], device, n))
+			return 1;
+	return 0;
+}
+
+void kernels__gfx_name(unsigned long v, char *out, size_t size)
+{
+	/* major, minor and stepping; the last two written in hex (gfx90a) */
+	snprintf(out, size, "gfx%lu%lx%lx", v / 10000, (v / 100) % 100, v % 100);
+}
+
+/* The amdgpu driver lists every agent in /sys/class/kfd/kfd/topology/nodes:
+ * GPUs have a non-zero gfx_target_version, in the order HIP numbers them. */
+static void rocm_gpus(kernels__gpu_list *out)
+{
+	static const char *const root = "/sys/class/kfd/kfd/topology/nodes";
+	struct dirent **ents = NULL;
+	int n = scandir(root, &ents, NULL, versionsort), i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < n; i++) {
+		char path[512], line[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s/properties", root, ents[i]->d_name);
+		if (ents[i]->d_name[0] != '.' && (f = fopen(path, "r"))) {
+			unsigned long v = 0;
+			while (fgets(line, sizeof(line), f))
+				if (sscanf(line, "gfx_target_version %lu", &v) == 1)
+					break;
+			fclose(f);
+			if (v && out->count < KERNELS_MAX_GPUS)
+				kernels__gfx_name(v, out->arch[out->count++], sizeof(out->arch[0]));
+		}
+		free(ents[i]);
+	}
+	free(ents);
+}
+
+static const kernels__backend rows[] = {
+	{ "cuda", "cu", "CUDA", 1, "cuda", "CUDA capability", kernels__cuda_gpus, kernels__cuda_archs_support_str },
+	{ "rocm", "rocm", "ROCm", 1, "rocm", "ROCm arch", rocm_gpus, kernels__rocm_archs_support },
+	{ "xpu", "xpu", "XPU", 1, "xpu", "XPU device", NULL, NULL },
+	{ "cann", "cann", "CANN", 1, "npu", "NPU", NULL, NULL },
+	{ "cpu", "cpu", "CPU", 0, "cpu", NULL, NULL, NULL },
+	{ "metal", "metal", "Metal", 0, "metal", "Metal device", NULL, NULL },
+	{ "neuron", "neuron", "Neuron", 0, "neuron", "Neuron device", NULL, NULL },
+	{ "tpu", "tpu", "TPU", 0, "tpu", "TPU", NULL, NULL },
+};
+
+static const kernels__backend *const all[] = { &rows[0], &rows[1], &rows[2], &rows[3],
+					       &rows[4], &rows[5], &rows[6], &rows[7], NULL };
+
+const kernels__backend *const *kernels__backends(void)
+{
+	return all;
+}
+
+const kernels__backend *kernels__backend_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (!strcmp(rows[i].name, name))
+			return &rows[i];
+	return NULL;
+}
+
+const kernels__backend *kernels__backend_by_prefix(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s && i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i].versioned ? !strncmp(s, rows[i].prefix, strlen(rows[i].prefix)) : !strcmp(s, rows[i].prefix))
+			return &rows[i];
+	return NULL;
+}

@@ -1,0 +1,235 @@
+/* The arch check (lib/variant.c, the backend table lib/backend.c): a
+ * variant's backend.archs against the device the kernel will run on, the
+ * current one or kernels_options.device, every GPU's result in the trace;
+ * switched off by skip_arch_check; ROCm gfx archs like CUDA capabilities;
+ * GPUs named by KERNELS_GPU_ARCHS; the versioned kernels_system.
+ * (Verdicts against Python kernels 0.17.2's own check:
+ * tests/python/test_arch_parity.py.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "backend.h"
+
+#define CU130 "torch211-cxx11-cu130-x86_64-linux"
+#define ROCM63 "torch211-cxx11-rocm63-x86_64-linux"
+
+static kernels_system cuda_two_gpus(void)
+{
+	kernels_system s = { 0 };
+	s.torch_version = 211;
+	s.torch_cxx11_abi = 1;
+	s.tvm_ffi_version = -1;
+	s.backend = "cuda";
+	s.backend_version = 1300;
+	s.cpu = "x86_64";
+	s.os = "linux";
+	s.gpu_count = 2;
+	s.gpu_archs[0] = 90; /* GPU 0: an H100 */
+	s.gpu_archs[1] = 80; /* GPU 1: an A100 */
+	return s;
+}
+
+/* Resolves one CUDA variant with `archs` on the detected form of `ov`. */
+static kernels_variant_trace *resolve(const kernels_system *ov, const char *variant, const char *const *archs,
+				      kernels_options *o)
+{
+	kernels_variant_candidate c = { variant, archs };
+	kernels_variant_trace *t = NULL;
+	kernels_system *sys = NULL;
+
+	o->system = ov;
+	assert_int_equal(kernels_system_detect(&sys, o), 0);
+	assert_int_equal(kernels_variant_resolve_candidates(&t, &c, 1, sys, o), 0);
+	kernels_system_free(sys);
+	return t;
+}
+
+static void test_current_device_and_option(void **state)
+{
+	static const char *const a80[] = { "8.0", NULL };
+	kernels_system ov = cuda_two_gpus();
+	kernels_variant_trace *t;
+	kernels_options o;
+	(void)state;
+
+	unsetenv("KERNELS_DEVICE");
+	unsetenv("KERNELS_SKIP_ARCH_CHECK");
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	/* the current device (0, an H100 9.0) does not run an 8.0-only build,
+	 * though GPU 1 would: rejected, as 0.17 rejects it */
+	t = resolve(&ov, CU130, a80, &o);
+	assert_null(kernels_variant_trace_chosen(t));
+	assert_string_equal(kernels_variant_trace_reason(t, 0), "CUDA capability 9.0 of the current device is not "
+			    "supported by the architectures of the build: 8.0");
+	assert_string_equal(kernels_variant_trace_devices(t, 0), "GPU 0 (9.0): not supported [the device checked]; "
+			    "GPU 1 (8.0): supported; build archs: 8.0");
+	kernels_variant_trace_free(t);
+
+	/* the caller runs on GPU 1 */
+	o.device = "1";
+	t = resolve(&ov, CU130, a80, &o);
+	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
+	assert_non_null(strstr(kernels_variant_trace_devices(t, 0), "GPU 1 (8.0): supported [the device checked]"));
+	kernels_variant_trace_free(t);
+
+	/* ... said by the environment, or by the process (its current device) */
+	o.device = NULL;
+	setenv("KERNELS_DEVICE", "cuda:1", 1);
+	t = resolve(&ov, CU130, a80, &o);
+	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
+	kernels_variant_trace_free(t);
+	unsetenv("KERNELS_DEVICE");
+	ov.current_device = 1;
+	t = resolve(&ov, CU130, a80, &o);
+	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
+	kernels_variant_trace_free(t);
+	ov.current_device = 0;
+
+	/* a device that is not there */
+	o.device = "5";
+	t = resolve(&ov, CU130, a80, &o);
+	assert_null(kernels_variant_trace_chosen(t));
+	assert_string_equal(kernels_variant_trace_reason(t, 0), "device 5 does not exist: this machine has 2 GPUs");
+	kernels_variant_trace_free(t);
+	o.device = "gpu one";
+	o.system = &ov;
+	{
+		kernels_variant_candidate c = { CU130, a80 };
+		kernels_variant_trace *t2 = NULL;
+		assert_int_equal(kernels_variant_resolve_candidates(&t2, &c, 1, NULL, &o), KERNELS_EINVAL);
+		assert_non_null(strstr(kernels_error_last(), "kernels_options.device"));
+	}
+}
+
+static void test_check_off(void **state)
+{
+	static const char *const a80[] = { "8.0", NULL };
+	kernels_system ov = cuda_two_gpus();
+	kernels_variant_trace *t;
+	kernels_options o;
+	(void)state;
+
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.skip_arch_check = 1;
+	t = resolve(&ov, CU130, a80, &o);
+	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
+	assert_non_null(strstr(kernels_variant_trace_devices(t, 0), "arch check off"));
+	kernels_variant_trace_free(t);
+
+	o.skip_arch_check = 0;
+	setenv("KERNELS_SKIP_ARCH_CHECK", "1", 1);
+	t = resolve(&ov, CU130, a80, &o);
+	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
+	kernels_variant_trace_free(t);
+	unsetenv("KERNELS_SKIP_ARCH_CHECK");
+}
+
+static void test_rocm(void **state)
+{
+	static const char *const mi300[] = { "gfx942", NULL }, *const both[] = { "gfx90a", "gfx942", NULL };
+	kernels_system ov = { 0 }, *sys = NULL;
+	kernels_variant_trace *t;
+	kernels_options o;
+	char name[32];
+	(void)state;
+
+	ov.torch_version = 211;
+	ov.torch_cxx11_abi = 1;
+	ov.tvm_ffi_version = -1;
+	ov.backend = "rocm";
+	ov.backend_version = 603;
+	ov.cpu = "x86_64";
+	ov.os = "linux";
+	ov.gpu_count = 1;
+	ov.gpu_arch_names[0] = "gfx90a:sramecc+:xnack-"; /* as torch's gcnArchName says it */
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	t = resolve(&ov, ROCM63, mi300, &o);
+	assert_null(kernels_variant_trace_chosen(t));
+	assert_string_equal(kernels_variant_trace_reason(t, 0), "ROCm arch gfx90a of the current "
+			    "device is not supported by the architectures of the build: gfx942");
+	kernels_variant_trace_free(t);
+	t = resolve(&ov, ROCM63, both, &o);
+	assert_string_equal(kernels_variant_trace_chosen(t), ROCM63);
+	kernels_variant_trace_free(t);
+
+	/* KERNELS_GPU_ARCHS names ROCm GPUs too; a mixed list is refused */
+	setenv("KERNELS_BACKEND", "rocm", 1);
+	setenv("KERNELS_BACKEND_VERSION", "6.3", 1);
+	setenv("KERNELS_GPU_ARCHS", "gfx942:sramecc+, gfx90a", 1);
+	o.system = NULL;
+	assert_int_equal(kernels_system_detect(&sys, &o), 0);
+	assert_int_equal(sys->gpu_count, 2);
+	assert_string_equal(sys->gpu_arch_names[0], "gfx942");
+	assert_string_equal(sys->gpu_arch_names[1], "gfx90a");
+	assert_int_equal(sys->current_device, 0);
+	kernels_system_free(sys);
+	setenv("KERNELS_GPU_ARCHS", "gfx942,9.0", 1);
+	assert_int_equal(kernels_system_detect(&sys, &o), KERNELS_EINVAL);
+	unsetenv("KERNELS_GPU_ARCHS");
+	unsetenv("KERNELS_BACKEND");
+	unsetenv("KERNELS_BACKEND_VERSION");
+
+	/* the KFD topology's gfx_target_version, as the amdgpu driver writes it */
+	kernels__gfx_name(90010, name, sizeof(name));
+	assert_string_equal(name, "gfx90a");
+	kernels__gfx_name(90402, name, sizeof(name));
+	assert_string_equal(name, "gfx942");
+	kernels__gfx_name(110000, name, sizeof(name));
+	assert_string_equal(name, "gfx1100");
+	kernels__gfx_name(100300, name, sizeof(name));
+	assert_string_equal(name, "gfx1030");
+}
+
+static void test_backend_table_and_system(void **state)
+{
+	const kernels__backend *const *b = kernels__backends();
+	kernels_system ov = cuda_two_gpus(), *sys = NULL;
+	kernels_options o;
+	size_t n = 0;
+	(void)state;
+
+	for (; *b; b++, n++)
+		assert_ptr_equal(kernels__backend_find((*b)->name), *b);
+	assert_int_equal(n, 8); /* the backends Python kernels 0.17 knows */
+	assert_string_equal(kernels__backend_by_prefix("cu126")->name, "cuda");
+	assert_string_equal(kernels__backend_by_prefix("rocm63")->name, "rocm");
+	assert_string_equal(kernels__backend_by_prefix("cann81")->name, "cann");
+	assert_string_equal(kernels__backend_by_prefix("cpu")->name, "cpu");
+	assert_null(kernels__backend_by_prefix("vulkan"));
+	assert_non_null(kernels__backend_find("cuda")->archs_support);
+	assert_non_null(kernels__backend_find("rocm")->detect);
+	assert_null(kernels__backend_find("metal")->archs_support);
+
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.system = &ov;
+	assert_int_equal(kernels_system_detect(&sys, &o), 0);
+	assert_int_equal(sys->version, KERNELS_SYSTEM_VERSION);
+	assert_string_equal(sys->gpu_arch_names[0], "9.0");
+	assert_string_equal(sys->gpu_arch_names[1], "8.0");
+	assert_null(sys->gpu_arch_names[2]);
+	assert_int_equal(sys->current_device, 0);
+	{
+		char buf[512];
+		kernels_system_format(sys, buf, sizeof(buf));
+		assert_non_null(strstr(buf, "GPUs 9.0 8.0 (current: 0)"));
+	}
+	kernels_system_free(sys);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_current_device_and_option),
+		cmocka_unit_test(test_check_off),
+		cmocka_unit_test(test_rocm),
+		cmocka_unit_test(test_backend_table_and_system),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
