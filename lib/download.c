@@ -377,6 +377,15 @@ static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, c
 	free(marker);
 }
 
+void kernels__download_mark_absent(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				   const char *commit, const char *path)
+{
+	if (kernels__repo_path_check(path) == 0 && kernels__is_commit(commit) && kernels__repo_id_check(repo_id) == 0 &&
+	    kernels__cache_guard(cfg, type, repo_id) == 0)
+		mark_no_exist(cfg, type, repo_id, commit, path);
+	kernels_error_clear();
+}
+
 /* A file under build/: the commit's listing (recorded after its first
  * request) already holds its hash and size, so one GET fetches it. */
 static int listed_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,

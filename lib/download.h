@@ -30,6 +30,11 @@ int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type,
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
 			   const char *commit, const char *path, char **local_path);
 
+/* Records, as huggingface_hub does (.no_exist/{commit}/{path}), that a
+ * listing of `commit` shows no `path`. Best effort: errors are dropped. */
+void kernels__download_mark_absent(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				   const char *commit, const char *path);
+
 /* 1 when the cache alone answers for `path` at `commit` (the snapshot has
  * it, or huggingface_hub's .no_exist marker says it is absent): asking the
  * Hub would add nothing. */

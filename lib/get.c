@@ -153,6 +153,8 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 		kernels__prefetch_start(&pf, cfg, p->type, p->repo_id, kernels_revision_commit(p->rev));
 		rc = kernels__trust_check(cfg, p->type, p->repo_id);
 		kernels__prefetch_join(&pf);
+		if (rc == 0 && kernels__deadline_left_ms(cfg) <= 0)
+			rc = kernels__prefetch_failure(&pf); /* what the time went on */
 		if (rc < 0 || (rc = read_status(cfg, p, &st)) <= 0)
 			break;
 		if (hops == MAX_REDIRECTS) {
@@ -473,11 +475,14 @@ static int get_at(const kernels__config *cfg, const char *repo_id, const char *r
 		  kernels_get_stats *stats, kernels_kernel **out, const char *memo)
 {
 	kernels_revision *first = NULL;
+	double t0 = now_ms(), first_ms;
 	int rc;
 
 	if (memo && repo_id && revision && (rc = memo_first(cfg, repo_id, revision, memo, &first, stats, out)) != 0)
 		return rc < 0 ? rc : 0;
+	first_ms = now_ms() - t0;
 	rc = plan_remote_from(cfg, repo_id, revision, first, p, stats);
+	stats->resolve_ms += first_ms; /* the revision, asked before the plan */
 	if (rc == 0)
 		rc = fetch_and_load(cfg, p, stats, out);
 	/* A redirect's destination may move under the same commit: never memoised. */

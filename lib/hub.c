@@ -315,8 +315,10 @@ int kernels__hub_down_check(const char *url)
 	if (!hit)
 		return 0;
 	*strchr(o, ' ') = '\0';    /* the origin without the proxy hash */
-	return kernels__error(KERNELS_ENETWORK, "%s did not answer %.1f s ago (%s); not asking again for %.1f s",
-			      o, (double)(now - since) / 1000, why, (double)(until - now) / 1000);
+	/* Worded like the first failure ("cannot reach the Hub"): which of a
+	 * call's concurrent requests met the failure first is chance. */
+	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s: it did not answer %.1f s ago (%s); not "
+			      "asking again for %.1f s", o, (double)(now - since) / 1000, why, (double)(until - now) / 1000);
 }
 
 int kernels__hub_transient_curl(CURLcode rc)

@@ -5,17 +5,27 @@
 #include "hub.h"
 #include "listing.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The commit's top folder, listed (an API request: nothing under /resolve/
+ * is asked before the trust verdict): without a kernel-status.toml there,
+ * its absence is recorded and the status stage asks nothing; with one, the
+ * stage fetches it after the verdict, as before. */
 static void *fetch_status(void *arg)
 {
 	kernels__prefetch *pf = arg;
 	kernels__repo_type type = pf->type;
-	char *local = NULL;
+	kernels__tree t;
 
-	kernels__download_file(&pf->cfg, &type, pf->repo_id, pf->commit, "kernel-status.toml", &local);
-	free(local);
+	if ((pf->status_rc = kernels__hub_tree_list(&pf->cfg, &type, pf->repo_id, pf->commit, "", 0, &t)) == 0) {
+		if (!kernels__tree_find(&t, "kernel-status.toml"))
+			kernels__download_mark_absent(&pf->cfg, type, pf->repo_id, pf->commit, "kernel-status.toml");
+		kernels__tree_free(&t);
+	} else {
+		snprintf(pf->status_msg, sizeof(pf->status_msg), "%s", kernels_error_last());
+	}
 	kernels_error_clear();
 	return NULL;
 }
@@ -26,8 +36,10 @@ static void *fetch_listing(void *arg)
 	kernels__repo_type type = pf->type;
 	kernels__tree t;
 
-	if (kernels__listing_build(&pf->cfg, &type, pf->repo_id, pf->commit, &t) == 0)
+	if ((pf->listing_rc = kernels__listing_build(&pf->cfg, &type, pf->repo_id, pf->commit, &t)) == 0)
 		kernels__tree_free(&t);
+	else
+		snprintf(pf->listing_msg, sizeof(pf->listing_msg), "%s", kernels_error_last());
 	kernels_error_clear();
 	return NULL;
 }
@@ -60,4 +72,13 @@ void kernels__prefetch_join(kernels__prefetch *pf)
 	if (pf->listing_started)
 		pthread_join(pf->listing, NULL);
 	pf->status_started = pf->listing_started = 0;
+}
+
+int kernels__prefetch_failure(const kernels__prefetch *pf)
+{
+	if (pf->status_rc == KERNELS_ENETWORK)
+		return kernels__error(KERNELS_ENETWORK, "%s", pf->status_msg);
+	if (pf->listing_rc == KERNELS_ENETWORK)
+		return kernels__error(KERNELS_ENETWORK, "%s", pf->listing_msg);
+	return 0;
 }

@@ -3,8 +3,9 @@
  * cached) pinned to a tag, branch, vN or specifier sends exactly one
  * request, the refs listing; pinned to a full commit id none; a cold fetch
  * sends only what is learnt once per commit and then kept (the trust
- * verdict, kernel-status.toml's absence, the build/ listing) plus one
- * request per file. A second kernels_get in the same process returns the
+ * verdict, kernel-status.toml's absence from the top folder's listing, the
+ * build/ listing) plus one request per file, and nothing under /resolve/
+ * before the trust verdict. A second kernels_get in the same process returns the
  * same handle: no request for a commit, one for a name, none for a name
  * within kernels_options.revision_ttl_s; never a handle that was closed,
  * and never across settings that decide another answer. */
@@ -199,13 +200,14 @@ static void test_cold_then_warm_cpu(void **state)
 
 	options(&o, &s);
 	get(&o, "v1", 101, 0);
-	/* Cold: the refs, the publisher's trust, kernel-status.toml (absent:
-	 * remembered in .no_exist), the build/ listing (recorded), then one GET
-	 * per file of the variant; nothing else. */
+	/* Cold: the refs, then side by side the publisher's trust, the top
+	 * folder's listing (no kernel-status.toml there: remembered in
+	 * .no_exist) and the build/ listing (recorded), then one GET per file of
+	 * the variant; nothing else. */
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/info/refs"), 1);
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/overview"), 1);
-	assert_int_equal(test_hub_log_count(W.hub, "HEAD", "kernel-status.toml"), 1);
-	assert_int_equal(test_hub_log_count(W.hub, "GET", "/tree/"), 1);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, "kernel-status.toml"), 0);
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/tree/"), 2);
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), FILES_PER_VARIANT);
 	expect_requests("a cold fetch", 4 + FILES_PER_VARIANT);
 
@@ -219,8 +221,8 @@ static void test_cold_then_warm_cpu(void **state)
 	get(&o, W.commit[1], 101, 0);
 	expect_requests("a warm commit pin", 0);
 	new_process();
-	get(&o, W.commit[0], 100, 0); /* another commit: its listing is asked once, its files fetched */
-	assert_int_equal(test_hub_log_count(W.hub, "GET", "/tree/"), 1);
+	get(&o, W.commit[0], 100, 0); /* another commit: its listings are asked once, its files fetched */
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/tree/"), 2);
 	new_process();
 	get(&o, W.commit[0], 100, 0);
 	expect_requests("a warm commit pin of the older commit", 0);
