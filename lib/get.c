@@ -16,6 +16,7 @@
 #include "config.h"
 #include "deps.h"
 #include "download.h"
+#include "info.h"
 #include "error.h"
 #include "get.h"
 #include "hub.h"
@@ -372,8 +373,9 @@ static int fetch_and_load(const kernels__config *cfg, plan *p, kernels_get_stats
 	char *folder = NULL;
 	int rc;
 
-	if (!variant)
-		return kernels__variant_no_match(p->trace, p->what, p->sys);
+	if (!variant) /* with 0.17's hint when the newest version has a build that fits */
+		return kernels__no_match_hint(cfg, p->repo_id, p->sys,
+					      kernels__variant_no_match(p->trace, p->what, p->sys));
 	if ((rc = load_cached(cfg, p, variant, stats, out)) <= 0)
 		return rc;
 	rc = kernels__plan_fetch(cfg, p, variant, stats, &folder);

@@ -16,6 +16,7 @@
 #include "repo.h"
 #include "revision.h"
 #include "util.h"
+#include "variant.h"
 
 struct kernels_info {
 	char *repo_id, *path, *revision, *commit;
@@ -267,4 +268,43 @@ size_t kernels_info_variants_count(const kernels_info *i)
 const char *kernels_info_variant(const kernels_info *i, size_t k)
 {
 	return i && k < i->nvariants ? i->variants[k] : NULL;
+}
+
+/* ---- 0.17's hint when no variant fits ---------------------------------------- */
+
+int kernels__no_match_hint(const kernels__config *cfg, const char *repo_id, const kernels_system *sys, int rc)
+{
+	kernels_variant_candidate *c = NULL;
+	kernels_variant_trace *t = NULL;
+	kernels_revision *rev = NULL;
+	kernels__repo_type type = KERNELS__REPO_KERNEL;
+	char *message = kernels__strdup(kernels_error_last()), *latest = NULL, **names = NULL;
+	size_t n = 0, k;
+
+	/* Best effort, as 0.17: more requests, and never a different error. */
+	if (!message || cfg->offline || default_revision(cfg, repo_id, &latest) < 0 || !strcmp(latest, "main") ||
+	    kernels__revision_resolve(cfg, repo_id, latest, &rev) < 0 ||
+	    kernels__variants_list(cfg, &type, repo_id, kernels_revision_commit(rev), &names, &n) < 0 ||
+	    !(c = calloc(n + 1, sizeof(*c))))
+		goto done;
+	for (k = 0; k < n; k++)
+		c[k].name = names[k];
+	if (kernels__variant_resolve(cfg, NULL, c, n, sys, &t) == 0 && kernels_variant_trace_chosen(t)) {
+		kernels__error(KERNELS_ENOMATCH, "%s\n\nHowever, version %s of '%s' has a build compatible with your "
+			       "system (%s). Consider upgrading to that version by specifying the `version` argument.",
+			       message, latest, repo_id, kernels_variant_trace_chosen(t));
+		rc = KERNELS_ENOMATCH;
+		free(message);
+		message = NULL;
+	}
+done:
+	if (message) /* the original error, as it was */
+		kernels__error(rc, "%s", message);
+	free(message);
+	free(latest);
+	free(c);
+	kernels_variant_trace_free(t);
+	kernels_strings_free(names, n);
+	kernels_revision_free(rev);
+	return rc;
 }

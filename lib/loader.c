@@ -634,8 +634,9 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 	    (rc = kernels__verify_variant(cfg, real, root, what, &k->meta)) < 0 ||
 	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
-	/* kernels-minver, then the kernel-depends loaded before this module (deps.c) */
-	if ((rc = kernels__minver_check(k->meta, what)) < 0 ||
+	/* kernels-minver and python-depends (metadata.c), then the kernel-depends
+	 * loaded before this module (deps.c) */
+	if ((rc = kernels__metadata_rules(cfg, k->meta, what)) < 0 ||
 	    (rc = kernels__deps_load(cfg, k->repo ? k->repo : real, k->commit, k->meta, what, &k->deps, &k->ndeps)) < 0)
 		goto fail;
 	if (module) {

@@ -8,6 +8,7 @@
 #include "error.h"
 #include "util.h"
 #include "verify.h"
+#include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -394,14 +395,27 @@ static int cmp_version(const char *a, const char *b)
 	}
 }
 
-int kernels__minver_check(const kernels_metadata *m, const char *what)
+int kernels__metadata_rules(const kernels__config *cfg, const kernels_metadata *m, const char *what)
 {
 	const char *need = kernels_metadata_kernels_minver(m);
+	size_t i, n = kernels_metadata_python_depends_count(m);
 
-	if (!need || cmp_version(need, KERNELS_COMPAT_KERNELS_VERSION) <= 0)
-		return 0;
-	return kernels__error(KERNELS_ELOAD, "kernel '%s' variant %s requires kernels>=%s, but libkernels %s is "
-			      "compatible with kernels %s only; use a variant or revision built for an older kernels, "
-			      "or a libkernels that declares compatibility with kernels %s", kernels_metadata_name(m),
-			      what, need, kernels_version(), KERNELS_COMPAT_KERNELS_VERSION, need);
+	if (need && cmp_version(need, KERNELS_COMPAT_KERNELS_VERSION) > 0)
+		return kernels__error(KERNELS_ELOAD, "kernel '%s' variant %s requires kernels>=%s, but libkernels %s is "
+				      "compatible with kernels %s only; use a variant or revision built for an older "
+				      "kernels, or a libkernels that declares compatibility with kernels %s",
+				      kernels_metadata_name(m), what, need, kernels_version(), KERNELS_COMPAT_KERNELS_VERSION,
+				      need);
+	/* python-depends: what a Python host must install (the binding checks them
+	 * with 0.17's rules); a C host has nothing to check, but says so. */
+	if (n) {
+		kernels__buf b = { 0 };
+		for (i = 0; i < n; i++)
+			kernels__buf_printf(&b, "%s%s", i ? ", " : "", kernels_metadata_python_depend(m, i));
+		kernels__log(cfg, KERNELS_LOG_INFO, "%s declares python-depends %s: Python packages its Python code "
+			     "needs (the Python binding checks them as kernels 0.17 does); not checked for a C host",
+			     what, b.ptr ? b.ptr : "");
+		kernels__buf_free(&b);
+	}
+	return 0;
 }

@@ -4,6 +4,7 @@
 #define KERNELS_LIB_METADATA_H
 
 #include "kernels/kernel.h"
+#include "config.h"
 
 struct json_t;
 typedef struct kernels__metafields kernels__metafields;
@@ -23,8 +24,11 @@ int kernels__kernel_name_valid(const char *name);
 /* "X.Y.Z" as kernels-minver takes it, normalised into out; -1 when not one. */
 int kernels__minver_parse(const char *s, char *out, size_t size);
 
-/* KERNELS_ELOAD naming both versions when the variant's kernels-minver is
- * newer than KERNELS_COMPAT_KERNELS_VERSION; `what` names the variant. */
-int kernels__minver_check(const kernels_metadata *m, const char *what);
+/* The rules 0.17 applies to a resolved variant's metadata before loading
+ * it (validate.py): KERNELS_ELOAD naming both versions when its
+ * kernels-minver is newer than KERNELS_COMPAT_KERNELS_VERSION; its
+ * python-depends reported at info level (a C host cannot check them).
+ * `what` names the variant. */
+int kernels__metadata_rules(const kernels__config *cfg, const kernels_metadata *m, const char *what);
 
 #endif

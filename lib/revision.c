@@ -771,8 +771,15 @@ static int resolve_in(const kernels__config *cfg, const char *repo_id, const cha
 	char w[600];
 	int rc;
 
-	if ((e = find_exact(t, rev)))
+	if ((e = find_exact(t, rev))) {
+		/* "1": Python kernels takes a revision as the ref of that name;
+		 * libkernels too when there is one, else the branch v1. */
+		if (all_digits(rev) && len <= MAJOR_DIGITS_MAX)
+			kernels__log(cfg, KERNELS_LOG_WARNING, "%s: revision '%s' is the %s of that name (as Python kernels "
+				     "reads it), not version %s (the branch v%s); pass \"v%s\" for the branch", repo_id, rev,
+				     e->kind == KERNELS_REVISION_TAG ? "tag" : "branch", rev, rev, rev);
 		return set_result(r, e, e->kind);
+	}
 	if (all_digits(rev) && len <= MAJOR_DIGITS_MAX)
 		return resolve_major(cfg, repo_id, rev, t, r);
 	if (len >= SHORT_COMMIT_MIN && len < 40 && is_hex(rev))

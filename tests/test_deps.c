@@ -416,6 +416,68 @@ static void test_locked_dependency_missing(void **state)
 	free(project);
 }
 
+static char warned[1024];
+
+static void on_warning(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	if (level == KERNELS_LOG_WARNING && strstr(msg, "revision '1'"))
+		snprintf(warned, sizeof(warned), "%s", msg);
+}
+
+/* revision "1": the ref named 1 when there is one (as Python kernels reads
+ * it), with a warning; else the branch v1. */
+static void test_revision_one(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_revision *r = NULL;
+	char v1[41], one[41];
+	(void)state;
+
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/rone --text a.txt=1 --branch main --branch v1 --trusted"), 0);
+	snprintf(v1, sizeof(v1), "%s", test_hub_last_commit(W.hub));
+	options(&o, &s);
+	o.log_cb = on_warning;
+	warned[0] = '\0';
+	assert_int_equal(kernels_revision_resolve(&r, "acme/rone", "1", &o), 0);
+	assert_string_equal(kernels_revision_commit(r), v1);
+	assert_string_equal(warned, "");
+	kernels_revision_free(r);
+
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/rone --text a.txt=2 --branch 1 --parent v1"), 0);
+	snprintf(one, sizeof(one), "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(kernels_revision_resolve(&r, "acme/rone", "1", &o), 0);
+	assert_string_equal(kernels_revision_commit(r), one);
+	assert_non_null(strstr(warned, "revision '1' is the branch of that name"));
+	assert_non_null(strstr(warned, "pass \"v1\" for the branch"));
+	kernels_revision_free(r);
+}
+
+/* No variant of v1 fits, v2 has one: 0.17's hint says so. */
+static void test_no_match_hint(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	char *src;
+	(void)state;
+
+	src = make_kernel("hint", "int hint_value(void) { return 1; }", NULL, NULL);
+	assert_int_equal(test_system("mv '%s/build/" VARIANT "' '%s/build/torch27-cxx11-cu118-x86_64-linux'", src, src), 0);
+	publish("acme/hint", src, "--branch main --branch v1 --tag v1.0.0");
+	free(src);
+	src = make_kernel("hint2", "int hint_value(void) { return 2; }", NULL, NULL);
+	publish("acme/hint", src, "--branch v2 --tag v2.0.0 --parent v1");
+	free(src);
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/hint", "1", &o), KERNELS_ENOMATCH);
+	assert_non_null(strstr(kernels_error_last(), "torch27-cxx11-cu118-x86_64-linux:")); /* the trace stays */
+	assert_non_null(strstr(kernels_error_last(), "However, version v2 of 'acme/hint' has a build compatible with "
+				"your system (" VARIANT ")"));
+	free(load_log());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +488,8 @@ int main(void)
 		cmocka_unit_test(test_local_kernels_serve_dependencies),
 		cmocka_unit_test(test_lock_and_offline_locked_load),
 		cmocka_unit_test(test_locked_dependency_missing),
+		cmocka_unit_test(test_revision_one),
+		cmocka_unit_test(test_no_match_hint),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

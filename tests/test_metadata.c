@@ -143,6 +143,34 @@ static void test_minver(void **state)
 	free(dir);
 }
 
+static char logged[2048];
+
+static void capture(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	if (level == KERNELS_LOG_INFO && strstr(msg, "python-depends"))
+		snprintf(logged, sizeof(logged), "%s", msg);
+}
+
+/* A C host cannot check python-depends; it says what they are. */
+static void test_python_depends_reported(void **state)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char *dir;
+	(void)state;
+
+	dir = variant("py", 4, NULL, "--set 'python-depends=[\"einops\", \"tvm-ffi\"]'");
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.log_cb = capture;
+	logged[0] = '\0';
+	assert_int_equal(kernels_load_local(&k, dir, &o), 0);
+	assert_non_null(strstr(logged, "declares python-depends einops, tvm-ffi"));
+	assert_non_null(strstr(logged, "not checked for a C host"));
+	kernels_kernel_close(k);
+	free(dir);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -164,6 +192,7 @@ int main(void)
 		cmocka_unit_test(test_accessors),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_minver),
+		cmocka_unit_test(test_python_depends_reported),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

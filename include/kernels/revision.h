@@ -12,7 +12,10 @@
  *   3. A branch, then a tag, with exactly that name ("main", "v1",
  *      "v1.1.2", "feature/x"); a full ref name ("refs/pr/1") also works.
  *   4. A bare major version N (1 to 6 digits): the branch "vN". A warning
- *      goes to the log callback when a higher "vM" branch exists.
+ *      goes to the log callback when a higher "vM" branch exists. A ref
+ *      named "N" itself wins (step 3), with a warning: Python kernels reads
+ *      revision="1" as that ref, so both agree whenever it exists, and
+ *      "1" means the branch v1 only where Python would find nothing.
  *   5. A short commit id, 7 to 39 hex digits: a branch or tag pointing at
  *      a commit with that prefix, else the Hub's revision API expands it.
  *      Unknown or ambiguous ids are errors.

@@ -404,6 +404,9 @@ class Handler(BaseHTTPRequestHandler):
             if not self.state.org_overview:
                 return route_missing()
             return self.org_overview(segs[1])
+        if segs == ["agent-harnesses"]:
+            # huggingface_hub 2.x asks (at most daily) for the AI agent harness registry
+            return json_response(200, {"standardEnvVars": ["AI_AGENT", "AGENT"], "harnesses": {}})
         if len(segs) < 3 or segs[0] not in ("kernels", "models", "datasets", "spaces"):
             return hub_error(404, None, "Not found")
         if segs[0] in ("datasets", "spaces"):

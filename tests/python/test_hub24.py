@@ -1,0 +1,140 @@
+"""The local Hub and the cache interop against what users install today:
+kernels 0.17.2 with huggingface_hub 2.4 (the other tests pin 1.10.2, which
+tests/requirements.txt keeps; 2.x conflicts with that pin, so it lives in
+its own virtualenv, $KERNELS_BINARY_DIR/hub24-venv, made once from
+tests/requirements-hub24.txt, with the project's environment behind it for
+torch and pytest).
+
+- huggingface_hub 2.4 against the fixture: every request it sends is
+  answered as the Hub answers it (its agent-harnesses registry included),
+  a kernel snapshot comes back byte-identical, refs and revisions resolve,
+  and the cache gets 2.4's layout (trees/{commit}.json, CACHEDIR.TAG);
+- the interop suites (test_cache_interop, test_interop_kernels,
+  test_deps_kernels) run again under that interpreter: libkernels and
+  kernels 0.17.2 + huggingface_hub 2.4 share one cache both ways, offline
+  with no request, locks byte-identical, dependencies alike.
+"""
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import test_binding as tb
+from hubclient import random_bytes
+
+SRC = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("KERNELS_BINARY_DIR", SRC / "build"))
+REQUIREMENTS = SRC / "tests" / "requirements-hub24.txt"
+
+
+def hub24_python():
+    """The virtualenv's interpreter, made once (under a lock: two runs at
+    once must not both build it). Its own packages come first; a .pth puts
+    this interpreter's site-packages (torch, pytest, ...) behind them."""
+    venv = BIN / "hub24-venv"
+    stamp = venv / "requirements.txt"
+    BIN.mkdir(parents=True, exist_ok=True)
+    with open(BIN / "hub24-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists() or stamp.read_text() != REQUIREMENTS.read_text():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+            subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "--no-deps",
+                            "-r", str(REQUIREMENTS)], check=True)
+            site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; "
+                                   "print(sysconfig.get_paths()['purelib'])"], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+            Path(site, "zz-project-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+            stamp.write_text(REQUIREMENTS.read_text())
+    return venv / "bin" / "python"
+
+
+PROBE = """
+import hashlib, json, os, sys
+import huggingface_hub as hh
+import kernels
+from huggingface_hub import HfApi, hf_hub_download, snapshot_download
+
+repo, rev = sys.argv[1], sys.argv[2]
+api = HfApi()
+out = {"hf_hub": hh.__version__, "kernels": kernels.__version__}
+out["sha"] = api.kernel_info(repo, revision=rev).sha
+refs = api.list_repo_refs(repo, repo_type="kernel")
+out["branches"] = sorted(b.name for b in refs.branches)
+out["tags"] = sorted(t.name for t in refs.tags)
+path = snapshot_download(repo, repo_type="kernel", revision=rev)
+files = {}
+for root, _, names in os.walk(path):
+    for n in names:
+        p = os.path.join(root, n)
+        files[os.path.relpath(p, path)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+out["files"] = files
+out["one"] = open(hf_hub_download(repo, "README.md", repo_type="kernel", revision=rev), "rb").read().decode()
+cache = os.environ["HF_HUB_CACHE"]
+out["cache"] = sorted(os.path.relpath(os.path.join(r, n), cache) for r, _, ns in os.walk(cache) for n in ns)
+print(json.dumps(out))
+"""
+
+
+def test_fixture_answers_huggingface_hub_24(hub, tmp_path):
+    python = hub24_python()
+    files = {"README.md": b"hi\n", "build/torch-cpu/__init__.py": b"x = 1\n",
+             "build/torch-cpu/weights.bin": random_bytes(3 << 20, 5)}  # LFS: through the CDN
+    commit = hub.publish("org/kern", files=files, branches=["main", "v1"], tags=["v1.0.0"], trusted=True)
+    cache = tmp_path / "cache"
+    env = hub.hf_env(cache, HF_HOME=str(tmp_path / "hf_home"), HF_HUB_DISABLE_TELEMETRY="0")
+    p = subprocess.run([str(python), "-c", PROBE, "org/kern", "v1"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["hf_hub"] == "2.4.0" and out["kernels"] == "0.17.2"
+    assert out["sha"] == commit
+    assert out["branches"] == ["main", "v1"] and out["tags"] == ["v1.0.0"]
+    import hashlib
+    assert out["files"] == {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}
+    assert out["one"] == "hi\n"
+    # 2.4's cache layout: its tree listing record and the cache tag beside the usual folders
+    assert f"kernels--org--kern/trees/{commit}.json" in out["cache"] and "CACHEDIR.TAG" in out["cache"]
+    assert f"kernels--org--kern/refs/v1" in out["cache"]
+    # every request answered as the Hub answers it (no 404 for what exists, no 5xx)
+    log = hub.log()
+    assert log and all(e["status"] in (200, 206, 302) for e in log), [(e["path"], e["status"]) for e in log]
+    assert any(e["path"] == "/api/agent-harnesses" for e in log)
+    assert all("hf_hub/2.4.0" in (e["user_agent"] or "") for e in log if e["path"] != "/api/agent-harnesses")
+
+    # libkernels reads the cache 2.4 wrote (trees/, CACHEDIR.TAG) offline, without a request
+    hub.log_clear()
+    lib_env = dict(env, KERNELS_LIBRARY=tb.library_path(), PYTHONPATH=str(tb.BINDING_DIR), HF_HUB_OFFLINE="1")
+    code = textwrap.dedent("""
+        import json, libkernels
+        d = libkernels.variants("org/kern", "v1", backend="cpu", offline=True, trust_remote_code=True)
+        print(json.dumps([x.variant.variant_str for x in d]))
+    """)
+    q = subprocess.run([str(python), "-c", code], env=lib_env, capture_output=True, text=True, timeout=120)
+    assert q.returncode == 0, q.stderr
+    assert json.loads(q.stdout.strip().splitlines()[-1]) == ["torch-cpu"]
+    cli = subprocess.run([str(BIN / "bindings" / "cli" / "libkernels"), "cache", "ls", "--json"], env=lib_env,
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    listed = json.loads(cli.stdout)
+    assert "org/kern" in json.dumps(listed) and commit in json.dumps(listed)
+    assert hub.log() == []
+
+
+def test_interop_suites_under_huggingface_hub_24(tmp_path):
+    """The interop suites, as they are, run by kernels 0.17.2 + huggingface_hub 2.4."""
+    python = hub24_python()
+    suites = ["test_cache_interop.py", "test_interop_kernels.py", "test_deps_kernels.py"]
+    p = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
+                       cwd=Path(__file__).parent, capture_output=True, text=True, timeout=1500,
+                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    tail = p.stdout[-4000:] + p.stderr[-2000:]
+    assert p.returncode == 0, tail
+    assert " passed" in tail and "failed" not in tail
+    # they really ran under 2.4
+    v = subprocess.run([str(python), "-c", "import huggingface_hub, kernels; print(huggingface_hub.__version__, "
+                        "kernels.__version__)"], capture_output=True, text=True, check=True).stdout.split()
+    assert v == ["2.4.0", "0.17.2"]
