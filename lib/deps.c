@@ -22,11 +22,13 @@
 #include "get.h"
 #include "loader.h"
 #include "util.h"
+#include "download.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A repo settled at a commit, and who first needed it. */
 typedef struct {
@@ -379,4 +381,96 @@ int kernels__deps_load(const kernels__config *cfg, const char *self, const char 
 	*deps = v;
 	*n = count;
 	return 0;
+}
+
+/* ---- has_kernel with dependencies ----------------------------------------------- */
+
+typedef struct has_chain {
+	const struct has_chain *up;
+	const char *repo_id;
+} has_chain;
+
+static int has_deps(const kernels__config *cfg, const kernels_metadata *m, const has_chain *up);
+
+/* 1 when `repo_id` at `revision` has a variant for this system and so do
+ * its dependencies, 0 when one lacks it, <0 on an error (as 0.17's
+ * has_kernel, which resolves the whole tree). */
+static int has_one(const kernels__config *cfg, const char *repo_id, const char *revision, const has_chain *up)
+{
+	has_chain here = { up, repo_id };
+	kernels_get_stats stats;
+	kernels__plan p = { 0 };
+	kernels_variant_trace *t = NULL;
+	kernels_metadata *m = NULL;
+	const has_chain *c;
+	char *local = NULL, *path = NULL, *file = NULL, *slash;
+	const char *chosen;
+	int rc;
+
+	for (c = up; c; c = c->up)
+		if (!strcmp(c->repo_id, repo_id))
+			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself", repo_id);
+	if ((rc = kernels__local_kernels_lookup(cfg, repo_id, &local)) < 0)
+		return rc;
+	if (rc == 1) { /* a local tree: its decisions and the chosen folder's metadata */
+		if ((rc = kernels__local_trace(cfg, local, NULL, &t)) == 0 && (chosen = kernels_variant_trace_chosen(t))) {
+			char *dir = kernels__sprintf("%s/build/%s", local, chosen);
+			if (dir && access(dir, F_OK) != 0) {
+				free(dir);
+				dir = kernels__sprintf("%s/%s", local, chosen);
+			}
+			if (!dir || kernels_metadata_read(&m, dir) < 0)
+				kernels_error_clear(); /* a variant folder itself, or no metadata: no dependencies known */
+			free(dir);
+		}
+		rc = rc < 0 ? rc : kernels_variant_trace_chosen(t) != NULL;
+		kernels_variant_trace_free(t);
+		free(local);
+	} else {
+		memset(&stats, 0, sizeof(stats));
+		if ((rc = kernels__plan_remote(cfg, repo_id, revision, &p, &stats)) == 0 &&
+		    (chosen = kernels_variant_trace_chosen(p.trace)) &&
+		    (path = kernels__sprintf("build/%s/metadata.json", chosen)) &&
+		    kernels__download_file(cfg, &p.type, p.repo_id, kernels_revision_commit(p.rev), path, &file) == 0 &&
+		    (slash = strrchr(file, '/'))) {
+			*slash = '\0';
+			if (kernels_metadata_read(&m, file) < 0)
+				kernels_error_clear();
+		}
+		rc = rc < 0 ? rc : kernels_variant_trace_chosen(p.trace) != NULL;
+		kernels__plan_free(&p);
+		free(path);
+		free(file);
+	}
+	if (rc == 1 && m)
+		rc = has_deps(cfg, m, &here);
+	kernels_metadata_free(m);
+	return rc;
+}
+
+static int has_deps(const kernels__config *cfg, const kernels_metadata *m, const has_chain *up)
+{
+	size_t i;
+	int rc = 1;
+
+	for (i = 0; rc == 1 && i < kernels_metadata_kernel_depends_count(m); i++) {
+		kernels_kernel_dependency d;
+		char major[32];
+
+		if ((rc = kernels_metadata_kernel_depend(m, i, &d)) < 0)
+			break;
+		snprintf(major, sizeof(major), "%lld", d.version);
+		rc = has_one(cfg, d.repo_id, d.revision ? d.revision : major, up);
+		/* a dependency that does not exist is "no kernel", as 0.17's FileNotFoundError */
+		if (rc == KERNELS_ENOTFOUND || rc == KERNELS_ENOMATCH) {
+			kernels_error_clear();
+			rc = 0;
+		}
+	}
+	return rc;
+}
+
+int kernels__deps_has_kernel(const kernels__config *cfg, const char *repo_id, const char *revision)
+{
+	return has_one(cfg, repo_id, revision, NULL);
 }

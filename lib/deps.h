@@ -44,4 +44,12 @@ const kernels_lock_entry *kernels__deps_lock_find(const kernels_lock *lock, cons
  * not, KERNELS_EINVAL naming the entry when an entry has no '='. */
 int kernels__local_kernels_lookup(const kernels__config *cfg, const char *repo_id, char **path);
 
+/* kernels_has_kernel as Python kernels 0.17's has_kernel: 1 when `repo_id`
+ * at `revision` has a variant for this system and so do all of its
+ * kernel-depends (transitively; LOCAL_KERNELS applies), 0 when one lacks
+ * it (a missing dependency repo or version counts as lacking), <0 on an
+ * error (a cycle: KERNELS_EINVAL). Downloads only the chosen variants'
+ * metadata.json. */
+int kernels__deps_has_kernel(const kernels__config *cfg, const char *repo_id, const char *revision);
+
 #endif

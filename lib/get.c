@@ -643,12 +643,18 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 int kernels_has_kernel(const char *repo_id, const char *revision, const kernels_options *opts)
 {
 	kernels_variant_trace *trace;
+	kernels__config cfg;
 	int rc = kernels_get_variants(&trace, repo_id, revision, opts);
 
 	if (rc < 0)
 		return rc;
 	rc = kernels_variant_trace_chosen(trace) != NULL;
 	kernels_variant_trace_free(trace);
+	/* as 0.17's has_kernel: the kernels it depends on must have one too (deps.c) */
+	if (rc == 1 && (rc = kernels__config_load(&cfg, opts)) == 0) {
+		rc = kernels__deps_has_kernel(&cfg, repo_id, revision);
+		kernels__config_free(&cfg);
+	}
 	return rc;
 }
 

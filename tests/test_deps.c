@@ -478,6 +478,24 @@ static void test_no_match_hint(void **state)
 	free(load_log());
 }
 
+/* has_kernel as 0.17's: the dependencies must have a variant too. */
+static void test_has_kernel_checks_dependencies(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_has_kernel("acme/dtop", "1", &o), 1); /* the diamond: all four fit */
+	/* needs acme/hint v1, which has only a CUDA 11.8 variant */
+	kernel("acme/hneeds", "int hneeds_value(void) { return 1; }", NULL, "[" DEP("acme/hint", 1) "]");
+	assert_int_equal(kernels_has_kernel("acme/hneeds", "1", &o), 0);
+	/* needs a repo that does not exist */
+	kernel("acme/hghost", "int hghost_value(void) { return 1; }", NULL, "[" DEP("acme/nowhere", 1) "]");
+	assert_int_equal(kernels_has_kernel("acme/hghost", "1", &o), 0);
+	free(load_log());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_locked_dependency_missing),
 		cmocka_unit_test(test_revision_one),
 		cmocka_unit_test(test_no_match_hint),
+		cmocka_unit_test(test_has_kernel_checks_dependencies),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

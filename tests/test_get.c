@@ -225,8 +225,10 @@ static void test_trace_and_has_kernel(void **state)
 	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 1);
 	options(&o, &none);
 	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 0);
-	/* Listing variants downloads no variant files. */
-	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), 0);
+	/* Listing variants downloads no variant files; has_kernel reads the
+	 * chosen variant's metadata.json (its kernel-depends), as 0.17's does. */
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"),
+			 test_hub_log_count(W.hub, "GET", "/metadata.json"));
 }
 
 static void test_second_get_is_served_from_cache_and_offline(void **state)
