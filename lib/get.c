@@ -453,7 +453,7 @@ static void memo_hit_stats(kernels_get_stats *stats, const char *repo_id, const 
 static int memo_first(const kernels__config *cfg, const char *repo_id, const char *revision, const char *memo,
 		      kernels_revision **first, kernels_get_stats *stats, kernels_kernel **out)
 {
-	double t0 = now_ms();
+	double t0 = now_ms(), t1;
 	const char *commit;
 	int rc;
 
@@ -461,10 +461,11 @@ static int memo_first(const kernels__config *cfg, const char *repo_id, const cha
 	if ((rc = kernels__revision_resolve(cfg, repo_id, revision, first)) < 0)
 		return rc;
 	commit = kernels_revision_commit(*first);
+	t1 = now_ms();
 	if (!kernels__memo_take(memo, repo_id, commit, out))
 		return 0;
-	memo_hit_stats(stats, repo_id, commit, t0);
-	stats->resolve_ms = stats->load_ms;
+	memo_hit_stats(stats, repo_id, commit, t1); /* load: the handle found again */
+	stats->resolve_ms = t1 - t0;
 	if (strcmp(revision, commit))
 		kernels__memo_name_put(memo, repo_id, revision, commit);
 	kernels_revision_free(*first);

@@ -1,6 +1,6 @@
 /* kernels_get latency: the first (cold) call and warm ones, in one run.
  *
- *   get_bench REPO REVISION [--warm N] [--torch-lib DIR] [--backend cpu] [--json]
+ *   get_bench REPO REVISION [--warm N] [--torch-lib DIR] [--backend cpu] [--json] [--once]
  *
  * The Hub and the cache come from the environment (HF_ENDPOINT,
  * HF_HUB_CACHE): bench/get/run.sh starts the local Hub fixture, publishes
@@ -12,11 +12,17 @@
  * Phases, each timed around kernels_get_ext() alone:
  *   cold          empty cache: revision, trust, variant choice, download,
  *                 digest verification, dlopen
- *   warm          everything cached, the Hub reachable (the revision is
- *                 still asked of the Hub, as the Python client does)
- *   warm offline  options.offline = 1: refs/ and the snapshot only
+ *   warm          the same call again in the same process, the Hub
+ *                 reachable: the revision is asked of the Hub (one refs
+ *                 request), the loaded handle returned
+ *   warm offline  options.offline = 1: refs/ and the loaded handle
+ *   re-get commit the resolved commit id again: no request, no system
+ *                 call, the loaded handle (lib/memo.h); in microseconds
  * The first handle stays open (the kernel stays loaded, as in a program
  * that uses it); each warm call takes and drops one more reference.
+ * --once: the first call only, as JSON {"ms", "variant", "commit", and the
+ * stages' ms}: what a fresh process pays (bench/vs_python runs one process
+ * per phase).
  * After the cold call the module's img2gray_cpu (when exported) converts a
  * test image and is checked against the formula, so the timing is of a
  * kernel that works. */
@@ -82,6 +88,8 @@ static double minimum(const sample *s, int n)
 	return m;
 }
 
+static char first_commit[41];
+
 static int one_get(const char *repo, const char *rev, const kernels_options *o, sample *s, kernels_kernel **keep)
 {
 	kernels_get_stats st;
@@ -95,6 +103,8 @@ static int one_get(const char *repo, const char *rev, const kernels_options *o, 
 		return rc;
 	}
 	s->resolve = st.resolve_ms, s->select = st.select_ms, s->download = st.download_ms, s->load = st.load_ms;
+	if (!first_commit[0])
+		snprintf(first_commit, sizeof(first_commit), "%s", st.commit);
 	if (keep && !*keep)
 		*keep = k;
 	else
@@ -164,11 +174,11 @@ static void print_row(const char *name, sample m, double min, int n, int json, i
 int main(int argc, char **argv)
 {
 	const char *repo = NULL, *rev = NULL, *torch = NULL, *backend = NULL;
-	int warm = 50, json = 0, i, ok;
+	int warm = 50, json = 0, once = 0, i, ok;
 	kernels_options opts;
 	kernels_system sys;
 	kernels_kernel *kept = NULL;
-	sample cold, *w, *off;
+	sample cold, *w, *off, *re;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--warm") && i + 1 < argc)
@@ -179,6 +189,8 @@ int main(int argc, char **argv)
 			backend = argv[++i];
 		else if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--once"))
+			once = 1;
 		else if (!repo)
 			repo = argv[i];
 		else if (!rev)
@@ -187,7 +199,8 @@ int main(int argc, char **argv)
 			repo = NULL, i = argc;
 	}
 	if (!repo || !rev || warm < 1) {
-		fprintf(stderr, "usage: get_bench REPO REVISION [--warm N] [--torch-lib DIR] [--backend cpu] [--json]\n");
+		fprintf(stderr, "usage: get_bench REPO REVISION [--warm N] [--torch-lib DIR] [--backend cpu] [--json] "
+			"[--once]\n");
 		return 2;
 	}
 	if (torch && load_torch(torch))
@@ -202,7 +215,8 @@ int main(int argc, char **argv)
 	}
 	w = calloc((size_t)warm, sizeof(*w));
 	off = calloc((size_t)warm, sizeof(*off));
-	if (!w || !off)
+	re = calloc((size_t)warm, sizeof(*re));
+	if (!w || !off || !re)
 		return 1;
 
 	if (one_get(repo, rev, &opts, &cold, &kept))
@@ -212,12 +226,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "get_bench: img2gray_cpu of %s gives a wrong image\n", kernels_kernel_path(kept));
 		return 1;
 	}
+	if (once) {
+		printf("{\"ms\": %.3f, \"variant\": \"%s\", \"commit\": \"%s\", \"checked\": %s, \"resolve_ms\": %.3f, "
+		       "\"select_ms\": %.3f, \"download_ms\": %.3f, \"load_ms\": %.3f}\n", cold.total,
+		       kernels_kernel_variant(kept), first_commit, ok ? "true" : "false", cold.resolve, cold.select,
+		       cold.download, cold.load);
+		kernels_kernel_close(kept);
+		return 0;
+	}
 	for (i = 0; i < warm; i++)
 		if (one_get(repo, rev, &opts, &w[i], NULL))
 			return 1;
 	opts.offline = 1;
 	for (i = 0; i < warm; i++)
 		if (one_get(repo, rev, &opts, &off[i], NULL))
+			return 1;
+	opts.offline = 0;
+	for (i = 0; i < warm; i++)
+		if (one_get(repo, first_commit, &opts, &re[i], NULL))
 			return 1;
 
 	if (json) {
@@ -226,6 +252,7 @@ int main(int argc, char **argv)
 		print_row("cold", cold, cold.total, 1, 1, 0);
 		print_row("warm", med(w, warm), minimum(w, warm), warm, 1, 0);
 		print_row("warm_offline", med(off, warm), minimum(off, warm), warm, 1, 0);
+		print_row("reget_commit", med(re, warm), minimum(re, warm), warm, 1, 0);
 		printf("  \"warnings\": %d\n}\n", warnings);
 	} else {
 		printf("kernels_get(%s, %s) -> %s (%s)\n", repo, rev, kernels_kernel_variant(kept),
@@ -234,11 +261,15 @@ int main(int argc, char **argv)
 		       "select", "download", "load");
 		print_row("cold", cold, cold.total, 1, 0, 0);
 		print_row("warm", med(w, warm), minimum(w, warm), warm, 0, 0);
-		print_row("warm offline", med(off, warm), minimum(off, warm), warm, 0, 1);
+		print_row("warm offline", med(off, warm), minimum(off, warm), warm, 0, 0);
+		print_row("re-get commit", med(re, warm), minimum(re, warm), warm, 0, 1);
+		printf("re-get commit: median %.2f us, min %.2f us (no request, no system call)\n", med(re, warm).total * 1e3,
+		       minimum(re, warm) * 1e3);
 		printf("(%d warnings, e.g. the skipped trust check offline, went to a counting log callback)\n", warnings);
 	}
 	kernels_kernel_close(kept);
 	free(w);
 	free(off);
+	free(re);
 	return 0;
 }

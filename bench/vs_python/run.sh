@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# libkernels (Python binding and C) vs the Python `kernels` package on one local Hub:
-#   bash bench/vs_python/run.sh BUILD_DIR [--runs 3] [--warm 20] [--backend cpu]
+# libkernels (Python binding and C) vs the Python `kernels` package on one local Hub behind nginx:
+#   bash bench/vs_python/run.sh BUILD_DIR [--runs 3] [--regets 50] [--backend cpu] [--big-runs 1] [--no-big]
 # Builds libkernels and the img2gray variants in BUILD_DIR, then runs bench.py
-# (see its docstring); the table goes to stdout (bench/results/vs_python.txt).
+# (see its docstring: it installs nginx with apt-get when missing); the table
+# goes to stdout (bench/results/vs_python.txt).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 source "$src/scripts/venv.sh"  # the project's Python (.venv), first on PATH

@@ -324,6 +324,10 @@ class Handler(BaseHTTPRequestHandler):
                         setattr(st, key, bool(data[key]))
                 if "huge_tree" in data:
                     st.huge_tree = dict(data["huge_tree"]) if data["huge_tree"] else None
+                # The URLs the fixture hands out (Link pages, CDN redirects), for a proxy in front.
+                for key in ("endpoint", "cdn"):
+                    if data.get(key):
+                        setattr(st, key, str(data[key]).rstrip("/"))
             return json_response(
                 200,
                 {
