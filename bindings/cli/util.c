@@ -531,6 +531,10 @@ static void draw_bar(const char *path, size_t all_done, size_t all_total, double
 		double rate = (double)(all_done - progress.first_done) / elapsed;
 		/* Mostly the average so far, so one burst does not swing the ETA. */
 		progress.rate = progress.rate > 0 ? 0.7 * progress.rate + 0.3 * rate : rate;
+	} else if (all_done == all_total && all_done > 0 && progress.rate <= 0) {
+		/* Done within the first report (a fast local fetch): the run's own
+		 * average, its time at least a millisecond. */
+		progress.rate = (double)all_done / (elapsed > 1e-3 ? elapsed : 1e-3);
 	}
 	for (i = 0; i < 24; i++)
 		bar[i] = i < pct * 24 / 100 ? '#' : '.';
