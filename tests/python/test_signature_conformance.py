@@ -1,34 +1,25 @@
 """The public sigstore conformance suite's bundle cases
-(github.com/sigstore/sigstore-conformance, test/assets/bundle-verify), run
-through libkernels' verifier and sigstore-python on the same inputs: the
-verdicts must agree case by case.
+(tests/data/sigstore/conformance/bundle-verify, its SOURCE.md says where
+they come from), run through libkernels' verifier and sigstore-python on the
+same inputs: the verdicts must agree case by case, and every case whose
+name ends in _fail must be refused by both.
 
-The suite is public data this project does not ship, so this file is not
-one of the suites ctest runs (its name does not start with test_): run it
-by hand, pointing KERNELS_SIGSTORE_CONFORMANCE at a checkout's
-test/assets/bundle-verify folder:
-
-    KERNELS_SIGSTORE_CONFORMANCE=.../sigstore-conformance/test/assets/bundle-verify \
-    KERNELS_LIBRARY=build/lib/libkernels.so .venv/bin/python -m pytest tests/python/sigstore_conformance.py
-
- Each case folder has bundle.sigstore.json and optionally artifact
-(else ../a.txt), identity, issuer (else the suite's defaults) and
+Each case folder has bundle.sigstore.json and optionally artifact (else
+../a.txt), identity, issuer (else the suite's defaults), key.pub and
 trusted_root.json (else sigstore's public-good root: libkernels' built-in
-one, lib/sigstore/trusted_root.json, for both verifiers). Cases whose name
-ends in _fail must also be refused by both. The suite's DSSE and
-managed-key cases verify statements or keys, not a file signed keyless,
-which is all a kernel signature is; both verifiers' artifact verification
-refuses them, and that is the verdict compared.
+one, lib/sigstore/trusted_root.json, for both verifiers). The suite's DSSE
+and managed-key cases verify statements or keys, not a file signed
+keyless, which is all a kernel signature is; both verifiers' artifact
+verification refuses them, and that is the verdict compared.
 """
 
-import os
 from pathlib import Path
 
 import pytest
 
 from signature_support import SOURCE_DIR, c_verify, py_verify
 
-SUITE = os.environ.get("KERNELS_SIGSTORE_CONFORMANCE")
+SUITE = Path(__file__).resolve().parents[1] / "data" / "sigstore" / "conformance" / "bundle-verify"
 IDENTITY = ("https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/"
             "extremely-dangerous-oidc-beacon.yml@refs/heads/main")
 ISSUER = "https://token.actions.githubusercontent.com"
@@ -36,13 +27,7 @@ PUBLIC_GOOD = SOURCE_DIR / "lib" / "sigstore" / "trusted_root.json"
 
 
 def cases():
-    if not SUITE:
-        return []
     return sorted(p.name for p in Path(SUITE).iterdir() if (p / "bundle.sigstore.json").is_file())
-
-
-if not SUITE:
-    raise RuntimeError("set KERNELS_SIGSTORE_CONFORMANCE to the suite's test/assets/bundle-verify folder")
 
 
 @pytest.mark.parametrize("name", cases())
@@ -64,4 +49,4 @@ def test_conformance_case_agrees(name):
 
 
 def test_suite_is_whole():
-    assert len(cases()) >= 60, f"{SUITE} holds {len(cases())} cases; is it the bundle-verify folder?"
+    assert len(cases()) == 70, f"{SUITE} holds {len(cases())} cases, not the 70 of SOURCE.md's commit"
