@@ -42,9 +42,16 @@ int kernels__error_prefix(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
-	memcpy(old, last.message, sizeof(old));
+	/* A stage that failed without raising still fails: the caller gets a
+	 * code and a message that says so, never "no error". */
+	if (!last.code) {
+		last.code = KERNELS_ERROR;
+		snprintf(old, sizeof(old), "failed without a reason recorded (a libkernels bug; please report it)");
+	} else {
+		memcpy(old, last.message, sizeof(old));
+	}
 	snprintf(last.message, sizeof(last.message), "%.1000s: %.3000s", prefix, old);
-	return last.code ? last.code : KERNELS_ERROR;
+	return last.code;
 }
 
 int kernels__error_oom(void)

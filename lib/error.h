@@ -9,7 +9,8 @@
 int kernels__error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prepends context to the current message ("fetching org/x: <old message>"),
- * keeping its code, and returns that code. */
+ * keeping its code, and returns that code. With no error raised it raises
+ * KERNELS_ERROR, so a failure never reads as "no error". */
 int kernels__error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Out of memory: cannot allocate a message, so a static one is used. */

@@ -23,6 +23,26 @@ static void test_last_error_is_thread_local(void **state)
 	assert_string_equal(kernels_error_last(), "no error");
 }
 
+/* A stage that fails without raising an error: the prefix still leaves a
+ * code and a message, never "no error". */
+static void test_prefix_without_error_raises_one(void **state)
+{
+	int rc;
+	(void)state;
+
+	kernels_error_clear();
+	rc = kernels__error_prefix("loading %s", "org/x");
+	assert_int_equal(rc, KERNELS_ERROR);
+	assert_int_equal(kernels_error_last_code(), KERNELS_ERROR);
+	assert_string_not_equal(kernels_error_last(), "no error");
+	assert_non_null(strstr(kernels_error_last(), "loading org/x: "));
+	assert_non_null(strstr(kernels_error_last(), "without a reason"));
+	/* and the next prefix keeps that code */
+	assert_int_equal(kernels__error_prefix("outer"), KERNELS_ERROR);
+	assert_non_null(strstr(kernels_error_last(), "outer: loading org/x: "));
+	kernels_error_clear();
+}
+
 static void *raise_in_thread(void *arg)
 {
 	kernels__error(KERNELS_EIO, "thread %s", (const char *)arg);
@@ -72,6 +92,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_last_error_is_thread_local),
 		cmocka_unit_test(test_new_error_may_quote_the_last),
+		cmocka_unit_test(test_prefix_without_error_raises_one),
 		cmocka_unit_test(test_threads_do_not_share_errors),
 		cmocka_unit_test(test_strerror_covers_every_code),
 		cmocka_unit_test(test_version),
