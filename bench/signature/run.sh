@@ -3,8 +3,9 @@
 #   bash bench/signature/run.sh BUILD_DIR [runs] [module_kib]
 # Makes a variant folder (a C module padded to module_kib KiB, default 4096,
 # Python files, metadata.json with its digest) signed by the stand-in
-# sigstore of tests/data/sigstore/testsign.py, then times verification and
-# cold loads against it.
+# sigstore of tests/data/sigstore/testsign.py, and the same variant in a Hub
+# cache snapshot (where verification receipts are kept), then times
+# verification and cold loads against them.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 source "$src/scripts/venv.sh"  # the project's Python (.venv), first on PATH
@@ -13,7 +14,7 @@ runs=${2:-51}
 kib=${3:-4096}
 [ -n "${NO_BUILD:-}" ] || cmake --build "$build" --target kernels >/dev/null
 tmp=$(mktemp -d /tmp/bench-sig.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
 cc -std=c11 -O2 -Wall -Wextra -I"$src/include" "$src/bench/signature/sig_bench.c" \
   -L"$build/lib" -lkernels -Wl,-rpath,"$build/lib" -o "$tmp/sig_bench"
 v=$tmp/torch211-cxx11-cpu-x86_64-linux
@@ -28,4 +29,15 @@ python3 "$src/tests/data/sigstore/testsign.py" init "$tmp/keys"
 python3 "$src/tests/data/sigstore/testsign.py" sign "$tmp/keys" "$v/metadata.json" "$v/metadata.json.sigstore"
 echo "# bench/signature: libkernels $(git -C "$src" describe --always --dirty 2>/dev/null || echo '?'), $(nproc) CPUs," \
   "$(openssl version 2>/dev/null || echo OpenSSL), module $kib KiB, $(date -u +%Y-%m-%dT%H:%MZ)"
-"$tmp/sig_bench" "$v" "$tmp/keys/trusted_root.json" "$runs"
+# The same variant in a Hub cache, as a download leaves it (files are links
+# into blobs/, named by their sha256).
+commit=0123456789abcdef0123456789abcdef01234567
+repo=$tmp/cache/kernels--bench--signed
+mkdir -p "$repo/blobs" "$repo/refs" "$repo/snapshots/$commit/build/${v##*/}"
+printf '%s' "$commit" > "$repo/refs/main"
+for f in "$v"/*; do
+  sum=$(sha256sum "$f" | cut -d' ' -f1)
+  cp "$f" "$repo/blobs/$sum"
+  ln -s "../../../../blobs/$sum" "$repo/snapshots/$commit/build/${v##*/}/${f##*/}"
+done
+"$tmp/sig_bench" "$v" "$tmp/keys/trusted_root.json" "$runs" "$tmp/cache"
