@@ -6,6 +6,18 @@
  * Conventions: functions return 0 or a negative KERNELS_E* code and leave a
  * thread-local message in kernels_error_last(); every pointer's owner is
  * documented where it is returned; all functions are thread-safe.
+ *
+ * libcurl: libkernels calls curl_global_init(CURL_GLOBAL_DEFAULT) once per
+ * process and never curl_global_cleanup, so a host may use libcurl too.
+ * With libcurl 7.84 or later built thread-safe (CURL_VERSION_THREADSAFE in
+ * curl_version_info()->features) that call is made on the first request and
+ * nothing more is asked of the host. With an older libcurl, whose global
+ * init must not run while another thread uses libcurl, libkernels makes it
+ * when the library is loaded: a host linked to libkernels is then safe; a
+ * host that loads libkernels with dlopen() while other threads use libcurl
+ * must call curl_global_init() itself before starting them (libkernels' call
+ * then only counts one more user). A host must not call curl_global_cleanup()
+ * while libkernels may still make requests.
  */
 #ifndef KERNELS_H
 #define KERNELS_H

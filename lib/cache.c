@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Only makes temp names unique within the process; no call reads what
+ * another set. */
 static atomic_uint tmp_counter;
 
 char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)

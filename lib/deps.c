@@ -43,9 +43,13 @@ typedef struct {
 	size_t ndone;
 } ctx;
 
+/* The calling thread's resolution, only while it runs (one call's state;
+ * no other call or thread sees it). */
 static __thread ctx *current;
 
-/* Every repo loaded as a dependency in this process, and its commit. */
+/* Every repo loaded as a dependency in this process, and its commit: a
+ * fact of the process (its modules stay mapped, loader.c), not a setting,
+ * so it is process-wide on purpose, behind loaded_lock. */
 static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static settled *loaded;
 static size_t nloaded;

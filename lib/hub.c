@@ -33,15 +33,22 @@
 
 /* ---- process-wide state --------------------------------------------------- */
 
+/* Nothing here is a setting a call could change for another: what a call
+ * sets (endpoint, token, timeouts, User-Agent) lives in its kernels__config.
+ * These are written once (libcurl, the share, uname's answers), caches
+ * behind a lock (the share's DNS and TLS sessions, the "did not answer"
+ * memory below), or test hooks no public function reaches. */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
 static CURLSH *share;
 static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 static char ua_os[64], ua_cpu[64];
-static _Atomic long backoff_base_ms = 250; /* a test hook may change it */
+static _Atomic long backoff_base_ms = 250; /* tests shorten it (kernels__hub_set_backoff_base_ms) */
 
 /* Origins that did not answer lately: the next call falls back at once
- * instead of waiting for the same silence again. */
+ * instead of waiting for the same silence again. Process-wide on purpose
+ * (the network is the process's), behind down_lock, forgotten after
+ * down_ttl_ms (tests shorten it). */
 static pthread_mutex_t down_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char origin[300];
@@ -68,6 +75,23 @@ static void lower_copy(char *dst, size_t n, const char *src)
 	for (i = 0; i + 1 < n && src[i]; i++)
 		dst[i] = (char)tolower((unsigned char)src[i]);
 	dst[i] = '\0';
+}
+
+/* curl_global_init is thread-safe only where libcurl says so
+ * (CURL_VERSION_THREADSAFE: 7.84 and later, built with atomics). Before
+ * that (we accept 7.68) it must not run while any other thread of the
+ * process uses libcurl. Ours runs once (pthread_once) and is never undone
+ * (no curl_global_cleanup, so a host's own libcurl use is never pulled from
+ * under it); kernels.h tells such hosts what else to do. */
+#ifndef CURL_VERSION_THREADSAFE
+#define CURL_VERSION_THREADSAFE (1 << 30)
+#endif
+
+static int curl_init_threadsafe(void)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+
+	return v && (v->features & CURL_VERSION_THREADSAFE);
 }
 
 static void global_init(void)
@@ -110,6 +134,16 @@ int kernels__hub_global_init(void)
 	if (init_rc)
 		return kernels__error(init_rc, "cannot initialise libcurl; check that the process is not out of memory");
 	return 0;
+}
+
+/* With a libcurl whose global init is not thread-safe, initialise while the
+ * library loads: for a host linked to libkernels that is before main(), so
+ * before any thread exists. A thread-safe libcurl is initialised lazily, on
+ * the first request, and a process that never goes online never pays. */
+__attribute__((constructor)) static void global_init_at_load(void)
+{
+	if (!curl_init_threadsafe())
+		pthread_once(&init_once, global_init);
 }
 
 void kernels__hub_set_backoff_base_ms(long ms)

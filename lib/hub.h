@@ -142,7 +142,8 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 
 /* ---- Building blocks shared by hub.c and hub_fetch.c only ------------------- */
 
-/* Process-wide libcurl initialisation (pthread_once). 0 or an error. */
+/* Process-wide libcurl initialisation (pthread_once; at load time when
+ * libcurl's own is not thread-safe). 0 or an error. */
 int kernels__hub_global_init(void);
 
 /* The User-Agent for `cfg`, per call: "[<app>; ]libkernels/<version>;

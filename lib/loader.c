@@ -60,6 +60,8 @@ typedef struct module {
 	void *dl;
 } module;
 
+/* The process's loaded kernels and mapped modules: facts of the process
+ * (see the top of this file), each list behind its lock. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static kernels_kernel *registry;
 /* Serialises mapping, so two threads never map one module twice. */

@@ -25,6 +25,9 @@ typedef struct memo {
 	long long at_ms;           /* names: when */
 } memo;
 
+/* A process cache by design (memo.h): keyed by every setting that changes
+ * the answer, so one call's settings never leak into another's, and
+ * guarded by `lock`. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static memo *handles, *names;  /* most recently used first */
 

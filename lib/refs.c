@@ -222,7 +222,7 @@ int kernels__refs_read(const char *repo_dir, const char *name, char commit[41])
 
 int kernels__refs_write(const char *repo_dir, const char *name, const char *commit)
 {
-	static atomic_uint counter;
+	static atomic_uint counter; /* unique temp names only; nothing a call reads */
 	char tmp[KERNELS__REF_NAME_MAX + 64], lower[41];
 	const char *leaf;
 	int fd, out, rc = 0;

@@ -229,7 +229,7 @@ static struct {
 	int driver_version;
 	int gpu_count;
 	int gpu_archs[KERNELS_MAX_GPUS];
-} machine;
+} machine; /* written once, under machine_once / cuda_once; read-only after */
 static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
 
 /* CUDA encodes versions as major*1000 + minor*10. */
