@@ -1,4 +1,5 @@
-/* Internal: the on-disk cache shared with huggingface_hub (SPEC section 3).
+/* Internal: the on-disk cache shared with huggingface_hub (its file_download.py
+ * and constants.py define the layout).
  *
  *   {root}/{kernels|models}--{org}--{name}/blobs/{etag}[.incomplete]
  *                                        /snapshots/{commit}/{path} -> ../../(..)/blobs/{etag}

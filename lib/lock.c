@@ -872,8 +872,8 @@ static int unhex(const char *s, unsigned char *out, size_t n)
 }
 
 /* keep_bytecode: kernels 0.9 to 0.15 hash every file of the variant,
- * committed *.pyc and __pycache__/ included; kernels 0.16 (and SPEC
- * section 6) leave them out. */
+ * committed *.pyc and __pycache__/ included; kernels 0.16 and later leave
+ * them out. */
 static int variant_hash(const kernels_lock_file *files, size_t count, int keep_bytecode,
 			char out[KERNELS_LOCK_HASH_SIZE])
 {

@@ -19,8 +19,8 @@ int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, con
 
 /* The same with the byte-code rule chosen: keep_bytecode 1 hashes committed
  * *.pyc and __pycache__/ files too, as every kernels release that locks
- * specifier manifests (0.9 to 0.13) does; 0 leaves them out (SPEC section 6,
- * kernels 0.16), which is what kernels__lock_add_tree_variants does. */
+ * specifier manifests (0.9 to 0.13) does; 0 leaves them out (kernels 0.16
+ * and later), which is what kernels__lock_add_tree_variants does. */
 int kernels__lock_add_tree_variants_as(kernels_lock *lock, const char *repo_id, const kernels__tree *tree,
 				       int keep_bytecode);
 

@@ -1,6 +1,7 @@
 /* Internal: the TOML documents a kernels client reads besides lock files:
  * the project manifest (public API in kernels/lock.h) and the
- * kernel-status.toml a Hub repo may hold at its root (SPEC section 1). */
+ * kernel-status.toml a Hub repo may hold at its root (Python kernels reads it
+ * to redirect a repo or mark it deprecated). */
 #ifndef KERNELS_LIB_MANIFEST_H
 #define KERNELS_LIB_MANIFEST_H
 

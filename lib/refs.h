@@ -1,5 +1,5 @@
-/* Internal: the cache's refs/ files (SPEC section 3), shared with Python's
- * huggingface_hub: {repo_dir}/refs/{name} holds the 40-hex commit id that
+/* Internal: the cache's refs/ files, as Python's huggingface_hub lays them
+ * out and shares them: {repo_dir}/refs/{name} holds the 40-hex commit id that
  * the branch or tag `name` pointed at when it was last resolved online. A
  * name with '/' is nested folders. Every access goes through validated
  * names and never follows a symlink below refs/, so nothing read or written

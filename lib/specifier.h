@@ -118,7 +118,8 @@ int kernels__specifier_select(const kernels__specifier_set *s, const char *const
 	int prereleases, size_t *best);
 
 /*
- * The seed-era Python client's rule over git tags (SPEC section 1): only
+ * The seed-era Python client's rule over git tags (Python kernels'
+ * _versions.py, resolve_version_spec_as_ref, in 0.10): only
  * names starting with 'v' count, the rest of the name must be a version;
  * the highest one the set accepts wins, with the default pre-release rule,
  * `===` comparing the normalised version, and the last of equal versions

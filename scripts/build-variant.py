@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Assembles a Hub build variant folder (SPEC sections 4 and 5) for img2gray.
+"""Assembles a Hub build variant folder (build/{variant}/ with its metadata.json,
+as kernel-builder lays it out) for img2gray.
 
 Subcommands:
   suffix    print the id suffix for a source tree: the short commit of the
@@ -89,7 +90,7 @@ def file_digest(path):
 
 
 def variant_digest(variant_dir):
-    """SPEC 5: every regular file except metadata.json(.sigstore), __pycache__/, *.pyc."""
+    """metadata.json's digest covers every regular file except metadata.json(.sigstore), __pycache__/, *.pyc."""
     files = {}
     root = Path(variant_dir)
     for f in sorted(root.rglob("*")):

@@ -220,7 +220,8 @@ static int download(env *e, const kernels_options *o, const char *repo, const ch
 	return rc;
 }
 
-/* Every file of V1 present in `repo_folder` exactly as SPEC section 3 says. */
+/* Every file of V1 present in `repo_folder` in huggingface_hub's cache layout:
+ * blobs/{etag}, and snapshots/{commit}/{path} relative links to them. */
 static void check_layout(env *e, const char *repo_folder, const char *commit)
 {
 	char snap[PATH_MAX], blob[PATH_MAX], target[PATH_MAX], expect[PATH_MAX], etag[65];

@@ -2,7 +2,7 @@
  *
  * Besides the cmocka cases, the program has modes used by
  * tests/python/test_lock_format.py to compare with the Python package:
- *   --build SPEC.json          build a lock through the API, print it
+ *   --build INPUT.json         build a lock through the API, print it
  *   --roundtrip LOCK           load a lock file, print what we would write
  *   --check LOCK               load only (exit 2 + message when refused)
  *   --lock-project DIR MAP     manifest DIR/pyproject.toml + what the Hub

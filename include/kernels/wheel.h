@@ -2,7 +2,7 @@
  * libkernels: turning one build variant into a Python wheel, so a kernel
  * can be installed with pip like any package (`kernels to-wheel`).
  *
- * Names (SPEC section 7, as the Python `kernels` package's to-wheel names
+ * Names (as the Python `kernels` package's to-wheel names
  * them; {name} is the repo name with every run of '-', '_' and '.' turned
  * into '_', {pv} the Python version without the dot, "39"):
  *

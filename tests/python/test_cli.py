@@ -116,7 +116,8 @@ def git_blob_sha1(data):
 
 
 def lfs_concat_hash(files, variant):
-    """git_lfs_concat (SPEC section 6) of build/{variant} from published bytes (no LFS files here)."""
+    """git_lfs_concat (the lock hash of Python kernels' lockfile.py) of build/{variant} from published bytes
+    (no LFS files here)."""
     prefix = f"build/{variant}/"
     pairs = sorted(
         (p[len(prefix):].encode(), bytes.fromhex(git_blob_sha1(data)))

@@ -5,7 +5,7 @@ imported the way the Python `kernels` package imports one (its __init__.py as
 a package named by metadata.json's `id`), the op is called through
 torch.ops.<id>.img2gray and through the package's img2gray(), and the result
 is compared with a reference computed here in float64 from the documented
-formula. metadata.json is checked against SPEC section 5 (keys, digest), and
+formula. metadata.json is checked for the keys and the digest kernel-builder writes, and
 the real `kernels` package (PyPI) loads the build tree too. CUDA checks run
 where torch sees a GPU and must be bit-identical to the CPU results.
 """

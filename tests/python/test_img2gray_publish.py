@@ -1,5 +1,6 @@
 """scripts/publish-img2gray.py against the local Hub, checked with the real
-Python clients: the refs exist as SPEC section 1 needs them, and the Python
+Python clients: the refs exist as the clients resolve them (vN branches, vX.Y.Z
+tags, main), and the Python
 `kernels` package (PyPI) fetches our img2gray by major version from the local
 Hub, verifies it and runs it (the Python half of the round trip)."""
 import json

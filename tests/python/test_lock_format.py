@@ -337,7 +337,7 @@ def _git_blob_sha1(path):
 def _git_lfs_concat(files):
     """kernels 0.9's algorithm (lockfile.py get_kernel_locks), stated anew:
     sort (path bytes, hash) pairs, sha256 over path bytes + raw hash bytes.
-    SPEC section 6 also leaves out __pycache__/ and *.pyc."""
+    kernels 0.16 and later also leave out __pycache__/ and *.pyc."""
     import hashlib
 
     kept = [(p.encode("utf-8"), h) for p, h, _ in files
