@@ -257,7 +257,7 @@ static int from_hub(const kernels__config *cfg, ctx *c, const char *self, const 
 			char what[300];
 			describe(d, what, sizeof(what));
 			return kernels__error(KERNELS_ENOTFOUND, "dependency %s of %s is not in the lock file; lock the "
-					      "project again ('kernels lock <project>') so it records every kernel the "
+					      "project again ('libkernels lock <project>') so it records every kernel the "
 					      "locked ones need", what, self);
 		}
 		revision = entry->commit;

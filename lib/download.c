@@ -237,12 +237,12 @@ static int download_offline(const kernels__config *cfg, kernels__repo_type *type
 	for (i = 0; i < n && rc == 0; i++) {
 		char *vdir = kernels__sprintf("%s/build/%s", snap, variants[i]);
 		struct stat st;
-		snprintf(what, sizeof(what), "%s variant %s at %s (kernels download)", repo_id, variants[i], commit);
+		snprintf(what, sizeof(what), "%s variant %s at %s (libkernels download)", repo_id, variants[i], commit);
 		if (!vdir)
 			rc = KERNELS_ENOMEM;
 		else if (stat(vdir, &st) < 0 || !S_ISDIR(st.st_mode))
 			rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s at %s is not in the cache; "
-					    "download it while online (kernels download, or unset HF_HUB_OFFLINE)",
+					    "download it while online (libkernels download, or unset HF_HUB_OFFLINE)",
 					    variants[i], repo_id, commit);
 		else
 			rc = kernels__cache_check_tree(vdir, what);

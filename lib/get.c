@@ -298,7 +298,7 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 	 * metadata.json (as Python kernels' lock does) is not in the cache */
 	if (rc == 0 && cfg->offline && metadata_only(*folder)) {
 		rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s is not in the cache (only its "
-				    "metadata.json); download it while online (kernels download, or unset "
+				    "metadata.json); download it while online (libkernels download, or unset "
 				    "HF_HUB_OFFLINE)", variant, p->what);
 		free(*folder);
 		*folder = NULL;

@@ -563,7 +563,7 @@ static int bad(const where *w, const char *key, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return kernels__error(KERNELS_EPARSE, "%s: entry %zu%s%s%s%s%s%s: %s; fix or regenerate the lock file (kernels lock)",
+	return kernels__error(KERNELS_EPARSE, "%s: entry %zu%s%s%s%s%s%s: %s; fix or regenerate the lock file (libkernels lock)",
 			      w->name, w->index, w->repo_id ? " (" : "", w->repo_id ? w->repo_id : "",
 			      w->repo_id ? ")" : "", key ? ", key '" : "", key ? key : "", key ? "'" : "", what);
 }
@@ -760,7 +760,7 @@ int kernels_lock_load_string(kernels_lock **out, const char *json, size_t len, c
 	root = json_loadb(json ? json : "", len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return kernels__error(KERNELS_EPARSE, "%s:%d:%d: not valid JSON: %s; the lock file is damaged or "
-				      "truncated: regenerate it (kernels lock)", name, jerr.line, jerr.column, jerr.text);
+				      "truncated: regenerate it (libkernels lock)", name, jerr.line, jerr.column, jerr.text);
 	if (!json_is_array(root)) {
 		rc = kernels__error(KERNELS_EPARSE, "%s: the top level is %s; expected an array of locked kernels",
 				    name, json_kind(root));
@@ -812,7 +812,7 @@ int kernels_lock_load(kernels_lock **out, const char *path)
 	if (!(f = fopen(path, "rb"))) {
 		int e = errno;
 		if (e == ENOENT)
-			return kernels__error(KERNELS_ENOTFOUND, "no lock file at '%s'; create it with `kernels lock "
+			return kernels__error(KERNELS_ENOTFOUND, "no lock file at '%s'; create it with `libkernels lock "
 					      "<project folder>`", path);
 		return kernels__error(KERNELS_EIO, "cannot open '%s': %s", path, strerror(e));
 	}

@@ -232,7 +232,7 @@ static int check_lock_hash(const kernels_lock_entry *entry, const char *variant,
 	if (strcmp(actual, expected) && strcmp(alt, expected))
 		return kernels__error(KERNELS_EINTEGRITY, "%s@%.7s variant %s does not match the lock file: "
 				      "locked %s, files hash to %s; the cache or the Hub content changed, so the "
-				      "variant was not loaded (remove it with 'kernels cache rm %s' and download again)",
+				      "variant was not loaded (remove it with 'libkernels cache rm %s' and download again)",
 				      entry->repo_id, entry->commit, variant, expected, actual, entry->repo_id);
 	return 0;
 }
@@ -246,7 +246,7 @@ static int find_entry(const char *lock_path, const char *repo_id, kernels_lock *
 		return rc;
 	if (!(*entry = kernels_lock_find(*lock, repo_id)))
 		return kernels__error(KERNELS_ENOTFOUND, "kernel '%s' is not in %s; add it to pyproject.toml and run "
-				      "'kernels lock <project>'", repo_id, lock_path);
+				      "'libkernels lock <project>'", repo_id, lock_path);
 	return 0;
 }
 
@@ -300,7 +300,7 @@ static int locked(kernels_kernel **out, const char *repo_id, const char *lock_pa
 		kernels__deps_lock_end(&scope);
 	}
 	if (rc == KERNELS_EOFFLINE && offline && entry)
-		kernels__error_prefix("%s@%.7s is locked but not in the cache; run 'kernels download <project "
+		kernels__error_prefix("%s@%.7s is locked but not in the cache; run 'libkernels download <project "
 				      "folder of %s>' first", repo_id, entry->commit, lock_path);
 	kernels_lock_free(lock);
 	kernels__config_free(&cfg);

@@ -409,7 +409,7 @@ static void test_locked_dependency_missing(void **state)
 				     "open(p,'w'), indent=2)\" '%s'", lockfile), 0);
 	assert_int_equal(kernels_get_locked(&k, "acme/mtop", lockfile, &o), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "acme/mright (version 1) of acme/mtop is not in the lock file"));
-	assert_non_null(strstr(kernels_error_last(), "kernels lock"));
+	assert_non_null(strstr(kernels_error_last(), "libkernels lock"));
 	free(load_log());
 	free(lockfile);
 	free(toml);

@@ -358,7 +358,7 @@ static void test_load_errors(void **state)
 	kernels_lock *lock;
 	(void)state;
 	assert_int_equal(kernels_lock_load(&lock, DATA "/nonexistent.lock"), KERNELS_ENOTFOUND);
-	assert_non_null(strstr(kernels_error_last(), "kernels lock"));
+	assert_non_null(strstr(kernels_error_last(), "libkernels lock"));
 	assert_int_equal(kernels_lock_load_string(&lock, "[", 1, "x.lock"), KERNELS_EPARSE);
 	assert_non_null(strstr(kernels_error_last(), "x.lock:1:"));
 	/* every truncation of a valid lock is refused, never crashes */

@@ -111,7 +111,7 @@ static void test_lock_download_and_load_offline(void **state)
 
 	/* Nothing cached yet: the cache-only load says what to run. */
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), KERNELS_EOFFLINE);
-	assert_non_null(strstr(kernels_error_last(), "kernels download"));
+	assert_non_null(strstr(kernels_error_last(), "libkernels download"));
 
 	assert_int_equal(kernels_project_download(W.project, 0, &o), 0);
 	{

@@ -54,7 +54,7 @@ KERNELS_EXTERN(int) kernels_get_locked(kernels_kernel **out, const char *repo_id
 /**
  * Like kernels_get_locked() but from the cache only: never a network call.
  * When the locked variant is not cached, KERNELS_EOFFLINE with a message
- * naming the `kernels download` command to run.
+ * naming the `libkernels download` command to run.
  */
 KERNELS_EXTERN(int) kernels_load_locked(kernels_kernel **out, const char *repo_id, const char *lock_path,
 					const kernels_options *opts);

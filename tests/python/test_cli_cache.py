@@ -1,4 +1,4 @@
-"""`kernels cache ls` and `kernels cache rm`: what the cache holds, and safe removal."""
+"""`libkernels cache ls` and `libkernels cache rm`: what the cache holds, and safe removal."""
 
 import json
 import os

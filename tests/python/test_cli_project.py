@@ -141,7 +141,7 @@ def test_load_locked_offline_and_tampered(hub, tmp_path):
     # Not cached: the message names the download command, and nothing was requested.
     hub.log_clear()
     p = cli.run("load", "org/k", str(d), check=1)
-    assert "kernels download" in p.stderr
+    assert "libkernels download" in p.stderr
     assert hub.log() == []
     cli.run("download", str(d), check=0)
     hub.log_clear()

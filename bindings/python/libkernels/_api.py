@@ -511,5 +511,5 @@ def get_locked_kernel(repo_id, lockfile=None, trust_remote_code=False, user_agen
 
 def load_kernel(repo_id, lockfile=None, backend=None):
     """Like get_locked_kernel, from the cache only: never a network call;
-    OfflineError naming `kernels download` when the variant is not cached."""
+    OfflineError naming `libkernels download` when the variant is not cached."""
     return _locked(repo_id, lockfile, offline_only=True, backend=backend)
