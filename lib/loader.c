@@ -15,6 +15,7 @@
 #include "metadata.h"
 #include "signature.h"
 #include "native.h"
+#include "pyfree.h"
 #include "error.h"
 #include "util.h"
 #include "system.h"
@@ -32,8 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -355,10 +354,8 @@ static int preload_needed(const kernels__config *cfg, const kernels__elf *e, con
 /* A Python extension module built by kernel-builder references the Python
  * C API (PyModule_Create2) from PyInit_<name>, which only an interpreter
  * calls. Without libpython in the process those references cannot bind,
- * and with bind-now linking dlopen refuses the module for them. They are
- * made weak in a sealed in-memory copy of the module's bytes: the
- * references resolve to NULL and everything else binds exactly as built,
- * so a torch ABI mismatch still fails here, naming its symbol. */
+ * and with bind-now linking dlopen refuses the module for them: it is
+ * mapped through a copy with them made weak (lib/pyfree.c). */
 static int unresolved_python(const kernels__elf *e, size_t *count)
 {
 	size_t i;
@@ -369,48 +366,7 @@ static int unresolved_python(const kernels__elf *e, size_t *count)
 	return *count > 0;
 }
 
-static int copy_all(int from, int to, off_t size)
-{
-	off_t off = 0;
-
-	while (off < size) {
-		ssize_t n = sendfile(to, from, &off, (size_t)(size - off));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int python_free_copy(int fd, const struct stat *st, const kernels__elf *e, const char *what, int *out)
-{
-	unsigned char weak;
-	size_t i;
-	int mfd;
-
-	*out = -1;
-	if ((mfd = memfd_create("kernels-module", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
-		return kernels__error(KERNELS_EIO, "loading %s without Python: memfd_create: %s", what, strerror(errno));
-	if (copy_all(fd, mfd, st->st_size) < 0)
-		goto io;
-	for (i = 0; i < e->python_count; i++) {
-		if (dlsym(RTLD_DEFAULT, e->python[i].name))
-			continue;
-		weak = (unsigned char)ELF64_ST_INFO(STB_WEAK, ELF64_ST_TYPE(e->python[i].info));
-		if (pwrite(mfd, &weak, 1, (off_t)e->python[i].info_offset) != 1)
-			goto io;
-	}
-	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
-		goto io;
-	*out = mfd;
-	return 0;
-io:
-	close(mfd);
-	return kernels__error(KERNELS_EIO, "loading %s without Python: copying the module: %s", what, strerror(errno));
-}
-
-/* dlerror() names the memfd; users need the module and, for C++, the
+/* dlerror() names the copy (/proc/self/fd/N); users need the module and, for C++, the
  * readable symbol. */
 static int load_failed(const char *what, const char *library, const char *mapped_as)
 {
@@ -494,8 +450,8 @@ static int expose_dependencies(const kernels__config *cfg, const kernels_kernel 
 /* Maps the module open on `fd` (verified) through that descriptor, or
  * through a Python-free copy of its bytes. *keep says the descriptor now
  * names the mapping and must stay open. */
-static int map_module(const kernels__config *cfg, const kernels_kernel *k, int fd, const struct stat *st,
-		      const char *what, void **dl, int *torch, int *keep)
+static int map_module(const kernels__config *cfg, const kernels_kernel *k, const char *root, const char *rel, int fd,
+		      const struct stat *st, const char *what, void **dl, int *torch, int *keep)
 {
 	kernels__elf e;
 	char mapped[64];
@@ -513,7 +469,16 @@ static int map_module(const kernels__config *cfg, const kernels_kernel *k, int f
 	if (k->ndeps && (rc = expose_dependencies(cfg, k, &e, what)) < 0)
 		goto done;
 	if (unresolved_python(&e, &missing)) {
-		if ((rc = python_free_copy(fd, st, &e, what, &mfd)) < 0)
+		const char *alg = NULL, *digest = kernels__metadata_file_digest(k->meta, rel, &alg);
+		char *source = digest ? kernels__sprintf("%s:%s", alg, digest) : NULL;
+
+		if (digest && !source) {
+			rc = KERNELS_ENOMEM;
+			goto done;
+		}
+		rc = kernels__pyfree_open(cfg, root, source, fd, st, &e, what, &mfd);
+		free(source);
+		if (rc < 0)
 			goto done;
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: %zu Python C-API reference%s left unbound (no libpython "
 			     "in this process; only PyInit uses them)", what, missing, missing == 1 ? "" : "s");
@@ -535,7 +500,8 @@ done:
 
 /* Maps the module once per process; a later load of the same file (a
  * re-get after close) returns the mapping it already has. */
-static int load_module(const kernels__config *cfg, kernels_kernel *k, const char *rel, const char *what)
+static int load_module(const kernels__config *cfg, kernels_kernel *k, const char *root, const char *rel,
+		       const char *what)
 {
 	module *m = NULL;
 	struct stat st;
@@ -547,7 +513,7 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 	if (!(m = find_module(&st))) {
 		void *dl = NULL;
 		int torch = 0;
-		if ((rc = map_module(cfg, k, fd, &st, what, &dl, &torch, &keep)) == 0 &&
+		if ((rc = map_module(cfg, k, root, rel, fd, &st, what, &dl, &torch, &keep)) == 0 &&
 		    (!(m = calloc(1, sizeof(*m))) || !(m->id = kernels__strdup(kernels_metadata_id(k->meta))) ||
 		     !(m->path = kernels__strdup(k->library)))) {
 			/* The module is mapped for good; only our record of it is lost. */
@@ -646,7 +612,7 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 			rc = KERNELS_ENOMEM;
 			goto fail;
 		}
-		if ((rc = load_module(cfg, k, module, what)) < 0)
+		if ((rc = load_module(cfg, k, root, module, what)) < 0)
 			goto fail;
 	}
 	pthread_mutex_lock(&registry_lock);

@@ -1,6 +1,7 @@
 /* Verification receipts: see receipt.h for what they vouch for and why
  * they weaken nothing. Stored in the repo's cache folder as
- * .libkernels/receipts/{commit}/{path}.json, one per variant folder. */
+ * .libkernels/receipts/{commit}/{path}.json, one per variant folder, and
+ * .libkernels/patched/{blob}.json beside each Python-free copy. */
 #include "receipt.h"
 #include "error.h"
 #include "util.h"
@@ -103,6 +104,31 @@ static void write_doc(const kernels__config *cfg, const char *path, json_t *doc,
 	kernels_error_clear();
 	free(tmp);
 	free(folder);
+}
+
+int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy)
+{
+	json_t *doc = NULL;
+	struct stat st;
+	const char *recorded;
+	int ok = 0;
+
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
+	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)))
+		ok = json_integer_value(json_object_get(doc, "version")) == 1 &&
+		     (recorded = json_string_value(json_object_get(doc, "source"))) && !strcmp(recorded, source) &&
+		     same_identity(json_object_get(doc, "copy"), copy);
+	json_decref(doc);
+	return ok;
+}
+
+void kernels__receipt_copy_write(const kernels__config *cfg, const char *path, const char *source,
+				 const struct stat *copy)
+{
+	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "source", source, "copy", identity(copy));
+
+	write_doc(cfg, path, doc, doc != NULL);
+	json_decref(doc);
 }
 
 int kernels__receipt_signed(const char *dir, const char *fingerprint, const struct stat *meta,

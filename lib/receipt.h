@@ -28,6 +28,16 @@ int kernels__receipt_matches(const char *root, const char *dir, const struct sta
 void kernels__receipt_write(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
 			    const char *const *files, const struct stat *sts, size_t n);
 
+/* Copy receipts ({root}/.libkernels/patched/{blob}.json, beside the copy,
+ * lib/pyfree.c): a copy of a verified module made for hosts without
+ * libpython, with `source` the verified digest of the bytes it came from
+ * ("sha256:<base64>", or "blob:<name>" for a build without digests) and
+ * the copy's identity once written, synced and renamed into place. 1 when
+ * the receipt at `path` records exactly `source` and `copy`. */
+int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy);
+void kernels__receipt_copy_write(const kernels__config *cfg, const char *path, const char *source,
+				 const struct stat *copy);
+
 /* Signature receipts, beside the file receipts: once a variant's
  * metadata.json.sigstore verified over its metadata.json under a trust root
  * and policies (`fingerprint`: a hash of both), the identities of the two

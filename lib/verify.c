@@ -684,6 +684,15 @@ const char *kernels__metadata_file(const kernels_metadata *m, size_t i)
 	return m && i < m->nwalked ? m->walked[i] : NULL;
 }
 
+const char *kernels__metadata_file_digest(const kernels_metadata *m, const char *rel, const char **algorithm)
+{
+	json_t *v = m && m->files && rel ? json_object_get(m->files, rel) : NULL;
+
+	if (algorithm)
+		*algorithm = v ? m->algorithm : NULL;
+	return v ? json_string_value(v) : NULL;
+}
+
 const struct stat *kernels__metadata_stat(const kernels_metadata *m)
 {
 	return m ? &m->meta_st : NULL;

@@ -29,6 +29,11 @@ const char *kernels__metadata_file(const kernels_metadata *m, size_t i);
  * hashed through (device, inode, size, modification and change times). */
 struct stat;
 const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t i);
+/* The digest metadata.json gives for the file `rel` (base64) and its
+ * algorithm ("sha256" or "sha512"); NULL when it gives none (a build from
+ * before digests). Valid as long as `m`. */
+const char *kernels__metadata_file_digest(const kernels_metadata *m, const char *rel, const char **algorithm);
+
 /* metadata.json as it was read and parsed (fstat of that descriptor). */
 const struct stat *kernels__metadata_stat(const kernels_metadata *m);
 

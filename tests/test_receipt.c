@@ -1,7 +1,17 @@
 /* Verification receipts (lib/receipt.c): a cached variant verified once is
  * not hashed again while every file keeps its identity; a touched,
  * replaced or rewritten file (or metadata.json) means a full re-hash, and a
- * changed byte is then refused. The library's debug log says which. */
+ * changed byte is then refused. The library's debug log says which.
+ *
+ * Python-free copies (lib/pyfree.c): a module referencing the Python C API,
+ * loaded in this process without libpython, is mapped through a copy under
+ * {repo}/.libkernels/patched/ written by the first process and reused by
+ * the next; a touched or replaced copy is written again, and a cache where
+ * it cannot be written falls back to an in-memory copy. Each such load runs
+ * in a forked child (a process maps a module once). */
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +29,7 @@
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
 
 static test_hub *hub;
-static char *tmp, *cache, *module;
+static char *tmp, *cache, *module, *patched;
 static int receipt_used;
 static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
 				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
@@ -35,6 +45,7 @@ static int setup(void **state)
 {
 	kernels_options o;
 	kernels_kernel *k = NULL;
+	char *so;
 	(void)state;
 
 	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("receipt")))
@@ -50,6 +61,21 @@ static int setup(void **state)
 	o.system = &sys_cpu;
 	assert_int_equal(kernels_get(&k, "acme/rc", "v1.0.0", &o), 0);
 	kernels_kernel_close(k);
+	/* A module as kernel-builder links one: PyInit_ needs PyModule_Create2, bound now. */
+	assert_true(asprintf(&patched, "%s/src-py/build/" VARIANT, tmp) > 0);
+	assert_int_equal(test_system("mkdir -p '%s'", patched), 0);
+	assert_true(asprintf(&so, "%s/_py_5.abi3.so", patched) > 0);
+	assert_int_equal(fx_build_so(so, 5, NULL,
+				     "typedef struct _object PyObject; extern PyObject *PyModule_Create2(void *, int);"
+				     "PyObject *PyInit__py_5(void) { static char d[128]; return PyModule_Create2(d, 3); }",
+				     "-Wl,-z,now"), 0);
+	free(so);
+	assert_int_equal(fx_metadata(patched, "--name py --id _py_5 --backend cpu"), 0);
+	free(patched);
+	assert_true(asprintf(&patched, "%s/src-py", tmp) > 0);
+	assert_int_equal(test_hub_publish(hub, "--repo acme/py --dir '%s' --branch main --tag v1.0.0 --trusted", patched), 0);
+	free(patched);
+	assert_true(asprintf(&patched, "%s/kernels--acme--py/.libkernels/patched", cache) > 0);
 	return 0;
 }
 
@@ -61,6 +87,7 @@ static int teardown(void **state)
 	free(tmp);
 	free(cache);
 	free(module);
+	free(patched);
 	return 0;
 }
 
@@ -137,6 +164,115 @@ static void test_rewritten_file_is_refused(void **state)
 	assert_int_equal(used, 0);
 }
 
+/* ---- Python-free copies ---------------------------------------------------------- */
+
+enum { LOADED = 1, WROTE = 2, REUSED = 4, MAPPED_COPY = 8, IN_MEMORY = 16 };
+static int copy_events;
+
+static void on_copy_log(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)level;
+	(void)payload;
+	if (strstr(msg, "wrote its Python-free copy"))
+		copy_events |= WROTE;
+	if (strstr(msg, "mapping its Python-free copy") && strstr(msg, "(receipt)"))
+		copy_events |= REUSED;
+	if (strstr(msg, "mapping an in-memory copy"))
+		copy_events |= IN_MEMORY;
+}
+
+/* Whether this process maps a file under the patched folder. */
+static int maps_copy(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int found = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, "/.libkernels/patched/") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A get of acme/py in a fresh child: what happened, as the flags above. */
+static int load_py(int offline)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		kernels_options o;
+		kernels_kernel *k = NULL;
+		int (*fn)(void);
+
+		kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+		o.endpoint = test_hub_endpoint(hub);
+		o.cache_dir = cache;
+		o.offline = offline;
+		o.system = &sys_cpu;
+		o.log_cb = on_copy_log;
+		copy_events = 0;
+		if (kernels_get(&k, "acme/py", "v1.0.0", &o) == 0 && (*(void **)&fn = kernels_symbol(k, "kernel_answer")) &&
+		    fn() == 5)
+			copy_events |= LOADED;
+		if (maps_copy())
+			copy_events |= MAPPED_COPY;
+		_exit(copy_events);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_copy_written_once_then_reused(void **state)
+{
+	(void)state;
+	assert_null(dlsym(RTLD_DEFAULT, "PyModule_Create2")); /* no libpython in this process */
+	assert_int_equal(load_py(0), LOADED | WROTE | MAPPED_COPY);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
+	assert_int_equal(test_system("test -f '%s'/*.so && test -f '%s'/*.json", patched, patched), 0);
+}
+
+/* A touched copy, one replaced by the same bytes (a new inode), one
+ * replaced by another module: each is written again from the verified
+ * blob, and the stranger's code never runs. */
+static void test_changed_copy_is_redone(void **state)
+{
+	char *evil, *marker;
+	(void)state;
+
+	assert_int_equal(test_system("touch '%s'/*.so", patched), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
+	assert_int_equal(test_system("c=$(ls '%s'/*.so) && cp -p \"$c\" \"$c.new\" && mv -f \"$c.new\" \"$c\"", patched), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+	assert_true(asprintf(&evil, "%s/evil.so", tmp) > 0);
+	assert_true(asprintf(&marker, "%s/evil.ran", tmp) > 0);
+	assert_int_equal(fx_build_so(evil, 666, marker, NULL, NULL), 0);
+	assert_int_equal(test_system("c=$(ls '%s'/*.so) && cp '%s' \"$c.new\" && mv -f \"$c.new\" \"$c\"", patched, evil), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+	assert_int_not_equal(access(marker, F_OK), 0);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
+	free(evil);
+	free(marker);
+}
+
+/* Where the copy cannot be written (here: its folder's name taken by a
+ * file; a read-only cache fails the same way), the module still loads,
+ * through an in-memory copy, and the next process tries again. */
+static void test_unwritable_cache_still_loads(void **state)
+{
+	(void)state;
+	assert_int_equal(test_system("rm -rf '%s' && touch '%s'", patched, patched), 0);
+	assert_int_equal(load_py(1), LOADED | IN_MEMORY);
+	assert_int_equal(load_py(1), LOADED | IN_MEMORY);
+	assert_int_equal(test_system("rm -f '%s'", patched), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -144,6 +280,9 @@ int main(void)
 		cmocka_unit_test(test_touched_file_is_hashed_again),
 		cmocka_unit_test(test_replaced_file_is_hashed_again),
 		cmocka_unit_test(test_rewritten_file_is_refused),
+		cmocka_unit_test(test_copy_written_once_then_reused),
+		cmocka_unit_test(test_changed_copy_is_redone),
+		cmocka_unit_test(test_unwritable_cache_still_loads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

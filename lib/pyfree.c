@@ -1,0 +1,234 @@
+/* Python-free copies of native modules. kernel-builder's PyInit_<name>
+ * references the Python C API (PyModule_Create2), which only an
+ * interpreter defines; with bind-now linking a host without libpython
+ * cannot dlopen the module as built. A copy with those references made
+ * weak binds everything else exactly as built (a torch ABI mismatch still
+ * fails, naming its symbol) and leaves them NULL where nothing defines
+ * them; a weak reference still binds where a definition exists, so one
+ * copy serves every host.
+ *
+ * A module in the cache gets its copy on disk, once:
+ * {repo}/.libkernels/patched/{blob}.so, written from the verified bytes
+ * (temporary file, fsync, rename), with a receipt {blob}.json recording
+ * the verified digest it came from and the copy's identity (device,
+ * inode, size, modification and change times). A later process whose
+ * receipt matches the copy maps it as it is: no copy, no hash. Any
+ * difference means it is made again from the verified module. This
+ * weakens nothing: the copy lives in the repo's cache folder, so whoever
+ * can write it or its receipt can as well write the blob and the
+ * metadata.json that vouches for it. Where it cannot be written (a
+ * read-only cache, a module outside the cache), a sealed in-memory copy is
+ * made per process instead. */
+#include "pyfree.h"
+#include "cache.h"
+#include "receipt.h"
+#include "error.h"
+#include "util.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+/* From the start of `from` into `to` at its offset: in the kernel, which
+ * may share extents (a reflink) where the file system can; else sendfile. */
+static int copy_all(int from, int to, off_t size)
+{
+	off_t off = 0;
+	ssize_t n;
+
+	while (off < size) {
+		n = copy_file_range(from, &off, to, NULL, (size_t)(size - off), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* EXDEV, EINVAL, ENOSYS...: the plain way from here */
+	}
+	while (off < size) {
+		n = sendfile(to, from, &off, (size_t)(size - off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Makes the module's Python references weak; `all` 0: only those nothing
+ * in this process defines (an in-memory copy for this process alone). */
+static int weaken(int fd, const kernels__elf *e, int all)
+{
+	unsigned char weak;
+	size_t i;
+
+	for (i = 0; i < e->python_count; i++) {
+		if (!all && dlsym(RTLD_DEFAULT, e->python[i].name))
+			continue;
+		weak = (unsigned char)ELF64_ST_INFO(STB_WEAK, ELF64_ST_TYPE(e->python[i].info));
+		if (pwrite(fd, &weak, 1, (off_t)e->python[i].info_offset) != 1)
+			return -1;
+	}
+	return 0;
+}
+
+static int memory_copy(int fd, const struct stat *st, const kernels__elf *e, const char *what, int *out)
+{
+	int mfd;
+
+	*out = -1;
+	if ((mfd = memfd_create("kernels-module", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
+		return kernels__error(KERNELS_EIO, "loading %s without Python: memfd_create: %s", what, strerror(errno));
+	if (copy_all(fd, mfd, st->st_size) < 0 || weaken(mfd, e, 0) < 0 ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		int err = errno;
+		close(mfd);
+		return kernels__error(KERNELS_EIO, "loading %s without Python: copying the module: %s", what,
+				      strerror(err));
+	}
+	*out = mfd;
+	return 0;
+}
+
+/* The blob the verified descriptor reads, when it lies in {root}/blobs/:
+ * the copy is named after it. */
+static int blob_of(int fd, const char *root, char *blob, size_t size)
+{
+	char link[64], real[PATH_MAX], root_real[PATH_MAX];
+	ssize_t n;
+	size_t r;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if (!root || !realpath(root, root_real) || (n = readlink(link, real, sizeof(real) - 1)) <= 0)
+		return 0;
+	real[n] = '\0';
+	r = strlen(root_real);
+	if (strncmp(real, root_real, r) || strncmp(real + r, "/blobs/", 7) || !kernels__is_etag(real + r + 7) ||
+	    strlen(real + r + 7) >= size)
+		return 0;
+	snprintf(blob, size, "%s", real + r + 7);
+	return 1;
+}
+
+typedef struct {
+	char *dir, *copy, *receipt, *tmp;
+} paths;
+
+static void paths_free(paths *p)
+{
+	free(p->dir);
+	free(p->copy);
+	free(p->receipt);
+	free(p->tmp);
+}
+
+/* The copy the receipt vouches for, open read-only; -1 when there is none. */
+static int reuse(const paths *p, const char *source, const struct stat *st)
+{
+	struct stat cst;
+	int cfd = open(p->copy, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (cfd < 0)
+		return -1;
+	if (fstat(cfd, &cst) == 0 && S_ISREG(cst.st_mode) && cst.st_size == st->st_size &&
+	    kernels__receipt_copy_matches(p->receipt, source, &cst))
+		return cfd;
+	close(cfd);
+	return -1;
+}
+
+/* An unnamed file in the folder (nothing left behind by a crash before it
+ * is complete), else a named temporary one (*named). */
+static int create_tmp(const paths *p, int *named)
+{
+	int tfd = open(p->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0444);
+
+	*named = 0;
+	if (tfd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return tfd;
+	unlink(p->tmp); /* left by a crash of an earlier process with this pid */
+	if ((tfd = open(p->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) >= 0)
+		*named = 1;
+	return tfd;
+}
+
+/* Writes the copy: complete and synced before it takes its name, so a
+ * receipt can only ever name whole bytes; the receipt after the rename
+ * (which moves the change time). Returns a read-only descriptor of it, or
+ * -1 with errno. */
+static int write_copy(const kernels__config *cfg, const paths *p, const char *source, int fd, const struct stat *st,
+		      const kernels__elf *e)
+{
+	char self[64];
+	struct stat cst;
+	int tfd, rfd = -1, named = 0, err;
+
+	if (kernels__mkdir_p(p->dir, 0777) < 0 || (tfd = create_tmp(p, &named)) < 0)
+		return -1;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", tfd);
+	if (copy_all(fd, tfd, st->st_size) < 0 || weaken(tfd, e, 1) < 0 || fsync(tfd) < 0 ||
+	    (!named && linkat(AT_FDCWD, self, AT_FDCWD, p->tmp, AT_SYMLINK_FOLLOW) < 0))
+		goto fail;
+	named = 1;
+	if (rename(p->tmp, p->copy) < 0)
+		goto fail;
+	named = 0;
+	if ((rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0 || fstat(rfd, &cst) < 0)
+		goto fail;
+	close(tfd);
+	kernels__receipt_copy_write(cfg, p->receipt, source, &cst);
+	return rfd;
+fail:
+	err = errno;
+	if (named)
+		unlink(p->tmp);
+	if (rfd >= 0)
+		close(rfd);
+	close(tfd);
+	errno = err;
+	return -1;
+}
+
+int kernels__pyfree_open(const kernels__config *cfg, const char *root, const char *source, int fd,
+			 const struct stat *st, const kernels__elf *e, const char *what, int *out)
+{
+	char blob[160], by_name[200];
+	paths p = { 0 };
+	int cfd = -1;
+
+	*out = -1;
+	if (!blob_of(fd, root, blob, sizeof(blob)))
+		return memory_copy(fd, st, e, what, out);
+	if (!source) { /* a build without digests: verified against its blob's name */
+		snprintf(by_name, sizeof(by_name), "blob:%s", blob);
+		source = by_name;
+	}
+	if (!(p.dir = kernels__sprintf("%s/.libkernels/patched", root)) ||
+	    !(p.copy = kernels__sprintf("%s/%s.so", p.dir, blob)) ||
+	    !(p.receipt = kernels__sprintf("%s/%s.json", p.dir, blob)) ||
+	    !(p.tmp = kernels__sprintf("%s/%s.so.%ld.tmp", p.dir, blob, (long)getpid()))) {
+		paths_free(&p);
+		return KERNELS_ENOMEM;
+	}
+	if ((cfd = reuse(&p, source, st)) >= 0) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: mapping its Python-free copy %s (receipt)", what, p.copy);
+	} else if ((cfd = write_copy(cfg, &p, source, fd, st, e)) >= 0) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: wrote its Python-free copy %s", what, p.copy);
+	} else {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: cannot write a Python-free copy in %s (%s); mapping an "
+			     "in-memory copy", what, p.dir, strerror(errno));
+		kernels_error_clear();
+	}
+	paths_free(&p);
+	if (cfd >= 0) {
+		*out = cfd;
+		return 0;
+	}
+	return memory_copy(fd, st, e, what, out);
+}
