@@ -1,4 +1,4 @@
-/* PEP 440 versions and specifier sets (lib/specifier.c).
+/* PEP 440 versions and specifier sets (lib/util/specifier.c).
  *
  * The bulk of the checking is table-driven: tests/data/pep440/cases.tsv holds
  * thousands of cases whose answers `packaging` computed (generate.py next to

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target over the PEP 440 version and specifier parsers
- * (lib/specifier.c), built with clang and ASan/UBSan/LSan.
+ * (lib/util/specifier.c), built with clang and ASan/UBSan/LSan.
  *
  * Input: the first line is a specifier set, each further line a version
  * (up to MAX_VERSIONS); the whole input is also tried as a version and as a

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target over the TOML reader (lib/toml.c) and the two documents
+ * libFuzzer target over the TOML reader (lib/util/toml.c) and the two documents
  * read with it (lib/manifest.c): pyproject.toml's [tool.kernels.dependencies]
  * and a Hub repo's kernel-status.toml. One input is tried as all three.
  *

@@ -1,7 +1,7 @@
 """Cross-checks of the pure parsing/formatting stages against reference
 implementations:
 
-- the strict TOML reader (lib/toml.c) against Python's tomllib on every file
+- the strict TOML reader (lib/util/toml.c) against Python's tomllib on every file
   of tests/data/pyproject/ (same tree for valid files; both refuse invalid);
 - kernels.lock writing (lib/lock.c) against the real `kernels` package;
 - git_lfs_concat variant hashes against an independent computation.

@@ -4,7 +4,7 @@
    packaging reproduces the committed cases.tsv byte for byte: every expected
    answer in it is packaging's.
 2. The C test program (tests/test_specifier.c) run over that regenerated
-   table reports no disagreement, so lib/specifier.c answers like packaging
+   table reports no disagreement, so lib/util/specifier.c answers like packaging
    on every case.
 3. The same over tables built with other random seeds: thousands of fresh
    near-valid versions and specifiers the committed table does not hold.
