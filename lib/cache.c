@@ -349,22 +349,27 @@ out:
 	return rc;
 }
 
-int kernels__cache_publish(int fd, const char *from, const char *to)
+int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st)
 {
 	char *dir;
-	int dfd, rc = 0;
+	int dfd, rc = 0, err;
 
 	if (fsync(fd) < 0) {
-		int e = errno;
+		err = errno;
 		close(fd);
-		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from, strerror(e));
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from, strerror(err));
 	}
+	if (rename(from, to) < 0) {
+		err = errno;
+		close(fd);
+		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(err));
+	}
+	/* The identity after the rename, which moves the change time. */
+	if (st && fstat(fd, st) < 0)
+		memset(st, 0, sizeof(*st));
 	/* close() releases the descriptor even when it fails: never close twice. */
 	if (close(fd) < 0)
-		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from,
-				      strerror(errno));
-	if (rename(from, to) < 0)
-		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(errno));
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", to, strerror(errno));
 	/* The rename itself must survive a crash, or the link may point at nothing. */
 	if ((dir = parent_of(to))) {
 		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {

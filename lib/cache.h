@@ -66,8 +66,10 @@ int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char 
 int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long size);
 
 /* fsync(fd), rename `from` to `to`, fsync the folder: the blob appears
- * complete or not at all, even across a crash. Closes fd. */
-int kernels__cache_publish(int fd, const char *from, const char *to);
+ * complete or not at all, even across a crash. Closes fd. *st (may be
+ * NULL) receives the published file's identity (all zero if fstat failed). */
+struct stat;
+int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st);
 
 /* Checks an offline snapshot folder: every link under `dir` resolves to a
  * complete blob. KERNELS_EOFFLINE naming the first broken file otherwise. */

@@ -14,6 +14,7 @@
  * (HF_HUB_DOWNLOAD_TIMEOUT). */
 #include "hub.h"
 #include "cache.h"
+#include "receipt.h"
 #include "error.h"
 #include "util.h"
 
@@ -412,6 +413,7 @@ static void link_blob_done(fetch *f, job *j)
 static void verify_and_publish(fetch *f, job *j)
 {
 	char got[EVP_MAX_MD_SIZE * 2 + 1];
+	struct stat st;
 	int rc;
 
 	md_hex(j, got);
@@ -442,12 +444,15 @@ static void verify_and_publish(fetch *f, job *j)
 		fail_job(f, j, rc);
 		return;
 	}
-	rc = kernels__cache_publish(j->fd, j->incomplete, j->blob);
+	rc = kernels__cache_publish(j->fd, j->incomplete, j->blob, &st);
 	j->fd = -1;
 	if (rc < 0) {
 		fail_job(f, j, rc);
 		return;
 	}
+	/* The first load takes this hash for metadata.json's sha256 of the file. */
+	if (j->lfs && j->size >= KERNELS__BLOB_RECEIPT_MIN && st.st_ino)
+		kernels__receipt_blob_write(f->cfg, f->repo_dir, j->etag, &st);
 	if (f->stats)
 		f->stats->blobs_downloaded++;
 	link_blob_done(f, j);

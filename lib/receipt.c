@@ -1,7 +1,8 @@
 /* Verification receipts: see receipt.h for what they vouch for and why
  * they weaken nothing. Stored in the repo's cache folder as
  * .libkernels/receipts/{commit}/{path}.json, one per variant folder, and
- * .libkernels/patched/{blob}.json beside each Python-free copy. */
+ * .libkernels/patched/{blob}.json beside each Python-free copy, and
+ * .libkernels/blobs/{sha256}.json for a large blob hashed at download. */
 #include "receipt.h"
 #include "error.h"
 #include "util.h"
@@ -129,6 +130,41 @@ void kernels__receipt_copy_write(const kernels__config *cfg, const char *path, c
 
 	write_doc(cfg, path, doc, doc != NULL);
 	json_decref(doc);
+}
+
+static char *blob_receipt_path(const char *root, const char *sha256)
+{
+	return kernels__sprintf("%s/.libkernels/blobs/%s.json", root, sha256);
+}
+
+void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, const char *sha256,
+				 const struct stat *blob)
+{
+	char *path = blob_receipt_path(root, sha256);
+	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "sha256", sha256, "blob", identity(blob));
+
+	write_doc(cfg, path, doc, path && doc);
+	json_decref(doc);
+	free(path);
+}
+
+int kernels__receipt_blob_matches(const char *root, const char *sha256, const struct stat *blob)
+{
+	char *path = blob_receipt_path(root, sha256);
+	json_t *doc = NULL;
+	struct stat st;
+	const char *recorded;
+	int ok = 0;
+
+	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
+	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)))
+		ok = json_integer_value(json_object_get(doc, "version")) == 1 &&
+		     (recorded = json_string_value(json_object_get(doc, "sha256"))) && !strcmp(recorded, sha256) &&
+		     same_identity(json_object_get(doc, "blob"), blob);
+	json_decref(doc);
+	free(path);
+	kernels_error_clear();
+	return ok;
 }
 
 int kernels__receipt_signed(const char *dir, const char *fingerprint, const struct stat *meta,

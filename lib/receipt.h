@@ -38,6 +38,18 @@ int kernels__receipt_copy_matches(const char *path, const char *source, const st
 void kernels__receipt_copy_write(const kernels__config *cfg, const char *path, const char *source,
 				 const struct stat *copy);
 
+/* Download receipts ({root}/.libkernels/blobs/{sha256}.json): an LFS blob
+ * of at least KERNELS__BLOB_RECEIPT_MIN bytes whose bytes hashed to its
+ * sha256 at download (lib/hub_fetch.c, before it was published), with the
+ * blob's identity once published. Verification (lib/verify.c) takes it for
+ * the file's sha256 while the identity is the same, so the first load does
+ * not hash again what the download just hashed. Smaller blobs hash faster
+ * than a receipt reads. */
+#define KERNELS__BLOB_RECEIPT_MIN (256 << 10)
+void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, const char *sha256,
+				 const struct stat *blob);
+int kernels__receipt_blob_matches(const char *root, const char *sha256, const struct stat *blob);
+
 /* Signature receipts, beside the file receipts: once a variant's
  * metadata.json.sigstore verified over its metadata.json under a trust root
  * and policies (`fingerprint`: a hash of both), the identities of the two

@@ -420,7 +420,38 @@ static int hash_file(file_ent *f, const EVP_MD *md, char *out, size_t out_size)
 
 /* ---- verification --------------------------------------------------------- */
 
-static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, const char *what)
+static int unhex(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A large blob hashed at download (lib/hub_fetch.c) and unchanged since
+ * (`root`: the repo's cache folder; NULL: no receipts):
+ * its sha256 (base64, as in metadata.json) is the name it was published
+ * under, with no need to hash it again. */
+static int hashed_at_download(const char *root, const file_ent *f, char *out, size_t out_size)
+{
+	unsigned char digest[32];
+	const char *name;
+	size_t n, i;
+
+	if (!root || out_size < 45)
+		return 0;
+	n = strlen(root);
+	if (strncmp(f->real, root, n) || strncmp(f->real + n, "/blobs/", 7))
+		return 0;
+	name = f->real + n + 7;
+	if (strlen(name) != 64 || strspn(name, "0123456789abcdef") != 64 || f->st.st_size < KERNELS__BLOB_RECEIPT_MIN ||
+	    !kernels__receipt_blob_matches(root, name, &f->st))
+		return 0;
+	for (i = 0; i < 32; i++)
+		digest[i] = (unsigned char)(unhex(name[2 * i]) << 4 | unhex(name[2 * i + 1]));
+	EVP_EncodeBlock((unsigned char *)out, digest, 32);
+	return 1;
+}
+
+static int check_digest(kernels_metadata *m, walk_state *w, const char *root, const char *dir, const char *what,
+			const kernels__config *cfg)
 {
 	const EVP_MD *md = strcasecmp(m->algorithm, "sha512") ? EVP_sha256() : EVP_sha512();
 	kernels__buf msg = { 0 };
@@ -445,7 +476,10 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *dir, con
 			violations++;
 			continue;
 		}
-		if ((rc = hash_file(&w->v[i], md, got, sizeof(got))) < 0)
+		if (!strcasecmp(m->algorithm, "sha256") && hashed_at_download(root, &w->v[i], got, sizeof(got)))
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: %s hashed at download, unchanged since (receipt)",
+				     what ? what : dir, w->v[i].rel);
+		else if ((rc = hash_file(&w->v[i], md, got, sizeof(got))) < 0)
 			break;
 		want = json_string_value(v);
 		if (strcmp(want, got)) {
@@ -518,12 +552,13 @@ static int check_blobs(walk_state *w, const char *root, const char *dir, const c
 /* A variant with a digest is checked against it; one without (built
  * before kernel-builder wrote digests, as the Python client loads them)
  * against its blobs when it lies in the cache, and not at all as a local
- * build tree, with a warning. */
+ * build tree, with a warning. `receipts`: download receipts may stand in
+ * for hashing a blob. */
 static int check_files(const kernels__config *cfg, kernels_metadata *m, walk_state *w, const char *root,
-		       const char *dir, const char *what)
+		       const char *dir, const char *what, int receipts)
 {
 	if (m->files)
-		return check_digest(m, w, dir, what);
+		return check_digest(m, w, receipts ? root : NULL, dir, what, cfg);
 	if (root)
 		return check_blobs(w, root, dir, what);
 	kernels__log(cfg, KERNELS_LOG_WARNING,
@@ -554,7 +589,7 @@ static int check_cached(const kernels__config *cfg, kernels_metadata *m, walk_st
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: verified before, unchanged since (receipt)", what ? what : dir);
 		goto done;
 	}
-	if ((rc = check_files(cfg, m, w, root, dir, what)) == 0) {
+	if ((rc = check_files(cfg, m, w, root, dir, what, 1)) == 0) {
 		for (i = 0; i < w->n; i++)
 			sts[i] = w->v[i].st;
 		kernels__receipt_write(cfg, root, dir, &m->meta_st, files, sts, w->n);
@@ -600,7 +635,7 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
 		rc = root && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what)
-					  : check_files(cfg, m, &w, root ? root_real : NULL, dir_real, what);
+					  : check_files(cfg, m, &w, root ? root_real : NULL, dir_real, what, 0);
 	}
 	if (rc == 0 && m->dirty)
 		kernels__log(cfg, KERNELS_LOG_WARNING,

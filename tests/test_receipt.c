@@ -8,7 +8,11 @@
  * {repo}/.libkernels/patched/ written by the first process and reused by
  * the next; a touched or replaced copy is written again, and a cache where
  * it cannot be written falls back to an in-memory copy. Each such load runs
- * in a forked child (a process maps a module once). */
+ * in a forked child (a process maps a module once).
+ *
+ * Download receipts: a large LFS module hashed at download is not hashed
+ * again at its first load; metadata.json giving another digest is still
+ * refused, and a touched blob is hashed. */
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,8 +33,8 @@
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
 
 static test_hub *hub;
-static char *tmp, *cache, *module, *patched;
-static int receipt_used;
+static char *tmp, *cache, *module, *patched, *big_root;
+static int receipt_used, download_used;
 static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
 				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
 
@@ -39,6 +43,8 @@ static void on_log(kernels_log_level level, const char *msg, void *payload)
 	(void)payload;
 	if (level == KERNELS_LOG_DEBUG && strstr(msg, "unchanged since (receipt)"))
 		receipt_used++;
+	if (level == KERNELS_LOG_DEBUG && strstr(msg, "hashed at download, unchanged since (receipt)"))
+		download_used++;
 }
 
 static int setup(void **state)
@@ -88,6 +94,7 @@ static int teardown(void **state)
 	free(cache);
 	free(module);
 	free(patched);
+	free(big_root);
 	return 0;
 }
 
@@ -273,6 +280,93 @@ static void test_unwritable_cache_still_loads(void **state)
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
 }
 
+/* ---- download receipts ----------------------------------------------------------- */
+
+static int answer_of(const kernels_kernel *k)
+{
+	int (*fn)(void);
+
+	*(void **)&fn = kernels_symbol(k, "kernel_answer");
+	assert_non_null(fn);
+	return fn();
+}
+
+/* A get of acme/big: KERNELS_* code; the download receipts used in *used. */
+static int load_big(int offline, int *used)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	int rc;
+
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.endpoint = test_hub_endpoint(hub);
+	o.cache_dir = cache;
+	o.offline = offline;
+	o.system = &sys_cpu;
+	o.log_cb = on_log;
+	download_used = 0;
+	rc = kernels_get(&k, "acme/big", "v1.0.0", &o);
+	if (rc == 0)
+		assert_int_equal(answer_of(k), 6);
+	kernels_kernel_close(k);
+	*used = download_used;
+	return rc;
+}
+
+static void test_download_hash_spares_the_first_load(void **state)
+{
+	char *dir, *so;
+	int used;
+	(void)state;
+
+	/* A module of 300 KiB (zeros past its ELF image), published through LFS. */
+	assert_true(asprintf(&dir, "%s/src-big/build/" VARIANT, tmp) > 0);
+	assert_true(asprintf(&so, "%s/_big_6.abi3.so", dir) > 0);
+	assert_int_equal(test_system("mkdir -p '%s'", dir), 0);
+	assert_int_equal(fx_build_so(so, 6, NULL, NULL, NULL), 0);
+	assert_int_equal(test_system("truncate -s 300K '%s'", so), 0);
+	assert_int_equal(fx_metadata(dir, "--name big --id _big_6 --backend cpu"), 0);
+	assert_int_equal(test_hub_publish(hub, "--repo acme/big --dir '%s/src-big' --branch main --tag v1.0.0 --trusted "
+					  "--lfs-threshold 65536", tmp), 0);
+	assert_true(asprintf(&big_root, "%s/kernels--acme--big", cache) > 0);
+
+	assert_int_equal(load_big(0, &used), 0);
+	assert_int_equal(used, 1); /* the module; the small files are hashed */
+	assert_int_equal(test_system("test $(ls '%s/.libkernels/blobs' | wc -l) = 1", big_root), 0);
+	free(dir);
+	free(so);
+}
+
+static void test_download_receipt_does_not_beat_metadata(void **state)
+{
+	const char *py = "import json, os, sys\n"
+			 "p = os.path.realpath(sys.argv[1]); m = json.load(open(p))\n"
+			 "m['digest']['files']['_big_6.abi3.so'] = 'A' * 43 + '='\n"
+			 "os.chmod(p, 0o644); open(p + '.orig', 'w').write(open(p).read())\n"
+			 "open(p, 'w').write(json.dumps(m))\n";
+	char *script;
+	int used;
+	(void)state;
+
+	/* metadata.json now gives the module another sha256: refused, receipt or not. */
+	assert_true(asprintf(&script, "%s/redigest.py", tmp) > 0);
+	assert_int_equal(test_write_file(script, py, strlen(py)), 0);
+	assert_int_equal(test_system("rm -rf '%s/.libkernels/receipts' && %s '%s' %s/snapshots/*/build/" VARIANT
+				     "/metadata.json", big_root, KERNELS_PYTHON, script, big_root), 0);
+	assert_int_equal(load_big(1, &used), KERNELS_EINTEGRITY);
+	assert_int_equal(used, 1);
+	assert_non_null(strstr(kernels_error_last(), "hash mismatch: _big_6.abi3.so"));
+
+	/* Put back; the module's blob touched: hashed again, and loads. */
+	assert_int_equal(test_system("m=$(readlink -f %s/snapshots/*/build/" VARIANT "/metadata.json) && "
+				     "cat \"$m.orig\" > \"$m\" && rm \"$m.orig\" && "
+				     "touch \"$(readlink -f %s/snapshots/*/build/" VARIANT "/_big_6.abi3.so)\"",
+				     big_root, big_root), 0);
+	assert_int_equal(load_big(1, &used), 0);
+	assert_int_equal(used, 0);
+	free(script);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +377,8 @@ int main(void)
 		cmocka_unit_test(test_copy_written_once_then_reused),
 		cmocka_unit_test(test_changed_copy_is_redone),
 		cmocka_unit_test(test_unwritable_cache_still_loads),
+		cmocka_unit_test(test_download_hash_spares_the_first_load),
+		cmocka_unit_test(test_download_receipt_does_not_beat_metadata),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
