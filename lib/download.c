@@ -104,7 +104,7 @@ static int list_offline(const kernels__config *cfg, kernels__repo_type *type, co
 	free(build);
 	if (rc < 0) {
 		/* A short list would read as "these are all the variants". */
-		kernels_variants_free(out, n);
+		kernels_strings_free(out, n);
 		return rc;
 	}
 	if (n)
@@ -131,7 +131,7 @@ static int names_of(const kernels__tree *t, char ***names, size_t *count)
 		if (n && strlen(out[n - 1]) == len && !strncmp(out[n - 1], p, len))
 			continue;
 		if (!(out[n] = strndup(p, len))) {
-			kernels_variants_free(out, n);
+			kernels_strings_free(out, n);
 			return kernels__error_oom();
 		}
 		n++;
@@ -181,7 +181,7 @@ static int missing_variant(const kernels__tree *t, const char *repo_id, const ch
 		return rc;
 	for (i = 0; i < n; i++)
 		kernels__buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-	kernels_variants_free(names, n);
+	kernels_strings_free(names, n);
 	rc = kernels__error(KERNELS_ENOTFOUND, "%s at %.12s has no variant '%s'; it has: %s (pick one of these, or "
 			    "another revision)", repo_id, commit, variant, b.ptr ? b.ptr : "none");
 	kernels__buf_free(&b);
@@ -601,15 +601,4 @@ int kernels_variants_list(char ***names, size_t *count, const char *repo_id, con
 	rc = kernels__variants_list(&cfg, &type, repo_id, commit, names, count);
 	kernels__config_free(&cfg);
 	return rc;
-}
-
-void kernels_variants_free(char **names, size_t count)
-{
-	size_t i;
-
-	if (!names)
-		return;
-	for (i = 0; i < count; i++)
-		free(names[i]);
-	free(names);
 }

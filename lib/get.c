@@ -658,18 +658,3 @@ int kernels_has_kernel(const char *repo_id, const char *revision, const kernels_
 	}
 	return rc;
 }
-
-int kernels_get_local(kernels_kernel **out, const char *path, const kernels_options *opts)
-{
-	kernels__config cfg;
-	int rc;
-
-	if (!out || !path || !*path)
-		return kernels__error(KERNELS_EINVAL, "kernels_get_local: out and path must be given");
-	*out = NULL;
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
-		return rc;
-	rc = kernels__loader_open_local(&cfg, NULL, path, NULL, out);
-	kernels__config_free(&cfg);
-	return rc;
-}

@@ -794,8 +794,9 @@ int kernels_load_local(kernels_kernel **out, const char *path, const kernels_opt
 	kernels__config cfg;
 	int rc;
 
-	if (out)
-		*out = NULL;
+	if (!out || !path || !*path)
+		return kernels__error(KERNELS_EINVAL, "kernels_load_local: out and path must be given");
+	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	rc = kernels__loader_open_local(&cfg, NULL, path, NULL, out);

@@ -1096,14 +1096,3 @@ int kernels_versions_list(char ***versions, size_t *count, const char *repo_id, 
 	kernels__config_free(&cfg);
 	return rc;
 }
-
-void kernels_strings_free(char **strings, size_t count)
-{
-	size_t i;
-
-	if (!strings)
-		return;
-	for (i = 0; i < count; i++)
-		free(strings[i]);
-	free(strings);
-}

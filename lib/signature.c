@@ -489,7 +489,7 @@ int kernels_signature_verify_variant(const char *variant_dir, const kernels_opti
 				    parses ? "has no digest" : "is not a JSON object");
 		goto out;
 	}
-	rc = kernels_verify_variant(variant_dir, opts, NULL);
+	rc = kernels_verify_variant(NULL, variant_dir, opts);
 	if (rc == KERNELS_EINTEGRITY)
 		st = KERNELS_SIGNATURE_DIGEST_MISMATCH;
 	else if (rc < 0)

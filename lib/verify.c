@@ -690,7 +690,7 @@ static char *cache_repo_root(const char *variant_dir)
 	return NULL;
 }
 
-int kernels_verify_variant(const char *variant_dir, const kernels_options *opts, kernels_metadata **out)
+int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, const kernels_options *opts)
 {
 	kernels__config cfg;
 	char *root;

@@ -417,7 +417,7 @@ static void test_local_kernels_override(void **state)
 	kernels_kernel_close(k);
 	unsetenv("LOCAL_KERNELS");
 
-	assert_int_equal(kernels_get_local(&k, src, &o), 0);
+	assert_int_equal(kernels_load_local(&k, src, &o), 0);
 	assert_int_equal(call_answer(k), 7009);
 	kernels_kernel_close(k);
 	free(env);

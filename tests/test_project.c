@@ -119,7 +119,7 @@ static void test_lock_download_and_load_offline(void **state)
 		char *dir;
 		assert_int_equal(asprintf(&dir, "%s/kernels--acme--pinned/snapshots/%s/build/%s", W.cache, W.commit[0],
 					  VARIANTS[0]) > 0, 1);
-		assert_int_equal(kernels_verify_variant(dir, NULL, NULL), 0);
+		assert_int_equal(kernels_verify_variant(NULL, dir, NULL), 0);
 		free(dir);
 	}
 	test_hub_log_clear(W.hub);

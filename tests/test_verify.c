@@ -49,7 +49,7 @@ static void test_good(void **state)
 	kernels_metadata *m;
 	(void)state;
 
-	assert_int_equal(kernels_verify_variant(dir, NULL, &m), 0);
+	assert_int_equal(kernels_verify_variant(&m, dir, NULL), 0);
 	assert_string_equal(kernels_metadata_id(m), "_good_cuda_0000000");
 	assert_string_equal(kernels_metadata_name(m), "good");
 	assert_int_equal(kernels_metadata_version(m), 3);
@@ -66,11 +66,11 @@ static void test_good(void **state)
 	assert_string_equal(kernels__metadata_file(m, 0), "a.txt");
 	assert_string_equal(kernels__metadata_file(m, 1), "pkg/b.py");
 	kernels_metadata_free(m);
-	assert_int_equal(kernels_verify_variant(dir, NULL, NULL), 0);
+	assert_int_equal(kernels_verify_variant(NULL, dir, NULL), 0);
 
 	/* sha512 digests are accepted too */
 	assert_int_equal(fx_metadata(dir, "--name good --algorithm sha512"), 0);
-	assert_int_equal(kernels_verify_variant(dir, NULL, NULL), 0);
+	assert_int_equal(kernels_verify_variant(NULL, dir, NULL), 0);
 	free(dir);
 }
 
@@ -81,7 +81,7 @@ static void test_violations_listed(void **state)
 	(void)state;
 
 	test_system("rm '%s/a.txt'; printf 'extra' > '%s/extra.so'; printf 'changed' > '%s/pkg/b.py'", dir, dir, dir);
-	assert_int_equal(kernels_verify_variant(dir, NULL, NULL), KERNELS_EINTEGRITY);
+	assert_int_equal(kernels_verify_variant(NULL, dir, NULL), KERNELS_EINTEGRITY);
 	msg = kernels_error_last();
 	assert_non_null(strstr(msg, "3 files do not match"));
 	assert_non_null(strstr(msg, "missing file: a.txt"));
@@ -106,14 +106,14 @@ static void test_links(void **state)
 	 * layout itself. Outside a cache layout, a link leaving the variant
 	 * folder is refused. */
 	assert_int_equal(kernels__verify_variant(NULL, dir, repo, NULL, NULL), 0);
-	assert_int_equal(kernels_verify_variant(dir, NULL, NULL), 0);
+	assert_int_equal(kernels_verify_variant(NULL, dir, NULL), 0);
 	{
 		char *plain;
 		assert_true(asprintf(&plain, "%s/plain/build/torch-cpu", tmp) > 0);
 		test_system("mkdir -p '%s' && printf 'blob' > '%s/../../e1' && ln -s ../../e1 '%s/f.py'", plain, plain,
 			    plain);
 		assert_int_equal(fx_metadata(plain, "--name kk"), 0);
-		assert_int_equal(kernels_verify_variant(plain, NULL, NULL), KERNELS_EUNSAFE);
+		assert_int_equal(kernels_verify_variant(NULL, plain, NULL), KERNELS_EUNSAFE);
 		assert_non_null(strstr(kernels_error_last(), "outside"));
 		free(plain);
 	}
@@ -167,7 +167,7 @@ static void test_metadata_keys(void **state)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		assert_int_equal(fx_metadata(dir, "--name keys %s", cases[i].args), 0);
-		assert_int_equal(kernels_verify_variant(dir, NULL, &m), KERNELS_EPARSE);
+		assert_int_equal(kernels_verify_variant(&m, dir, NULL), KERNELS_EPARSE);
 		assert_null(m);
 		if (!strstr(kernels_error_last(), cases[i].key))
 			fail_msg("%s: message '%s' lacks \"%s\"", cases[i].args, kernels_error_last(), cases[i].key);
@@ -179,14 +179,14 @@ static void test_metadata_keys(void **state)
 		assert_true(asprintf(&p, "%s/metadata.json", dir) > 0);
 		assert_int_equal(test_system("printf '{\"id\": \"' > '%s' && head -c 1100000 /dev/zero | tr '\\0' x >> '%s' && "
 					     "printf '\"}' >> '%s'", p, p, p), 0);
-		assert_int_equal(kernels_verify_variant(dir, NULL, &m), KERNELS_EPARSE);
+		assert_int_equal(kernels_verify_variant(&m, dir, NULL), KERNELS_EPARSE);
 		assert_non_null(strstr(kernels_error_last(), "more than the 1048576"));
 		free(p);
 	}
 	/* A build from before digests: a local folder loads unverified (a
 	 * warning says so), as the Python client loads it. */
 	assert_int_equal(fx_metadata(dir, "--name keys --omit digest"), 0);
-	assert_int_equal(kernels_verify_variant(dir, NULL, &m), 0);
+	assert_int_equal(kernels_verify_variant(&m, dir, NULL), 0);
 	assert_int_equal(kernels_metadata_version(m), 1);
 	kernels_metadata_free(m);
 	/* archs may be absent (unknown) */
@@ -205,11 +205,11 @@ static void test_metadata_keys(void **state)
 		test_write_file(p, "[1]", 3);
 		assert_int_equal(kernels_metadata_read(&m, dir), KERNELS_EPARSE);
 		remove(p);
-		assert_int_equal(kernels_verify_variant(dir, NULL, NULL), KERNELS_ENOTFOUND);
+		assert_int_equal(kernels_verify_variant(NULL, dir, NULL), KERNELS_ENOTFOUND);
 		assert_non_null(strstr(kernels_error_last(), "metadata.json"));
 		free(p);
 	}
-	assert_int_equal(kernels_verify_variant("/nonexistent/variant", NULL, NULL), KERNELS_ENOTFOUND);
+	assert_int_equal(kernels_verify_variant(NULL, "/nonexistent/variant", NULL), KERNELS_ENOTFOUND);
 	free(dir);
 }
 
@@ -234,7 +234,7 @@ static void test_dirty_warning(void **state)
 	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
 	opts.log_cb = on_log;
 	dirty_warnings = 0;
-	assert_int_equal(kernels_verify_variant(dir, &opts, &m), 0);
+	assert_int_equal(kernels_verify_variant(&m, dir, &opts), 0);
 	assert_int_equal(kernels_metadata_dirty(m), 1);
 	assert_int_equal(dirty_warnings, 1);
 	assert_non_null(strstr(dirty_msg, "kernel-builder"));
@@ -243,7 +243,7 @@ static void test_dirty_warning(void **state)
 	free(dir);
 
 	dir = plain_variant("clean", NULL);
-	assert_int_equal(kernels_verify_variant(dir, &opts, NULL), 0);
+	assert_int_equal(kernels_verify_variant(NULL, dir, &opts), 0);
 	assert_int_equal(dirty_warnings, 1);
 	free(dir);
 }

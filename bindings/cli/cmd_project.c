@@ -190,7 +190,7 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
  * links into the repo's blobs/); on failure `*msg` is the library's message. */
 static int verify_cached(cli_ctx *ctx, const char *vdir, char **msg)
 {
-	int rc = kernels_verify_variant(vdir, &ctx->opts, NULL);
+	int rc = kernels_verify_variant(NULL, vdir, &ctx->opts);
 
 	*msg = rc ? cli_sprintf("%s", kernels_error_last()) : NULL;
 	return rc;

@@ -434,7 +434,7 @@ done:
 	json_decref(wheels);
 	free(picked);
 	free(rev);
-	kernels_variants_free(names, n);
+	kernels_strings_free(names, n);
 	kernels_snapshot_free(snap);
 	kernels_revision_free(r);
 	return rc;

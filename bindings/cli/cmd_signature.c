@@ -169,7 +169,7 @@ int cmd_verify_signature(cli_ctx *ctx, const cli_command *cmd)
 	rc = failed ? CLI_ERROR : CLI_OK;
 done:
 	json_decref(out);
-	kernels_variants_free(names, n);
+	kernels_strings_free(names, n);
 	kernels_snapshot_free(snap);
 	kernels_revision_free(r);
 	return rc;

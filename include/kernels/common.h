@@ -76,6 +76,13 @@ KERNELS_EXTERN(const char *) kernels_version(void);
 /** The library's version at run time as KERNELS_VERSION_NUMBER encodes it. */
 KERNELS_EXTERN(int) kernels_version_number(void);
 
+/**
+ * Frees an array of `count` malloc'ed strings that libkernels returned
+ * (kernels_versions_list, kernels_variants_list): each string, then the
+ * array. NULL is fine.
+ */
+KERNELS_EXTERN(void) kernels_strings_free(char **strings, size_t count);
+
 /** Severity of a message passed to a kernels_log_cb. */
 typedef enum {
 	KERNELS_LOG_DEBUG = 0,

@@ -139,7 +139,7 @@ KERNELS_EXTERN(void) kernels_snapshot_free(kernels_snapshot *snapshot);
  * Lists the variant names (folders under build/) of `repo_id` at `commit`
  * (40 hex digits): online from the Hub's tree listing, offline from the
  * cached snapshot's build/ folder. `*names` is a new array of `*count`
- * malloc'ed strings, sorted, owned by the caller (kernels_variants_free).
+ * malloc'ed strings, sorted, owned by the caller (kernels_strings_free).
  *
  * Returns 0, KERNELS_EINVAL, KERNELS_ENOTFOUND (no repo, commit or build/
  * folder), KERNELS_EAUTH, KERNELS_ENETWORK, KERNELS_EHTTP, KERNELS_EPARSE,
@@ -147,9 +147,6 @@ KERNELS_EXTERN(void) kernels_snapshot_free(kernels_snapshot *snapshot);
  */
 KERNELS_EXTERN(int) kernels_variants_list(char ***names, size_t *count, const char *repo_id, const char *commit,
 					  const kernels_options *opts);
-
-/** Frees what kernels_variants_list returned. NULL is a no-op. */
-KERNELS_EXTERN(void) kernels_variants_free(char **names, size_t count);
 
 #ifdef __cplusplus
 }

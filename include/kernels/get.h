@@ -91,14 +91,6 @@ KERNELS_EXTERN(int) kernels_get_variants(kernels_variant_trace **out, const char
  * has none, or a negative error code (as kernels_get_variants()). */
 KERNELS_EXTERN(int) kernels_has_kernel(const char *repo_id, const char *revision, const kernels_options *opts);
 
-/**
- * Loads a kernel from a local tree, with the same resolution and
- * verification as kernels_get() and no network: `path` may be a repo
- * checkout (its build/ folder is searched), a build/ folder, or one
- * variant folder (holding metadata.json). `*out` as kernels_get().
- */
-KERNELS_EXTERN(int) kernels_get_local(kernels_kernel **out, const char *path, const kernels_options *opts);
-
 #ifdef __cplusplus
 }
 #endif

@@ -46,8 +46,8 @@ KERNELS_EXTERN(int) kernels_metadata_read(kernels_metadata **out, const char *va
  * every missing, unknown and mismatching file) or KERNELS_EUNSAFE (a link
  * leaving the folder).
  */
-KERNELS_EXTERN(int) kernels_verify_variant(const char *variant_dir, const struct kernels_options *opts,
-					   kernels_metadata **out);
+KERNELS_EXTERN(int) kernels_verify_variant(kernels_metadata **out, const char *variant_dir,
+					   const struct kernels_options *opts);
 
 /** Frees metadata; NULL is fine. */
 KERNELS_EXTERN(void) kernels_metadata_free(kernels_metadata *m);
@@ -136,21 +136,22 @@ KERNELS_EXTERN(int) kernels_metadata_provenance_get(const kernels_metadata *m, k
 typedef struct kernels_kernel kernels_kernel;
 
 /**
- * Verifies and loads a kernel from disk. `path` is a variant folder (it
- * holds metadata.json), or a build tree: a repo checkout with build/, or
- * the build/ folder itself, whose variant folders are resolved against the
- * system (kernels_variant_resolve with opts, each variant's metadata.json
- * archs included) and the chosen one loaded.
+ * Verifies and loads a kernel from disk, with no network. `path` is a
+ * variant folder (it holds metadata.json), or a build tree: a repo checkout
+ * with build/, or the build/ folder itself, whose variant folders are
+ * resolved against the system (kernels_variant_resolve with opts, each
+ * variant's metadata.json archs included) and the chosen one loaded.
  *
  * The native module is the single top-level *.so of the variant; when
  * there are several, the one named after metadata id (`{id}.so`,
  * `{id}.abi3.so`, `{id}.*.so`); when there is none at the top, the same
  * rule in the `{name}/` package folder (name with '-' -> '_'); when there
  * is none at all, the variant is noarch (no native code). It is dlopen()ed
- * with RTLD_NOW | RTLD_LOCAL only after verification passed. Returns 0,
- * the errors of kernels_verify_variant(), KERNELS_ENOMATCH (no variant of a
- * build tree fits: the message has the whole decision trace), or
- * KERNELS_ELOAD (the message has the variant, the file and dlerror(),
+ * with RTLD_NOW | RTLD_LOCAL only after verification passed. `*out` is
+ * owned by the caller (kernels_kernel_close). Returns 0, KERNELS_EINVAL
+ * (`out` or `path` NULL or empty), the errors of kernels_verify_variant(),
+ * KERNELS_ENOMATCH (no variant of a build tree fits: the message has the
+ * whole decision trace), or KERNELS_ELOAD (the message has the variant, the file and dlerror(),
  * which names the missing library or symbol).
  */
 KERNELS_EXTERN(int) kernels_load_local(kernels_kernel **out, const char *path,

@@ -151,9 +151,6 @@ KERNELS_EXTERN(void) kernels_revision_free(kernels_revision *r);
 KERNELS_EXTERN(int) kernels_versions_list(char ***versions, size_t *count, const char *repo_id,
 					  const kernels_options *opts);
 
-/** Frees an array of `count` strings returned by libkernels; NULL is fine. */
-KERNELS_EXTERN(void) kernels_strings_free(char **strings, size_t count);
-
 #ifdef __cplusplus
 }
 #endif

@@ -59,9 +59,9 @@ def test_test_digests_match_kernels(tmp_path):
 VERIFY_SCRIPT = """
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
-lib.kernels_verify_variant.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p]
+lib.kernels_verify_variant.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 lib.kernels_error_last.restype = ctypes.c_char_p
-rc = lib.kernels_verify_variant(sys.argv[2].encode(), None, None)
+rc = lib.kernels_verify_variant(None, sys.argv[2].encode(), None)
 print(rc, lib.kernels_error_last().decode())
 """
 

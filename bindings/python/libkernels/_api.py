@@ -225,13 +225,13 @@ def get(repo_id, revision, *, backend=None, trust_remote_code=False, stats=False
     return k, d
 
 
-def get_local(path, *, backend=None, library_path=None, **options):
-    """kernels_get_local(): a repo checkout, build/ folder or variant folder."""
+def load_local(path, *, backend=None, library_path=None, **options):
+    """kernels_load_local(): a repo checkout, build/ folder or variant folder."""
     _prepare_torch()
     lib = library(library_path)
     call = _Call(lib, backend=backend, **options)
     out = _lib.KernelP()
-    lib.get_local(ctypes.byref(out), _enc(path), call.ref())
+    lib.load_local(ctypes.byref(out), _enc(path), call.ref())
     return Kernel(lib, out)
 
 
@@ -353,11 +353,11 @@ def import_kernel(kernel):
             _check_python_depends(kernel)
             for dep in kernel.dependencies:
                 # its own reference (the same handle), for its module's lifetime
-                own = get_local(dep.path, library_path=kernel._lib.path)
+                own = load_local(dep.path, library_path=kernel._lib.path)
                 try:
                     deps[dep.repo_id or dep.path] = import_kernel(own)
                 except NoPythonModuleError:  # a plain native kernel: its handle stands for it
-                    deps[dep.repo_id or dep.path] = get_local(dep.path, library_path=kernel._lib.path)
+                    deps[dep.repo_id or dep.path] = load_local(dep.path, library_path=kernel._lib.path)
         except BaseException:
             kernel.close()
             raise
@@ -457,7 +457,7 @@ def get_local_kernel(repo_path, backend=None, trust_remote_code=False, user_agen
     """Imports a kernel from a local tree (a repo checkout, its build/ folder
     or one variant folder), verified like a Hub kernel; its dependencies
     come from LOCAL_KERNELS or the Hub."""
-    return import_kernel(get_local(repo_path, backend=backend, trust_remote_code=trust_remote_code,
+    return import_kernel(load_local(repo_path, backend=backend, trust_remote_code=trust_remote_code,
                                    user_agent=user_agent))
 
 

@@ -182,7 +182,6 @@ _PROTOTYPES = {
                                       ctypes.POINTER(GetStats)]),
     "kernels_get_variants": (_INT_STATUS, [ctypes.POINTER(TraceP), _c_char_p, _c_char_p, OptionsP]),
     "kernels_has_kernel": (_INT_STATUS, [_c_char_p, _c_char_p, OptionsP]),
-    "kernels_get_local": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, OptionsP]),
     "kernels_load_local": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, OptionsP]),
     "kernels_get_locked": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, _c_char_p, OptionsP]),
     "kernels_load_locked": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, _c_char_p, OptionsP]),
