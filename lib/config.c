@@ -97,34 +97,60 @@ static char *default_cache_dir(void)
 	return dir;
 }
 
+/* *dst = a copy of `v`, or NULL for NULL or "". Out of memory is an error,
+ * never a setting silently left out: a lost LOCAL_KERNELS would send the
+ * call to the Hub, a lost token would make it anonymous. */
+static int set_str(char **dst, const char *v)
+{
+	*dst = NULL;
+	if (!v || !*v)
+		return 0;
+	return (*dst = kernels__strdup(v)) ? 0 : KERNELS_ENOMEM;
+}
+
 /* Reads the token file, keeping only its first line without surrounding
  * blanks, as huggingface_hub does. A missing file simply means no token. */
-static char *token_from_file(void)
+static int token_from_file(char **out)
 {
 	char *path = NULL, *home, line[4096], *s, *e;
 	FILE *f;
 
+	*out = NULL;
 	if (env_nonempty("HF_TOKEN_PATH"))
 		path = kernels__strdup(getenv("HF_TOKEN_PATH"));
 	else if ((home = hf_home())) {
 		path = kernels__sprintf("%s/token", home);
 		free(home);
 	}
-	if (!path || !(f = fopen(path, "r"))) {
-		free(path);
-		return NULL;
-	}
+	if (!path)
+		return KERNELS_ENOMEM;
+	f = fopen(path, "r");
 	free(path);
+	if (!f)
+		return errno == ENOMEM ? kernels__error_oom() : 0;
 	s = fgets(line, sizeof(line), f);
 	fclose(f);
 	if (!s)
-		return NULL;
+		return 0;
 	while (isspace((unsigned char)*s))
 		s++;
 	e = s + strlen(s);
 	while (e > s && isspace((unsigned char)e[-1]))
 		*--e = '\0';
-	return *s ? kernels__strdup(s) : NULL;
+	return set_str(out, s);
+}
+
+/* options.token ("": none, whatever the environment says), else $HF_TOKEN,
+ * else the legacy name huggingface_hub still reads, else the token file. */
+static int token_load(kernels__config *cfg, const kernels_options *opts)
+{
+	const char *v;
+
+	if (opts->token)
+		return set_str(&cfg->token, opts->token);
+	if ((v = env_nonempty("HF_TOKEN")) || (v = env_nonempty("HUGGING_FACE_HUB_TOKEN")))
+		return set_str(&cfg->token, v);
+	return token_from_file(&cfg->token);
 }
 
 long long kernels__now_ms(void)
@@ -264,11 +290,6 @@ static char *strip_slash(char *s)
 	return s;
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s && *s ? kernels__strdup(s) : NULL;
-}
-
 /* Above KERNELS_LOG_WARNING: the default sink prints nothing. */
 #define LOG_NONE (KERNELS_LOG_WARNING + 1)
 
@@ -347,9 +368,77 @@ static int log_seen_before(struct kernels__log_seen *seen, const char *msg)
 	return found;
 }
 
+/* The configuration's strings, each copy checked (set_str). */
+static int strings_load(kernels__config *cfg, const kernels_options *opts)
+{
+	const char *endpoint = opts->endpoint ? opts->endpoint : env_nonempty("HF_ENDPOINT");
+	int rc;
+
+	if (!(cfg->endpoint = strip_slash(kernels__strdup(endpoint ? endpoint : DEFAULT_ENDPOINT))) ||
+	    !(cfg->cache_dir = opts->cache_dir ? kernels__strdup(opts->cache_dir) : default_cache_dir()))
+		return KERNELS_ENOMEM;
+	if (!(cfg->ua_system = calloc(1, KERNELS__UA_SYSTEM_MAX)))
+		return kernels__error_oom();
+	if ((rc = token_load(cfg, opts)) < 0 || (rc = set_str(&cfg->user_agent, opts->user_agent)) < 0 ||
+	    (rc = set_str(&cfg->trusted_orgs, opts->trusted_orgs)) < 0 ||
+	    (rc = set_str(&cfg->local_kernels, getenv("LOCAL_KERNELS"))) < 0)
+		return rc;
+	if (opts->torch_dir && *opts->torch_dir) {
+		cfg->torch_dir_source = "option";
+		return set_str(&cfg->torch_dir, opts->torch_dir);
+	}
+	if (env_nonempty("KERNELS_TORCH_DIR")) {
+		cfg->torch_dir_source = "environment";
+		return set_str(&cfg->torch_dir, getenv("KERNELS_TORCH_DIR"));
+	}
+	return 0;
+}
+
+static int device_load(kernels__config *cfg, const kernels_options *opts)
+{
+	const char *dev = opts->device ? opts->device : env_nonempty("KERNELS_DEVICE");
+
+	cfg->device = -1;
+	if (dev && (cfg->device = kernels__device_parse(dev, opts->device ? "kernels_options.device"
+									   : "KERNELS_DEVICE")) < 0)
+		return cfg->device;
+	return 0;
+}
+
+/* options.endpoints, else $KERNELS_ENDPOINTS, else the one endpoint. */
+static int endpoints_load(kernels__config *cfg, const kernels_options *opts)
+{
+	const char *list = opts->endpoints && *opts->endpoints ? opts->endpoints : env_nonempty("KERNELS_ENDPOINTS");
+	int rc;
+
+	if (!list) {
+		if (!(cfg->endpoints = calloc(2, sizeof(*cfg->endpoints))) ||
+		    !(cfg->endpoints[0] = kernels__strdup(cfg->endpoint)))
+			return kernels__error_oom();
+		cfg->n_endpoints = 1;
+		return 0;
+	}
+	if ((rc = endpoints_parse(list, list == opts->endpoints ? "kernels_options.endpoints" : "KERNELS_ENDPOINTS",
+				  &cfg->endpoints, &cfg->n_endpoints)) < 0)
+		return rc;
+	/* The first one is "the endpoint" until it fails. */
+	free(cfg->endpoint);
+	return (cfg->endpoint = kernels__strdup(cfg->endpoints[0])) ? 0 : KERNELS_ENOMEM;
+}
+
+static int endpoint_check(const kernels__config *cfg)
+{
+	if (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8))
+		return kernels__error(KERNELS_EINVAL,
+				      "Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or options.endpoint",
+				      cfg->endpoint);
+	return 0;
+}
+
 int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 {
 	kernels_options defaults;
+	int rc;
 
 	memset(cfg, 0, sizeof(*cfg));
 	if (!opts) {
@@ -361,31 +450,11 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 				      opts->version, KERNELS_OPTIONS_VERSION);
 	}
 
-	cfg->endpoint = strip_slash(kernels__strdup(opts->endpoint ? opts->endpoint :
-				    env_nonempty("HF_ENDPOINT") ? getenv("HF_ENDPOINT") : DEFAULT_ENDPOINT));
-	cfg->cache_dir = opts->cache_dir ? kernels__strdup(opts->cache_dir) : default_cache_dir();
-	cfg->token = opts->token ? dup_or_null(opts->token) :
-		     env_nonempty("HF_TOKEN") ? kernels__strdup(getenv("HF_TOKEN")) :
-		     /* the legacy name huggingface_hub still reads */
-		     env_nonempty("HUGGING_FACE_HUB_TOKEN") ? kernels__strdup(getenv("HUGGING_FACE_HUB_TOKEN")) :
-		     token_from_file();
 	cfg->offline = opts->offline == KERNELS_FROM_ENV ? kernels__env_true("HF_HUB_OFFLINE") : !!opts->offline;
 	/* as huggingface_hub: any of the three turns telemetry off */
 	cfg->telemetry = !kernels__env_true("HF_HUB_DISABLE_TELEMETRY") && !kernels__env_true("DISABLE_TELEMETRY") &&
 			 !kernels__env_true("DO_NOT_TRACK");
 	cfg->skip_arch_check = opts->skip_arch_check ? 1 : kernels__env_true("KERNELS_SKIP_ARCH_CHECK");
-	cfg->user_agent = dup_or_null(opts->user_agent);
-	cfg->ua_system = calloc(1, KERNELS__UA_SYSTEM_MAX);
-	{
-		const char *dev = opts->device ? opts->device : env_nonempty("KERNELS_DEVICE");
-		cfg->device = -1;
-		if (dev && (cfg->device = kernels__device_parse(dev, opts->device ? "kernels_options.device"
-										   : "KERNELS_DEVICE")) < 0) {
-			int rc = kernels_error_last_code();
-			kernels__config_free(cfg);
-			return rc;
-		}
-	}
 	cfg->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
 			  : 1000 * env_seconds(opts, "HF_HUB_ETAG_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->download_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
@@ -395,70 +464,18 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	cfg->max_retries = opts->max_retries >= 0 ? opts->max_retries : 5;
 	cfg->max_parallel = opts->max_parallel > 0 ? opts->max_parallel : 8;
 	cfg->trust_remote_code = opts->trust_remote_code;
-	cfg->trusted_orgs = dup_or_null(opts->trusted_orgs);
-	cfg->local_kernels = dup_or_null(getenv("LOCAL_KERNELS"));
 	if (opts->system)
 		cfg->system_override = *opts->system;
-	if (opts->torch_dir && *opts->torch_dir) {
-		cfg->torch_dir = kernels__strdup(opts->torch_dir);
-		cfg->torch_dir_source = "option";
-	} else if (env_nonempty("KERNELS_TORCH_DIR")) {
-		cfg->torch_dir = kernels__strdup(getenv("KERNELS_TORCH_DIR"));
-		cfg->torch_dir_source = "environment";
-	}
 	cfg->find_torch = opts->find_torch == KERNELS_FROM_ENV ? kernels__env_true("KERNELS_FIND_TORCH") :
 			  !!opts->find_torch;
 	cfg->log_cb = opts->log_cb;
 	cfg->log_payload = opts->log_payload;
 	cfg->progress_cb = opts->progress_cb;
 	cfg->progress_payload = opts->progress_payload;
-	{
-		int rc = log_setup(cfg, opts);
-		if (rc < 0) {
-			kernels__config_free(cfg);
-			return rc;
-		}
-	}
 
-	if (!cfg->endpoint || !cfg->cache_dir || (cfg->torch_dir_source && !cfg->torch_dir) || !cfg->ua_system ||
-	    (opts->user_agent && !cfg->user_agent)) {
-		kernels__config_free(cfg);
-		return KERNELS_ENOMEM;
-	}
-	{
-		const char *list = opts->endpoints && *opts->endpoints ? opts->endpoints : env_nonempty("KERNELS_ENDPOINTS");
-		int rc = 0;
-		if (list) {
-			rc = endpoints_parse(list, opts->endpoints && *opts->endpoints ? "kernels_options.endpoints"
-							: "KERNELS_ENDPOINTS", &cfg->endpoints, &cfg->n_endpoints);
-			if (rc == 0) {
-				/* The first one is "the endpoint" until it fails. */
-				free(cfg->endpoint);
-				if (!(cfg->endpoint = kernels__strdup(cfg->endpoints[0])))
-					rc = KERNELS_ENOMEM;
-			}
-		} else if (!(cfg->endpoints = calloc(2, sizeof(*cfg->endpoints))) ||
-			   !(cfg->endpoints[0] = kernels__strdup(cfg->endpoint))) {
-			rc = kernels__error_oom();
-		} else {
-			cfg->n_endpoints = 1;
-		}
-		if (rc < 0) {
-			kernels__config_free(cfg);
-			return rc;
-		}
-	}
-	{
-		int rc = kernels__sigconf_load(&cfg->sig, opts);
-		if (rc < 0) {
-			kernels__config_free(cfg);
-			return rc;
-		}
-	}
-	if (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8)) {
-		int rc = kernels__error(KERNELS_EINVAL,
-					"Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or options.endpoint",
-					cfg->endpoint);
+	if ((rc = device_load(cfg, opts)) < 0 || (rc = strings_load(cfg, opts)) < 0 ||
+	    (rc = log_setup(cfg, opts)) < 0 || (rc = endpoints_load(cfg, opts)) < 0 ||
+	    (rc = kernels__sigconf_load(&cfg->sig, opts)) < 0 || (rc = endpoint_check(cfg)) < 0) {
 		kernels__config_free(cfg);
 		return rc;
 	}

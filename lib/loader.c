@@ -662,6 +662,44 @@ static void tree_free(tree_list *t)
 	free(t->names);
 	free(t->meta);
 	free(t->c);
+	memset(t, 0, sizeof(*t)); /* list_tree's failure frees it; its caller may again */
+}
+
+/* A local variant's metadata.json, if it reads: a tree may lack one or
+ * hold an old one. Out of memory is still an error, never "no metadata"
+ * (the arch check would then pass a variant it should refuse). */
+static int metadata_optional(kernels_metadata **m, const char *dir)
+{
+	if (kernels_metadata_read(m, dir) == KERNELS_ENOMEM)
+		return KERNELS_ENOMEM;
+	kernels_error_clear();
+	return 0;
+}
+
+/* Adds build/name to `t` when it is a variant folder (not hidden). */
+static int list_entry(const char *build, const char *name, tree_list *t)
+{
+	char *dir;
+	struct stat st;
+	int rc = 0;
+
+	if (name[0] == '.')
+		return 0;
+	if (!(dir = kernels__sprintf("%s/%s", build, name)))
+		return KERNELS_ENOMEM;
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (!(t->names[t->n] = kernels__strdup(name)))
+			rc = KERNELS_ENOMEM;
+		else if ((rc = metadata_optional(&t->meta[t->n], dir)) < 0)
+			free(t->names[t->n]);
+		else {
+			t->c[t->n].name = t->names[t->n];
+			t->c[t->n].archs = kernels_metadata_archs(t->meta[t->n]);
+			t->n++;
+		}
+	}
+	free(dir);
+	return rc;
 }
 
 static int list_tree(const char *build, tree_list *t)
@@ -671,32 +709,18 @@ static int list_tree(const char *build, tree_list *t)
 
 	memset(t, 0, sizeof(*t));
 	if (n < 0)
-		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
+		return errno == ENOMEM ? kernels__error_oom() :
+		       kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				      "cannot list %s: %s; give a variant folder or a build tree", build, strerror(errno));
-	t->c = calloc((size_t)n + 1, sizeof(*t->c));
-	t->meta = calloc((size_t)n + 1, sizeof(*t->meta));
-	t->names = calloc((size_t)n + 1, sizeof(*t->names));
+	if (!(t->c = calloc((size_t)n + 1, sizeof(*t->c))) || !(t->meta = calloc((size_t)n + 1, sizeof(*t->meta))) ||
+	    !(t->names = calloc((size_t)n + 1, sizeof(*t->names))))
+		rc = kernels__error_oom();
 	for (i = 0; i < n; i++) {
-		char *dir = kernels__sprintf("%s/%s", build, ents[i]->d_name);
-		struct stat st;
-		if (!rc && t->c && t->meta && t->names && dir && ents[i]->d_name[0] != '.' && stat(dir, &st) == 0 &&
-		    S_ISDIR(st.st_mode)) {
-			if (!(t->names[t->n] = kernels__strdup(ents[i]->d_name)))
-				rc = KERNELS_ENOMEM;
-			else if (kernels_metadata_read(&t->meta[t->n], dir) < 0)
-				kernels_error_clear();
-			if (!rc) {
-				t->c[t->n].name = t->names[t->n];
-				t->c[t->n].archs = kernels_metadata_archs(t->meta[t->n]);
-				t->n++;
-			}
-		}
-		free(dir);
+		if (!rc)
+			rc = list_entry(build, ents[i]->d_name, t);
 		free(ents[i]);
 	}
 	free(ents);
-	if (!rc && (!t->c || !t->meta || !t->names))
-		rc = kernels__error_oom();
 	if (rc < 0)
 		tree_free(t);
 	return rc;
@@ -717,9 +741,9 @@ int kernels__local_trace(const kernels__config *cfg, const char *path, const ker
 	*trace = NULL;
 	if (has_metadata(path)) { /* one variant folder */
 		one.name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-		if (kernels_metadata_read(&m, path) == 0)
-			one.archs = kernels_metadata_archs(m);
-		kernels_error_clear();
+		if ((rc = metadata_optional(&m, path)) < 0)
+			return rc;
+		one.archs = kernels_metadata_archs(m);
 	} else if (!(build = kernels__sprintf("%s/build", path))) {
 		return KERNELS_ENOMEM;
 	} else {

@@ -507,7 +507,9 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 		e->archs = c[i].archs;
 		if (!(e->name = kernels__strdup(c[i].name)))
 			goto oom;
-		if (kernels_variant_parse(c[i].name, &e->info) == 0) {
+		if ((rc = kernels_variant_parse(c[i].name, &e->info)) == KERNELS_ENOMEM) {
+			goto oom; /* not "an invalid name": it would be skipped */
+		} else if (rc == 0) {
 			e->valid = 1;
 			/* NULL means accepted, so an allocation failure in decide()
 			 * must not read as one. */

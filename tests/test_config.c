@@ -11,10 +11,11 @@
 #include "kernels.h"
 #include "config.h"
 #include "testutil.h"
+#include "alloc_fail.h"
 
 static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HF_ENDPOINT",
 				    "HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
-				    "LOCAL_KERNELS" };
+				    "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
 
 static int clean_env(void **state)
 {
@@ -195,6 +196,66 @@ static void test_options_version_checked(void **state)
 	assert_non_null(strstr(kernels_error_last(), "kernels_options_init"));
 }
 
+/* Every allocation of the configuration, made to fail in turn: each time
+ * the call either reports KERNELS_ENOMEM or holds the whole configuration,
+ * never one with a setting silently left out (a lost LOCAL_KERNELS would
+ * send the call to the Hub; a lost token would make it anonymous). */
+static void test_allocation_failures_are_reported(void **state)
+{
+	kernels_options opts;
+	kernels__config cfg;
+	char *dir = test_mkdtemp("config-oom"), *file;
+	long n, failed = 0;
+	(void)state;
+
+	assert_int_equal(asprintf(&file, "%s/token", dir) > 0, 1);
+	assert_int_equal(test_write_file(file, "hf_fromfile\n", 12), 0);
+	setenv("HF_TOKEN_PATH", file, 1);
+	setenv("LOCAL_KERNELS", "acme/relu=/src/relu", 1);
+	setenv("KERNELS_TORCH_DIR", "/opt/torch", 1);
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.user_agent = "app/1";
+	opts.trusted_orgs = "acme";
+	opts.endpoints = "http://mirror:8090,https://hub.example";
+	for (n = 1;; n++) {
+		int rc, fired;
+
+		kernels_error_clear();
+		alloc_fail_nth(n);
+		rc = kernels__config_load(&cfg, &opts);
+		fired = alloc_fail_fired();
+		alloc_fail_nth(0);
+		if (rc < 0) {
+			assert_true(fired);
+			assert_int_equal(rc, KERNELS_ENOMEM);
+			assert_int_equal(kernels_error_last_code(), KERNELS_ENOMEM);
+			failed++;
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_non_null(cfg.local_kernels);
+		assert_string_equal(cfg.local_kernels, "acme/relu=/src/relu");
+		assert_string_equal(cfg.token, "hf_fromfile");
+		assert_string_equal(cfg.user_agent, "app/1");
+		assert_string_equal(cfg.trusted_orgs, "acme");
+		assert_string_equal(cfg.torch_dir, "/opt/torch");
+		assert_string_equal(cfg.endpoint, "http://mirror:8090");
+		assert_int_equal(cfg.n_endpoints, 2);
+		assert_string_equal(cfg.endpoints[1], "https://hub.example");
+		assert_string_equal(cfg.cache_dir, "/home/someone/.cache/huggingface/hub");
+		assert_non_null(cfg.ua_system);
+		kernels__config_free(&cfg);
+		if (!fired)
+			break; /* past the last allocation */
+	}
+	/* every copy above is an allocation that was made to fail */
+	assert_true(failed >= 10);
+	assert_int_equal(failed, n - 1);
+	test_rmtree(dir);
+	free(file);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +265,7 @@ int main(void)
 		cmocka_unit_test_setup(test_switches, clean_env),
 		cmocka_unit_test_setup(test_public_cache_path, clean_env),
 		cmocka_unit_test_setup(test_options_version_checked, clean_env),
+		cmocka_unit_test_setup(test_allocation_failures_are_reported, clean_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include "kernels.h"
 #include "test_hub.h"
 #include "testutil.h"
+#include "alloc_fail.h"
 #include "../tests/data/variants/fixture.h"
 
 /* Variant -> answer = version * 1000 + this offset. */
@@ -456,6 +457,51 @@ static int fx_metadata_dir_omit_digest(const char *src)
 /* A build from before metadata.json carried a digest (Python kernels 0.17
  * loads those): each cached file is proven by the hash the Hub listed for
  * its blob, and a tampered blob is refused with the file named. */
+/* LOCAL_KERNELS names the repo and every allocation of the call is made to
+ * fail in turn: each time it either reports KERNELS_ENOMEM or answers from
+ * the local tree. A lost LOCAL_KERNELS never turns into a Hub request. */
+static void test_local_kernels_survive_allocation_failures(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_variant_trace *t;
+	char *src = make_tree(W.tmp, 8, 0), *env;
+	long n, failed = 0;
+	(void)state;
+
+	assert_int_equal(asprintf(&env, "acme/answer=%s", src) > 0, 1);
+	setenv("LOCAL_KERNELS", env, 1);
+	options(&o, &s);
+	test_hub_log_clear(W.hub);
+	for (n = 1;; n++) {
+		int rc, fired;
+
+		t = NULL;
+		kernels_error_clear();
+		alloc_fail_nth(n);
+		rc = kernels_get_variants(&t, "acme/answer", "main", &o);
+		fired = alloc_fail_fired();
+		alloc_fail_nth(0);
+		if (rc < 0) {
+			assert_true(fired);
+			assert_int_equal(rc, KERNELS_ENOMEM);
+			assert_null(t);
+			failed++;
+			continue;
+		}
+		assert_non_null(kernels_variant_trace_chosen(t));
+		assert_string_equal(kernels_variant_trace_chosen(t), "torch29-cxx11-cpu-x86_64-linux");
+		kernels_variant_trace_free(t);
+		if (!fired)
+			break; /* past the last allocation */
+	}
+	assert_true(failed >= 10);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
+	unsetenv("LOCAL_KERNELS");
+	free(env);
+	free(src);
+}
+
 static void test_variant_without_digest(void **state)
 {
 	kernels_options o;
@@ -518,6 +564,7 @@ int main(void)
 		cmocka_unit_test_setup(test_redirect_is_followed, fresh_cache),
 		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, fresh_cache),
 		cmocka_unit_test_setup(test_local_kernels_override, fresh_cache),
+		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, fresh_cache),
 		cmocka_unit_test_setup(test_variant_without_digest, fresh_cache),
 		cmocka_unit_test_setup(test_sixteen_threads, fresh_cache),
 	};
