@@ -33,45 +33,82 @@ static memo *handles, *names;  /* most recently used first */
 
 /* ---- the key ---------------------------------------------------------------- */
 
-static void put_str(kernels__buf *b, const char *name, const char *v)
+/* A struct's fields that go into the key, by name, type and offset: one
+ * table per struct, so a field is added in one line and every key has it. */
+typedef struct {
+	const char *name;
+	size_t off;
+	int is_str; /* const char * (NULL written as \x01); else int */
+} field;
+
+#define FIELD_INT(type, name, member) { name, offsetof(type, member), 0 }
+#define FIELD_STR(type, name, member) { name, offsetof(type, member), 1 }
+
+static const field system_fields[] = {
+	FIELD_INT(kernels_system, "torch", torch_version),
+	FIELD_INT(kernels_system, "abi", torch_cxx11_abi),
+	FIELD_INT(kernels_system, "tvm", tvm_ffi_version),
+	FIELD_STR(kernels_system, "backend", backend),
+	FIELD_INT(kernels_system, "backend_version", backend_version),
+	FIELD_INT(kernels_system, "current_device", current_device),
+	FIELD_STR(kernels_system, "cpu", cpu),
+	FIELD_STR(kernels_system, "os", os),
+	FIELD_INT(kernels_system, "no_gpu", no_gpu),
+	FIELD_INT(kernels_system, "macos", macos_version),
+	FIELD_INT(kernels_system, "cudart", cuda_runtime_version),
+	FIELD_INT(kernels_system, "driver", cuda_driver_version),
+	FIELD_STR(kernels_system, "glibc", glibc),
+	FIELD_STR(kernels_system, "torch_string", torch_version_string),
+	FIELD_STR(kernels_system, "torch_path", torch_path),
+	FIELD_STR(kernels_system, "tvm_path", tvm_ffi_path),
+	FIELD_INT(kernels_system, "gpus", gpu_count), /* then each GPU: put_system */
+};
+
+/* Not the signature options: a handle still loaded is returned whatever
+ * they say (the loader checks a signature when it maps a variant), and a
+ * closed one ends its entry. */
+static const field option_fields[] = {
+	FIELD_STR(kernels_options, "endpoint", endpoint),
+	FIELD_STR(kernels_options, "endpoints", endpoints),
+	FIELD_STR(kernels_options, "cache", cache_dir),
+	FIELD_INT(kernels_options, "offline", offline),
+	FIELD_INT(kernels_options, "trust", trust_remote_code),
+	FIELD_STR(kernels_options, "orgs", trusted_orgs),
+	FIELD_STR(kernels_options, "torch_dir", torch_dir),
+	FIELD_INT(kernels_options, "find_torch", find_torch),
+	FIELD_INT(kernels_options, "skip_arch_check", skip_arch_check), /* the arch check decides the variant */
+	FIELD_STR(kernels_options, "device", device),
+};
+
+static int put_str(kernels__buf *b, const char *name, const char *v)
 {
-	kernels__buf_printf(b, "%s=%s%c", name, v ? v : "\x01", 0x1e);
+	return kernels__buf_printf(b, "%s=%s%c", name, v ? v : "\x01", 0x1e);
 }
 
-static void put_int(kernels__buf *b, const char *name, long long v)
+static int put_fields(kernels__buf *b, const void *st, const field *f, size_t n)
 {
-	kernels__buf_printf(b, "%s=%lld%c", name, v, 0x1e);
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const char *at = (const char *)st + f[i].off;
+		rc = f[i].is_str ? put_str(b, f[i].name, *(const char *const *)at)
+				 : kernels__buf_printf(b, "%s=%d%c", f[i].name, *(const int *)at, 0x1e);
+	}
+	return rc;
 }
 
-static void put_system(kernels__buf *b, const kernels_system *s)
+static int put_system(kernels__buf *b, const kernels_system *s)
 {
-	int i;
+	int i, rc;
 
-	if (!s) {
-		put_str(b, "system", NULL);
-		return;
-	}
-	put_int(b, "torch", s->torch_version);
-	put_int(b, "abi", s->torch_cxx11_abi);
-	put_int(b, "tvm", s->tvm_ffi_version);
-	put_str(b, "backend", s->backend);
-	put_int(b, "backend_version", s->backend_version);
-	put_int(b, "gpus", s->gpu_count);
-	for (i = 0; i < s->gpu_count && i < KERNELS_MAX_GPUS; i++) {
-		put_int(b, "gpu", s->gpu_archs[i]);
-		put_str(b, "gpu_name", s->gpu_arch_names[i]);
-	}
-	put_int(b, "current_device", s->current_device);
-	put_str(b, "cpu", s->cpu);
-	put_str(b, "os", s->os);
-	put_int(b, "no_gpu", s->no_gpu);
-	put_int(b, "macos", s->macos_version);
-	put_int(b, "cudart", s->cuda_runtime_version);
-	put_int(b, "driver", s->cuda_driver_version);
-	put_str(b, "glibc", s->glibc);
-	put_str(b, "torch_string", s->torch_version_string);
-	put_str(b, "torch_path", s->torch_path);
-	put_str(b, "tvm_path", s->tvm_ffi_path);
+	if (!s)
+		return put_str(b, "system", NULL);
+	rc = put_fields(b, s, system_fields, sizeof(system_fields) / sizeof(system_fields[0]));
+	for (i = 0; rc == 0 && i < s->gpu_count && i < KERNELS_MAX_GPUS; i++)
+		rc = kernels__buf_printf(b, "gpu=%d%cgpu_name=%s%c", s->gpu_archs[i], 0x1e,
+					 s->gpu_arch_names[i] ? s->gpu_arch_names[i] : "\x01", 0x1e);
+	return rc;
 }
 
 /* The environment variables that can change an answer: every HF_* and
@@ -96,31 +133,24 @@ static int env_counts(const char *e)
 int kernels__memo_settings(const kernels_options *o, kernels__buf *b)
 {
 	char **e;
+	int rc;
 
 	if (o && o->version != KERNELS_OPTIONS_VERSION)
 		return -1;
-	if (o) {
-		put_str(b, "endpoint", o->endpoint);
-		put_str(b, "endpoints", o->endpoints);
-		put_str(b, "cache", o->cache_dir);
-		put_int(b, "offline", o->offline);
-		put_int(b, "trust", o->trust_remote_code);
-		put_str(b, "orgs", o->trusted_orgs);
-		put_system(b, o->system);
-		put_str(b, "torch_dir", o->torch_dir);
-		put_int(b, "find_torch", o->find_torch);
-		put_int(b, "skip_arch_check", o->skip_arch_check); /* the arch check decides the variant */
-		put_str(b, "device", o->device);
-		/* Not the signature options: a handle still loaded is returned
-		 * whatever they say (the loader checks a signature when it maps a
-		 * variant), and a closed one ends its entry. */
-	} else {
-		put_str(b, "options", "defaults");
-	}
-	for (e = environ; e && *e; e++)
+	if (!o)
+		rc = put_str(b, "options", "defaults");
+	else if ((rc = put_fields(b, o, option_fields, sizeof(option_fields) / sizeof(option_fields[0]))) == 0)
+		rc = put_system(b, o->system);
+	for (e = environ; rc == 0 && e && *e; e++)
 		if (env_counts(*e))
-			kernels__buf_printf(b, "%s%c", *e, 0x1e);
-	return b->ptr ? 0 : -1;
+			rc = kernels__buf_printf(b, "%s%c", *e, 0x1e);
+	/* A key short of a field would match another call's settings: out of
+	 * memory, the call goes without the memo instead. */
+	if (rc < 0) {
+		kernels__buf_free(b);
+		return -1;
+	}
+	return 0;
 }
 
 static uint64_t fnv1a(const char *s)

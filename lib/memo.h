@@ -28,7 +28,8 @@
 
 /* The settings part of the key, from `opts` (NULL: defaults) and the
  * environment; never the token. -1 when opts cannot be memoised (a wrong
- * version: the call itself says what is wrong), else 0. */
+ * version: the call itself says what is wrong; out of memory: never a key
+ * short of a field), else 0. */
 int kernels__memo_settings(const kernels_options *opts, kernels__buf *out);
 
 /* 1 and *out (one more reference) when the memo holds a live handle for
