@@ -6,13 +6,13 @@
  * is only read (version.py, libc10's ELF symbol table), never loaded. */
 #include "system.h"
 #include "backend.h"
+#include "elffile.h"
 #include "error.h"
 #include "util.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
-#include <elf.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <libgen.h>
@@ -472,71 +472,44 @@ static const char *const c10_cxx11_symbol =
 	"_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
 static const char *const c10_cxx98_symbol = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs";
 
-/* Whether [off, off+size) lies inside a file of `len` bytes. */
-static int in_file(uint64_t off, uint64_t size, size_t len)
+/* 1 or 0 once a defined symbol tells the ABI; c10 and cxx11 gather the
+ * weaker evidence meanwhile. */
+static int on_c10_symbol(const Elf64_Sym *sym, const char *name, uint64_t offset, void *payload)
 {
-	return off <= len && size <= len - off;
-}
+	int *seen = payload; /* [0]: a c10 export, [1]: one in the cxx11 namespace */
 
-/* The ABI from the names a 64-bit ELF file defines in .dynsym, read from a
- * read-only mapping: torch is never loaded for this (-1: cannot tell). */
-static int elf_dynsym_abi(const unsigned char *m, size_t len)
-{
-	Elf64_Ehdr eh;
-	int c10 = 0, cxx11 = 0;
-	size_t i, j;
-
-	if (len < sizeof(eh))
-		return -1;
-	memcpy(&eh, m, sizeof(eh));
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_shentsize != sizeof(Elf64_Shdr) || !in_file(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), len))
-		return -1;
-	for (i = 0; i < eh.e_shnum; i++) {
-		Elf64_Shdr sh, str;
-		memcpy(&sh, m + eh.e_shoff + i * sizeof(sh), sizeof(sh));
-		if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= eh.e_shnum || sh.sh_entsize != sizeof(Elf64_Sym) ||
-		    !in_file(sh.sh_offset, sh.sh_size, len))
-			continue;
-		memcpy(&str, m + eh.e_shoff + sh.sh_link * sizeof(str), sizeof(str));
-		if (!in_file(str.sh_offset, str.sh_size, len) || !str.sh_size || m[str.sh_offset + str.sh_size - 1])
-			return -1;
-		for (j = 1; j < sh.sh_size / sizeof(Elf64_Sym); j++) {
-			Elf64_Sym sym;
-			const char *name;
-			memcpy(&sym, m + sh.sh_offset + j * sizeof(sym), sizeof(sym));
-			if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.sh_size)
-				continue;
-			name = (const char *)m + str.sh_offset + sym.st_name;
-			if (!strcmp(name, c10_cxx11_symbol))
-				return 1;
-			if (!strcmp(name, c10_cxx98_symbol))
-				return 0;
-			if (has_prefix(name, "_ZN3c10")) {
-				c10 = 1;
-				cxx11 |= strstr(name, "St7__cxx11") != NULL;
-			}
-		}
-		return cxx11 ? 1 : c10 ? 0 : -1;
+	(void)offset;
+	if (sym->st_shndx == SHN_UNDEF)
+		return 0;
+	if (!strcmp(name, c10_cxx11_symbol))
+		return 2;
+	if (!strcmp(name, c10_cxx98_symbol))
+		return 1;
+	if (has_prefix(name, "_ZN3c10")) {
+		seen[0] = 1;
+		seen[1] |= strstr(name, "St7__cxx11") != NULL;
 	}
-	return -1;
+	return 0;
 }
 
+/* The ABI from the names libc10 defines in its dynamic symbol table, read
+ * from the file: torch is never loaded for this (-1: cannot tell). */
 static int elf_file_abi(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), abi = -1;
-	struct stat st;
-	void *m;
+	kernels__elf_file f;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), seen[2] = { 0, 0 }, rc;
 
 	if (fd < 0)
 		return -1;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) != MAP_FAILED) {
-		abi = elf_dynsym_abi(m, (size_t)st.st_size);
-		munmap(m, (size_t)st.st_size);
-	}
+	if ((rc = kernels__elf_open(&f, fd, path)) == 0)
+		rc = kernels__elf_symbols(&f, on_c10_symbol, seen);
+	kernels__elf_close(&f);
 	close(fd);
-	return abi;
+	if (rc < 0) {
+		kernels_error_clear(); /* an unreadable libc10 only leaves the ABI unknown */
+		return -1;
+	}
+	return rc == 2 ? 1 : rc == 1 ? 0 : seen[1] ? 1 : seen[0] ? 0 : -1;
 }
 
 /* A loaded libc10 answers dlsym; the file's symbol table otherwise. */

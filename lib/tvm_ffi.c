@@ -3,10 +3,9 @@
  * module. libkernels never links libtvm_ffi: calling is the host's part.
  *
  * When a name is missing, the module file's dynamic symbol table is read to
- * say what it does export: a few bounds-checked preads of a 64-bit
- * little-endian ELF file, only on that error path (native.c reads what the
- * loader needs, which are not the defined symbols); for any other file the
- * listing is left out. */
+ * say what it does export (elffile.c), only on that error path; for a file
+ * that is not a 64-bit little-endian ELF the listing is left out. */
+#include "elffile.h"
 #include "error.h"
 #include "util.h"
 #include "kernels/tvm_ffi.h"
@@ -21,86 +20,47 @@
 
 #define PREFIX "__tvm_ffi_"
 
-static uint64_t get(const unsigned char *p, int bytes)
+typedef struct {
+	kernels__buf *list;
+	int count;
+} exports;
+
+/* A defined function, global or weak, of default or protected visibility,
+ * named __tvm_ffi_<name> (tvm-ffi's own __tvm_ffi__* entries left out). */
+static int on_symbol(const Elf64_Sym *sym, const char *n, uint64_t offset, void *payload)
 {
-	uint64_t v = 0;
-	while (bytes--)
-		v = v << 8 | p[bytes];
-	return v;
+	exports *x = payload;
+	int bind = ELF64_ST_BIND(sym->st_info), vis = ELF64_ST_VISIBILITY(sym->st_other);
+
+	(void)offset;
+	if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC ||
+	    (bind != STB_GLOBAL && bind != STB_WEAK) || (vis != STV_DEFAULT && vis != STV_PROTECTED) ||
+	    strncmp(n, PREFIX, strlen(PREFIX)) || !n[strlen(PREFIX)] || n[strlen(PREFIX)] == '_')
+		return 0;
+	if (kernels__buf_printf(x->list, "%s%s", x->count ? ", " : "", n + strlen(PREFIX)) < 0)
+		return KERNELS_ENOMEM;
+	x->count++;
+	return 0;
 }
 
-/* `size` bytes at `off` of the file, or NULL (out of the file, or no memory). */
-static unsigned char *read_at(int fd, uint64_t file_size, uint64_t off, uint64_t size)
-{
-	unsigned char *p;
-
-	if (off > file_size || size > file_size - off || size > (uint64_t)64 << 20)
-		return NULL;
-	if (!(p = malloc(size ? size : 1)))
-		return NULL;
-	if (pread(fd, p, size, (off_t)off) != (ssize_t)size) {
-		free(p);
-		return NULL;
-	}
-	return p;
-}
-
-/* Appends ", name" for every function the module exports as __tvm_ffi_<name>
- * (defined, global or weak, default or protected visibility; tvm-ffi's own
- * __tvm_ffi__* entries left out). Returns how many, -1 when the file cannot
- * be read as a 64-bit little-endian ELF, KERNELS_ENOMEM. */
+/* Appends ", name" for every function the module exports as
+ * __tvm_ffi_<name>. Returns how many, -1 when the file cannot be read as a
+ * 64-bit little-endian ELF, KERNELS_ENOMEM. */
 static int list_exports(const char *path, kernels__buf *list)
 {
-	unsigned char eh[64], *sh = NULL, *syms = NULL, *strs = NULL;
-	uint64_t shoff, shnum, i, symoff = 0, symsize = 0, stroff = 0, strsize = 0;
-	struct stat st;
-	int fd, count = -1;
+	kernels__elf_file f;
+	exports x = { list, 0 };
+	int fd, rc;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || pread(fd, eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh, "\177ELF", 4) || eh[4] != 2 /* 64-bit */ || eh[5] != 1 /* little-endian */ ||
-	    get(eh + 58, 2) != 64 /* e_shentsize */)
-		goto done;
-	shoff = get(eh + 40, 8);
-	shnum = get(eh + 60, 2);
-	if (!(sh = read_at(fd, (uint64_t)st.st_size, shoff, shnum * 64)))
-		goto done;
-	for (i = 0; i < shnum && !symsize; i++) {
-		const unsigned char *s = sh + i * 64;
-		uint64_t link = get(s + 40, 4);
-		if (get(s + 4, 4) != 11 /* SHT_DYNSYM */ || get(s + 56, 8) != 24 || link >= shnum)
-			continue;
-		symoff = get(s + 24, 8);
-		symsize = get(s + 32, 8);
-		stroff = get(sh + link * 64 + 24, 8);
-		strsize = get(sh + link * 64 + 32, 8);
-	}
-	if (!symsize || !strsize || !(syms = read_at(fd, (uint64_t)st.st_size, symoff, symsize)) ||
-	    !(strs = read_at(fd, (uint64_t)st.st_size, stroff, strsize)))
-		goto done;
-	strs[strsize - 1] = '\0';
-	for (count = 0, i = 0; i + 24 <= symsize; i += 24) {
-		const unsigned char *y = syms + i;
-		uint64_t name = get(y, 4);
-		int bind = y[4] >> 4, type = y[4] & 0xf, vis = y[5] & 3;
-		const char *n = name < strsize ? (const char *)strs + name : "";
-		if (get(y + 6, 2) == 0 /* undefined */ || type != 2 /* STT_FUNC */ || (bind != 1 && bind != 2) ||
-		    (vis != 0 && vis != 3) || strncmp(n, PREFIX, strlen(PREFIX)) || !n[strlen(PREFIX)] ||
-		    n[strlen(PREFIX)] == '_')
-			continue;
-		if (kernels__buf_printf(list, "%s%s", count ? ", " : "", n + strlen(PREFIX)) < 0) {
-			count = KERNELS_ENOMEM;
-			break;
-		}
-		count++;
-	}
-done:
-	free(sh);
-	free(syms);
-	free(strs);
+	if ((rc = kernels__elf_open(&f, fd, path)) == 0)
+		rc = kernels__elf_symbols(&f, on_symbol, &x);
+	kernels__elf_close(&f);
 	close(fd);
-	return count;
+	if (rc == KERNELS_ENOMEM)
+		return rc;
+	return rc < 0 ? -1 : x.count;
 }
 
 static int export_name(const char *s)
