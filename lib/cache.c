@@ -349,7 +349,20 @@ out:
 	return rc;
 }
 
-int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st)
+void kernels__cache_sync_folder(const char *dir, const char *sub)
+{
+	char *path = sub ? kernels__sprintf("%s/%s", dir, sub) : kernels__strdup(dir);
+	int dfd;
+
+	if (path && (dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(path);
+	kernels_error_clear();
+}
+
+int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st, int sync_folder)
 {
 	char *dir;
 	int dfd, rc = 0, err;
@@ -371,6 +384,8 @@ int kernels__cache_publish(int fd, const char *from, const char *to, struct stat
 	if (close(fd) < 0)
 		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", to, strerror(errno));
 	/* The rename itself must survive a crash, or the link may point at nothing. */
+	if (!sync_folder)
+		return 0;
 	if ((dir = parent_of(to))) {
 		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 			fsync(dfd);

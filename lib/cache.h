@@ -67,9 +67,15 @@ int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long siz
 
 /* fsync(fd), rename `from` to `to`, fsync the folder: the blob appears
  * complete or not at all, even across a crash. Closes fd. *st (may be
- * NULL) receives the published file's identity (all zero if fstat failed). */
+ * NULL) receives the published file's identity (all zero if fstat failed).
+ * sync_folder 0: the caller syncs the folder itself (once for many blobs,
+ * kernels__cache_sync_folder) before anything refers to the new name. */
 struct stat;
-int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st);
+int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st, int sync_folder);
+
+/* fsync of the folder {dir}/{sub} (sub may be NULL): renames into it
+ * survive a crash. Best effort, as a folder sync is. */
+void kernels__cache_sync_folder(const char *dir, const char *sub);
 
 /* Checks an offline snapshot folder: every link under `dir` resolves to a
  * complete blob. KERNELS_EOFFLINE naming the first broken file otherwise. */

@@ -38,7 +38,10 @@
 #define FETCH_FILES_MAX 100000   /* files of one call: a variant may have no more (lib/verify.c) */
 #define BLOBS_READDIR_MIN 64     /* from this many blobs on, blobs/ is read once instead of stat'ed per blob */
 
-enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_DONE, J_FAILED };
+/* J_PUBLISH: every byte is in; its hash and publication wait until the
+ * loop has started what the other transfers need (a redirect's next hop),
+ * so a blob's fsync never holds up another file's request. */
+enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_PUBLISH, J_DONE, J_FAILED };
 
 struct fetch;
 
@@ -82,6 +85,8 @@ typedef struct fetch {
 	size_t n_jobs;
 	size_t settled;                    /* jobs DONE or FAILED */
 	size_t first_open;                 /* no job before this one is still open */
+	size_t publish;                    /* jobs in J_PUBLISH */
+	int published;                     /* a blob was renamed into blobs/: sync the folder once */
 	CURLM *multi;
 	unsigned int active, holding;
 	unsigned long long all_done, all_total;
@@ -444,7 +449,8 @@ static void verify_and_publish(fetch *f, job *j)
 		fail_job(f, j, rc);
 		return;
 	}
-	rc = kernels__cache_publish(j->fd, j->incomplete, j->blob, &st);
+	rc = kernels__cache_publish(j->fd, j->incomplete, j->blob, &st, 0);
+	f->published |= rc == 0;
 	j->fd = -1;
 	if (rc < 0) {
 		fail_job(f, j, rc);
@@ -551,7 +557,8 @@ static void finished(fetch *f, job *j, CURLcode res)
 		fail_job(f, j, KERNELS_EINTEGRITY);
 		return;
 	}
-	verify_and_publish(f, j);
+	j->state = J_PUBLISH;
+	f->publish++;
 }
 
 /* ---- locks ------------------------------------------------------------------------ */
@@ -684,6 +691,17 @@ static int run(fetch *f)
 		if (f->fail_code)
 			break;
 		curl_multi_perform(f->multi, &running);
+		/* What arrived whole is hashed and published now, the requests just
+		 * started being on their way. */
+		for (i = f->first_open; f->publish && i < f->n_jobs && !f->fail_code; i++) {
+			if (f->jobs[i].state != J_PUBLISH)
+				continue;
+			f->publish--;
+			verify_and_publish(f, &f->jobs[i]);
+			curl_multi_perform(f->multi, &running);
+		}
+		if (f->fail_code || f->cancelled || all_settled(f))
+			break;
 		progressed = 0;
 		while ((m = curl_multi_info_read(f->multi, &left))) {
 			job *j = NULL;
@@ -695,8 +713,8 @@ static int run(fetch *f)
 		}
 		if (f->fail_code || f->cancelled || all_settled(f))
 			break;
-		if (progressed)
-			continue;   /* a slot freed up: fill it before waiting */
+		if (progressed || f->publish)
+			continue;   /* a slot freed up or a file is whole: see to it before waiting */
 		now = now_ms();
 		if (wake < now)
 			wake = now;
@@ -957,6 +975,9 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 			goto out;
 		}
 	}
+	/* The renames into blobs/ survive a crash before any link points at them. */
+	if (f.published)
+		kernels__cache_sync_folder(f.repo_dir, "blobs");
 	rc = link_all(&f, tree);
 out:
 	fetch_free(&f);

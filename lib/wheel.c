@@ -613,7 +613,7 @@ int kernels_wheel_write(char **wheel_path, const char *variant_dir, const char *
 		goto out;
 	}
 	/* Flushed before it takes its name: a crash never leaves a short wheel. */
-	if ((rc = kernels__cache_publish(fd, tmp, dest, NULL)) < 0)
+	if ((rc = kernels__cache_publish(fd, tmp, dest, NULL, 1)) < 0)
 		goto out;
 	free(tmp);
 	tmp = NULL;

@@ -314,11 +314,16 @@ def get_kernel_dep(repo_id):
 def _kernel_deps(deps):
     token = _KERNEL_DEPS.set(deps)
     try:
-        # Kernels written for Python kernels call kernels.get_kernel_dep.
-        try:
-            from kernels.deps import use_kernel_deps
-        except Exception:
-            use_kernel_deps = None
+        # Kernels written for Python kernels call kernels.get_kernel_dep. Only a
+        # kernel with dependencies has any to give (without, both raise), and
+        # importing `kernels` (huggingface_hub with it) costs ~130 ms in a fresh
+        # process: imported for those, or when the host has it already.
+        use_kernel_deps = None
+        if deps or "kernels" in sys.modules:
+            try:
+                from kernels.deps import use_kernel_deps
+            except Exception:
+                pass
         with (use_kernel_deps(deps) if use_kernel_deps else contextlib.nullcontext()):
             yield
     finally:
