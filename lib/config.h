@@ -11,6 +11,8 @@ typedef struct {
 	char *cache_dir;       /* hub cache root */
 	char *token;           /* NULL when none */
 	int offline;           /* 0/1 */
+	const char *offline_why; /* NULL: offline as the caller asked; else why get.c runs the call offline
+				    (the Hub cannot be reached): a cache miss is then KERNELS_ENETWORK saying so */
 	int telemetry;         /* 0 when HF_HUB_DISABLE_TELEMETRY is set */
 	long timeout_ms;       /* metadata requests: connect/stall ($HF_HUB_ETAG_TIMEOUT) */
 	long download_timeout_ms; /* file transfers: connect/stall ($HF_HUB_DOWNLOAD_TIMEOUT) */

@@ -390,12 +390,56 @@ int kernels__plan_fetch_and_load(const kernels__config *cfg, plan *p, kernels_ge
 	return fetch_and_load(cfg, p, stats, out);
 }
 
-/* What the cache lacks, said plainly: the Hub being down is the reason
- * given once, the cache's gap the other half, and nothing about "offline"
- * (the caller did not ask for that). `p` tells how far the plan got. */
-static int cache_lacks(const kernels__config *cfg, const char *repo_id, const char *revision, const plan *p,
-		       const char *variant, const char *reason)
+/* ---- the Hub cannot be reached --------------------------------------------- */
+
+/* The one place that decides the cache answers when the Hub cannot be
+ * reached: the stages only report KERNELS_ENETWORK (the current error says
+ * why). What the cache holds was verified, and its publisher trusted, when
+ * it was downloaded, so it may answer, exactly as offline; nothing new is
+ * fetched, so nothing unverified can arrive. The run from the cache says
+ * KERNELS_ENETWORK, with both halves, for what the cache lacks. */
+typedef struct {
+	kernels__config cfg;  /* shallow copy of the call's: strings stay owned by it */
+	char reason[2048];    /* the network error */
+	char why[2600];       /* "the Hub at X cannot be reached (reason)" */
+} fallback;
+
+/* 1 with `f` set up for the run from the cache, 0 when `rc` stands. */
+static int fallback_begin(const kernels__config *cfg, int rc, fallback *f)
 {
+	if (rc != KERNELS_ENETWORK || cfg->offline)
+		return 0;
+	snprintf(f->reason, sizeof(f->reason), "%s", kernels_error_last());
+	snprintf(f->why, sizeof(f->why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, f->reason);
+	f->cfg = *cfg;
+	f->cfg.offline = 1;
+	f->cfg.offline_why = f->why;
+	return 1;
+}
+
+/* After the run from the cache: a warning when it answered; a miss that a
+ * stage reported as offline becomes the Hub's being down. */
+static int fallback_end(const kernels__config *cfg, int rc, const fallback *f, const char *what)
+{
+	char inner[2048];
+
+	if (rc == 0)
+		kernels__log(cfg, KERNELS_LOG_WARNING, "%s; using the cached answer for %s", f->why, what);
+	if (rc != KERNELS_EOFFLINE)
+		return rc;
+	snprintf(inner, sizeof(inner), "%s", kernels_error_last());
+	return kernels__error(KERNELS_ENETWORK, "%s, and the cache at %s cannot answer for %s (%s); try again when "
+			      "the Hub answers", f->why, cfg->cache_dir, what, inner);
+}
+
+/* What the cache lacks for kernels_get, said plainly: the Hub being down is
+ * the reason given once, the cache's gap the other half, and nothing about
+ * "offline" (the caller did not ask for that). `p` tells how far the plan
+ * got. */
+static int cache_lacks(const kernels__config *cfg, const char *repo_id, const char *revision, const plan *p,
+		       const char *reason)
+{
+	const char *variant = p->trace ? kernels_variant_trace_chosen(p->trace) : NULL;
 	char lacks[512];
 
 	if (!p->rev)
@@ -409,32 +453,6 @@ static int cache_lacks(const kernels__config *cfg, const char *repo_id, const ch
 	return kernels__error(KERNELS_ENETWORK, "the Hub is down or not answering (%s), and the cache at %s lacks what "
 			      "was asked: %s; try again when the Hub answers, or ask for a revision the cache holds",
 			      reason, cfg->cache_dir, lacks);
-}
-
-/* The Hub cannot be reached (the current error says why): what the cache
- * holds was verified, and its publisher trusted, when it was downloaded,
- * so it may answer, exactly as offline; nothing new is fetched, so nothing
- * unverified can arrive. `offline` is the caller's copy of cfg to run with.
- * The revision stage already fell back on its own: when it is what failed,
- * its message (Hub down, and which refs the cache lacks) stands. */
-static int plan_cached(const kernels__config *cfg, kernels__config *offline, const char *repo_id,
-		       const char *revision, plan *p, kernels_get_stats *stats, char *reason, size_t reason_len)
-{
-	int rc, revision_failed = !p->rev;
-
-	snprintf(reason, reason_len, "%s", kernels_error_last());
-	if (!revision_failed)
-		kernels__log(cfg, KERNELS_LOG_WARNING, "the Hub cannot be reached (%s); answering for %s from the cache",
-			     reason, repo_id);
-	kernels__plan_free(p);
-	*offline = *cfg; /* shallow: strings stay owned by cfg */
-	offline->offline = 1;
-	rc = kernels__plan_remote(offline, repo_id, revision, p, stats);
-	if (rc < 0 && revision_failed && !p->rev)
-		rc = kernels__error(KERNELS_ENETWORK, "%s", reason);
-	else if (rc == KERNELS_EOFFLINE)
-		rc = cache_lacks(cfg, repo_id, revision, p, NULL, reason);
-	return rc;
 }
 
 /* ---- the in-process memo (memo.h) ------------------------------------------ */
@@ -500,8 +518,9 @@ static int get_at(const kernels__config *cfg, const char *repo_id, const char *r
 static int get_with_config(const kernels__config *cfg, const char *repo_id, const char *revision,
 			   kernels_kernel **out, kernels_get_stats *stats, const char *memo)
 {
-	kernels__config offline, at;
-	char *local = NULL, reason[2048] = "", tried[2048] = "";
+	kernels__config at;
+	fallback f;
+	char *local = NULL, tried[2048] = "";
 	plan p = { 0 };
 	size_t i;
 	int rc = 0;
@@ -533,13 +552,14 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s: %.300s", *tried ? "; " : "",
 			 at.endpoint, kernels_error_last());
 	}
-	if (rc == KERNELS_ENETWORK && !cfg->offline) {
-		rc = plan_cached(cfg, &offline, repo_id, revision, &p, stats, reason, sizeof(reason));
-		if (rc == 0) {
-			rc = fetch_and_load(&offline, &p, stats, out);
-			if (rc == KERNELS_EOFFLINE)
-				rc = cache_lacks(cfg, repo_id, revision, &p, kernels_variant_trace_chosen(p.trace), reason);
-		}
+	/* No memo for the run from the cache: it chooses among the variants
+	 * the cache holds, which a call with the Hub up should not inherit. */
+	if (fallback_begin(cfg, rc, &f)) {
+		kernels__plan_free(&p);
+		rc = get_at(&f.cfg, repo_id, revision, &p, stats, out, NULL);
+		if (rc == KERNELS_EOFFLINE)
+			rc = cache_lacks(cfg, repo_id, revision, &p, f.reason);
+		rc = fallback_end(cfg, rc, &f, repo_id);
 	}
 	if (rc < 0 && *tried)
 		kernels__error_prefix("tried %s first", tried);
@@ -595,14 +615,84 @@ int kernels_get(kernels_kernel **out, const char *repo_id, const char *revision,
 	return kernels_get_ext(out, repo_id, revision, opts, NULL);
 }
 
+/* The variant decisions for `repo_id`: LOCAL_KERNELS' tree, else the plan
+ * at the endpoints in turn. *out (the caller's) is the trace. */
+static int decide_variants(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
+			   kernels_variant_trace **out)
+{
+	kernels_get_stats stats;
+	char *local = NULL;
+	size_t i;
+	int rc;
+
+	if (repo_id && (rc = kernels__local_kernels_lookup(cfg, repo_id, &local)) != 0) {
+		if (rc == 1 && (rc = kernels__local_trace(cfg, local, NULL, out)) < 0)
+			kernels__error_prefix("%s from LOCAL_KERNELS path '%s'", repo_id, local);
+		free(local);
+		return rc;
+	}
+	rc = KERNELS_ERROR;
+	for (i = 0; i < cfg->n_endpoints; i++) {
+		kernels__config at;
+		kernels__config_at_endpoint(cfg, i, &at);
+		kernels__plan_free(p);
+		rc = kernels__plan_remote(&at, repo_id, revision, p, &stats);
+		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc))
+			break;
+	}
+	if (rc == 0) {
+		*out = p->trace;
+		p->trace = NULL;
+	}
+	return rc;
+}
+
+/* decide_variants; with `has` (kernels_has_kernel) *has is 1 when a
+ * variant fits and, as 0.17's has_kernel, the kernels it depends on have
+ * one too (deps.c). */
+static int variants_and_deps(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p,
+			     kernels_variant_trace **out, int *has)
+{
+	int rc = decide_variants(cfg, repo_id, revision, p, out);
+
+	if (rc < 0 || !has)
+		return rc;
+	*has = kernels_variant_trace_chosen(*out) != NULL;
+	if (*has && (rc = kernels__deps_has_kernel(cfg, repo_id, revision)) >= 0) {
+		*has = rc;
+		rc = 0;
+	}
+	return rc;
+}
+
+static int variants_with_fallback(const kernels__config *cfg, const char *repo_id, const char *revision,
+				  kernels_variant_trace **out, int *has)
+{
+	plan p = { 0 };
+	fallback f;
+	int rc = variants_and_deps(cfg, repo_id, revision, &p, out, has);
+
+	if (fallback_begin(cfg, rc, &f)) {
+		kernels__plan_free(&p);
+		kernels_variant_trace_free(*out);
+		*out = NULL;
+		rc = variants_and_deps(&f.cfg, repo_id, revision, &p, out, has);
+		if (rc == KERNELS_EOFFLINE)
+			rc = cache_lacks(cfg, repo_id, revision, &p, f.reason);
+		rc = fallback_end(cfg, rc, &f, repo_id);
+	}
+	kernels__plan_free(&p);
+	if (rc < 0) {
+		kernels_variant_trace_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const char *revision,
 			 const kernels_options *opts)
 {
 	kernels__config cfg;
-	kernels_get_stats stats;
-	plan p = { 0 };
-	char *local = NULL;
-	size_t i;
 	int rc;
 
 	if (!out)
@@ -610,51 +700,83 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	/* LOCAL_KERNELS, as for kernels_get: the local tree's decisions */
-	if (repo_id && (rc = kernels__local_kernels_lookup(&cfg, repo_id, &local)) != 0) {
-		if (rc == 1 && (rc = kernels__local_trace(&cfg, local, NULL, out)) < 0)
-			kernels__error_prefix("%s from LOCAL_KERNELS path '%s'", repo_id, local);
-		free(local);
-		kernels__config_free(&cfg);
-		return rc;
-	}
-	rc = KERNELS_ERROR;
-	for (i = 0; i < cfg.n_endpoints; i++) {
-		kernels__config at;
-		kernels__config_at_endpoint(&cfg, i, &at);
-		kernels__plan_free(&p);
-		rc = kernels__plan_remote(&at, repo_id, revision, &p, &stats);
-		if (rc == 0 || cfg.offline || !kernels__endpoint_failover(rc))
-			break;
-	}
-	if (rc == KERNELS_ENETWORK && !cfg.offline) {
-		kernels__config offline;
-		char reason[2048];
-		rc = plan_cached(&cfg, &offline, repo_id, revision, &p, &stats, reason, sizeof(reason));
-	}
-	if (rc == 0) {
-		*out = p.trace;
-		p.trace = NULL;
-	}
-	kernels__plan_free(&p);
+	rc = variants_with_fallback(&cfg, repo_id, revision, out, NULL);
 	kernels__config_free(&cfg);
 	return rc;
 }
 
 int kernels_has_kernel(const char *repo_id, const char *revision, const kernels_options *opts)
 {
-	kernels_variant_trace *trace;
+	kernels_variant_trace *trace = NULL;
 	kernels__config cfg;
-	int rc = kernels_get_variants(&trace, repo_id, revision, opts);
+	int rc, has = 0;
 
-	if (rc < 0)
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = kernels_variant_trace_chosen(trace) != NULL;
+	rc = variants_with_fallback(&cfg, repo_id, revision, &trace, &has);
 	kernels_variant_trace_free(trace);
-	/* as 0.17's has_kernel: the kernels it depends on must have one too (deps.c) */
-	if (rc == 1 && (rc = kernels__config_load(&cfg, opts)) == 0) {
-		rc = kernels__deps_has_kernel(&cfg, repo_id, revision);
-		kernels__config_free(&cfg);
+	kernels__config_free(&cfg);
+	return rc < 0 ? rc : has;
+}
+
+/* ---- the calls that answer from the cache when the Hub is down ------------- */
+
+int kernels_revision_resolve(kernels_revision **out, const char *repo_id, const char *revision,
+			     const kernels_options *opts)
+{
+	kernels__config cfg;
+	fallback f;
+	char what[400];
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__revision_resolve(&cfg, repo_id, revision, out);
+	if (fallback_begin(&cfg, rc, &f)) {
+		rc = kernels__revision_resolve(&f.cfg, repo_id, revision, out);
+		snprintf(what, sizeof(what), "'%.100s' of %s: %s", revision, repo_id,
+			 rc == 0 ? kernels_revision_commit(*out) : "-");
+		rc = fallback_end(&cfg, rc, &f, what);
 	}
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+int kernels_versions_list(char ***versions, size_t *count, const char *repo_id, const kernels_options *opts)
+{
+	kernels__config cfg;
+	fallback f;
+	char what[400];
+	int rc;
+
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__versions_list(&cfg, repo_id, versions, count);
+	if (fallback_begin(&cfg, rc, &f)) {
+		rc = kernels__versions_list(&f.cfg, repo_id, versions, count);
+		snprintf(what, sizeof(what), "the versions of %s (those recorded in the cache)", repo_id);
+		rc = fallback_end(&cfg, rc, &f, what);
+	}
+	kernels__config_free(&cfg);
+	return rc;
+}
+
+int kernels_info_get(kernels_info **out, const char *kernel, const char *revision, const kernels_options *opts)
+{
+	kernels__config cfg;
+	fallback f;
+	int rc;
+
+	if (!out || !kernel || !*kernel)
+		return kernels__error(KERNELS_EINVAL, "kernels_info_get: out and kernel (a repo id or a folder) must be given");
+	*out = NULL;
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = kernels__info_get(&cfg, out, kernel, revision);
+	if (fallback_begin(&cfg, rc, &f))
+		rc = fallback_end(&cfg, kernels__info_get(&f.cfg, out, kernel, revision), &f, kernel);
+	kernels__config_free(&cfg);
 	return rc;
 }

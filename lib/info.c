@@ -190,22 +190,15 @@ static int hub_info(const kernels__config *cfg, kernels_info *i, const char *rep
 	return rc;
 }
 
-int kernels_info_get(kernels_info **out, const char *kernel, const char *revision, const kernels_options *opts)
+int kernels__info_get(const kernels__config *cfg, kernels_info **out, const char *kernel, const char *revision)
 {
-	kernels__config cfg;
 	kernels_info *i;
 	struct stat st;
 	int rc;
 
-	if (!out || !kernel || !*kernel)
-		return kernels__error(KERNELS_EINVAL, "kernels_info_get: out and kernel (a repo id or a folder) must be given");
 	*out = NULL;
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
-		return rc;
-	if (!(i = calloc(1, sizeof(*i)))) {
-		kernels__config_free(&cfg);
+	if (!(i = calloc(1, sizeof(*i))))
 		return kernels__error_oom();
-	}
 	if (stat(kernel, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (revision)
 			rc = kernels__error(KERNELS_EINVAL, "--revision and --version cannot be used with a local path");
@@ -214,9 +207,8 @@ int kernels_info_get(kernels_info **out, const char *kernel, const char *revisio
 		else
 			rc = local_info(i, kernel);
 	} else {
-		rc = hub_info(&cfg, i, kernel, revision);
+		rc = hub_info(cfg, i, kernel, revision);
 	}
-	kernels__config_free(&cfg);
 	if (rc < 0) {
 		kernels_info_free(i);
 		return rc;

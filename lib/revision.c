@@ -3,9 +3,10 @@
  * The refs come from the repo's git remote through libgit2 (one GET of
  * info/refs, no clone, carried by the Hub client: lib/gitls.c); from the
  * REST listing /api/{kernels,models}/{repo}/refs when the endpoint serves
- * no git smart HTTP (a mirror); or from the cache's refs/ folder when
- * offline or when the Hub cannot be reached. All feed the same matcher
- * (resolve_in), so every answer follows the same documented order. */
+ * no git smart HTTP (a mirror); or from the cache's refs/ folder offline
+ * (get.c runs a call offline when the Hub cannot be reached). All feed the
+ * same matcher (resolve_in), so every answer follows the same documented
+ * order. */
 #include "revision.h"
 #include "error.h"
 #include "gitls.h"
@@ -302,9 +303,9 @@ static int not_found_error(const kernels__config *cfg, const char *repo_id, int 
 
 /* Fills `t` from the Hub: git smart HTTP first (kernel form, then model
  * form), the REST listing when neither serves it. KERNELS_ENETWORK means
- * "unreachable" (the caller may fall back to the cache); `reason` then
- * says why. */
-static int table_from_remote(const kernels__config *cfg, const char *repo_id, table *t, char *reason, size_t reason_len)
+ * "unreachable", the error saying why (get.c decides whether the cache
+ * answers instead). */
+static int table_from_remote(const kernels__config *cfg, const char *repo_id, table *t)
 {
 	kernels__git_refs res;
 	kernels__repo_type type, first = KERNELS__REPO_KERNEL;
@@ -333,10 +334,8 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 			kernels__git_refs_free(&res);
 			return rc;
 		}
-		if (rc == KERNELS_ENETWORK) {
-			snprintf(reason, reason_len, "%s", kernels_error_last());
+		if (rc == KERNELS_ENETWORK)
 			return rc;
-		}
 		if (rc == KERNELS_EHTTP && res.no_smart) {
 			no_smart = 1;
 			break;
@@ -364,10 +363,6 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 			     "the REST API", cfg->endpoint, repo_id);
 		return 0;
 	}
-	if (rc == KERNELS_ENETWORK) {
-		snprintf(reason, reason_len, "%s", kernels_error_last());
-		return rc;
-	}
 	if (rc != KERNELS_ENOTFOUND)
 		return rc;
 	if (missing || rest_status == 401 || rest_status == 403)
@@ -383,9 +378,8 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 
 /* table_from_remote at each endpoint in turn (a mirror, then the Hub),
  * under the call's one deadline. KERNELS_ENETWORK only when none could be
- * reached; `reason` then says why for the first. */
-static int table_from_endpoints(const kernels__config *cfg, const char *repo_id, table *t, char *reason,
-				size_t reason_len)
+ * reached. */
+static int table_from_endpoints(const kernels__config *cfg, const char *repo_id, table *t)
 {
 	kernels__config at;
 	kernels__buf tried = { 0 };
@@ -395,20 +389,15 @@ static int table_from_endpoints(const kernels__config *cfg, const char *repo_id,
 	for (i = 0; i < cfg->n_endpoints; i++) {
 		kernels__config_at_endpoint(cfg, i, &at);
 		table_free(t);
-		rc = table_from_remote(&at, repo_id, t, i ? reason + strlen(reason) : reason,
-				       i ? reason_len - strlen(reason) : reason_len);
+		rc = table_from_remote(&at, repo_id, t);
 		if (rc == 0 || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
 			break;
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s: %s; trying %s", at.endpoint, kernels_error_last(),
 			     cfg->endpoints[i + 1]);
 		kernels__buf_printf(&tried, "%s%s: %.300s", tried.len ? "; " : "", at.endpoint, kernels_error_last());
-		if (rc == KERNELS_ENETWORK && strlen(reason) + 3 < reason_len)
-			strcat(reason, "; ");
 	}
 	if (rc < 0 && tried.len)
 		kernels__error_prefix("tried %s first", tried.ptr);
-	if (rc != KERNELS_ENETWORK)
-		reason[0] = '\0';
 	kernels__buf_free(&tried);
 	return rc;
 }
@@ -838,11 +827,20 @@ static void record(const kernels__config *cfg, const kernels_revision *r)
 	free(dir);
 }
 
-/* Answers from the cache's refs/. `code` is what a miss becomes
- * (KERNELS_EOFFLINE offline, KERNELS_ENETWORK with the Hub unreachable). */
-static int resolve_cached(const kernels__config *cfg, const char *repo_id, const char *rev, const char *why,
-			  int code, kernels_revision *r)
+/* Why the call runs from the cache, and the code a miss becomes:
+ * KERNELS_EOFFLINE when the caller asked for offline, KERNELS_ENETWORK when
+ * get.c runs it offline because the Hub cannot be reached. */
+static int offline_why(const kernels__config *cfg, const char **why)
 {
+	*why = cfg->offline_why ? cfg->offline_why : "offline (HF_HUB_OFFLINE or kernels_options.offline)";
+	return cfg->offline_why ? KERNELS_ENETWORK : KERNELS_EOFFLINE;
+}
+
+/* Answers from the cache's refs/ (offline). */
+static int resolve_cached(const kernels__config *cfg, const char *repo_id, const char *rev, kernels_revision *r)
+{
+	const char *why;
+	int code = offline_why(cfg, &why);
 	const char *todo = code == KERNELS_EOFFLINE
 		? "resolve it once online (unset HF_HUB_OFFLINE) so it is recorded, or pin a full commit id"
 		: "check the network connection, HF_ENDPOINT and proxy settings, or pin a full commit id";
@@ -888,7 +886,6 @@ int kernels__revision_resolve(const kernels__config *cfg, const char *repo_id, c
 			      kernels_revision **out)
 {
 	kernels_revision *r;
-	char reason[512] = "", why[1024];
 	table t = { 0 };
 	int rc, i;
 
@@ -909,21 +906,11 @@ int kernels__revision_resolve(const kernels__config *cfg, const char *repo_id, c
 			rc = 0;
 		}
 	} else if (cfg->offline) {
-		snprintf(why, sizeof(why), "offline (HF_HUB_OFFLINE or kernels_options.offline)");
-		rc = resolve_cached(cfg, repo_id, revision, why, KERNELS_EOFFLINE, r);
-	} else {
-		rc = table_from_endpoints(cfg, repo_id, &t, reason, sizeof(reason));
-		if (rc == 0) {
-			r->type = t.type;
-			if ((rc = resolve_in(cfg, repo_id, revision, &t, r)) == 0)
-				record(cfg, r);
-		} else if (rc == KERNELS_ENETWORK && reason[0]) {
-			snprintf(why, sizeof(why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, reason);
-			if ((rc = resolve_cached(cfg, repo_id, revision, why, KERNELS_ENETWORK, r)) == 0)
-				kernels__log(cfg, KERNELS_LOG_WARNING,
-					     "%s; using the cached answer for '%s' of %s: %s", why, revision, repo_id,
-					     r->commit);
-		}
+		rc = resolve_cached(cfg, repo_id, revision, r);
+	} else if ((rc = table_from_endpoints(cfg, repo_id, &t)) == 0) {
+		r->type = t.type;
+		if ((rc = resolve_in(cfg, repo_id, revision, &t, r)) == 0)
+			record(cfg, r);
 	}
 	table_free(&t);
 	if (rc < 0) {
@@ -932,21 +919,6 @@ int kernels__revision_resolve(const kernels__config *cfg, const char *repo_id, c
 	}
 	*out = r;
 	return 0;
-}
-
-int kernels_revision_resolve(kernels_revision **out, const char *repo_id, const char *revision,
-			     const kernels_options *opts)
-{
-	kernels__config cfg;
-	int rc;
-
-	if (out)
-		*out = NULL;
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
-		return rc;
-	rc = kernels__revision_resolve(&cfg, repo_id, revision, out);
-	kernels__config_free(&cfg);
-	return rc;
 }
 
 const char *kernels_revision_commit(const kernels_revision *r)
@@ -1041,8 +1013,10 @@ static int versions_from(const table *t, char ***versions, size_t *count)
 	return 0;
 }
 
-static int versions_cached(const kernels__config *cfg, const char *repo_id, const char *why, int code, table *t)
+static int versions_cached(const kernels__config *cfg, const char *repo_id, table *t)
 {
+	const char *why;
+	int code = offline_why(cfg, &why);
 	int rc = cache_pick(cfg, repo_id, t);
 
 	if (rc < 0)
@@ -1056,7 +1030,6 @@ static int versions_cached(const kernels__config *cfg, const char *repo_id, cons
 
 int kernels__versions_list(const kernels__config *cfg, const char *repo_id, char ***versions, size_t *count)
 {
-	char reason[512] = "", why[1024];
 	table t = { 0 };
 	int rc;
 
@@ -1066,33 +1039,9 @@ int kernels__versions_list(const kernels__config *cfg, const char *repo_id, char
 	*count = 0;
 	if ((rc = kernels__repo_id_check(repo_id)) < 0)
 		return rc;
-	if (cfg->offline) {
-		rc = versions_cached(cfg, repo_id, "offline (HF_HUB_OFFLINE or kernels_options.offline)",
-				     KERNELS_EOFFLINE, &t);
-	} else {
-		rc = table_from_endpoints(cfg, repo_id, &t, reason, sizeof(reason));
-		if (rc == KERNELS_ENETWORK && reason[0]) {
-			snprintf(why, sizeof(why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, reason);
-			table_free(&t);
-			if ((rc = versions_cached(cfg, repo_id, why, KERNELS_ENETWORK, &t)) == 0)
-				kernels__log(cfg, KERNELS_LOG_WARNING, "%s; listing the versions of %s recorded in the cache",
-					     why, repo_id);
-		}
-	}
+	rc = cfg->offline ? versions_cached(cfg, repo_id, &t) : table_from_endpoints(cfg, repo_id, &t);
 	if (rc == 0)
 		rc = versions_from(&t, versions, count);
 	table_free(&t);
-	return rc;
-}
-
-int kernels_versions_list(char ***versions, size_t *count, const char *repo_id, const kernels_options *opts)
-{
-	kernels__config cfg;
-	int rc;
-
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
-		return rc;
-	rc = kernels__versions_list(&cfg, repo_id, versions, count);
-	kernels__config_free(&cfg);
 	return rc;
 }
