@@ -561,6 +561,50 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(kernels_kernel_list(NULL, NULL), KERNELS_EINVAL);
 }
 
+/* A module's tvm-ffi functions, as kernels_tvm_ffi_function lists them when
+ * a name is missing (read from its dynamic symbol table by elffile.c):
+ * defined global or weak functions named __tvm_ffi_<name>, not tvm-ffi's own
+ * __tvm_ffi__* entries, not hidden ones, not references to another module. */
+static void test_tvm_ffi_exports_listed(void **state)
+{
+	char *dir, *so;
+	kernels_kernel *k;
+	void *fn;
+	const char *m;
+	(void)state;
+
+	dir = fx_variant(tmp, "tvmx/tvm-ffi01-cpu-x86_64-linux", "tvmx", 3, NULL);
+	assert_non_null(dir);
+	assert_true(asprintf(&so, "%s/_tvmx_3.abi3.so", dir) > 0);
+	assert_int_equal(fx_build_so(so, 3, NULL,
+				     "int __tvm_ffi_add(void) { return 1; }\n"
+				     "__attribute__((weak)) int __tvm_ffi_weakly(void) { return 2; }\n"
+				     "int __tvm_ffi__library_ctx(void) { return 0; }\n"
+				     "__attribute__((visibility(\"hidden\"))) int __tvm_ffi_hidden(void) { return 0; }\n"
+				     "__attribute__((weak)) int __tvm_ffi_elsewhere(void);\n"
+				     "int __tvm_ffi_data = 4;\n"
+				     "void *use_elsewhere(void) { return (void *)__tvm_ffi_elsewhere; }\n",
+				     NULL), 0);
+	assert_int_equal(fx_metadata(dir, "--name tvmx --id _tvmx_3 --backend cpu"), 0);
+	assert_int_equal(kernels_load_local(&k, dir, NULL), 0);
+	assert_int_equal(kernels_tvm_ffi_function(&fn, k, "add"), 0);
+	assert_non_null(fn);
+	assert_int_equal(kernels_tvm_ffi_function(&fn, k, "sub"), KERNELS_ENOTFOUND);
+	assert_null(fn);
+	m = kernels_error_last();
+	assert_non_null(strstr(m, "no tvm-ffi function 'sub'"));
+	assert_non_null(strstr(m, "its functions are: "));
+	assert_non_null(strstr(m, "add"));
+	assert_non_null(strstr(m, "weakly"));
+	assert_null(strstr(m, "library_ctx"));
+	assert_null(strstr(m, "hidden"));
+	assert_null(strstr(m, "elsewhere"));
+	assert_null(strstr(m, "data"));
+	kernels_kernel_close(k);
+	free(so);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -578,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_loads),
 		cmocka_unit_test(test_build_tree),
 		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_tvm_ffi_exports_listed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
