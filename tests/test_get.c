@@ -502,6 +502,49 @@ static void test_local_kernels_survive_allocation_failures(void **state)
 	free(src);
 }
 
+/* The same for kernels_get itself: ENOMEM, or the local tree's kernel
+ * loaded and answering, never a Hub request. */
+static void test_local_get_survives_allocation_failures(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_kernel *k;
+	char *src = make_tree(W.tmp, 9, 0), *env;
+	long n, failed = 0;
+	(void)state;
+
+	assert_int_equal(asprintf(&env, "acme/answer=%s", src) > 0, 1);
+	setenv("LOCAL_KERNELS", env, 1);
+	options(&o, &s);
+	test_hub_log_clear(W.hub);
+	for (n = 1;; n++) {
+		int rc, fired;
+
+		k = NULL;
+		kernels_error_clear();
+		alloc_fail_nth(n);
+		rc = kernels_get(&k, "acme/answer", "main", &o);
+		fired = alloc_fail_fired();
+		alloc_fail_nth(0);
+		if (rc < 0) {
+			assert_true(fired);
+			assert_int_equal(rc, KERNELS_ENOMEM);
+			assert_null(k);
+			failed++;
+			continue;
+		}
+		assert_int_equal(call_answer(k), 9009);
+		kernels_kernel_close(k);
+		if (!fired)
+			break;
+	}
+	assert_true(failed >= 10);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
+	unsetenv("LOCAL_KERNELS");
+	free(env);
+	free(src);
+}
+
 static void test_variant_without_digest(void **state)
 {
 	kernels_options o;
@@ -565,6 +608,7 @@ int main(void)
 		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, fresh_cache),
 		cmocka_unit_test_setup(test_local_kernels_override, fresh_cache),
 		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, fresh_cache),
+		cmocka_unit_test_setup(test_local_get_survives_allocation_failures, fresh_cache),
 		cmocka_unit_test_setup(test_variant_without_digest, fresh_cache),
 		cmocka_unit_test_setup(test_sixteen_threads, fresh_cache),
 	};
