@@ -33,8 +33,10 @@ typedef struct kernels__backend {
 const kernels__backend *kernels__backend_find(const char *name);
 /* The row whose variant prefix starts `s` ("cu130", "rocm63", "cpu"); NULL when none. */
 const kernels__backend *kernels__backend_by_prefix(const char *s);
-/* All rows, NULL-terminated. */
+#ifdef KERNELS_TESTING
+/* The test build only: all rows, NULL-terminated. */
 const kernels__backend *const *kernels__backends(void);
+#endif
 
 /* The CUDA rule of Python kernels 0.17 (archs.py) for one compute
  * capability "M.m": "9.0a" exactly, "10.0f" same major and minor >=,

@@ -37,7 +37,8 @@
  * sets (endpoint, token, timeouts, User-Agent) lives in its kernels__config.
  * These are written once (libcurl, the share, uname's answers), caches
  * behind a lock (the share's DNS and TLS sessions, the "did not answer"
- * memory below), or test hooks no public function reaches. */
+ * memory below), or knobs only the test build's hooks turn (KERNELS_TESTING:
+ * the release library has no function that writes them). */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
 static CURLSH *share;
@@ -146,10 +147,12 @@ __attribute__((constructor)) static void global_init_at_load(void)
 		pthread_once(&init_once, global_init);
 }
 
+#ifdef KERNELS_TESTING
 void kernels__hub_set_backoff_base_ms(long ms)
 {
 	backoff_base_ms = ms;
 }
+#endif
 
 /* Per call, as Python kernels builds its HfApi: the caller's app tag, then
  * libkernels and what runs the kernels (file_type/kernel, backend/, torch/
@@ -258,6 +261,7 @@ int kernels__hub_same_origin(const kernels__config *cfg, const char *url)
 
 /* ---- "the Hub did not answer" memory ------------------------------------------ */
 
+#ifdef KERNELS_TESTING
 void kernels__hub_set_down_ttl_ms(long ms)
 {
 	down_ttl_ms = ms;
@@ -269,6 +273,7 @@ void kernels__hub_down_forget_all(void)
 	memset(down, 0, sizeof(down));
 	pthread_mutex_unlock(&down_lock);
 }
+#endif
 
 /* The memory's key: the origin, and the proxy settings curl reads for it
  * (a dead proxy is not a dead Hub; new settings deserve a new try). */

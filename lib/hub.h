@@ -196,8 +196,10 @@ long kernels__hub_parse_retry_after(const char *value);
 /* Strips a weak prefix W/ and the quotes of an ETag (malloc'ed). */
 char *kernels__etag_normalize(const char *etag);
 
-/* Tests only: the base of the exponential backoff in ms (default 250). */
+#ifdef KERNELS_TESTING
+/* The test build only: the base of the exponential backoff in ms (default 250). */
 void kernels__hub_set_backoff_base_ms(long ms);
+#endif
 
 /* ---- "did not answer" memory ------------------------------------------------ */
 
@@ -212,8 +214,10 @@ void kernels__hub_set_backoff_base_ms(long ms);
 int kernels__hub_down_check(const char *url);
 /* Remembers `url`'s origin as not answering (`why`: what happened). */
 void kernels__hub_down_mark(const char *url, const char *why);
-/* Tests only: the memory's expiry (ms; 0 turns it off) and forgetting it all. */
+#ifdef KERNELS_TESTING
+/* The test build only: the memory's expiry (ms; 0 turns it off) and forgetting it all. */
 void kernels__hub_set_down_ttl_ms(long ms);
 void kernels__hub_down_forget_all(void);
+#endif
 
 #endif

@@ -169,9 +169,14 @@ static int same_file(const module *m, const struct stat *st)
 	       same_time(m->mtime, st->st_mtim) && same_time(m->ctime, st->st_ctim);
 }
 
+#ifdef KERNELS_TESTING
 /* Tests swap a file here, between its verification and its opening
- * (tests/test_loader.c); the library itself never defines it. */
+ * (tests/test_loader.c defines it); the release library has no such hook. */
 extern void kernels__test_before_open(const char *path) __attribute__((weak));
+#define BEFORE_OPEN(path) (kernels__test_before_open ? kernels__test_before_open(path) : (void)0)
+#else
+#define BEFORE_OPEN(path) ((void)0)
+#endif
 
 /* Opens a verified file of the variant to map it: the descriptor must be
  * the very file whose bytes were hashed (device, inode, size, modification
@@ -193,7 +198,7 @@ static int open_verified(const kernels_kernel *k, const char *rel, const char *w
 		rc = kernels__error(KERNELS_EINTEGRITY, "loading %s: %s was not among its verified files", what, rel);
 	else if (!realpath(path, real))
 		rc = kernels__error(KERNELS_EIO, "loading %s: %s: %s", what, path, strerror(errno));
-	else if ((kernels__test_before_open ? kernels__test_before_open(real) : (void)0),
+	else if (BEFORE_OPEN(real),
 		 (fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, st) < 0)
 		rc = kernels__error(KERNELS_EIO, "loading %s: cannot open %s: %s", what, real, strerror(errno));
 	else if (st->st_dev != want->st_dev || st->st_ino != want->st_ino || st->st_size != want->st_size ||

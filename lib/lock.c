@@ -1125,10 +1125,12 @@ int kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lf
 
 /* ---- from a tree listing ---- */
 
+#ifdef KERNELS_TESTING
 int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, const kernels__tree *tree)
 {
 	return kernels__lock_add_tree_variants_as(lock, repo_id, tree, 0);
 }
+#endif
 
 int kernels__lock_add_tree_variants_as(kernels_lock *lock, const char *repo_id, const kernels__tree *tree,
 				       int keep_bytecode)

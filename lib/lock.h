@@ -14,8 +14,11 @@
  * under build/; each file is hashed by its LFS sha256 when it has one, else
  * its git blob sha1; variants are added in the order they first appear in
  * the listing. Errors: as kernels_lock_add_variant and
- * kernels_lock_variant_hash (KERNELS_EINVAL), KERNELS_ENOMEM. */
+ * kernels_lock_variant_hash (KERNELS_EINVAL), KERNELS_ENOMEM. The test
+ * build only: the library calls the _as form below. */
+#ifdef KERNELS_TESTING
 int kernels__lock_add_tree_variants(kernels_lock *lock, const char *repo_id, const kernels__tree *tree);
+#endif
 
 /* The same with the byte-code rule chosen: keep_bytecode 1 hashes committed
  * *.pyc and __pycache__/ files too, as every kernels release that locks

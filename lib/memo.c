@@ -362,6 +362,7 @@ void kernels__memo_name_put(const char *settings, const char *repo_id, const cha
 	pthread_mutex_unlock(&lock);
 }
 
+#ifdef KERNELS_TESTING
 void kernels__memo_clear(void)
 {
 	pthread_mutex_lock(&lock);
@@ -371,3 +372,4 @@ void kernels__memo_clear(void)
 		unlink_front(&names);
 	pthread_mutex_unlock(&lock);
 }
+#endif

@@ -45,7 +45,9 @@ int kernels__memo_name(const char *settings, const char *repo_id, const char *re
 		       char commit[41]);
 void kernels__memo_name_put(const char *settings, const char *repo_id, const char *revision, const char *commit);
 
-/* Forgets everything (tests: "a fresh process"). */
+#ifdef KERNELS_TESTING
+/* The test build only: forgets everything ("a fresh process"). */
 void kernels__memo_clear(void);
+#endif
 
 #endif

@@ -197,6 +197,7 @@ static int read_small(int dirfd, const char *leaf, char *buf, size_t cap)
 	return 0;
 }
 
+#ifdef KERNELS_TESTING
 int kernels__refs_read(const char *repo_dir, const char *name, char commit[41])
 {
 	const char *leaf;
@@ -219,12 +220,13 @@ int kernels__refs_read(const char *repo_dir, const char *name, char commit[41])
 	close(fd);
 	return rc;
 }
+#endif
 
 int kernels__refs_write(const char *repo_dir, const char *name, const char *commit)
 {
 	static atomic_uint counter; /* unique temp names only; nothing a call reads */
 	char tmp[KERNELS__REF_NAME_MAX + 64], lower[41];
-	const char *leaf;
+	const char *leaf = NULL; /* open_parent sets it; gcc cannot always see that */
 	int fd, out, rc = 0;
 
 	if ((rc = kernels__ref_name_check(name)) < 0)

@@ -401,6 +401,7 @@ static void describe_at(char *buf, size_t size, const char *text, size_t len, si
 
 #define QUOTE_MAX 200
 
+#ifdef KERNELS_TESTING
 int kernels__version_parse(const char *text, kernels__version **out)
 {
 	struct perr err = { 0, ST_START };
@@ -430,6 +431,7 @@ int kernels__version_parse(const char *text, kernels__version **out)
 	}
 	return 0;
 }
+#endif
 
 kernels__version *kernels__version_try_parse(const char *text)
 {
@@ -458,10 +460,12 @@ void kernels__version_free(kernels__version *v)
 	free(v);
 }
 
+#ifdef KERNELS_TESTING
 const char *kernels__version_text(const kernels__version *v)
 {
 	return v->text;
 }
+#endif
 
 int kernels__version_is_prerelease(const kernels__version *v)
 {
@@ -601,6 +605,7 @@ static int put_public(kernels__buf *b, const kernels__version *v)
 	return 0;
 }
 
+#ifdef KERNELS_TESTING
 char *kernels__version_normalized(const kernels__version *v)
 {
 	kernels__buf b = { 0 };
@@ -617,6 +622,7 @@ oom:
 	kernels__error_oom();
 	return NULL;
 }
+#endif
 
 /* ---- specifiers ---- */
 
@@ -887,6 +893,7 @@ fail:
 	return rc;
 }
 
+#ifdef KERNELS_TESTING
 const char *kernels__specifier_text(const kernels__specifier_set *s)
 {
 	return s->text;
@@ -901,6 +908,7 @@ int kernels__specifier_implies_prereleases(const kernels__specifier_set *s)
 {
 	return s->prerelease;
 }
+#endif
 
 /* In range of every specifier, pre-release policy aside. */
 static int in_range(const kernels__specifier_set *s, const kernels__version *v)
@@ -912,12 +920,14 @@ static int in_range(const kernels__specifier_set *s, const kernels__version *v)
 	return 1;
 }
 
+#ifdef KERNELS_TESTING
 int kernels__specifier_contains(const kernels__specifier_set *s, const kernels__version *v, int prereleases)
 {
 	if (prereleases == 0 && kernels__version_is_prerelease(v))
 		return 0;
 	return in_range(s, v);
 }
+#endif
 
 /* Parses versions[0..n) (NULL where not a version) and marks which are in
  * range; returns 0 or an error code. */
@@ -970,6 +980,7 @@ static void apply_prereleases(const kernels__specifier_set *s, kernels__version 
 			ok[i] = 0;
 }
 
+#ifdef KERNELS_TESTING
 int kernels__specifier_filter(const kernels__specifier_set *s, const char *const *versions, size_t n,
 	int prereleases, size_t *matches, size_t *count)
 {
@@ -990,6 +1001,7 @@ int kernels__specifier_filter(const kernels__specifier_set *s, const char *const
 	free_all(parsed, ok, n);
 	return 0;
 }
+#endif
 
 struct named {
 	const kernels__version *v;
@@ -1087,6 +1099,7 @@ struct tag {
 	size_t index;
 };
 
+#ifdef KERNELS_TESTING
 static int cmp_tag(const void *a, const void *b)
 {
 	const struct tag *x = a, *y = b;
@@ -1137,6 +1150,7 @@ out:
 	free(t);
 	return rc;
 }
+#endif
 
 int kernels__specifier_looks_like(const char *text)
 {

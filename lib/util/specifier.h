@@ -48,15 +48,8 @@
 
 typedef struct kernels__version kernels__version;
 
-/*
- * Parses `text` (NUL-terminated) into a new version owned by the caller
- * (free with kernels__version_free). Errors: KERNELS_EINVAL (NULL argument),
- * KERNELS_EPARSE (not a PEP 440 version: the message quotes the text, gives
- * the 1-based column and what was expected there), KERNELS_ENOMEM.
- */
-int kernels__version_parse(const char *text, kernels__version **out);
-
-/* Like kernels__version_parse but raises nothing: NULL when invalid or out of
+/* Parses `text` (NUL-terminated) into a new version owned by the caller
+ * (kernels__version_free), raising nothing: NULL when invalid or out of
  * memory. For callers that skip names which are not versions (git tags). */
 kernels__version *kernels__version_try_parse(const char *text);
 
@@ -65,13 +58,6 @@ int kernels__version_compare(const kernels__version *a, const kernels__version *
 
 /* 1 for a pre-release or development release (`1.0a1`, `1.0.dev1`, `1.0rc1.post1`). */
 int kernels__version_is_prerelease(const kernels__version *v);
-
-/* The canonical text, as packaging's str(Version): `1!2.0rc1.post3.dev4+abc.5`.
- * malloc'ed, owned by the caller; NULL when out of memory (error set). */
-char *kernels__version_normalized(const kernels__version *v);
-
-/* The text the version was parsed from, verbatim. Owned by `v`. */
-const char *kernels__version_text(const kernels__version *v);
 
 void kernels__version_free(kernels__version *v);
 
@@ -84,6 +70,42 @@ typedef struct kernels__specifier_set kernels__specifier_set;
  * set, names the column and what was expected), KERNELS_ENOMEM.
  */
 int kernels__specifier_parse(const char *text, kernels__specifier_set **out);
+
+/*
+ * Picks the highest version among `versions` (n strings such as "1.1.2" or
+ * "v1.1.2"; NULL entries and names that are not versions are skipped) that
+ * packaging's SpecifierSet.filter keeps (`prereleases`: see above), the
+ * first of equal ones, and stores its index in `*best`. Returns 0,
+ * KERNELS_ENOMATCH (the message names the spec and lists the versions that
+ * exist), KERNELS_EINVAL or KERNELS_ENOMEM.
+ */
+int kernels__specifier_select(const kernels__specifier_set *s, const char *const *versions, size_t n,
+	int prereleases, size_t *best);
+
+void kernels__specifier_set_free(kernels__specifier_set *s);
+
+/* Heuristic for the revision resolver: 1 when `text` (after leading
+ * whitespace) starts with a specifier operator (==, !=, <=, >=, <, >, ~=,
+ * ===), so it is meant as a specifier set rather than a branch, tag or commit. */
+int kernels__specifier_looks_like(const char *text);
+
+#ifdef KERNELS_TESTING
+/* The test build only: what the tests and fuzzers check against `packaging`
+ * (tests/data/pep440/cases.tsv), beyond what the library calls. */
+
+/*
+ * kernels__version_try_parse with errors: KERNELS_EINVAL (NULL argument),
+ * KERNELS_EPARSE (not a PEP 440 version: the message quotes the text, gives
+ * the 1-based column and what was expected there), KERNELS_ENOMEM.
+ */
+int kernels__version_parse(const char *text, kernels__version **out);
+
+/* The canonical text, as packaging's str(Version): `1!2.0rc1.post3.dev4+abc.5`.
+ * malloc'ed, owned by the caller; NULL when out of memory (error set). */
+char *kernels__version_normalized(const kernels__version *v);
+
+/* The text the version was parsed from, verbatim. Owned by `v`. */
+const char *kernels__version_text(const kernels__version *v);
 
 /* The text the set was parsed from, verbatim. Owned by `s`. */
 const char *kernels__specifier_text(const kernels__specifier_set *s);
@@ -109,15 +131,6 @@ int kernels__specifier_filter(const kernels__specifier_set *s, const char *const
 	int prereleases, size_t *matches, size_t *count);
 
 /*
- * Picks the highest version among `versions` that kernels__specifier_filter
- * keeps (the first of equal ones) and stores its index in `*best`. Returns 0,
- * KERNELS_ENOMATCH (the message names the spec and lists the versions that
- * exist), KERNELS_EINVAL or KERNELS_ENOMEM.
- */
-int kernels__specifier_select(const kernels__specifier_set *s, const char *const *versions, size_t n,
-	int prereleases, size_t *best);
-
-/*
  * The seed-era Python client's rule over git tags (Python kernels'
  * _versions.py, resolve_version_spec_as_ref, in 0.10): only
  * names starting with 'v' count, the rest of the name must be a version;
@@ -129,12 +142,6 @@ int kernels__specifier_select(const kernels__specifier_set *s, const char *const
  * KERNELS_ENOMEM.
  */
 int kernels__specifier_select_tags(const kernels__specifier_set *s, const char *const *tags, size_t n, size_t *best);
-
-void kernels__specifier_set_free(kernels__specifier_set *s);
-
-/* Heuristic for the revision resolver: 1 when `text` (after leading
- * whitespace) starts with a specifier operator (==, !=, <=, >=, <, >, ~=,
- * ===), so it is meant as a specifier set rather than a branch, tag or commit. */
-int kernels__specifier_looks_like(const char *text);
+#endif
 
 #endif

@@ -1282,6 +1282,7 @@ const kernels__toml_value *kernels__toml_get(const kernels__toml_value *table, c
 	return e ? e->value : NULL;
 }
 
+#ifdef KERNELS_TESTING
 const kernels__toml_value *kernels__toml_get_path(const kernels__toml_value *root, ...)
 {
 	const kernels__toml_value *v = root;
@@ -1308,3 +1309,4 @@ const char *kernels__toml_type_name(kernels__toml_type type)
 	}
 	return "unknown";
 }
+#endif

@@ -95,6 +95,9 @@ void kernels__toml_free(kernels__toml_value *root);
 const kernels__toml_entry *kernels__toml_entry_get(const kernels__toml_value *table, const char *key);
 /* Its value, or NULL. */
 const kernels__toml_value *kernels__toml_get(const kernels__toml_value *table, const char *key);
+
+#ifdef KERNELS_TESTING
+/* The test build only (the tests and fuzzers walk documents with these). */
 /* Follows a NULL-terminated list of keys through nested tables:
  * kernels__toml_get_path(root, "tool", "kernels", "dependencies", NULL).
  * NULL when a key is missing or an intermediate value is not a table. */
@@ -103,5 +106,6 @@ const kernels__toml_value *kernels__toml_get_path(const kernels__toml_value *roo
 
 /* "table", "array", "string", "integer", "float", "boolean", "datetime". */
 const char *kernels__toml_type_name(kernels__toml_type type);
+#endif
 
 #endif

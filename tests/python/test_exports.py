@@ -1,0 +1,128 @@
+"""The exact public surface of libkernels.so.
+
+lib/kernels.exports lists the exported symbols; it must agree three ways:
+with the functions include/ declares KERNELS_EXTERN (every declared one
+exported, nothing exported undeclared), and with `nm -D --defined-only`
+of the built library. And the release libraries (shared and static) hold
+none of the test build's parts: no name declared under #ifdef
+KERNELS_TESTING in lib/, not even as a local symbol."""
+import os
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPORTS = ROOT / "lib" / "kernels.exports"
+SHARED = Path(os.environ["KERNELS_LIBRARY"])
+STATIC = Path(os.environ["KERNELS_STATIC_LIBRARY"])
+TESTING = Path(os.environ["KERNELS_TESTING_LIBRARY"])
+IDENT = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def _exports():
+    names = [line.strip() for line in EXPORTS.read_text().splitlines()]
+    return [n for n in names if n and not n.startswith("#")]
+
+
+def _strip_c(text):
+    """Comments, string literals and preprocessor lines out of C text."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r'"(\\.|[^"\\])*"', '""', text)
+    text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
+    return text
+
+
+def _declared():
+    """Names of every KERNELS_EXTERN function in include/ (C headers)."""
+    names = []
+    for header in sorted((ROOT / "include").rglob("*.h")):
+        code = _strip_c(header.read_text())
+        names += re.findall(r"\bKERNELS_EXTERN\s*\([^()]*\)\s*([A-Za-z_]\w*)\s*\(", code)
+    return names
+
+
+def _nm(*args):
+    p = subprocess.run(["nm", *args], capture_output=True, text=True, check=True)
+    return p.stdout
+
+
+def _exported():
+    """Defined dynamic symbols of the shared library (version tags dropped)."""
+    out = _nm("-D", "--defined-only", str(SHARED))
+    return [line.split()[2].split("@")[0] for line in out.splitlines() if len(line.split()) == 3]
+
+
+def _testing_names():
+    """Functions declared or defined at top level inside #ifdef KERNELS_TESTING
+    blocks of lib/ (headers and sources; nested #if blocks counted)."""
+    names = set()
+    for path in sorted((ROOT / "lib").rglob("*.[ch]")):
+        depth = 0
+        for line in path.read_text().splitlines():
+            if depth == 0:
+                if re.match(r"\s*#\s*ifdef\s+KERNELS_TESTING\b", line):
+                    depth = 1
+                continue
+            if re.match(r"\s*#\s*if", line):
+                depth += 1
+            elif re.match(r"\s*#\s*endif", line):
+                depth -= 1
+            else:
+                m = re.match(r"^[A-Za-z_][\w \t*]*?\b(kernels_\w+)\s*\(", line)
+                if m:
+                    names.add(m.group(1))
+    return names
+
+
+def test_exports_file_is_a_sorted_list_of_names():
+    names = _exports()
+    assert names, "lib/kernels.exports lists nothing"
+    assert all(IDENT.match(n) and n.startswith("kernels_") for n in names), \
+        [n for n in names if not (IDENT.match(n) and n.startswith("kernels_"))]
+    assert names == sorted(set(names)), "lib/kernels.exports must be sorted, each name once"
+
+
+def test_every_declared_function_is_listed_and_nothing_else():
+    declared = _declared()
+    assert len(declared) > 100, "the header scan found too little; is the KERNELS_EXTERN pattern still right?"
+    assert len(declared) == len(set(declared)), "a function is declared KERNELS_EXTERN twice"
+    listed = set(_exports())
+    assert set(declared) - listed == set(), "declared in include/ but missing from lib/kernels.exports"
+    assert listed - set(declared) == set(), "listed in lib/kernels.exports but declared nowhere in include/"
+
+
+def test_the_built_library_exports_exactly_the_list():
+    exported = _exported()
+    listed = set(_exports())
+    assert set(exported) - listed == set(), "exported by libkernels.so but not listed"
+    assert listed - set(exported) == set(), "listed but not exported by libkernels.so (not defined?)"
+    assert all(n.startswith("kernels_") for n in exported)
+
+
+def test_the_release_libraries_have_no_test_build_parts():
+    testing = _testing_names()
+    # What the test build adds today; the scan must find at least these.
+    known = {"kernels__refs_read", "kernels__lock_add_tree_variants", "kernels__toml_get_path",
+             "kernels__toml_type_name", "kernels__version_text", "kernels__version_parse",
+             "kernels__specifier_contains", "kernels__specifier_filter", "kernels__specifier_select_tags",
+             "kernels__hub_set_backoff_base_ms", "kernels__hub_set_down_ttl_ms",
+             "kernels__hub_down_forget_all", "kernels__test_before_open", "kernels__memo_clear",
+             "kernels__backends"}
+    assert known <= testing, f"the KERNELS_TESTING scan missed {sorted(known - testing)}"
+    for lib in (SHARED, STATIC):
+        # Every symbol, local ones and undefined (weak) references included.
+        symbols = {line.split()[-1] for line in _nm(str(lib)).splitlines()
+                   if line.strip() and not line.endswith(":")}
+        leaked = sorted(testing & symbols)
+        assert leaked == [], f"{lib.name} holds test-build parts: {leaked}"
+        assert "kernels_strings_free" in symbols, f"nm of {lib.name} saw nothing; is it stripped?"
+
+
+def test_the_test_build_has_them():
+    """The other side: the library the C tests link does hold them (so the
+    scan above names real symbols, not stale ones)."""
+    symbols = {line.split()[-1] for line in _nm("--defined-only", str(TESTING)).splitlines()
+               if len(line.split()) == 3}
+    missing = sorted(n for n in _testing_names() - symbols if n != "kernels__test_before_open")
+    assert missing == [], f"declared under KERNELS_TESTING but not in the test build: {missing}"
