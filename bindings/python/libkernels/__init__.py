@@ -67,8 +67,8 @@ __all__ = [
     "NoMatchError", "NoPythonModuleError", "NotFoundError", "OfflineError", "ParseError", "SignatureError",
     "UnsafePathError", "UntrustedError", "VersionNotFoundError", "Variant", "VariantAccepted", "VariantRejected", "error_class", "get",
     "get_kernel", "get_kernel_dep",
-    "get_kernel_variants", "get_local", "get_local_kernel", "get_locked", "get_locked_kernel", "has_kernel",
-    "import_kernel", "library", "lock_project", "download_project", "library_version", "load_kernel",
+    "get_kernel_variants", "get_local_kernel", "get_locked", "get_locked_kernel", "has_kernel",
+    "import_kernel", "library", "lock_project", "download_project", "library_version", "load_kernel", "load_local",
     "loaded_kernels", "set_library", "system",
     "variants",
 ]
