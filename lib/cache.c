@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,6 @@
 
 /* Only makes temp names unique within the process; no call reads what
  * another set. */
-static atomic_uint tmp_counter;
 
 char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
 {
@@ -114,26 +112,9 @@ void kernels_cache_path_free(char *path)
 	free(path);
 }
 
-static int hex_lower(const char *s, size_t n)
-{
-	size_t i;
-
-	if (!s || strlen(s) != n)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
-int kernels__is_commit(const char *s)
-{
-	return hex_lower(s, 40);
-}
-
 int kernels__is_etag(const char *s)
 {
-	return hex_lower(s, 40) || hex_lower(s, 64);
+	return kernels__is_hex(s, 40, KERNELS__HEX_LOWER) || kernels__is_hex(s, 64, KERNELS__HEX_LOWER);
 }
 
 char *kernels__cache_link_target(const char *path, const char *etag)
@@ -184,11 +165,6 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, const char *repo_id
 			      "offline: %s at commit %s is not in the cache %s; download it while online "
 			      "(libkernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that has it",
 			      repo_id, commit, cfg->cache_dir);
-}
-
-static char *tmp_name(const char *path)
-{
-	return kernels__sprintf("%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
 }
 
 static char *parent_of(const char *path)
@@ -324,7 +300,7 @@ int kernels__cache_link(const char *repo_dir, const char *commit, const char *pa
 	 * reader walking the variant folder meanwhile (another thread verifying
 	 * it) must never see a stray name there. */
 	if (!root || !snap || !target || !(dir = parent_of(path)) ||
-	    !(blob_tmp = kernels__sprintf("%s/blobs/%s.link", repo_dir, etag)) || !(tmp = tmp_name(blob_tmp))) {
+	    !(blob_tmp = kernels__sprintf("%s/blobs/%s.link", repo_dir, etag)) || !(tmp = kernels__tmp_name(blob_tmp))) {
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
@@ -364,8 +340,7 @@ void kernels__cache_sync_folder(const char *dir, const char *sub)
 
 int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st, int sync_folder)
 {
-	char *dir;
-	int dfd, rc = 0, err;
+	int err;
 
 	if (fsync(fd) < 0) {
 		err = errno;
@@ -384,17 +359,9 @@ int kernels__cache_publish(int fd, const char *from, const char *to, struct stat
 	if (close(fd) < 0)
 		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", to, strerror(errno));
 	/* The rename itself must survive a crash, or the link may point at nothing. */
-	if (!sync_folder)
-		return 0;
-	if ((dir = parent_of(to))) {
-		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-		free(dir);
-	} else
-		rc = KERNELS_ENOMEM;
-	return rc;
+	if (sync_folder)
+		kernels__fsync_parent(to);
+	return 0;
 }
 
 /* ---- offline checks ------------------------------------------------------------ */

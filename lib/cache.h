@@ -30,8 +30,6 @@ int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, co
  * folder between the link and the repo folder, then "blobs/{etag}". */
 char *kernels__cache_link_target(const char *path, const char *etag);
 
-/* 1 when `s` is a 40-hex commit id (lower case). */
-int kernels__is_commit(const char *s);
 /* 1 when `s` can name a blob: 40 or 64 hex digits (lower case). */
 int kernels__is_etag(const char *s);
 

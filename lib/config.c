@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #define DEFAULT_ENDPOINT "https://huggingface.co"
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
@@ -153,14 +152,6 @@ static int token_load(kernels__config *cfg, const kernels_options *opts)
 	return token_from_file(&cfg->token);
 }
 
-long long kernels__now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void kernels__config_deadline_restart(kernels__config *cfg)
 {
 	cfg->deadline_at = cfg->deadline_ms >= 0 ? kernels__now_ms() + cfg->deadline_ms : 0;
@@ -296,7 +287,7 @@ static char *strip_slash(char *s)
 struct kernels__log_seen {
 	pthread_mutex_t lock; /* download workers log too */
 	char **msgs;
-	size_t n;
+	size_t n, cap;
 };
 
 /* "error", "warn", "info", "debug" (any case) -> the default sink's
@@ -351,7 +342,6 @@ static int log_seen_before(struct kernels__log_seen *seen, const char *msg)
 {
 	size_t i;
 	int found = 0;
-	char **v;
 
 	if (!seen)
 		return 0;
@@ -359,11 +349,9 @@ static int log_seen_before(struct kernels__log_seen *seen, const char *msg)
 	for (i = 0; i < seen->n && !found; i++)
 		found = !strcmp(seen->msgs[i], msg);
 	/* Out of memory: the warning is given again, never lost. */
-	if (!found && (v = realloc(seen->msgs, (seen->n + 1) * sizeof(*v)))) {
-		seen->msgs = v;
-		if ((v[seen->n] = kernels__strdup(msg)))
-			seen->n++;
-	}
+	if (!found && KERNELS__ARRAY_GROW(seen->msgs, seen->cap, seen->n) == 0 &&
+	    (seen->msgs[seen->n] = kernels__strdup(msg)))
+		seen->n++;
 	pthread_mutex_unlock(&seen->lock);
 	return found;
 }

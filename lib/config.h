@@ -5,6 +5,7 @@
 #define KERNELS_LIB_CONFIG_H
 
 #include "kernels/options.h"
+#include "clock.h"
 
 typedef struct {
 	char *endpoint;        /* no trailing slash */
@@ -60,9 +61,6 @@ int kernels__device_parse(const char *s, const char *what);
  * Free with kernels__config_free. */
 int kernels__config_load(kernels__config *cfg, const kernels_options *opts);
 void kernels__config_free(kernels__config *cfg);
-
-/* Milliseconds of CLOCK_MONOTONIC (the clock deadlines are kept in). */
-long long kernels__now_ms(void);
 
 /* Starts the call's budget again from now (cfg->deadline_ms). Calls over
  * a whole lock file give each kernel its own budget. */

@@ -40,7 +40,7 @@ typedef struct {
 	const char **stack;        /* the kernels whose dependencies are being loaded, outermost first */
 	size_t depth, cap;
 	settled *done;
-	size_t ndone;
+	size_t ndone, done_cap;
 } ctx;
 
 /* The calling thread's resolution, only while it runs (one call's state;
@@ -52,7 +52,7 @@ static __thread ctx *current;
  * so it is process-wide on purpose, behind loaded_lock. */
 static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static settled *loaded;
-static size_t nloaded;
+static size_t nloaded, loaded_cap;
 
 static void ctx_free(ctx *c)
 {
@@ -70,13 +70,13 @@ static void ctx_free(ctx *c)
 	free(c);
 }
 
-static int add_settled(settled **v, size_t *n, const char *repo, const char *commit, const char *by)
+static int add_settled(settled **v, size_t *n, size_t *cap, const char *repo, const char *commit, const char *by)
 {
-	settled *w = realloc(*v, (*n + 1) * sizeof(*w));
+	settled *w;
 
-	if (!w)
-		return kernels__error_oom();
-	*v = w;
+	if (KERNELS__ARRAY_GROW(*v, *cap, *n) < 0)
+		return KERNELS_ENOMEM;
+	w = *v;
 	w[*n].repo = kernels__strdup(repo);
 	w[*n].commit = kernels__strdup(commit);
 	w[*n].by = kernels__strdup(by);
@@ -102,14 +102,8 @@ static const settled *find_settled(const settled *v, size_t n, const char *repo)
 
 static int push(ctx *c, const char *self)
 {
-	if (c->depth == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		const char **s = realloc(c->stack, cap * sizeof(*s));
-		if (!s)
-			return kernels__error_oom();
-		c->stack = s;
-		c->cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(c->stack, c->cap, c->depth) < 0)
+		return KERNELS_ENOMEM;
 	c->stack[c->depth++] = self;
 	return 0;
 }
@@ -231,13 +225,13 @@ static int settle(ctx *c, const char *repo, const char *commit, const char *by)
 	if ((s = find_settled(loaded, nloaded, repo)) && strcmp(s->commit, commit))
 		rc = conflict(repo, commit, by, s, "already loaded in this process (needed by it)");
 	pthread_mutex_unlock(&loaded_lock);
-	return rc < 0 ? rc : add_settled(&c->done, &c->ndone, repo, commit, by);
+	return rc < 0 ? rc : add_settled(&c->done, &c->ndone, &c->done_cap, repo, commit, by);
 }
 
 static void remember_loaded(const char *repo, const char *commit, const char *by)
 {
 	pthread_mutex_lock(&loaded_lock);
-	if (!find_settled(loaded, nloaded, repo) && add_settled(&loaded, &nloaded, repo, commit, by) < 0)
+	if (!find_settled(loaded, nloaded, repo) && add_settled(&loaded, &nloaded, &loaded_cap, repo, commit, by) < 0)
 		kernels_error_clear(); /* only the conflict check on a later load is weaker */
 	pthread_mutex_unlock(&loaded_lock);
 }
@@ -371,7 +365,7 @@ int kernels__deps_load(const kernels__config *cfg, const char *self, const char 
 	}
 	/* The kernel itself is settled at its commit: a dependency on another
 	 * commit of it is a cycle, reported as one below. */
-	rc = commit && !find_settled(c->done, c->ndone, self) ? add_settled(&c->done, &c->ndone, self, commit, self) : 0;
+	rc = commit && !find_settled(c->done, c->ndone, self) ? add_settled(&c->done, &c->ndone, &c->done_cap, self, commit, self) : 0;
 	if (rc == 0)
 		rc = load_all(cfg, c, self, meta, what, v, count);
 	if (created) {

@@ -37,7 +37,7 @@ static int args_check(const char *repo_id, const char *commit)
 
 	if ((rc = kernels__repo_id_check(repo_id)) < 0)
 		return rc;
-	if (!kernels__is_commit(commit))
+	if (!kernels__is_commit(commit, KERNELS__HEX_LOWER))
 		return kernels__error(KERNELS_EINVAL, "'%.100s' is not a full 40-hex commit id (lower case); resolve the "
 				      "revision first (kernels_revision_resolve)", commit ? commit : "(null)");
 	return 0;
@@ -86,14 +86,8 @@ static int list_offline(const kernels__config *cfg, kernels__repo_type *type, co
 		free(p);
 		if (!ok)
 			continue;
-		if (n == cap) {
-			char **g = realloc(out, (cap = cap ? cap * 2 : 8) * sizeof(*out));
-			if (!g) {
-				rc = kernels__error_oom();
-				break;
-			}
-			out = g;
-		}
+		if ((rc = KERNELS__ARRAY_GROW(out, cap, n)) < 0)
+			break;
 		if (!(out[n] = kernels__strdup(de->d_name))) {
 			rc = KERNELS_ENOMEM;
 			break;
@@ -380,7 +374,7 @@ static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, c
 void kernels__download_mark_absent(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 				   const char *commit, const char *path)
 {
-	if (kernels__repo_path_check(path) == 0 && kernels__is_commit(commit) && kernels__repo_id_check(repo_id) == 0 &&
+	if (kernels__repo_path_check(path) == 0 && kernels__is_commit(commit, KERNELS__HEX_LOWER) && kernels__repo_id_check(repo_id) == 0 &&
 	    kernels__cache_guard(cfg, type, repo_id) == 0)
 		mark_no_exist(cfg, type, repo_id, commit, path);
 	kernels_error_clear();

@@ -4,12 +4,11 @@
  * and keeps the timings. */
 #include "kernels/get.h"
 
-#include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -32,8 +31,9 @@
 #include "util.h"
 #include "variant.h"
 
-/* A redirect chain longer than this is a loop or a mistake. */
-#define MAX_REDIRECTS 4
+/* kernel-status.toml moves a repo elsewhere; a chain of moves longer than
+ * this is a loop or a mistake. */
+#define MAX_MOVES 4
 #define STATUS_MAX (1 << 20)
 
 typedef kernels__plan plan;
@@ -46,13 +46,6 @@ void kernels__plan_free(plan *p)
 	kernels_variant_trace_free(p->trace);
 	free(p->what);
 	memset(p, 0, sizeof(*p));
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* Detects the system once per call, and lets the Hub see what runs the
@@ -94,7 +87,6 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 {
 	char *local = NULL, *data;
 	size_t len;
-	FILE *f;
 	int rc;
 
 	rc = kernels__download_file(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev),
@@ -105,17 +97,14 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	}
 	if (rc < 0)
 		return rc;
-	f = fopen(local, "rb");
-	free(local);
-	if (!f)
-		return kernels__error(KERNELS_EIO, "cannot read kernel-status.toml of %s from the cache", p->repo_id);
 	/* A status file is a few lines; a megabyte is already absurd, and the
 	 * TOML reader refuses what is cut short. */
-	data = malloc(STATUS_MAX + 1);
-	len = data ? fread(data, 1, STATUS_MAX, f) : 0;
-	fclose(f);
-	if (!data)
+	rc = kernels__read_file(local, STATUS_MAX, KERNELS__READ_PREFIX, &data, &len, NULL);
+	free(local);
+	if (rc < 0 && errno == ENOMEM)
 		return kernels__error_oom();
+	if (rc < 0)
+		return kernels__error(KERNELS_EIO, "cannot read kernel-status.toml of %s from the cache", p->repo_id);
 	rc = kernels__kernel_status_parse(data, len, "kernel-status.toml", st);
 	free(data);
 	return rc < 0 ? kernels__error_prefix("%s", p->repo_id) : 1;
@@ -158,11 +147,11 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 			rc = kernels__prefetch_failure(&pf); /* what the time went on */
 		if (rc < 0 || (rc = read_status(cfg, p, &st)) <= 0)
 			break;
-		if (hops == MAX_REDIRECTS) {
+		if (hops == MAX_MOVES) {
 			kernels__kernel_status_clear(&st);
 			rc = kernels__error(KERNELS_EINVAL, "'%s' redirects more than %d times (a loop?); ask its "
 					    "publisher to fix kernel-status.toml, or pin the destination repo",
-					    repo_id, MAX_REDIRECTS);
+					    repo_id, MAX_MOVES);
 			break;
 		}
 		kernels__log(cfg, KERNELS_LOG_WARNING, "'%s' redirected to '%s' (revision %s)", p->repo_id,
@@ -258,15 +247,15 @@ int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const
 static int plan_remote_from(const kernels__config *cfg, const char *repo_id, const char *revision,
 			    kernels_revision *first, plan *p, kernels_get_stats *stats)
 {
-	double t0 = now_ms();
+	double t0 = kernels__now_ms_precise();
 	int rc = resolve(cfg, repo_id, revision, first, p);
 
-	stats->resolve_ms = now_ms() - t0;
+	stats->resolve_ms = kernels__now_ms_precise() - t0;
 	if (rc < 0)
 		return rc;
-	t0 = now_ms();
+	t0 = kernels__now_ms_precise();
 	rc = select_variant(cfg, p);
-	stats->select_ms = now_ms() - t0;
+	stats->select_ms = kernels__now_ms_precise() - t0;
 	snprintf(stats->commit, sizeof(stats->commit), "%s", kernels_revision_commit(p->rev));
 	snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", p->repo_id);
 	return rc;
@@ -284,13 +273,13 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 			char **folder)
 {
 	char *snapshot = NULL;
-	double t0 = now_ms();
+	double t0 = kernels__now_ms_precise();
 	int rc;
 
 	*folder = NULL;
 	rc = kernels__download(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
 			       &stats->download);
-	stats->download_ms = now_ms() - t0;
+	stats->download_ms = kernels__now_ms_precise() - t0;
 	stats->from_cache = stats->download.blobs_downloaded == 0;
 	if (rc == 0 && !(*folder = kernels__sprintf("%s/build/%s", snapshot, variant)))
 		rc = KERNELS_ENOMEM;
@@ -312,13 +301,13 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 {
 	const char *variant = strrchr(folder, '/') + 1;
 	char *root = kernels__cache_repo_dir(cfg, p->type, p->repo_id);
-	double t0 = now_ms();
+	double t0 = kernels__now_ms_precise();
 	int rc;
 
 	rc = !root ? KERNELS_ENOMEM : kernels__cache_guard(cfg, p->type, p->repo_id);
 	if (rc == 0)
 		rc = kernels__loader_open(cfg, p->repo_id, kernels_revision_commit(p->rev), variant, folder, root, out);
-	stats->load_ms = now_ms() - t0;
+	stats->load_ms = kernels__now_ms_precise() - t0;
 	free(root);
 	return rc;
 }
@@ -462,7 +451,7 @@ static void memo_hit_stats(kernels_get_stats *stats, const char *repo_id, const 
 	stats->from_cache = 1;
 	snprintf(stats->commit, sizeof(stats->commit), "%s", commit);
 	snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", repo_id);
-	stats->load_ms = now_ms() - t0;
+	stats->load_ms = kernels__now_ms_precise() - t0;
 }
 
 /* The revision first: a name costs its refs request, and when its commit
@@ -471,7 +460,7 @@ static void memo_hit_stats(kernels_get_stats *stats, const char *repo_id, const 
 static int memo_first(const kernels__config *cfg, const char *repo_id, const char *revision, const char *memo,
 		      kernels_revision **first, kernels_get_stats *stats, kernels_kernel **out)
 {
-	double t0 = now_ms(), t1;
+	double t0 = kernels__now_ms_precise(), t1;
 	const char *commit;
 	int rc;
 
@@ -479,7 +468,7 @@ static int memo_first(const kernels__config *cfg, const char *repo_id, const cha
 	if ((rc = kernels__revision_resolve(cfg, repo_id, revision, first)) < 0)
 		return rc;
 	commit = kernels_revision_commit(*first);
-	t1 = now_ms();
+	t1 = kernels__now_ms_precise();
 	if (!kernels__memo_take(memo, repo_id, commit, out))
 		return 0;
 	memo_hit_stats(stats, repo_id, commit, t1); /* load: the handle found again */
@@ -496,12 +485,12 @@ static int get_at(const kernels__config *cfg, const char *repo_id, const char *r
 		  kernels_get_stats *stats, kernels_kernel **out, const char *memo)
 {
 	kernels_revision *first = NULL;
-	double t0 = now_ms(), first_ms;
+	double t0 = kernels__now_ms_precise(), first_ms;
 	int rc;
 
 	if (memo && repo_id && revision && (rc = memo_first(cfg, repo_id, revision, memo, &first, stats, out)) != 0)
 		return rc < 0 ? rc : 0;
-	first_ms = now_ms() - t0;
+	first_ms = kernels__now_ms_precise() - t0;
 	rc = plan_remote_from(cfg, repo_id, revision, first, p, stats);
 	stats->resolve_ms += first_ms; /* the revision, asked before the plan */
 	if (rc == 0)
@@ -529,11 +518,11 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 	if (repo_id && (rc = kernels__local_kernels_lookup(cfg, repo_id, &local)) < 0)
 		return rc;
 	if (rc == 1) {
-		double t0 = now_ms();
+		double t0 = kernels__now_ms_precise();
 		stats->local = 1;
 		snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", repo_id);
 		rc = kernels__loader_open_local(cfg, repo_id, local, NULL, out);
-		stats->load_ms = now_ms() - t0;
+		stats->load_ms = kernels__now_ms_precise() - t0;
 		if (rc < 0)
 			kernels__error_prefix("loading %s from LOCAL_KERNELS path '%s'", repo_id, local);
 		free(local);
@@ -574,8 +563,8 @@ int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revis
 	kernels_get_stats scratch;
 	kernels__buf memo = { 0 };
 	char commit[41];
-	double t0 = now_ms();
-	int rc, i, pinned = 0;
+	double t0 = kernels__now_ms_precise();
+	int rc, pinned = 0;
 
 	if (!out)
 		return kernels__error(KERNELS_EINVAL, "kernels_get: out is NULL; pass the address of a kernels_kernel *");
@@ -587,9 +576,8 @@ int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revis
 	 * settings: the same handle, before anything else is read (memo.h). A
 	 * name resolved less than revision_ttl_s ago counts as its commit. */
 	if (repo_id && revision && kernels__memo_settings(opts, &memo) == 0) {
-		if (kernels__is_full_commit(revision)) {
-			for (i = 0; i <= 40; i++)
-				commit[i] = (char)tolower((unsigned char)revision[i]);
+		if (kernels__is_commit(revision, KERNELS__HEX_ANY_CASE)) {
+			kernels__hex_lower(revision, 40, commit);
 			pinned = 1;
 		} else if (opts && opts->revision_ttl_s > 0) {
 			pinned = kernels__memo_name(memo.ptr, repo_id, revision, opts->revision_ttl_s * 1000LL, commit);

@@ -19,7 +19,6 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#define MAX_REDIRECTS 10
 #define RETRY_AFTER_CAP_S 60
 #define BACKOFF_CAP_MS 10000
 #define TREE_MAX_PAGES 10000
@@ -428,13 +427,6 @@ long kernels__hub_backoff_ms(int attempt, long retry_after_s)
 	return ms + (long)(jitter() % (unsigned int)(ms / 4 + 1));
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* ---- one HTTP exchange ------------------------------------------------------ */
 
 CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
@@ -746,7 +738,7 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 			}
 			kernels__log(cfg, KERNELS_LOG_INFO, "%s %s answered %ld; retrying in %ld ms", method, url,
 				     h->hd.status, ms);
-			sleep_ms(ms);
+			kernels__sleep_ms(ms);
 			continue;
 		}
 		snprintf(why, sizeof(why), "%s", *errbuf ? errbuf : curl_easy_strerror(cc));
@@ -760,7 +752,7 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		if (ms >= kernels__deadline_left_ms(cfg))
 			break;
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s %s failed (%s); retrying in %ld ms", method, url, why, ms);
-		sleep_ms(ms);
+		kernels__sleep_ms(ms);
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT && kernels__deadline_left_ms(cfg) <= 0)
 		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within the call's deadline of %ld ms (%s, %d "
@@ -806,9 +798,9 @@ static int request_capped(const kernels__config *cfg, const char *url_or_path, i
 			linked_size = h.hd.linked_size;
 		if (h.hd.status < 300 || h.hd.status >= 400 || h.hd.status == 304 || !h.hd.location)
 			break;
-		if (redirects >= MAX_REDIRECTS) {
+		if (redirects >= KERNELS__MAX_REDIRECTS) {
 			rc = kernels__error(KERNELS_EHTTP, "more than %d redirects from %s; check HF_ENDPOINT",
-					    MAX_REDIRECTS, url_or_path);
+					    KERNELS__MAX_REDIRECTS, url_or_path);
 			goto out;
 		}
 		if (!(next = kernels__url_resolve(url, h.hd.location))) {
@@ -1073,46 +1065,11 @@ kernels__tree_entry *kernels__tree_push(kernels__tree *t)
 {
 	kernels__tree_entry *e;
 
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		if (!(e = realloc(t->entries, cap * sizeof(*e)))) {
-			kernels__error_oom();
-			return NULL;
-		}
-		t->entries = e;
-		t->cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(t->entries, t->cap, t->n) < 0)
+		return NULL;
 	e = &t->entries[t->n++];
 	memset(e, 0, sizeof(*e));
 	return e;
-}
-
-static int hex_ok(const char *s, size_t n)
-{
-	size_t i;
-
-	if (strlen(s) != n)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!isxdigit((unsigned char)s[i]))
-			return 0;
-	return 1;
-}
-
-static int lower_hex_ok(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f'))
-			return 0;
-	return s[n] == '\0';
-}
-
-static void lower_inplace(char *s)
-{
-	for (; *s; s++)
-		*s = (char)tolower((unsigned char)*s);
 }
 
 #define BAD(...) (kernels__error(KERNELS_EPARSE, __VA_ARGS__), KERNELS_EPARSE)
@@ -1129,13 +1086,13 @@ int kernels__tree_entry_check(const kernels__tree_entry *e, const char *prefix, 
 	if (plen && (strncmp(p, prefix, plen) || p[plen] != '/'))
 		return kernels__error(KERNELS_EUNSAFE, "%s: entry '%.300s' lies outside the requested folder '%s'; "
 				      "refusing the listing", where, p, prefix);
-	if (!e->is_dir && !lower_hex_ok(e->oid, 40))
+	if (!e->is_dir && !kernels__is_hex(e->oid, 40, KERNELS__HEX_LOWER))
 		return BAD("%s: file '%.300s' has no 40-hex \"oid\"; refusing the listing", where, p);
-	if (e->is_dir && e->oid[0] && !lower_hex_ok(e->oid, 40))
+	if (e->is_dir && e->oid[0] && !kernels__is_hex(e->oid, 40, KERNELS__HEX_LOWER))
 		return BAD("%s: folder '%.300s' has a malformed \"oid\"; refusing the listing", where, p);
 	if (e->size < 0)
 		return BAD("%s: file '%.300s' has no non-negative integer \"size\"; refusing the listing", where, p);
-	if (e->lfs_sha256 && (e->is_dir || !lower_hex_ok(e->lfs_sha256, 64)))
+	if (e->lfs_sha256 && (e->is_dir || !kernels__is_hex(e->lfs_sha256, 64, KERNELS__HEX_LOWER)))
 		return BAD("%s: LFS file '%.300s' has no 64-hex \"lfs.oid\"; refusing the listing", where, p);
 	if (e->size > FILE_SIZE_CAP)
 		return kernels__error(KERNELS_EUNSAFE, "%s: file '%.300s' declares %lld bytes, more than the %lld GiB a "
@@ -1173,25 +1130,25 @@ static int parse_entry(json_t *item, const char *prefix, const char *where, kern
 		return KERNELS_ENOMEM;
 	e->is_dir = !strcmp(ty, "directory");
 	if (!e->is_dir) {
-		if (!json_is_string(oid) || !hex_ok(json_string_value(oid), 40))
+		if (!json_is_string(oid) || !kernels__is_hex(json_string_value(oid), 40, KERNELS__HEX_ANY_CASE))
 			return BAD("%s: file '%.300s' has no 40-hex \"oid\"; refusing the listing", where, p);
 		if (!json_is_integer(size) || json_integer_value(size) < 0)
 			return BAD("%s: file '%.300s' has no non-negative integer \"size\"; refusing the listing", where, p);
 		e->size = json_integer_value(size);
 	}
-	if (json_is_string(oid) && hex_ok(json_string_value(oid), 40)) {
+	if (json_is_string(oid) && kernels__is_hex(json_string_value(oid), 40, KERNELS__HEX_ANY_CASE)) {
 		memcpy(e->oid, json_string_value(oid), 41);
-		lower_inplace(e->oid);
+		kernels__hex_lower(e->oid, 40, e->oid);
 	}
 	if (lfs && !json_is_null(lfs) && !e->is_dir) {
 		json_t *lo = json_object_get(lfs, "oid"), *ls = json_object_get(lfs, "size");
-		if (!json_is_object(lfs) || !json_is_string(lo) || !hex_ok(json_string_value(lo), 64))
+		if (!json_is_object(lfs) || !json_is_string(lo) || !kernels__is_hex(json_string_value(lo), 64, KERNELS__HEX_ANY_CASE))
 			return BAD("%s: LFS file '%.300s' has no 64-hex \"lfs.oid\"; refusing the listing", where, p);
 		if (ls && (!json_is_integer(ls) || json_integer_value(ls) != e->size))
 			return BAD("%s: LFS file '%.300s' declares two different sizes; refusing the listing", where, p);
 		if (!(e->lfs_sha256 = kernels__tree_strdup(t, json_string_value(lo), 64)))
 			return KERNELS_ENOMEM;
-		lower_inplace(e->lfs_sha256);
+		kernels__hex_lower(e->lfs_sha256, 64, e->lfs_sha256);
 	}
 	if (!(e->path = kernels__tree_strdup(t, p, strlen(p))))
 		return KERNELS_ENOMEM;

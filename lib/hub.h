@@ -31,6 +31,10 @@ typedef struct {
 
 void kernels__hub_response_free(kernels__hub_response *r);
 
+/* HTTP redirects one request follows, on either transfer path: a longer
+ * chain is a loop or a mistake. */
+#define KERNELS__MAX_REDIRECTS 10
+
 /* GET (or HEAD when `head`) of `url_or_path`: a path starting with '/' is
  * appended to cfg->endpoint, anything else is a full URL. Sends the token
  * only to the endpoint's host, the User-Agent, and retries 5xx and 429

@@ -27,10 +27,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
-#define MAX_REDIRECTS 10
 #define LOCK_POLL_MS 50
 #define ERRBODY_MAX 4096
 #define PROGRESS_STEP (256 << 10)
@@ -95,13 +93,6 @@ typedef struct fetch {
 	char fail_msg[4096];
 	kernels_download_stats *stats;
 } fetch;
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void settle(fetch *f, job *j, int state)
 {
@@ -264,7 +255,7 @@ static int start(fetch *f, job *j)
 	 * (one that starts after it, behind others, gets the grace). */
 	if (!j->got_bytes && left < connect)
 		connect = left > DEADLINE_GRACE_MS ? left : DEADLINE_GRACE_MS;
-	j->started = now_ms();
+	j->started = kernels__now_ms();
 	curl_easy_setopt(j->h, CURLOPT_CONNECTTIMEOUT_MS, connect);
 	curl_easy_setopt(j->h, CURLOPT_LOW_SPEED_TIME,
 			 f->cfg->download_timeout_ms >= 2000 ? f->cfg->download_timeout_ms / 1000 : 1L);
@@ -382,7 +373,7 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 
 static void retry_later(fetch *f, job *j, long retry_after_s)
 {
-	j->not_before = now_ms() + kernels__hub_backoff_ms(j->attempts - 1, retry_after_s);
+	j->not_before = kernels__now_ms() + kernels__hub_backoff_ms(j->attempts - 1, retry_after_s);
 	/* Back to the Hub: a CDN link may be signed and short-lived. */
 	free(j->url);
 	j->url = NULL;
@@ -499,7 +490,7 @@ static void finished(fetch *f, job *j, CURLcode res)
 			fail_job(f, j, KERNELS_EINTEGRITY);
 			return;
 		}
-		if (++j->redirects > MAX_REDIRECTS || !(next = kernels__url_resolve(j->url, j->hd.location))) {
+		if (++j->redirects > KERNELS__MAX_REDIRECTS || !(next = kernels__url_resolve(j->url, j->hd.location))) {
 			fail_job(f, j, kernels__error(KERNELS_EHTTP, "%s: too many or invalid redirects (last: %.200s)",
 						      j->entry->path, j->hd.location));
 			return;
@@ -652,7 +643,7 @@ static int run(fetch *f)
 	int running, rc, progressed;
 
 	while (!f->fail_code && !f->cancelled && !all_settled(f)) {
-		long long now = now_ms(), wake = now + 100;
+		long long now = kernels__now_ms(), wake = now + 100;
 		CURLMsg *m;
 		job *late;
 		int left;
@@ -715,7 +706,7 @@ static int run(fetch *f)
 			break;
 		if (progressed || f->publish)
 			continue;   /* a slot freed up or a file is whole: see to it before waiting */
-		now = now_ms();
+		now = kernels__now_ms();
 		if (wake < now)
 			wake = now;
 		curl_multi_poll(f->multi, NULL, 0, (int)(wake - now > 100 ? 100 : wake - now), NULL);
@@ -771,7 +762,7 @@ static int name_order(const void *a, const void *b)
  * replaces a stat per blob (most are absent in a first fetch). */
 static int blob_names(const char *repo_dir, char ***out, size_t *count)
 {
-	char *path = kernels__sprintf("%s/blobs", repo_dir), **v = NULL, **grown;
+	char *path = kernels__sprintf("%s/blobs", repo_dir), **v = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *d = NULL;
 	DIR *dir;
@@ -785,11 +776,8 @@ static int blob_names(const char *repo_dir, char ***out, size_t *count)
 	while (dir && (d = readdir(dir))) {
 		if (!kernels__is_etag(d->d_name))
 			continue;
-		if (n == cap) {
-			if (!(grown = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v))))
-				break;
-			v = grown;
-		}
+		if (KERNELS__ARRAY_GROW(v, cap, n) < 0)
+			break;
 		if (!(v[n] = kernels__strdup(d->d_name)))
 			break;
 		n++;

@@ -38,35 +38,6 @@ static char *record_path(const kernels__config *cfg, kernels__repo_type type, co
 	return path;
 }
 
-/* The whole file, NUL-terminated; NULL when absent, not a regular file,
- * too large or unreadable. */
-static char *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size <= RECORD_BYTES_MAX &&
-	    (buf = malloc((size_t)st.st_size + 1))) {
-		while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) > 0)
-			got += (size_t)n;
-		if (got != (size_t)st.st_size) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	close(fd);
-	if (buf) {
-		buf[got] = '\0';
-		*len = got;
-	}
-	return buf;
-}
-
 /* One entry line (without its '\n') into a new entry of `t`. 0, or
  * KERNELS_EPARSE without a message (the caller says what is wrong). */
 static int parse_line(char *line, kernels__tree *t)
@@ -145,7 +116,9 @@ int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, c
 	memset(out, 0, sizeof(*out));
 	if (!path)
 		return KERNELS_ENOMEM;
-	if (!(buf = slurp(path, &len))) {
+	/* Absent, not a regular file, empty or too large: no record. */
+	if (kernels__read_file(path, RECORD_BYTES_MAX, KERNELS__READ_NOFOLLOW, &buf, &len, NULL) < 0 || !len) {
+		free(buf);
 		free(path);
 		return 0;
 	}
@@ -177,14 +150,13 @@ int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, c
 static void record(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *commit,
 		   const kernels__tree *t)
 {
-	char *path = NULL, *tmp = NULL, *slash;
+	char *path = NULL;
 	kernels__buf b = { 0 };
 	size_t i;
-	int fd = -1, ok = 0;
+	int ok = 0;
 
 	if (t->n > KERNELS__LISTING_MAX || kernels__cache_guard(cfg, type, repo_id) < 0 ||
-	    !(path = record_path(cfg, type, repo_id, commit)) ||
-	    !(tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid())))
+	    !(path = record_path(cfg, type, repo_id, commit)))
 		goto out;
 	kernels__buf_printf(&b, "%s", HEADER);
 	for (i = 0; i < t->n; i++) {
@@ -194,18 +166,7 @@ static void record(const kernels__config *cfg, kernels__repo_type type, const ch
 	}
 	if (kernels__buf_printf(&b, "end %zu\n", t->n) < 0 || b.len > RECORD_BYTES_MAX)
 		goto out;
-	slash = strrchr(path, '/');
-	*slash = '\0';
-	if (kernels__mkdir_p(path, 0777) < 0)
-		goto out;
-	*slash = '/';
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666)) < 0)
-		goto out;
-	ok = write(fd, b.ptr, b.len) == (ssize_t)b.len;
-	ok = close(fd) == 0 && ok;
-	ok = ok && rename(tmp, path) == 0;
-	if (!ok)
-		unlink(tmp);
+	ok = kernels__write_atomic(path, b.ptr, b.len, -1, KERNELS__WRITE_MKDIR) == 0;
 out:
 	if (!ok)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "the listing of %s at %.12s was not recorded in the cache%s%s",
@@ -213,7 +174,6 @@ out:
 			     kernels_error_last_code() ? kernels_error_last() : "");
 	kernels_error_clear();
 	kernels__buf_free(&b);
-	free(tmp);
 	free(path);
 }
 

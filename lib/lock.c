@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #define HASH_TYPE "git_lfs_concat"
+#define LOCK_FILE_MAX (64u << 20)
 
 typedef struct {
 	kernels_lock_entry pub;  /* first: kernels_lock_at hands out &entry.pub */
@@ -40,30 +41,6 @@ struct kernels_lock {
 };
 
 /* ---- small checks ---- */
-
-static int is_hex(const char *s, size_t n)
-{
-	size_t i;
-
-	if (!s || strlen(s) != n)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
-			return 0;
-	return 1;
-}
-
-static int is_lower_hex(const char *s, size_t n)
-{
-	size_t i;
-
-	if (!is_hex(s, n))
-		return 0;
-	for (i = 0; i < n; i++)
-		if (s[i] >= 'A' && s[i] <= 'F')
-			return 0;
-	return 1;
-}
 
 static char *lower_dup(const char *s)
 {
@@ -196,16 +173,8 @@ static int dep_cmp(const kernels_lock_entry *a, const kernels_lock_entry *b)
 /* Makes room for one entry at `at`, shifting the rest. */
 static entry *insert_slot(kernels_lock *lock, size_t at)
 {
-	if (lock->count == lock->cap) {
-		size_t cap = lock->cap ? lock->cap * 2 : 8;
-		entry *e = realloc(lock->entries, cap * sizeof(*e));
-		if (!e) {
-			kernels__error_oom();
-			return NULL;
-		}
-		lock->entries = e;
-		lock->cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(lock->entries, lock->cap, lock->count) < 0)
+		return NULL;
 	memmove(&lock->entries[at + 1], &lock->entries[at], (lock->count - at) * sizeof(entry));
 	lock->count++;
 	memset(&lock->entries[at], 0, sizeof(entry));
@@ -216,7 +185,7 @@ static int check_repo_commit(const char *repo_id, const char *commit, int allow6
 {
 	if (kernels__repo_id_check(repo_id) < 0)
 		return KERNELS_EINVAL;
-	if (!is_hex(commit, 40) && !(allow64 && is_hex(commit, 64)))
+	if (!kernels__is_hex(commit, 40, KERNELS__HEX_ANY_CASE) && !(allow64 && kernels__is_hex(commit, 64, KERNELS__HEX_ANY_CASE)))
 		return kernels__error(KERNELS_EINVAL, "commit '%s' of %s is not a full commit id; expected %s hex digits",
 				      commit ? commit : "(null)", repo_id, allow64 ? "40 (or 64)" : "40");
 	return 0;
@@ -303,7 +272,7 @@ int kernels_lock_add_entry(kernels_lock *lock, const char *repo_id, const char *
 
 static int hash_ok(const char *hash)
 {
-	return hash && strncmp(hash, "sha256-", 7) == 0 && is_lower_hex(hash + 7, 64);
+	return hash && strncmp(hash, "sha256-", 7) == 0 && kernels__is_hex(hash + 7, 64, KERNELS__HEX_LOWER);
 }
 
 int kernels_lock_add_variant(kernels_lock *lock, const char *repo_id, const char *name, const char *hash)
@@ -322,14 +291,8 @@ int kernels_lock_add_variant(kernels_lock *lock, const char *repo_id, const char
 				      "64 lower-case hex digits", hash ? hash : "(null)", repo_id);
 	if (kernels_lock_entry_variant_hash(&e->pub, name))
 		return kernels__error(KERNELS_EINVAL, "variant %s of %s is locked twice", name, repo_id);
-	if (e->pub.variant_count == e->variant_cap) {
-		size_t cap = e->variant_cap ? e->variant_cap * 2 : 8;
-		kernels_lock_variant *vs = realloc((void *)e->pub.variants, cap * sizeof(*vs));
-		if (!vs)
-			return kernels__error_oom();
-		e->pub.variants = vs;
-		e->variant_cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(e->pub.variants, e->variant_cap, e->pub.variant_count) < 0)
+		return KERNELS_ENOMEM;
 	v = (kernels_lock_variant *)&e->pub.variants[e->pub.variant_count];
 	memset(v, 0, sizeof(*v));
 	if (!(v->name = kernels__strdup(name)) || !(v->hash = kernels__strdup(hash)) ||
@@ -478,70 +441,19 @@ void kernels_lock_string_free(char *s)
 	free(s);
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int kernels_lock_save(const kernels_lock *lock, const char *path)
 {
-	char *text = NULL, *tmp = NULL;
+	char *text = NULL;
 	struct stat st;
-	mode_t mode = 0644;
-	int fd = -1, rc;
+	int rc;
 
 	if (!path)
 		return kernels__error(KERNELS_EINVAL, "kernels_lock_save: `path` is NULL");
 	if ((rc = kernels_lock_to_string(lock, &text)) < 0)
 		return rc;
-	if (stat(path, &st) == 0)
-		mode = st.st_mode & 07777;
-	if (!(tmp = kernels__sprintf("%s.tmp.XXXXXX", path))) {
-		rc = KERNELS_ENOMEM;
-		goto out;
-	}
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot create a temporary file next to '%s': %s; check that its folder "
-				    "exists and is writable", path, strerror(errno));
-		free(tmp);
-		tmp = NULL;
-		goto out;
-	}
-	if (write_all(fd, text, strlen(text)) < 0 || fchmod(fd, mode) < 0 || fsync(fd) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space and permissions", tmp,
-				    strerror(errno));
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot replace '%s': %s; check the folder's permissions", path,
-				    strerror(errno));
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	/* A lock file that exists keeps its mode; a new one is 0644. */
+	rc = kernels__write_atomic(path, text, strlen(text), stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : 0644,
+				   KERNELS__WRITE_DURABLE);
 	free(text);
 	return rc;
 }
@@ -671,7 +583,7 @@ static int read_dependency(kernels_lock *lock, json_t *item, where *w)
 		return bad(w, "lock", "is %s; expected an object with 'commit'", json_kind(lk));
 	if ((rc = only_keys(w, "'lock'", lk, lock_keys)) < 0 || (rc = get_string(w, lk, "commit", 1, &commit)) < 0)
 		return rc;
-	if (!is_hex(commit, 40) && !is_hex(commit, 64))
+	if (!kernels__is_hex(commit, 40, KERNELS__HEX_ANY_CASE) && !kernels__is_hex(commit, 64, KERNELS__HEX_ANY_CASE))
 		return bad(w, "commit", "'%s' is not a commit id; expected 40 or 64 hex digits", commit);
 	if (ver)
 		rc = kernels_lock_add_version(lock, repo, (unsigned long long)json_integer_value(ver), commit);
@@ -703,7 +615,7 @@ static int read_variants(kernels_lock *lock, json_t *item, where *w)
 	w->repo_id = repo;
 	if ((rc = get_string(w, item, "sha", 1, &sha)) < 0)
 		return rc;
-	if (!is_hex(sha, 40))
+	if (!kernels__is_hex(sha, 40, KERNELS__HEX_ANY_CASE))
 		return bad(w, "sha", "'%s' is not a commit id; expected 40 hex digits", sha);
 	vars = json_object_get(item, "variants");
 	if (!vars)
@@ -800,39 +712,25 @@ out:
 
 int kernels_lock_load(kernels_lock **out, const char *path)
 {
-	FILE *f;
-	kernels__buf b = { 0 };
-	char chunk[65536];
-	size_t n;
+	char *text;
+	size_t len;
 	int rc;
 
 	if (!out || !path)
 		return kernels__error(KERNELS_EINVAL, "kernels_lock_load: `out` and `path` are required");
 	*out = NULL;
-	if (!(f = fopen(path, "rb"))) {
-		int e = errno;
-		if (e == ENOENT)
+	if (kernels__read_file(path, LOCK_FILE_MAX, 0, &text, &len, NULL) < 0) {
+		if (errno == ENOENT)
 			return kernels__error(KERNELS_ENOTFOUND, "no lock file at '%s'; create it with `libkernels lock "
 					      "<project folder>`", path);
-		return kernels__error(KERNELS_EIO, "cannot open '%s': %s", path, strerror(e));
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (b.len + n > 64u * 1024u * 1024u) {
-			fclose(f);
-			kernels__buf_free(&b);
+		if (errno == ENOMEM)
+			return kernels__error_oom();
+		if (errno == EFBIG)
 			return kernels__error(KERNELS_EINVAL, "'%s' is over 64 MiB; is it a lock file?", path);
-		}
-		if (kernels__buf_put(&b, chunk, n) < 0) {
-			fclose(f);
-			kernels__buf_free(&b);
-			return KERNELS_ENOMEM;
-		}
+		return kernels__error(KERNELS_EIO, "cannot read '%s': %s", path, strerror(errno));
 	}
-	rc = ferror(f) ? kernels__error(KERNELS_EIO, "cannot read '%s': %s", path, strerror(errno)) : 0;
-	fclose(f);
-	if (rc == 0)
-		rc = kernels_lock_load_string(out, b.ptr, b.len, path);
-	kernels__buf_free(&b);
+	rc = kernels_lock_load_string(out, text, len, path);
+	free(text);
 	return rc;
 }
 
@@ -889,7 +787,7 @@ static int variant_hash(const kernels_lock_file *files, size_t count, int keep_b
 		size_t want = files[i].is_lfs ? 64 : 40;
 		if (!files[i].path || !*files[i].path)
 			return kernels__error(KERNELS_EINVAL, "file %zu of the variant has no path", i + 1);
-		if (!is_hex(files[i].hash, want))
+		if (!kernels__is_hex(files[i].hash, want, KERNELS__HEX_ANY_CASE))
 			return kernels__error(KERNELS_EINVAL, "hash '%s' of '%s' is malformed; expected %zu hex digits (%s)",
 					      files[i].hash ? files[i].hash : "(null)", files[i].path, want,
 					      files[i].is_lfs ? "the LFS sha256" : "the git blob sha1");
@@ -991,15 +889,9 @@ static int own(walk_state *s, char *p)
 {
 	if (!p)
 		return KERNELS_ENOMEM;
-	if (s->nowned == s->capowned) {
-		size_t cap = s->capowned ? s->capowned * 2 : 32;
-		char **o = realloc(s->owned, cap * sizeof(*o));
-		if (!o) {
-			free(p);
-			return kernels__error_oom();
-		}
-		s->owned = o;
-		s->capowned = cap;
+	if (KERNELS__ARRAY_GROW(s->owned, s->capowned, s->nowned) < 0) {
+		free(p);
+		return KERNELS_ENOMEM;
 	}
 	s->owned[s->nowned++] = p;
 	return 0;
@@ -1018,14 +910,8 @@ static int add_file(walk_state *s, const char *full, const char *rel, int lfs)
 	hash = kernels__strdup(hex);
 	if ((rc = own(s, hash)) < 0)
 		return rc;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		kernels_lock_file *f = realloc(s->files, cap * sizeof(*f));
-		if (!f)
-			return kernels__error_oom();
-		s->files = f;
-		s->cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(s->files, s->cap, s->n) < 0)
+		return KERNELS_ENOMEM;
 	s->files[s->n].path = path;
 	s->files[s->n].hash = hash;
 	s->files[s->n].is_lfs = lfs;

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 extern char **environ;
 
@@ -313,14 +312,6 @@ void kernels__memo_put(const char *settings, const char *repo_id, const char *co
 	pthread_mutex_unlock(&lock);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int kernels__memo_name(const char *settings, const char *repo_id, const char *revision, long long ttl_ms,
 		       char commit[41])
 {
@@ -333,7 +324,7 @@ int kernels__memo_name(const char *settings, const char *repo_id, const char *re
 		return 0;
 	}
 	pthread_mutex_lock(&lock);
-	if ((m = find(&names, key, fnv1a(key), &list)) && now_ms() - m->at_ms < ttl_ms) {
+	if ((m = find(&names, key, fnv1a(key), &list)) && kernels__now_ms() - m->at_ms < ttl_ms) {
 		memcpy(commit, m->commit, 41);
 		fresh = 1;
 	}
@@ -354,7 +345,7 @@ void kernels__memo_name_put(const char *settings, const char *repo_id, const cha
 	}
 	m->hash = fnv1a(m->key);
 	memcpy(m->commit, commit, 41);
-	m->at_ms = now_ms();
+	m->at_ms = kernels__now_ms();
 	pthread_mutex_lock(&lock);
 	if ((old = find(&names, m->key, m->hash, &list)))
 		unlink_front(list);

@@ -220,16 +220,11 @@ static int parse_kernel_depends(kernels__metafields *f, json_t *root, const char
 
 static int git_oid(const char *s, char *out)
 {
-	size_t i, n = strlen(s);
+	size_t n = strlen(s);
 
-	if (n != 40 && n != 64)
+	if (!kernels__is_hex(s, 40, KERNELS__HEX_ANY_CASE) && !kernels__is_hex(s, 64, KERNELS__HEX_ANY_CASE))
 		return -1;
-	for (i = 0; i < n; i++) {
-		if (!isxdigit((unsigned char)s[i]))
-			return -1;
-		out[i] = (char)tolower((unsigned char)s[i]);
-	}
-	out[n] = '\0';
+	kernels__hex_lower(s, n, out);
 	return 0;
 }
 

@@ -19,13 +19,11 @@ int kernels__elf_is_python_symbol(const char *name)
 	return name[0] == 'P' && name[1] == 'y' && (name[2] == '_' || (name[2] >= 'A' && name[2] <= 'Z'));
 }
 
-static int add_name(char ***list, size_t *count, const char *name)
+static int add_name(char ***list, size_t *count, size_t *cap, const char *name)
 {
-	char **v = realloc(*list, (*count + 1) * sizeof(*v));
-	if (!v)
-		return kernels__error_oom();
-	*list = v;
-	if (!(v[*count] = kernels__strdup(name)))
+	if (KERNELS__ARRAY_GROW(*list, *cap, *count) < 0)
+		return KERNELS_ENOMEM;
+	if (!((*list)[*count] = kernels__strdup(name)))
 		return KERNELS_ENOMEM;
 	(*count)++;
 	return 0;
@@ -33,7 +31,7 @@ static int add_name(char ***list, size_t *count, const char *name)
 
 static int add_needed(kernels__elf *e, const char *name)
 {
-	return add_name(&e->needed, &e->needed_count, name);
+	return add_name(&e->needed, &e->needed_count, &e->needed_cap, name);
 }
 
 typedef struct {
@@ -75,10 +73,11 @@ static int on_dynamic(const Elf64_Dyn *d, const char *v, void *payload)
 
 static int add_python(kernels__elf *e, const char *name, uint64_t offset, unsigned char info)
 {
-	kernels__elf_symbol *v = realloc(e->python, (e->python_count + 1) * sizeof(*v));
-	if (!v)
-		return kernels__error_oom();
-	e->python = v;
+	kernels__elf_symbol *v;
+
+	if (KERNELS__ARRAY_GROW(e->python, e->python_cap, e->python_count) < 0)
+		return KERNELS_ENOMEM;
+	v = e->python;
 	v[e->python_count].info_offset = offset;
 	v[e->python_count].info = info;
 	if (!(v[e->python_count].name = kernels__strdup(name)))
@@ -95,7 +94,7 @@ static int on_symbol(const Elf64_Sym *sym, const char *name, uint64_t offset, vo
 	if (sym->st_shndx != SHN_UNDEF || ELF64_ST_BIND(sym->st_info) != STB_GLOBAL || !*name)
 		return 0;
 	if (!kernels__elf_is_python_symbol(name))
-		return add_name(&e->undefined, &e->undefined_count, name);
+		return add_name(&e->undefined, &e->undefined_count, &e->undefined_cap, name);
 	return add_python(e, name, offset + offsetof(Elf64_Sym, st_info), sym->st_info);
 }
 

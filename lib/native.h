@@ -15,13 +15,13 @@ typedef struct {
 
 typedef struct {
 	char **needed;          /* DT_NEEDED, in order */
-	size_t needed_count;
+	size_t needed_count, needed_cap;
 	char *runpath;          /* DT_RUNPATH, else DT_RPATH; NULL: none */
 	int bind_now;           /* DF_BIND_NOW / DF_1_NOW: lazy binding is off */
 	kernels__elf_symbol *python; /* undefined, non-weak Python C-API symbols */
-	size_t python_count;
+	size_t python_count, python_cap;
 	char **undefined;       /* the other undefined, non-weak symbols (kernel dependencies may define them) */
-	size_t undefined_count;
+	size_t undefined_count, undefined_cap;
 } kernels__elf;
 
 /* Reads the dynamic section and symbol table of the ELF file open on `fd`.

@@ -90,21 +90,13 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
 
 static void write_doc(const kernels__config *cfg, const char *path, json_t *doc, int ok)
 {
-	char *tmp = NULL, *folder = NULL;
+	char *text = ok ? json_dumps(doc, JSON_COMPACT) : NULL;
 
-	if (ok && (folder = kernels__strdup(path)) && (tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid()))) {
-		*strrchr(folder, '/') = '\0';
-		ok = kernels__mkdir_p(folder, 0777) == 0 && json_dump_file(doc, tmp, JSON_COMPACT) == 0 &&
-		     rename(tmp, path) == 0;
-		if (!ok) {
-			kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", path,
-				     strerror(errno));
-			unlink(tmp);
-		}
-	}
+	if (text && kernels__write_atomic(path, text, strlen(text), -1, KERNELS__WRITE_MKDIR) < 0)
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", path,
+			     kernels_error_last());
 	kernels_error_clear();
-	free(tmp);
-	free(folder);
+	free(text);
 }
 
 int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy)

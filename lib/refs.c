@@ -82,14 +82,7 @@ int kernels__ref_name_check(const char *name)
 
 int kernels__is_full_commit(const char *s)
 {
-	size_t i;
-
-	if (!s)
-		return 0;
-	for (i = 0; i < 40; i++)
-		if (!isxdigit((unsigned char)s[i]))
-			return 0;
-	return s[40] == '\0';
+	return kernels__is_commit(s, KERNELS__HEX_ANY_CASE);
 }
 
 static int io_error(const char *what, const char *path, const char *name)
@@ -162,11 +155,9 @@ static int parse_commit(const char *text, char commit[41])
 		return -1;
 	memcpy(tmp, text + i, 40);
 	tmp[40] = '\0';
-	if (!kernels__is_full_commit(tmp))
+	if (!kernels__is_commit(tmp, KERNELS__HEX_ANY_CASE))
 		return -1;
-	for (i = 0; i < 40; i++)
-		commit[i] = (char)tolower((unsigned char)tmp[i]);
-	commit[40] = '\0';
+	kernels__hex_lower(tmp, 40, commit);
 	return 0;
 }
 
@@ -261,14 +252,8 @@ typedef struct {
 
 static int list_add(ref_list *l, const char *name, const char *commit)
 {
-	if (l->count == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		kernels__ref *p = realloc(l->items, cap * sizeof(*p));
-		if (!p)
-			return kernels__error_oom();
-		l->items = p;
-		l->cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(l->items, l->cap, l->count) < 0)
+		return KERNELS_ENOMEM;
 	if (!(l->items[l->count].name = kernels__strdup(name)))
 		return KERNELS_ENOMEM;
 	memcpy(l->items[l->count].commit, commit, 41);

@@ -203,35 +203,28 @@ int kernels__sigconf_load(struct kernels__sigconf **out, const kernels_options *
 static int read_capped(const char *path, size_t max, const char *what, char **out, size_t *size, struct stat *st_out)
 {
 	struct stat st;
-	ssize_t n = 0;
-	int fd, rc = 0;
 
-	*out = NULL;
-	*size = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
-		rc = errno == ENOENT ? KERNELS_ENOTFOUND
-				     : kernels__error(KERNELS_EIO, "%s: %s", path, strerror(errno));
-	} else if (!S_ISREG(st.st_mode)) {
-		rc = kernels__error(KERNELS_ESIGNATURE, "%s is not a regular file", path);
-	} else if ((size_t)st.st_size > max) {
-		rc = kernels__error(KERNELS_ESIGNATURE, "%s is %lld bytes, more than the %zu %s may have", path,
-				    (long long)st.st_size, max, what);
-	} else if (!(*out = malloc((size_t)st.st_size + 1))) {
-		rc = kernels__error_oom();
-	} else if ((n = read(fd, *out, (size_t)st.st_size + 1)) != st.st_size) {
-		rc = kernels__error(KERNELS_EIO, "%s: %s", path, n < 0 ? strerror(errno) : "its size changed while it was read");
-	} else {
-		*size = (size_t)n;
+	if (kernels__read_file(path, max, 0, out, size, &st) == 0) {
 		if (st_out)
 			*st_out = st;
+		return 0;
 	}
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0) {
-		free(*out);
-		*out = NULL;
+	switch (errno) {
+	case ENOENT:
+		return KERNELS_ENOTFOUND;
+	case ENOMEM:
+		return kernels__error_oom();
+	case EISDIR:
+	case EINVAL:
+		return kernels__error(KERNELS_ESIGNATURE, "%s is not a regular file", path);
+	case EFBIG:
+		return kernels__error(KERNELS_ESIGNATURE, "%s is %lld bytes, more than the %zu %s may have", path,
+				      (long long)st.st_size, max, what);
+	case ESTALE:
+		return kernels__error(KERNELS_EIO, "%s: its size changed while it was read", path);
+	default:
+		return kernels__error(KERNELS_EIO, "%s: %s", path, strerror(errno));
 	}
-	return rc;
 }
 
 static int trustroot_load(const struct kernels__sigconf *c, ks_trustroot *t)

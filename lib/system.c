@@ -98,22 +98,13 @@ static int parse_gpu_archs(const char *s, int *archs, char names[][32], int max)
 	return n;
 }
 
+/* The first 64 KiB of a version or configuration file; NULL when absent. */
 static char *read_small_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	size_t n;
+	char *text;
+	size_t len;
 
-	if (!f)
-		return NULL;
-	if (!(buf = malloc(65537))) {
-		fclose(f);
-		return NULL;
-	}
-	n = fread(buf, 1, 65536, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
+	return kernels__read_file(path, 65536, KERNELS__READ_PREFIX, &text, &len, NULL) == 0 ? text : NULL;
 }
 
 static int is_ident_start(int c)

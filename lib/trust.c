@@ -65,31 +65,17 @@ static char *record_path(const kernels__config *cfg, kernels__repo_type type, co
 static void record_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			 const char *org, int trusted)
 {
-	char *path = record_path(cfg, type, repo_id), *tmp = NULL, *dir = NULL, *text = NULL;
+	char *path = record_path(cfg, type, repo_id), *text = NULL;
 	json_t *doc = json_pack("{s:s, s:s, s:I, s:s}", "publisher", org, "verdict", trusted ? "trusted" : "untrusted",
 				"checked_at", (json_int_t)time(NULL), "endpoint", cfg->endpoint);
-	FILE *f = NULL;
-	int ok = 0;
 
-	if (path && doc && kernels__cache_guard(cfg, type, repo_id) == 0 && (dir = kernels__strdup(path)) && (tmp = kernels__sprintf("%s.%ld.tmp", path, (long)getpid())) &&
-	    (text = json_dumps(doc, JSON_SORT_KEYS))) {
-		*strrchr(dir, '/') = '\0';
-		ok = kernels__mkdir_p(dir, 0777) == 0 && (f = fopen(tmp, "wbx")) && fputs(text, f) >= 0 &&
-		     fflush(f) == 0 && fsync(fileno(f)) == 0;
-		if (f && fclose(f) != 0)
-			ok = 0;
-		ok = ok && rename(tmp, path) == 0;
-		if (!ok) {
-			kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot record the trust verdict for %s in %s: %s", repo_id,
-				     path, strerror(errno));
-			unlink(tmp);
-		}
-	}
+	if (path && doc && kernels__cache_guard(cfg, type, repo_id) == 0 && (text = json_dumps(doc, JSON_SORT_KEYS)) &&
+	    kernels__write_atomic(path, text, strlen(text), -1, KERNELS__WRITE_MKDIR | KERNELS__WRITE_DURABLE) < 0)
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot record the trust verdict for %s in %s: %s", repo_id, path,
+			     kernels_error_last());
 	kernels_error_clear();
 	free(text);
 	json_decref(doc);
-	free(tmp);
-	free(dir);
 	free(path);
 }
 

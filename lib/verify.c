@@ -178,31 +178,21 @@ static int too_big(const char *path, long long size)
 static int read_metadata(const char *path, char **buf, size_t *len, struct stat *st_out)
 {
 	struct stat st;
-	ssize_t n = 0;
-	int fd, rc = 0;
 
-	*buf = NULL;
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
-		rc = kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
-				    "%s: %s; a variant folder must hold the metadata.json kernel-builder writes", path,
-				    strerror(errno));
-	} else if (st.st_size > KERNELS_METADATA_MAX) {
-		rc = too_big(path, (long long)st.st_size);
-	} else if (!(*buf = malloc((size_t)st.st_size + 1))) {
-		rc = kernels__error_oom();
-	} else if ((n = read(fd, *buf, (size_t)st.st_size + 1)) != st.st_size) {
-		rc = kernels__error(KERNELS_EIO, "%s: %s; re-download the variant", path,
-				    n < 0 ? strerror(errno) : "its size changed while it was read");
-		free(*buf);
-		*buf = NULL;
-	} else {
-		*len = (size_t)n;
+	if (kernels__read_file(path, KERNELS_METADATA_MAX, 0, buf, len, &st) == 0) {
 		*st_out = st;
+		return 0;
 	}
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	if (errno == EFBIG)
+		return too_big(path, (long long)st.st_size);
+	if (errno == ENOMEM)
+		return kernels__error_oom();
+	if (errno == ESTALE)
+		return kernels__error(KERNELS_EIO, "%s: its size changed while it was read; re-download the variant",
+				      path);
+	return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
+			      "%s: %s; a variant folder must hold the metadata.json kernel-builder writes", path,
+			      strerror(errno));
 }
 
 int kernels__metadata_parse(const char *buf, size_t len, const char *path, kernels_metadata **out)
@@ -300,14 +290,8 @@ static int ends_with(const char *s, const char *suffix)
 
 static int push(walk_state *w, const char *rel, const char *real, const struct stat *st)
 {
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 32;
-		file_ent *v = realloc(w->v, cap * sizeof(*v));
-		if (!v)
-			return kernels__error_oom();
-		w->v = v;
-		w->cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(w->v, w->cap, w->n) < 0)
+		return KERNELS_ENOMEM;
 	if (w->n >= MAX_FILES)
 		return kernels__error(KERNELS_EINVAL, "more than %d files in the variant folder", MAX_FILES);
 	w->v[w->n].rel = kernels__strdup(rel);

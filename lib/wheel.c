@@ -333,19 +333,12 @@ static int collect(file_list *l, const char *dir, const char *arc, const char *s
 			else if (!skipped(de->d_name, depth == 0, skip_pkg, 1))
 				rc = collect(l, src, sub, NULL, depth + 1);
 		} else if (S_ISREG(st.st_mode) && !skipped(de->d_name, depth == 0, skip_pkg, 0)) {
-			if (l->n == l->cap) {
-				size_t cap = l->cap ? 2 * l->cap : 32;
-				wheel_file *v = l->n >= MAX_FILES ? NULL : realloc(l->v, cap * sizeof(*v));
-				if (!v) {
-					rc = l->n >= MAX_FILES ? kernels__error(KERNELS_EIO, "wheel: more than %d files",
-										 MAX_FILES)
-							       : kernels__error_oom();
-					free(src);
-					free(sub);
-					break;
-				}
-				l->v = v;
-				l->cap = cap;
+			if (l->n >= MAX_FILES || KERNELS__ARRAY_GROW(l->v, l->cap, l->n) < 0) {
+				rc = l->n >= MAX_FILES ? kernels__error(KERNELS_EIO, "wheel: more than %d files", MAX_FILES)
+						       : KERNELS_ENOMEM;
+				free(src);
+				free(sub);
+				break;
 			}
 			l->v[l->n].arc = sub;
 			l->v[l->n].src = src;

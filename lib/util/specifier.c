@@ -160,14 +160,8 @@ static size_t skip_alnum(const char *s, size_t i, size_t end)
 
 static int push_release(kernels__version *v, size_t *cap, struct num n)
 {
-	if (v->nrelease == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 4;
-		struct num *p = realloc(v->release, ncap * sizeof(*p));
-		if (!p)
-			return -1;
-		v->release = p;
-		*cap = ncap;
-	}
+	if (KERNELS__ARRAY_GROW(v->release, *cap, v->nrelease) < 0)
+		return -1;
 	v->release[v->nrelease++] = n;
 	return 0;
 }
@@ -177,14 +171,8 @@ static int push_local(kernels__version *v, size_t *cap, const char *s, size_t fr
 	struct lseg seg;
 	size_t i;
 
-	if (v->nlocal == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 4;
-		struct lseg *p = realloc(v->local, ncap * sizeof(*p));
-		if (!p)
-			return -1;
-		v->local = p;
-		*cap = ncap;
-	}
+	if (KERNELS__ARRAY_GROW(v->local, *cap, v->nlocal) < 0)
+		return -1;
 	seg.numeric = 1;
 	for (i = from; i < to; i++)
 		if (!is_digit(s[i]))
@@ -870,16 +858,8 @@ int kernels__specifier_parse(const char *text, kernels__specifier_set **out)
 			b--;
 		if (a == b)
 			continue;   /* packaging skips empty items: ">=1,,<2" is ">=1,<2" */
-		if (s->n == cap) {
-			size_t ncap = cap ? cap * 2 : 4;
-			struct spec *p = realloc(s->specs, ncap * sizeof(*p));
-			if (!p) {
-				rc = kernels__error_oom();
-				goto fail;
-			}
-			s->specs = p;
-			cap = ncap;
-		}
+		if ((rc = KERNELS__ARRAY_GROW(s->specs, cap, s->n)) < 0)
+			goto fail;
 		memset(&s->specs[s->n], 0, sizeof(s->specs[s->n]));
 		s->n++;
 		if ((rc = parse_item(text, len, a, b, &s->specs[s->n - 1])) < 0)

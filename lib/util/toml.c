@@ -215,14 +215,8 @@ static int table_add(kernels__toml_value *t, const char *key, size_t len, int li
 	kernels__toml_entry *e;
 	char *k;
 
-	if (t->u.t.n == t->u.t.cap) {
-		size_t cap = t->u.t.cap ? t->u.t.cap * 2 : 8;
-		kernels__toml_entry *items = realloc(t->u.t.items, cap * sizeof(*items));
-		if (!items)
-			goto oom;
-		t->u.t.items = items;
-		t->u.t.cap = cap;
-	}
+	if (KERNELS__ARRAY_GROW(t->u.t.items, t->u.t.cap, t->u.t.n) < 0)
+		goto oom;
 	if (!(k = malloc(len + 1)))
 		goto oom;
 	memcpy(k, key, len);
@@ -253,15 +247,9 @@ oom:
 
 static int array_add(kernels__toml_value *a, kernels__toml_value *v)
 {
-	if (a->u.a.n == a->u.a.cap) {
-		size_t cap = a->u.a.cap ? a->u.a.cap * 2 : 8;
-		kernels__toml_value **items = realloc(a->u.a.items, cap * sizeof(*items));
-		if (!items) {
-			value_free(v);
-			return kernels__error_oom();
-		}
-		a->u.a.items = items;
-		a->u.a.cap = cap;
+	if (KERNELS__ARRAY_GROW(a->u.a.items, a->u.a.cap, a->u.a.n) < 0) {
+		value_free(v);
+		return KERNELS_ENOMEM;
 	}
 	a->u.a.items[a->u.a.n++] = v;
 	return 0;
@@ -589,14 +577,8 @@ static int parse_key(parser *p, keypath *k)
 		int c = peek(p, 0);
 		if (k->n == KERNELS__TOML_MAX_DEPTH)
 			return fail_at(p, p->pos, "key with more than %d dotted parts", KERNELS__TOML_MAX_DEPTH);
-		if (k->n == k->cap) {
-			size_t cap = k->cap ? k->cap * 2 : 4;
-			keypart *parts = realloc(k->part, cap * sizeof(*parts));
-			if (!parts)
-				return kernels__error_oom();
-			k->part = parts;
-			k->cap = cap;
-		}
+		if (KERNELS__ARRAY_GROW(k->part, k->cap, k->n) < 0)
+			return KERNELS_ENOMEM;
 		kp = &k->part[k->n++];
 		memset(kp, 0, sizeof(*kp));
 		kp->pos = p->pos;
@@ -1229,40 +1211,22 @@ int kernels__toml_parse(const char *data, size_t len, const char *name, kernels_
 
 int kernels__toml_parse_file(const char *path, kernels__toml_value **out)
 {
-	FILE *f;
-	kernels__buf b = { 0 };
-	char chunk[65536];
-	size_t n;
-	int rc;
+	char *text;
+	size_t len;
+	int rc, e;
 
 	*out = NULL;
-	if (!(f = fopen(path, "rb"))) {
-		int e = errno;
+	if (kernels__read_file(path, KERNELS__TOML_MAX_INPUT, 0, &text, &len, NULL) < 0) {
+		if ((e = errno) == ENOMEM)
+			return kernels__error_oom();
+		if (e == EFBIG)
+			return kernels__error(KERNELS_EINVAL, "%s: over the %u byte limit for TOML input; is this the "
+					      "right file?", path, KERNELS__TOML_MAX_INPUT);
 		return kernels__error(e == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "cannot open '%s': %s%s", path,
 				      strerror(e), e == ENOENT ? "; check the path" : "; check its permissions");
 	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (b.len + n > KERNELS__TOML_MAX_INPUT) {
-			fclose(f);
-			kernels__buf_free(&b);
-			return kernels__error(KERNELS_EINVAL, "%s: over the %u byte limit for TOML input; is this the "
-					      "right file?", path, KERNELS__TOML_MAX_INPUT);
-		}
-		if (kernels__buf_put(&b, chunk, n) < 0) {
-			fclose(f);
-			kernels__buf_free(&b);
-			return KERNELS_ENOMEM;
-		}
-	}
-	if (ferror(f)) {
-		int e = errno;
-		fclose(f);
-		kernels__buf_free(&b);
-		return kernels__error(KERNELS_EIO, "cannot read '%s': %s", path, strerror(e));
-	}
-	fclose(f);
-	rc = kernels__toml_parse(b.ptr ? b.ptr : "", b.len, path, out);
-	kernels__buf_free(&b);
+	rc = kernels__toml_parse(text, len, path, out);
+	free(text);
 	return rc;
 }
 

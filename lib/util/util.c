@@ -1,12 +1,10 @@
 #include "util.h"
 #include "error.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 int kernels__buf_grow(kernels__buf *b, size_t extra)
 {
@@ -101,43 +99,6 @@ char *kernels__strdup(const char *s)
 	if (!p)
 		kernels__error_oom();
 	return p;
-}
-
-int kernels__mkdir_p(const char *path, unsigned int mode)
-{
-	char *p = kernels__strdup(path), *q;
-	int rc = 0;
-
-	if (!p)
-		return KERNELS_ENOMEM;
-	for (q = p + 1; ; q++) {
-		char c = *q;
-		if (c != '/' && c != '\0')
-			continue;
-		*q = '\0';
-		if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
-			rc = kernels__error(KERNELS_EIO, "cannot create folder '%s': %s; check that its parent is writable",
-					    p, strerror(errno));
-			break;
-		}
-		*q = c;
-		if (c == '\0')
-			break;
-	}
-	free(p);
-	return rc;
-}
-
-void kernels__hex(const unsigned char *bytes, size_t len, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		out[2 * i] = digits[bytes[i] >> 4];
-		out[2 * i + 1] = digits[bytes[i] & 15];
-	}
-	out[2 * len] = '\0';
 }
 
 size_t kernels__utf8_valid_prefix(const char *str, size_t len)

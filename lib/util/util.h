@@ -1,9 +1,16 @@
-/* Internal helpers every stage uses: a growable string, formatting, paths. */
+/* The floor every stage stands on: a growable string, formatting, UTF-8;
+ * and, through this header, growable arrays (array.h), files (fs.h), hex
+ * digits and commit ids (hex.h) and clocks (clock.h). */
 #ifndef KERNELS_LIB_UTIL_H
 #define KERNELS_LIB_UTIL_H
 
 #include <stdarg.h>
 #include <stddef.h>
+
+#include "array.h"
+#include "clock.h"
+#include "fs.h"
+#include "hex.h"
 
 /* A growable NUL-terminated byte buffer. A zeroed struct is an empty buffer. */
 typedef struct {
@@ -24,16 +31,9 @@ void kernels__buf_free(kernels__buf *b);
 char *kernels__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *kernels__strdup(const char *s);
 
-/* Creates `path` and its parents with `mode` (umask applies); existing
- * folders are fine. Sets the error and returns KERNELS_EIO on failure. */
-int kernels__mkdir_p(const char *path, unsigned int mode);
-
 /* Length of the longest well-formed UTF-8 prefix of s[0..len): no overlong
  * forms, no surrogates, nothing above U+10FFFF. Equal to len when all of it
  * is valid; otherwise the offset of the first bad sequence. */
 size_t kernels__utf8_valid_prefix(const char *s, size_t len);
-
-/* Lower-case hex of `len` bytes into `out` (2*len+1 bytes). */
-void kernels__hex(const unsigned char *bytes, size_t len, char *out);
 
 #endif

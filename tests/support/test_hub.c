@@ -2,6 +2,7 @@
  * to its control endpoint with libcurl. */
 #include "test_hub.h"
 #include "testutil.h"
+#include "clock.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 struct test_hub {
@@ -29,13 +29,6 @@ static const char *source_dir(void)
 	const char *env = getenv("KERNELS_SOURCE_DIR");
 
 	return env && *env ? env : KERNELS_SOURCE_DIR;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 /* Reads the port file once it exists; 1 when endpoint and cdn were set. */
@@ -105,7 +98,7 @@ test_hub *test_hub_start(void)
 			hub->pid = 0;
 			goto fail;
 		}
-		sleep_ms(20);
+		kernels__sleep_ms(20);
 	}
 	if (!hub->endpoint) {
 		fprintf(stderr, "test_hub_start: %s not ready after 20 s\n", script);
@@ -352,7 +345,7 @@ void test_hub_stop(test_hub *hub)
 	if (hub->pid > 0) {
 		kill(hub->pid, SIGTERM);
 		for (i = 0; i < 250 && waitpid(hub->pid, NULL, WNOHANG) == 0; i++)
-			sleep_ms(20);
+			kernels__sleep_ms(20);
 		if (i == 250) {
 			kill(hub->pid, SIGKILL);
 			waitpid(hub->pid, NULL, 0);

@@ -1,0 +1,205 @@
+#include "fs.h"
+#include "error.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int kernels__mkdir_p(const char *path, unsigned int mode)
+{
+	char *p = kernels__strdup(path), *q;
+	int rc = 0;
+
+	if (!p)
+		return KERNELS_ENOMEM;
+	for (q = p + 1; ; q++) {
+		char c = *q;
+		if (c != '/' && c != '\0')
+			continue;
+		*q = '\0';
+		if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
+			rc = kernels__error(KERNELS_EIO, "cannot create folder '%s': %s; check that its parent is writable",
+					    p, strerror(errno));
+			break;
+		}
+		*q = c;
+		if (c == '\0')
+			break;
+	}
+	free(p);
+	return rc;
+}
+
+char *kernels__tmp_name(const char *path)
+{
+	static atomic_uint counter;
+
+	return kernels__sprintf("%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
+}
+
+void kernels__fsync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	int fd;
+
+	if (dir && (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+/* Reads fd to its end, or one byte past `max`: that byte tells a file over
+ * `max` from one of exactly that size. `hint`: the size stat gave. */
+static int read_all(int fd, size_t hint, size_t max, unsigned int flags, char **out, size_t *len)
+{
+	size_t limit = max < SIZE_MAX - 1 ? max + 1 : max, room = hint < 4095 ? 4096 : hint + 1, got = 0;
+	char *buf, *p;
+	ssize_t n;
+
+	if (room > limit)
+		room = limit;
+	if (!(buf = malloc(room + 1)))
+		return errno = ENOMEM, -1;
+	while (got < limit) {
+		if (got == room) {
+			room = room < limit / 2 ? 2 * room : limit;
+			if (!(p = realloc(buf, room + 1))) {
+				free(buf);
+				return errno = ENOMEM, -1;
+			}
+			buf = p;
+		}
+		if ((n = read(fd, buf + got, room - got)) < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			return errno = e, -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got > max && !(flags & KERNELS__READ_PREFIX)) {
+		free(buf);
+		return errno = EFBIG, -1;
+	}
+	if (got > max)
+		got = max;
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+int kernels__read_file(const char *path, size_t max, unsigned int flags, char **out, size_t *len,
+		       struct stat *st)
+{
+	int oflags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (flags & KERNELS__READ_NOFOLLOW ? O_NOFOLLOW : 0);
+	int fd = open(path, oflags), e = 0;
+	struct stat sb;
+
+	*out = NULL;
+	*len = 0;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) < 0) {
+		e = errno;
+		goto out;
+	}
+	if (st)
+		*st = sb;
+	if (!S_ISREG(sb.st_mode))
+		e = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
+	else if ((size_t)sb.st_size > max && !(flags & KERNELS__READ_PREFIX))
+		e = EFBIG;
+	else if (read_all(fd, (size_t)sb.st_size, max, flags, out, len) < 0)
+		e = errno;
+	else if (sb.st_size > 0 && (size_t)sb.st_size <= max && *len != (size_t)sb.st_size) {
+		free(*out);
+		*out = NULL;
+		*len = 0;
+		e = ESTALE;
+	}
+out:
+	close(fd);
+	errno = e;
+	return e ? -1 : 0;
+}
+
+static int write_fd(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int make_parent(const char *path)
+{
+	char *dir = kernels__strdup(path), *slash;
+	int rc;
+
+	if (!dir)
+		return KERNELS_ENOMEM;
+	slash = strrchr(dir, '/');
+	rc = slash && slash != dir ? (*slash = '\0', kernels__mkdir_p(dir, 0777)) : 0;
+	free(dir);
+	return rc;
+}
+
+int kernels__write_atomic(const char *path, const void *data, size_t len, int mode, unsigned int flags)
+{
+	char *tmp = NULL;
+	int fd = -1, rc;
+
+	if ((flags & KERNELS__WRITE_MKDIR) && (rc = make_parent(path)) < 0)
+		return rc;
+	if (!(tmp = kernels__tmp_name(path)))
+		return KERNELS_ENOMEM;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0) {
+		rc = kernels__error(KERNELS_EIO, "cannot create a temporary file next to '%s': %s; check that its "
+				    "folder exists and is writable", path, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	if (write_fd(fd, data, len) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode) < 0) ||
+	    ((flags & KERNELS__WRITE_DURABLE) && fsync(fd) < 0)) {
+		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space and permissions", tmp,
+				    strerror(errno));
+		close(fd);
+		goto fail;
+	}
+	/* close() releases the descriptor even when it fails: never close twice. */
+	if (close(fd) < 0) {
+		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space", tmp, strerror(errno));
+		goto fail;
+	}
+	if (rename(tmp, path) < 0) {
+		rc = kernels__error(KERNELS_EIO, "cannot replace '%s': %s; check the folder's permissions", path,
+				    strerror(errno));
+		goto fail;
+	}
+	if (flags & KERNELS__WRITE_DURABLE)
+		kernels__fsync_parent(path);
+	free(tmp);
+	return 0;
+fail:
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/* Files: folders made with their parents, whole-file reads with a size
+ * cap, and writes that replace a file whole or not at all. */
+#ifndef KERNELS_LIB_UTIL_FS_H
+#define KERNELS_LIB_UTIL_FS_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+/* Creates `path` and its parents with `mode` (umask applies); existing
+ * folders are fine. Sets the error and returns KERNELS_EIO on failure. */
+int kernels__mkdir_p(const char *path, unsigned int mode);
+
+/* A name beside `path` no other thread or process of this host picks:
+ * "{path}.tmp-{pid}-{n}" (malloc'ed; NULL with the error set). */
+char *kernels__tmp_name(const char *path);
+
+/* Flushes the folder holding `path` to disk, so a rename into it survives
+ * a crash. Best effort: a folder that cannot be opened is left as it is. */
+void kernels__fsync_parent(const char *path);
+
+enum {
+	KERNELS__READ_NOFOLLOW = 1, /* refuse a symbolic link (ELOOP) */
+	KERNELS__READ_PREFIX = 2,   /* a file over `max` reads as its first `max` bytes */
+};
+
+/* Reads the regular file `path` whole into *out, NUL-terminated (the
+ * caller frees it), and its length into *len; `st` (may be NULL) receives
+ * its fstat, also when it is then refused. A file over `max` bytes is refused before it is read (files
+ * whose stat says 0 bytes, as /proc's, are read to their end, up to `max`).
+ * Sets no error, so that each caller names the file in its own words:
+ * returns 0, or -1 with errno ENOENT, ELOOP, EISDIR or EINVAL (not a regular
+ * file), EFBIG (over `max`), ESTALE (its size changed while it was read),
+ * ENOMEM, or what open(2) or read(2) said. */
+int kernels__read_file(const char *path, size_t max, unsigned int flags, char **out, size_t *len,
+		       struct stat *st);
+
+enum {
+	KERNELS__WRITE_MKDIR = 1,   /* create the parent folders first */
+	KERNELS__WRITE_DURABLE = 2, /* fsync the file before the rename, and its folder after */
+};
+
+/* Replaces `path` with `len` bytes of `data`, whole or not at all: they go
+ * to a temporary file beside it (kernels__tmp_name), which is renamed over
+ * `path` once complete; a failure removes it. `mode` < 0: a new file's
+ * usual mode (0666 less the umask); otherwise exactly `mode`. 0, or
+ * KERNELS_EIO / KERNELS_ENOMEM with the error set. */
+int kernels__write_atomic(const char *path, const void *data, size_t len, int mode, unsigned int flags);
+
+#endif
