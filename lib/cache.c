@@ -75,10 +75,28 @@ int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, co
 	return rc;
 }
 
+int kernels__cache_repo_type(const kernels__config *cfg, const char *repo_id, kernels__repo_type *type)
+{
+	char *k = kernels__cache_repo_dir(cfg, KERNELS__REPO_KERNEL, repo_id);
+	char *m = kernels__cache_repo_dir(cfg, KERNELS__REPO_MODEL, repo_id);
+	struct stat st;
+	int rc = 0;
+
+	*type = KERNELS__REPO_KERNEL;
+	if (!k || !m)
+		rc = kernels__error_oom();
+	else if (lstat(k, &st) == 0)
+		rc = 1;
+	else if (lstat(m, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = 1, *type = KERNELS__REPO_MODEL;
+	free(k);
+	free(m);
+	return rc;
+}
+
 int kernels_cache_path(char **out, const char *repo_id, const kernels_options *opts)
 {
 	kernels__config cfg;
-	struct stat st;
 	int rc;
 
 	if (!out)
@@ -91,17 +109,9 @@ int kernels_cache_path(char **out, const char *repo_id, const kernels_options *o
 	if (!repo_id) {
 		*out = kernels__strdup(cfg.cache_dir);
 	} else {
-		/* A kernel repo unless only the model-type folder is there. */
-		*out = kernels__cache_repo_dir(&cfg, KERNELS__REPO_KERNEL, repo_id);
-		if (*out && lstat(*out, &st) < 0) {
-			char *model = kernels__cache_repo_dir(&cfg, KERNELS__REPO_MODEL, repo_id);
-			if (model && lstat(model, &st) == 0 && S_ISDIR(st.st_mode)) {
-				free(*out);
-				*out = model;
-			} else {
-				free(model);
-			}
-		}
+		kernels__repo_type type;
+		if (kernels__cache_repo_type(&cfg, repo_id, &type) >= 0)
+			*out = kernels__cache_repo_dir(&cfg, type, repo_id);
 	}
 	kernels__config_free(&cfg);
 	return *out ? 0 : KERNELS_ENOMEM;
@@ -140,30 +150,20 @@ static int is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int kernels__cache_find_snapshot(const kernels__config *cfg, const char *repo_id, const char *commit,
-				 kernels__repo_type *type)
+int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				 const char *commit)
 {
-	kernels__repo_type t;
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
+	char *snap = dir ? kernels__sprintf("%s/snapshots/%s", dir, commit) : NULL;
+	int found = snap && is_dir(snap);
 
-	for (t = KERNELS__REPO_KERNEL; t <= KERNELS__REPO_MODEL; t++) {
-		char *dir = kernels__cache_repo_dir(cfg, t, repo_id), *snap;
-		int found;
-		if (!dir)
-			return KERNELS_ENOMEM;
-		snap = kernels__sprintf("%s/snapshots/%s", dir, commit);
-		free(dir);
-		if (!snap)
-			return KERNELS_ENOMEM;
-		found = is_dir(snap);
-		free(snap);
-		if (found) {
-			*type = t;
-			return 0;
-		}
-	}
+	free(dir);
+	free(snap);
+	if (found)
+		return 0;
 	return kernels__error(KERNELS_EOFFLINE,
 			      "offline: %s at commit %s is not in the cache %s; download it while online "
-			      "(libkernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that has it",
+			      "(kernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that has it",
 			      repo_id, commit, cfg->cache_dir);
 }
 

@@ -33,10 +33,16 @@ char *kernels__cache_link_target(const char *path, const char *etag);
 /* 1 when `s` can name a blob: 40 or 64 hex digits (lower case). */
 int kernels__is_etag(const char *s);
 
-/* Which repo folder holds `commit` offline: the kernel one, else the model
- * one. KERNELS_EOFFLINE (message naming what to download) when neither. */
-int kernels__cache_find_snapshot(const kernels__config *cfg, const char *repo_id, const char *commit,
-				 kernels__repo_type *type);
+/* Kernel repo or model repo as the cache knows it: the kernel type unless
+ * only the model type's folder is there. 1 when the cache has a folder for
+ * the repo, 0 when none (*type: kernel), <0 out of memory. The cache's
+ * half of the one decision (download.c: kernels__repo_locate). */
+int kernels__cache_repo_type(const kernels__config *cfg, const char *repo_id, kernels__repo_type *type);
+
+/* 0 when the `type` folder of the repo holds `commit` (offline);
+ * KERNELS_EOFFLINE (message naming what to download) when not. */
+int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				 const char *commit);
 
 /* A per-blob lock: .locks/{repo folder}/{etag}.lock. */
 typedef struct {

@@ -429,7 +429,7 @@ static int has_one(const kernels__config *cfg, const char *repo_id, const char *
 		if ((rc = kernels__plan_remote(cfg, repo_id, revision, &p, &stats)) == 0 &&
 		    (chosen = kernels_variant_trace_chosen(p.trace)) &&
 		    (path = kernels__sprintf("build/%s/metadata.json", chosen)) &&
-		    kernels__download_file(cfg, &p.type, p.repo_id, kernels_revision_commit(p.rev), path, &file) == 0 &&
+		    kernels__download_file(cfg, p.type, p.repo_id, kernels_revision_commit(p.rev), path, &file) == 0 &&
 		    (slash = strrchr(file, '/'))) {
 			*slash = '\0';
 			if (kernels_metadata_read(&m, file) < 0)

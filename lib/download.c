@@ -48,7 +48,7 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list_offline(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+static int list_offline(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			const char *commit, char ***names, size_t *count)
 {
 	char *dir = NULL, *build = NULL;
@@ -58,9 +58,9 @@ static int list_offline(const kernels__config *cfg, kernels__repo_type *type, co
 	char **out = NULL;
 	int rc;
 
-	if ((rc = kernels__cache_find_snapshot(cfg, repo_id, commit, type)) < 0)
+	if ((rc = kernels__cache_find_snapshot(cfg, type, repo_id, commit)) < 0)
 		return rc;
-	if (!(dir = kernels__cache_repo_dir(cfg, *type, repo_id)) ||
+	if (!(dir = kernels__cache_repo_dir(cfg, type, repo_id)) ||
 	    !(build = kernels__sprintf("%s/snapshots/%s/build", dir, commit))) {
 		free(dir);
 		return KERNELS_ENOMEM;
@@ -144,7 +144,7 @@ static int names_of(const kernels__tree *t, char ***names, size_t *count)
 	return 0;
 }
 
-int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, char ***names, size_t *count)
 {
 	kernels__tree t;
@@ -213,16 +213,16 @@ static int variants_view(const kernels__tree *all, const char *repo_id, const ch
 	return 0;
 }
 
-static int download_offline(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+static int download_offline(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			    const char *commit, const char *const *variants, size_t n, char **snapshot_dir)
 {
 	char *dir, *snap, what[512];
 	size_t i;
 	int rc;
 
-	if ((rc = kernels__cache_find_snapshot(cfg, repo_id, commit, type)) < 0)
+	if ((rc = kernels__cache_find_snapshot(cfg, type, repo_id, commit)) < 0)
 		return rc;
-	if (!(dir = kernels__cache_repo_dir(cfg, *type, repo_id)))
+	if (!(dir = kernels__cache_repo_dir(cfg, type, repo_id)))
 		return KERNELS_ENOMEM;
 	snap = kernels__sprintf("%s/snapshots/%s", dir, commit);
 	free(dir);
@@ -249,7 +249,7 @@ static int download_offline(const kernels__config *cfg, kernels__repo_type *type
 	return rc;
 }
 
-int kernels__download(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__download(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 		      const char *commit, const char *const *variants, size_t n_variants, char **snapshot_dir,
 		      kernels_download_stats *stats)
 {
@@ -269,7 +269,7 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
 	for (i = 0; i < n_variants; i++)
 		if ((rc = variant_name_check(variants[i])) < 0)
 			return rc;
-	if ((rc = kernels__cache_guard(cfg, *type, repo_id)) < 0)
+	if ((rc = kernels__cache_guard(cfg, type, repo_id)) < 0)
 		return rc;
 	if (cfg->offline)
 		return download_offline(cfg, type, repo_id, commit, variants, n_variants, snapshot_dir);
@@ -279,11 +279,11 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
 	if (n_variants && (rc = kernels__listing_build(cfg, type, repo_id, commit, &all)) == 0)
 		rc = variants_view(&all, repo_id, commit, variants, n_variants, &view);
 	if (rc == 0)
-		rc = kernels__hub_fetch_tree(cfg, *type, repo_id, commit, &view, stats);
+		rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &view, stats);
 	free(view.entries);
 	kernels__tree_free(&all);
 	if (rc == 0 && snapshot_dir) {
-		char *dir = kernels__cache_repo_dir(cfg, *type, repo_id);
+		char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
 		/* Not created here: an empty snapshot folder would pass for a cached commit. */
 		if (!dir || !(*snapshot_dir = kernels__sprintf("%s/snapshots/%s", dir, commit)))
 			rc = KERNELS_ENOMEM;
@@ -298,49 +298,38 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type *type, cons
  * network: 1 and *local_path when the snapshot link resolves to a blob,
  * KERNELS_ENOTFOUND when huggingface_hub's ".no_exist" marker says the file
  * is absent from that commit, 0 when the cache cannot tell. */
-static int cached_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+static int cached_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 		       const char *commit, const char *path, char **local_path)
 {
-	kernels__repo_type t;
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id), *snap, *marker;
 	struct stat st;
+	int found = 0;
 
-	for (t = KERNELS__REPO_KERNEL; t <= KERNELS__REPO_MODEL; t++) {
-		char *dir = kernels__cache_repo_dir(cfg, t, repo_id), *snap, *marker;
-		int found = 0;
-		if (!dir)
-			return KERNELS_ENOMEM;
-		snap = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path);
-		marker = kernels__sprintf("%s/.no_exist/%s/%s", dir, commit, path);
-		free(dir);
-		if (!snap || !marker) {
-			free(snap);
-			free(marker);
-			return KERNELS_ENOMEM;
-		}
-		if (stat(snap, &st) == 0 && S_ISREG(st.st_mode)) {
-			*type = t;
-			*local_path = snap;
-			found = 1;
-		} else if (stat(marker, &st) == 0 && S_ISREG(st.st_mode)) {
-			*type = t;
-			found = kernels__error(KERNELS_ENOTFOUND, "%s has no file %s at commit %s (answer cached in %s)",
-					       repo_id, path, commit, marker);
-		}
-		if (found != 1)
-			free(snap);
-		free(marker);
-		if (found)
-			return found;
-	}
-	return 0;
+	if (!dir)
+		return KERNELS_ENOMEM;
+	snap = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path);
+	marker = kernels__sprintf("%s/.no_exist/%s/%s", dir, commit, path);
+	free(dir);
+	if (!snap || !marker)
+		found = KERNELS_ENOMEM;
+	else if (stat(snap, &st) == 0 && S_ISREG(st.st_mode))
+		found = 1;
+	else if (stat(marker, &st) == 0 && S_ISREG(st.st_mode))
+		found = kernels__error(KERNELS_ENOTFOUND, "%s has no file %s at commit %s (answer cached in %s)",
+				       repo_id, path, commit, marker);
+	if (found == 1)
+		*local_path = snap;
+	else
+		free(snap);
+	free(marker);
+	return found;
 }
 
-int kernels__download_file_known(const kernels__config *cfg, const char *repo_id, const char *commit,
-				 const char *path)
+int kernels__download_file_known(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				 const char *commit, const char *path)
 {
-	kernels__repo_type type = KERNELS__REPO_KERNEL;
 	char *local = NULL;
-	int rc = cached_file(cfg, &type, repo_id, commit, path, &local);
+	int rc = cached_file(cfg, type, repo_id, commit, path, &local);
 
 	free(local);
 	kernels_error_clear();
@@ -382,7 +371,7 @@ void kernels__download_mark_absent(const kernels__config *cfg, kernels__repo_typ
 
 /* A file under build/: the commit's listing (recorded after its first
  * request) already holds its hash and size, so one GET fetches it. */
-static int listed_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+static int listed_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 		       const char *commit, const char *path, char **local_path)
 {
 	kernels__tree all, one = { 0 };
@@ -397,13 +386,13 @@ static int listed_file(const kernels__config *cfg, kernels__repo_type *type, con
 	if (!e || e->is_dir) {
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s has no file %s at commit %s (its listing says so)", repo_id,
 				    path, commit);
-		mark_no_exist(cfg, *type, repo_id, commit, path);
+		mark_no_exist(cfg, type, repo_id, commit, path);
 	} else {
 		copy = *e;
 		one.entries = &copy;
 		one.n = 1;
-		rc = kernels__hub_fetch_tree(cfg, *type, repo_id, commit, &one, NULL);
-		if (rc == 0 && (!(dir = kernels__cache_repo_dir(cfg, *type, repo_id)) ||
+		rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &one, NULL);
+		if (rc == 0 && (!(dir = kernels__cache_repo_dir(cfg, type, repo_id)) ||
 				!(*local_path = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path))))
 			rc = KERNELS_ENOMEM;
 		free(dir);
@@ -412,7 +401,7 @@ static int listed_file(const kernels__config *cfg, kernels__repo_type *type, con
 	return rc;
 }
 
-int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__download_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, const char *path, char **local_path)
 {
 	kernels__hub_response r;
@@ -424,7 +413,7 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type,
 	*local_path = NULL;
 	if ((rc = args_check(repo_id, commit)) < 0)
 		return rc;
-	if ((rc = kernels__repo_path_check(path)) < 0 || (rc = kernels__cache_guard(cfg, *type, repo_id)) < 0)
+	if ((rc = kernels__repo_path_check(path)) < 0 || (rc = kernels__cache_guard(cfg, type, repo_id)) < 0)
 		return rc;
 	/* A commit's files never change: what the cache knows is the answer. */
 	if ((rc = cached_file(cfg, type, repo_id, commit, path, local_path)) != 0)
@@ -437,28 +426,18 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type,
 	memset(&e, 0, sizeof(e));
 	memset(&r, 0, sizeof(r));
 	/* HEAD for the identity (ETag, size), then the usual verified fetch. */
-	for (;;) {
-		if (!(rev = kernels__url_escape(commit, 0)) || !(epath = kernels__url_escape(path, 1)) ||
-		    !(url = kernels__sprintf("/%s%s/resolve/%s/%s", kernels__repo_url_prefix(*type), repo_id, rev, epath))) {
-			rc = KERNELS_ENOMEM;
-			goto out;
-		}
-		if ((rc = kernels__hub_request(cfg, url, 1, &r)) < 0)
-			goto out;
-		if (r.status == 404 && *type == KERNELS__REPO_KERNEL && (!r.error_code || !strcmp(r.error_code, "RepoNotFound"))) {
-			kernels__hub_response_free(&r);
-			free(rev), free(epath), free(url);
-			rev = epath = url = NULL;
-			*type = KERNELS__REPO_MODEL;
-			continue;
-		}
-		break;
+	if (!(rev = kernels__url_escape(commit, 0)) || !(epath = kernels__url_escape(path, 1)) ||
+	    !(url = kernels__sprintf("/%s%s/resolve/%s/%s", kernels__repo_url_prefix(type), repo_id, rev, epath))) {
+		rc = KERNELS_ENOMEM;
+		goto out;
 	}
+	if ((rc = kernels__hub_request(cfg, url, 1, &r)) < 0)
+		goto out;
 	snprintf(what, sizeof(what), "%s of %s at %.12s", path, repo_id, commit);
 	if (r.status < 200 || r.status >= 400) {
 		rc = kernels__hub_status_error(&r, what);
 		if (r.status == 404 && r.error_code && !strcmp(r.error_code, "EntryNotFound"))
-			mark_no_exist(cfg, *type, repo_id, commit, path);
+			mark_no_exist(cfg, type, repo_id, commit, path);
 	} else if (!r.etag || !kernels__is_etag(r.etag) || r.size < 0) {
 		rc = kernels__error(KERNELS_EHTTP, "%s: the Hub gave no usable ETag or size; check HF_ENDPOINT", what);
 	} else {
@@ -470,9 +449,9 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type,
 			memcpy(e.oid, r.etag, 41);
 		t.entries = &e;
 		t.n = 1;
-		rc = kernels__hub_fetch_tree(cfg, *type, repo_id, commit, &t, NULL);
+		rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &t, NULL);
 		if (rc == 0) {
-			if (!(dir = kernels__cache_repo_dir(cfg, *type, repo_id)) ||
+			if (!(dir = kernels__cache_repo_dir(cfg, type, repo_id)) ||
 			    !(*local_path = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path)))
 				rc = KERNELS_ENOMEM;
 		}
@@ -495,27 +474,24 @@ struct kernels_snapshot {
 	kernels_download_stats stats;
 };
 
-/* Where to start asking: a repo the cache only knows as a model repo (as
- * resolved through a mirror that serves kernels as models) is one. */
-static kernels__repo_type type_from_cache(const kernels__config *cfg, const char *repo_id)
+int kernels__repo_locate(const kernels__config *cfg, const char *repo_id, const char *commit,
+			 kernels__repo_type *type)
 {
-	char *k, *m;
-	struct stat st;
-	kernels__repo_type t = KERNELS__REPO_KERNEL;
+	int rc = kernels__cache_repo_type(cfg, repo_id, type);
 
-	if (!repo_id || kernels__repo_id_check(repo_id) < 0) {
-		kernels_error_clear();   /* kernels__download says what is wrong with it */
-		return t;
+	if (rc != 0 || cfg->offline)
+		return rc < 0 ? rc : 0;
+	return kernels__hub_repo_type(cfg, repo_id, commit, type);
+}
+
+int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revision *rev, kernels__repo_type *type)
+{
+	/* The refs listing found the repo under one form: that is the answer. */
+	if (!rev->from_cache && rev->kind != KERNELS_REVISION_COMMIT) {
+		*type = rev->type;
+		return 0;
 	}
-	k = kernels__cache_repo_dir(cfg, KERNELS__REPO_KERNEL, repo_id);
-	m = kernels__cache_repo_dir(cfg, KERNELS__REPO_MODEL, repo_id);
-
-	if (k && m && stat(k, &st) < 0 && stat(m, &st) == 0 && S_ISDIR(st.st_mode))
-		t = KERNELS__REPO_MODEL;
-	free(k);
-	free(m);
-	kernels_error_clear();
-	return t;
+	return kernels__repo_locate(cfg, rev->repo_id, rev->commit, type);
 }
 
 int kernels_download(kernels_snapshot **out, const char *repo_id, const char *commit,
@@ -535,8 +511,8 @@ int kernels_download(kernels_snapshot **out, const char *repo_id, const char *co
 		free(s);
 		return rc;
 	}
-	type = type_from_cache(&cfg, repo_id);
-	rc = kernels__download(&cfg, &type, repo_id, commit, variants, n_variants, &s->path, &s->stats);
+	if ((rc = args_check(repo_id, commit)) == 0 && (rc = kernels__repo_locate(&cfg, repo_id, commit, &type)) == 0)
+		rc = kernels__download(&cfg, type, repo_id, commit, variants, n_variants, &s->path, &s->stats);
 	kernels__config_free(&cfg);
 	if (rc == 0 && !(s->commit = kernels__strdup(commit)))
 		rc = KERNELS_ENOMEM;
@@ -592,7 +568,8 @@ int kernels_variants_list(char ***names, size_t *count, const char *repo_id, con
 	*count = 0;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = kernels__variants_list(&cfg, &type, repo_id, commit, names, count);
+	if ((rc = args_check(repo_id, commit)) == 0 && (rc = kernels__repo_locate(&cfg, repo_id, commit, &type)) == 0)
+		rc = kernels__variants_list(&cfg, type, repo_id, commit, names, count);
 	kernels__config_free(&cfg);
 	return rc;
 }

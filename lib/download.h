@@ -9,16 +9,29 @@
 #include "config.h"
 #include "hub.h"
 #include "repo.h"
+#include "revision.h"
 
-/* Everything under build/{variant}/ of each variant; *type starts at KERNELS__REPO_KERNEL
- * and ends as the type the Hub (or the cache, offline) knew. On success
- * *snapshot_dir (malloc'ed, may be NULL to skip) is the snapshot folder. */
-int kernels__download(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+/* Kernel repo or model repo: the one place it is decided, once per call,
+ * and then passed by value to every stage (none changes it). The cache
+ * first (kernels__cache_repo_type: a folder it has for the repo); offline,
+ * with none, a kernel repo; online, with none, the Hub's answer
+ * (kernels__hub_repo_type, one request: a cold commit pin). KERNELS_ENOTFOUND
+ * when neither form exists. */
+int kernels__repo_locate(const kernels__config *cfg, const char *repo_id, const char *commit,
+			 kernels__repo_type *type);
+/* The same for a resolved revision: when the Hub's refs listing found the
+ * repo under one form, that form, with no request. */
+int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revision *rev, kernels__repo_type *type);
+
+/* Everything under build/{variant}/ of each variant, of the repo of that
+ * `type`. On success *snapshot_dir (malloc'ed, may be NULL to skip) is the
+ * snapshot folder. */
+int kernels__download(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 		      const char *commit, const char *const *variants, size_t n_variants, char **snapshot_dir,
 		      kernels_download_stats *stats);
 
 /* Variant names under build/ (sorted, malloc'ed array of malloc'ed strings). */
-int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, char ***names, size_t *count);
 
 /* One repo file by path (e.g. "kernel-status.toml"), verified against the
@@ -27,7 +40,7 @@ int kernels__variants_list(const kernels__config *cfg, kernels__repo_type *type,
  * file, or when huggingface_hub's marker .no_exist/{commit}/{path} says the
  * commit has no such file (KERNELS_ENOTFOUND; the marker is written when the
  * Hub answers EntryNotFound). Offline and not cached: KERNELS_EOFFLINE. */
-int kernels__download_file(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__download_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, const char *path, char **local_path);
 
 /* Records, as huggingface_hub does (.no_exist/{commit}/{path}), that a
@@ -38,7 +51,7 @@ void kernels__download_mark_absent(const kernels__config *cfg, kernels__repo_typ
 /* 1 when the cache alone answers for `path` at `commit` (the snapshot has
  * it, or huggingface_hub's .no_exist marker says it is absent): asking the
  * Hub would add nothing. */
-int kernels__download_file_known(const kernels__config *cfg, const char *repo_id, const char *commit,
-				 const char *path);
+int kernels__download_file_known(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				 const char *commit, const char *path);
 
 #endif

@@ -89,7 +89,7 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	size_t len;
 	int rc;
 
-	rc = kernels__download_file(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev),
+	rc = kernels__download_file(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev),
 				    "kernel-status.toml", &local);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
 		kernels_error_clear();
@@ -136,7 +136,10 @@ static int resolve(const kernels__config *cfg, const char *repo_id, const char *
 		} else if ((rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision, &p->rev)) < 0) {
 			break;
 		}
-		p->type = kernels_revision_is_model_repo(p->rev) ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
+		/* Kernel repo or model repo: decided here, once; every later stage
+		 * takes p->type as it is. */
+		if ((rc = kernels__repo_locate_revision(cfg, p->rev, &p->type)) < 0)
+			break;
 		/* kernel-status.toml and the build/ listing are asked for beside the
 		 * trust check (prefetch.h): one round trip instead of three. The
 		 * verdict still comes first: nothing read is used before it. */
@@ -189,7 +192,7 @@ static int read_archs(const kernels__config *cfg, plan *p, const char *variant, 
 	*m = NULL;
 	if (!path)
 		return KERNELS_ENOMEM;
-	rc = kernels__download_file(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), path, &local);
+	rc = kernels__download_file(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), path, &local);
 	free(path);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
 		kernels_error_clear();
@@ -216,7 +219,7 @@ static int select_variant(const kernels__config *cfg, plan *p)
 	kernels_metadata **metas = NULL;
 	int rc;
 
-	rc = kernels__variants_list(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), &names, &count);
+	rc = kernels__variants_list(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), &names, &count);
 	if (rc == 0)
 		rc = system_for(cfg, &p->sys);
 	if (rc == 0 && (!(cands = calloc(count + 1, sizeof(*cands))) || !(metas = calloc(count + 1, sizeof(*metas)))))
@@ -277,7 +280,7 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 	int rc;
 
 	*folder = NULL;
-	rc = kernels__download(cfg, &p->type, p->repo_id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
+	rc = kernels__download(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
 			       &stats->download);
 	stats->download_ms = kernels__now_ms_precise() - t0;
 	stats->from_cache = stats->download.blobs_downloaded == 0;

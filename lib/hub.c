@@ -907,41 +907,65 @@ static int repo_not_found(const kernels__hub_response *r)
 	return r->status == 404 && (!r->error_code || !strcmp(r->error_code, "RepoNotFound"));
 }
 
-/* GET /api/{t}/{repo}{suffix} with the kernel -> model fallback; the answer
- * is 2xx on success (anything else is already an error). */
-static int api_get_capped(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+/* GET /api/{t}/{repo}{suffix}; the answer is 2xx on success (anything
+ * else is already an error). */
+static int api_get_capped(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *suffix, size_t body_max, kernels__hub_response *r)
 {
-	char *path;
+	char *path, what[700];
 	int rc;
 
 	if ((rc = kernels__repo_id_check(repo_id)) < 0)
 		return rc;
-	for (;;) {
-		if (!(path = kernels__sprintf("/api/%s/%s%s", kernels__repo_api_name(*type), repo_id, suffix)))
-			return KERNELS_ENOMEM;
-		rc = request_capped(cfg, path, 0, body_max, r);
-		if (rc == 0 && repo_not_found(r) && *type == KERNELS__REPO_KERNEL) {
-			kernels__hub_response_free(r);
-			free(path);
-			*type = KERNELS__REPO_MODEL;
-			continue;
-		}
-		if (rc == 0 && (r->status < 200 || r->status >= 300)) {
-			char what[700];
-			snprintf(what, sizeof(what), "%s (GET %.500s)", repo_id, path);
-			rc = kernels__hub_status_error(r, what);
-			kernels__hub_response_free(r);
-		}
-		free(path);
-		return rc;
+	if (!(path = kernels__sprintf("/api/%s/%s%s", kernels__repo_api_name(type), repo_id, suffix)))
+		return KERNELS_ENOMEM;
+	rc = request_capped(cfg, path, 0, body_max, r);
+	if (rc == 0 && (r->status < 200 || r->status >= 300)) {
+		snprintf(what, sizeof(what), "%s (GET %.500s)", repo_id, path);
+		rc = kernels__hub_status_error(r, what);
+		kernels__hub_response_free(r);
 	}
+	free(path);
+	return rc;
 }
 
-static int api_get(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id, const char *suffix,
+static int api_get(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *suffix,
 		   kernels__hub_response *r)
 {
 	return api_get_capped(cfg, type, repo_id, suffix, KERNELS__HUB_BODY_MAX, r);
+}
+
+int kernels__hub_repo_type(const kernels__config *cfg, const char *repo_id, const char *revision,
+			   kernels__repo_type *type)
+{
+	kernels__hub_response r;
+	char *rev = NULL, *path = NULL;
+	int i, rc;
+
+	*type = KERNELS__REPO_KERNEL;
+	if ((rc = kernels__repo_id_check(repo_id)) < 0)
+		return rc;
+	if (!(rev = kernels__url_escape(revision, 0)))
+		return KERNELS_ENOMEM;
+	for (i = 0; i < 2 && rc == 0; i++) {
+		*type = i ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
+		free(path);
+		if (!(path = kernels__sprintf("/api/%s/%s/revision/%s", kernels__repo_api_name(*type), repo_id, rev))) {
+			rc = KERNELS_ENOMEM;
+		} else if ((rc = request_capped(cfg, path, 0, KERNELS__HUB_BODY_MAX, &r)) == 0) {
+			int missing = repo_not_found(&r);
+			/* Any other answer (the revision missing, a token needed) is
+			 * the repo's: the stage that asks for it says what is wrong. */
+			if (missing && i == 1)
+				rc = kernels__hub_status_error(&r, repo_id);
+			kernels__hub_response_free(&r);
+			if (!missing)
+				break;
+		}
+	}
+	free(rev);
+	free(path);
+	return rc;
 }
 
 static int parse_json(const kernels__hub_response *r, const char *what, json_t **out)
@@ -956,7 +980,7 @@ static int parse_json(const kernels__hub_response *r, const char *what, json_t *
 	return 0;
 }
 
-int kernels__hub_api_json(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__hub_api_json(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *suffix, json_t **out)
 {
 	kernels__hub_response r;
@@ -1301,13 +1325,13 @@ static int append_page(json_t *list, const char *prefix, const char *where, size
 	return 0;
 }
 
-int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, const char *path, int recursive, kernels__tree *out)
 {
 	return kernels__hub_tree_list_max(cfg, type, repo_id, commit, path, recursive, TREE_MAX_ENTRIES, out);
 }
 
-int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			       const char *commit, const char *path, int recursive, size_t max_entries,
 			       kernels__tree *out)
 {

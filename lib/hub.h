@@ -55,11 +55,21 @@ int kernels__hub_request(const kernels__config *cfg, const char *url_or_path, in
 			 kernels__hub_response *r);
 
 /* GET {endpoint}/api/{kernels|models}/{repo_id}{suffix} and parse the JSON
- * body. With *type == KERNELS__REPO_KERNEL, a 404 RepoNotFound retries as a
- * model repo and updates *type. A non-2xx answer becomes an error through
- * kernels__hub_status_error. `*out` is owned by the caller (json_decref). */
-int kernels__hub_api_json(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+ * body. A non-2xx answer becomes an error through kernels__hub_status_error.
+ * `*out` is owned by the caller (json_decref). */
+int kernels__hub_api_json(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *suffix, json_t **out);
+
+/* Asks the Hub which type of repo `repo_id` is: the kernel form of
+ * /api/{t}/{repo}/revision/{revision}, then the model form when the Hub
+ * says no kernel repo has that name (404 RepoNotFound). *type is the form
+ * that knows the repo (kernel when neither answers "no such repo", the
+ * revision being missing or a token needed: the stage that asks for it
+ * says so). KERNELS_ENOTFOUND when neither form knows the repo; network
+ * errors as kernels__hub_request. For download.c's kernels__repo_locate
+ * only: every other request takes the type it decided. */
+int kernels__hub_repo_type(const kernels__config *cfg, const char *repo_id, const char *revision,
+			   kernels__repo_type *type);
 
 /* Maps a non-2xx answer to a KERNELS_E* code and a message naming `what`
  * (e.g. "revision 'v9' of org/x") and what to do (log in, check the name). */
@@ -111,19 +121,18 @@ const kernels__tree_entry *kernels__tree_find(const kernels__tree *t, const char
 void kernels__tree_range(const kernels__tree *t, const char *folder, size_t *first, size_t *count);
 
 /* Lists {path} of `commit`, recursively when `recursive` (GET /api/{t}/{repo}/
- * tree/{commit}/{path}[?recursive=true], following Link rel="next" pages; kernel then model repo
- * type as in kernels__hub_api_json). `path` is "" for the whole repo, or a
+ * tree/{commit}/{path}[?recursive=true], following Link rel="next" pages). `path` is "" for the whole repo, or a
  * folder such as "build" or "build/torch27-cxx11-cu126-x86_64-linux". Every
  * entry must lie under `path` and pass kernels__repo_path_check; a
  * malformed or hostile listing is refused (KERNELS_EPARSE / KERNELS_EUNSAFE)
  * as a whole. A missing folder is KERNELS_ENOTFOUND. Pages larger than 8 MiB are
  * refused (the Hub's hold 1,000 entries, about 250 KiB). The result is sorted by
  * path (kernels__tree_check). */
-int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__hub_tree_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, const char *path, int recursive, kernels__tree *out);
 /* The same, refusing (KERNELS_EPARSE) a listing of more than max_entries
  * as soon as a page takes it past them (never more than 1,000,000). */
-int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			       const char *commit, const char *path, int recursive, size_t max_entries,
 			       kernels__tree *out);
 

@@ -163,11 +163,12 @@ static int hub_info(const kernels__config *cfg, kernels_info *i, const char *rep
 	if (rc == 0)
 		rc = kernels__revision_resolve(cfg, repo_id, i->revision, &rev);
 	if (rc == 0) {
-		type = kernels_revision_is_model_repo(rev) ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
 		rc = (i->commit = kernels__strdup(kernels_revision_commit(rev))) ? 0 : KERNELS_ENOMEM;
+		if (rc == 0)
+			rc = kernels__repo_locate_revision(cfg, rev, &type);
 	}
 	if (rc == 0)
-		rc = kernels__variants_list(cfg, &type, repo_id, i->commit, &names, &n);
+		rc = kernels__variants_list(cfg, type, repo_id, i->commit, &names, &n);
 	if (rc == 0)
 		rc = take_variants(i, names, n);
 	if (rc == 0 && i->nvariants == 0)
@@ -175,7 +176,7 @@ static int hub_info(const kernels__config *cfg, kernels_info *i, const char *rep
 				    i->revision);
 	/* one metadata.json: the keys that describe the kernel are the same in each */
 	if (rc == 0 && (path = kernels__sprintf("build/%s/metadata.json", i->variants[0]))) {
-		if (kernels__download_file(cfg, &type, repo_id, i->commit, path, &local) == 0 &&
+		if (kernels__download_file(cfg, type, repo_id, i->commit, path, &local) == 0 &&
 		    (slash = strrchr(local, '/'))) {
 			*slash = '\0';
 			if (kernels_metadata_read(&i->meta, local) < 0)
@@ -276,7 +277,8 @@ int kernels__no_match_hint(const kernels__config *cfg, const char *repo_id, cons
 	/* Best effort, as 0.17: more requests, and never a different error. */
 	if (!message || cfg->offline || default_revision(cfg, repo_id, &latest) < 0 || !strcmp(latest, "main") ||
 	    kernels__revision_resolve(cfg, repo_id, latest, &rev) < 0 ||
-	    kernels__variants_list(cfg, &type, repo_id, kernels_revision_commit(rev), &names, &n) < 0 ||
+	    kernels__repo_locate_revision(cfg, rev, &type) < 0 ||
+	    kernels__variants_list(cfg, type, repo_id, kernels_revision_commit(rev), &names, &n) < 0 ||
 	    !(c = calloc(n + 1, sizeof(*c))))
 		goto done;
 	for (k = 0; k < n; k++)

@@ -177,36 +177,27 @@ out:
 	free(path);
 }
 
-int kernels__listing_recorded(const kernels__config *cfg, const char *repo_id, const char *commit)
+int kernels__listing_recorded(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			      const char *commit)
 {
-	kernels__repo_type t;
-	int found = 0;
+	char *path = record_path(cfg, type, repo_id, commit);
+	int found = path && access(path, F_OK) == 0;
 
-	for (t = KERNELS__REPO_KERNEL; !found && t <= KERNELS__REPO_MODEL; t++) {
-		char *path = record_path(cfg, t, repo_id, commit);
-		found = path && access(path, F_OK) == 0;
-		free(path);
-	}
+	free(path);
 	kernels_error_clear();
 	return found;
 }
 
-int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__listing_build(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, kernels__tree *out)
 {
-	kernels__repo_type order[2] = { *type, *type == KERNELS__REPO_KERNEL ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL };
-	int i, rc;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < 2; i++) {
-		if ((rc = kernels__listing_read(cfg, order[i], repo_id, commit, out)) != 0) {
-			if (rc > 0)
-				*type = order[i];
-			return rc < 0 ? rc : 0;
-		}
-	}
+	if ((rc = kernels__listing_read(cfg, type, repo_id, commit, out)) != 0)
+		return rc < 0 ? rc : 0;
 	if ((rc = kernels__hub_tree_list_max(cfg, type, repo_id, commit, "build", 1, KERNELS__LISTING_MAX, out)) < 0)
 		return rc;
-	record(cfg, *type, repo_id, commit, out);
+	record(cfg, type, repo_id, commit, out);
 	return 0;
 }

@@ -35,10 +35,9 @@
 
 /* The recursive listing of build/ at `commit`, sorted by path: the
  * record when the cache has a sound one (no request), else the Hub's
- * (recorded for next time). *type: the repo type to look under first
- * (kernel, then model); on return, the type that answered. Online only:
+ * (recorded for next time), of the repo of that `type`. Online only:
  * offline, callers read the snapshot. Free with kernels__tree_free. */
-int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type, const char *repo_id,
+int kernels__listing_build(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, kernels__tree *out);
 
 /* Reads the record only: 1 with *out filled, 0 when there is none (or it
@@ -46,8 +45,9 @@ int kernels__listing_build(const kernels__config *cfg, kernels__repo_type *type,
 int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *commit, kernels__tree *out);
 
-/* 1 when the cache holds a record for `commit` (either repo type): no
- * listing request will be needed (unless the record is unsound). */
-int kernels__listing_recorded(const kernels__config *cfg, const char *repo_id, const char *commit);
+/* 1 when the cache holds a record for `commit`: no listing request will be
+ * needed (unless the record is unsound). */
+int kernels__listing_recorded(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			      const char *commit);
 
 #endif

@@ -19,7 +19,7 @@ static void *fetch_status(void *arg)
 	kernels__repo_type type = pf->type;
 	kernels__tree t;
 
-	if ((pf->status_rc = kernels__hub_tree_list(&pf->cfg, &type, pf->repo_id, pf->commit, "", 0, &t)) == 0) {
+	if ((pf->status_rc = kernels__hub_tree_list(&pf->cfg, type, pf->repo_id, pf->commit, "", 0, &t)) == 0) {
 		if (!kernels__tree_find(&t, "kernel-status.toml"))
 			kernels__download_mark_absent(&pf->cfg, type, pf->repo_id, pf->commit, "kernel-status.toml");
 		kernels__tree_free(&t);
@@ -33,10 +33,9 @@ static void *fetch_status(void *arg)
 static void *fetch_listing(void *arg)
 {
 	kernels__prefetch *pf = arg;
-	kernels__repo_type type = pf->type;
 	kernels__tree t;
 
-	if ((pf->listing_rc = kernels__listing_build(&pf->cfg, &type, pf->repo_id, pf->commit, &t)) == 0)
+	if ((pf->listing_rc = kernels__listing_build(&pf->cfg, pf->type, pf->repo_id, pf->commit, &t)) == 0)
 		kernels__tree_free(&t);
 	else
 		snprintf(pf->listing_msg, sizeof(pf->listing_msg), "%s", kernels_error_last());
@@ -59,9 +58,9 @@ void kernels__prefetch_start(kernels__prefetch *pf, const kernels__config *cfg, 
 	pf->type = type;
 	pf->repo_id = repo_id;
 	pf->commit = commit;
-	if (!kernels__download_file_known(cfg, repo_id, commit, "kernel-status.toml"))
+	if (!kernels__download_file_known(cfg, type, repo_id, commit, "kernel-status.toml"))
 		pf->status_started = pthread_create(&pf->status, NULL, fetch_status, pf) == 0;
-	if (!kernels__listing_recorded(cfg, repo_id, commit))
+	if (!kernels__listing_recorded(cfg, type, repo_id, commit))
 		pf->listing_started = pthread_create(&pf->listing, NULL, fetch_listing, pf) == 0;
 }
 

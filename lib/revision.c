@@ -151,32 +151,15 @@ static kernels_revision_kind guess_kind(const char *name)
 	return KERNELS_REVISION_TAG;
 }
 
-static int dir_exists(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The cache folder of the repo: the kernel type's if present, else the
- * model type's. Returns 1 when one exists (t->repo_dir, t->type set). */
+/* The cache folder of the repo (kernels__cache_repo_type). Returns 1 when
+ * one exists (t->repo_dir, t->type set). */
 static int cache_pick(const kernels__config *cfg, const char *repo_id, table *t)
 {
-	static const kernels__repo_type order[] = { KERNELS__REPO_KERNEL, KERNELS__REPO_MODEL };
-	size_t i;
+	int rc = kernels__cache_repo_type(cfg, repo_id, &t->type);
 
-	for (i = 0; i < 2; i++) {
-		char *dir = kernels__cache_repo_dir(cfg, order[i], repo_id);
-		if (!dir)
-			return KERNELS_ENOMEM;
-		if (dir_exists(dir)) {
-			t->repo_dir = dir;
-			t->type = order[i];
-			return 1;
-		}
-		free(dir);
-	}
-	t->type = KERNELS__REPO_KERNEL;
-	return 0;
+	if (rc > 0 && !(t->repo_dir = kernels__cache_repo_dir(cfg, t->type, repo_id)))
+		return KERNELS_ENOMEM;
+	return rc;
 }
 
 static int table_from_cache(table *t)
@@ -600,7 +583,6 @@ static void snapshot_matches(const table *t, const char *prefix, char found[2][4
 static int expand_online(const kernels__config *cfg, const char *repo_id, const char *lower, const table *t,
 			 kernels_revision *r)
 {
-	kernels__repo_type type = t->type;
 	json_t *info = NULL, *sha;
 	char *esc = kernels__url_escape(lower, 0), *suffix;
 	int rc;
@@ -611,7 +593,7 @@ static int expand_online(const kernels__config *cfg, const char *repo_id, const 
 	free(esc);
 	if (!suffix)
 		return KERNELS_ENOMEM;
-	rc = kernels__hub_api_json(cfg, &type, repo_id, suffix, &info);
+	rc = kernels__hub_api_json(cfg, t->type, repo_id, suffix, &info);
 	free(suffix);
 	if (rc == KERNELS_ENOTFOUND)
 		return kernels__error(KERNELS_ENOTFOUND,

@@ -167,17 +167,17 @@ static void test_unreachable(void **state)
 	assert_int_equal(kernels__config_load(&cfg, &o), 0);
 	kernels__hub_set_backoff_base_ms(10);
 	kernels__hub_down_forget_all();
-	assert_int_equal(kernels__hub_api_json(&cfg, &t, "org/name", "/refs", &j), KERNELS_ENETWORK);
+	assert_int_equal(kernels__hub_api_json(&cfg, t, "org/name", "/refs", &j), KERNELS_ENETWORK);
 	assert_null(j);
 	/* Refused: one attempt, no retry ladder, and no advice to go offline. */
 	assert_non_null(strstr(kernels_error_last(), "1 attempt)"));
 	assert_null(strstr(kernels_error_last(), "HF_HUB_OFFLINE"));
 	/* Remembered: the next request does not even try. */
-	assert_int_equal(kernels__hub_api_json(&cfg, &t, "org/name", "/refs", &j), KERNELS_ENETWORK);
+	assert_int_equal(kernels__hub_api_json(&cfg, t, "org/name", "/refs", &j), KERNELS_ENETWORK);
 	assert_non_null(strstr(kernels_error_last(), "did not answer"));
 	assert_non_null(strstr(kernels_error_last(), "not asking again"));
 	kernels__hub_down_forget_all();
-	assert_int_equal(kernels__hub_api_json(&cfg, &t, "../x", "/refs", &j), KERNELS_EINVAL);
+	assert_int_equal(kernels__hub_api_json(&cfg, t, "../x", "/refs", &j), KERNELS_EINVAL);
 	kernels__config_free(&cfg);
 }
 
@@ -278,19 +278,24 @@ static void test_fx_model_fallback(void **state)
 	kernels__repo_type t = KERNELS__REPO_KERNEL;
 	json_t *j = NULL;
 
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/m", "/revision/main", &j), 0);
+	/* Which form knows the repo: asked once, kernel first, then model. */
+	assert_int_equal(kernels__hub_repo_type(&f->cfg, "org/m", "main", &t), 0);
 	assert_int_equal(t, KERNELS__REPO_MODEL);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/m", "/revision/main", &j), 0);
 	assert_string_equal(json_string_value(json_object_get(j, "sha")), f->mcommit);
 	json_decref(j);
 	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/kernels/org/m/revision/main"), 1);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/models/org/m/revision/main"), 1);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/models/org/m/revision/main"), 2);
 	/* A kernel repo stays one; an unknown revision is not a reason to fall back. */
-	t = KERNELS__REPO_KERNEL;
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/revision/nope", &j), KERNELS_ENOTFOUND);
+	t = KERNELS__REPO_MODEL;
+	assert_int_equal(kernels__hub_repo_type(&f->cfg, "org/k", "nope", &t), 0);
 	assert_int_equal(t, KERNELS__REPO_KERNEL);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/revision/nope", &j), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "revision not found"));
-	t = KERNELS__REPO_KERNEL;
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/none", "/refs", &j), KERNELS_ENOTFOUND);
+	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/models/org/k/"), 0);
+	assert_int_equal(kernels__hub_repo_type(&f->cfg, "org/none", "main", &t), KERNELS_ENOTFOUND);
+	assert_non_null(strstr(kernels_error_last(), "repository not found"));
+	assert_int_equal(kernels__hub_api_json(&f->cfg, KERNELS__REPO_KERNEL, "org/none", "/refs", &j), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "repository not found"));
 	assert_null(j);
 }
@@ -305,11 +310,11 @@ static void test_fx_auth(void **state)
 	char url[512];
 
 	/* Private: visible with the token, "not found" without. */
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/private", "/refs", &j), 0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/private", "/refs", &j), 0);
 	json_decref(j);
 	anon.token = NULL;
 	t = KERNELS__REPO_KERNEL;
-	assert_int_equal(kernels__hub_api_json(&anon, &t, "org/private", "/refs", &j), KERNELS_ENOTFOUND);
+	assert_int_equal(kernels__hub_api_json(&anon, t, "org/private", "/refs", &j), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "HF_TOKEN"));
 	/* Gated: files need a granted token. */
 	snprintf(url, sizeof(url), "/kernels/org/gated/resolve/main/a.txt");
@@ -373,7 +378,7 @@ static void test_fx_tree_paging(void **state)
 	size_t i, files = 0;
 
 	assert_int_equal(test_hub_config(f->hub, "{\"page_size\": 2}"), 0);
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "build/v", 1, &tree), 0);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "build/v", 1, &tree), 0);
 	test_hub_config(f->hub, "{\"page_size\": 50}");
 	assert_int_equal(tree.n, 7); /* big.bin, sub/, 5 files */
 	for (i = 0; i < tree.n; i++) {
@@ -392,14 +397,14 @@ static void test_fx_tree_paging(void **state)
 	assert_int_equal(test_hub_log_count(f->hub, "GET", "/tree/"), 4);
 	kernels__tree_free(&tree);
 	/* Non-recursive: the folders and files of one level. */
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "build", 0, &tree), 0);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "build", 0, &tree), 0);
 	assert_int_equal(tree.n, 1);
 	assert_true(tree.entries[0].is_dir);
 	assert_string_equal(tree.entries[0].path, "build/v");
 	kernels__tree_free(&tree);
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "build/nope", 1, &tree),
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "build/nope", 1, &tree),
 			 KERNELS_ENOTFOUND);
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, &t, "org/k", f->kcommit, "../x", 1, &tree), KERNELS_EUNSAFE);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "../x", 1, &tree), KERNELS_EUNSAFE);
 }
 
 /* Standard proxy variables apply (curl reads them per transfer); NO_PROXY exempts hosts. */
@@ -439,21 +444,21 @@ static void test_fx_retries(void **state)
 	struct timespec t0;
 
 	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"503\", \"count\": 2}"), 0);
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), 0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), 0);
 	json_decref(j);
 	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 3);
 
 	test_hub_log_clear(f->hub);
 	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"429\", \"retry_after\": 1}"), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), 0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), 0);
 	json_decref(j);
 	assert_true(elapsed_ms(&t0) >= 1000);
 	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 2);
 
 	test_hub_log_clear(f->hub);
 	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"reset\"}"), 0);
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), 0);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), 0);
 	json_decref(j);
 	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 2);
 
@@ -464,13 +469,13 @@ static void test_fx_retries(void **state)
 	assert_int_equal(r.status, 500);
 	kernels__hub_response_free(&r);
 	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 4);
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), KERNELS_EHTTP);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), KERNELS_EHTTP);
 	assert_non_null(strstr(kernels_error_last(), "try again later"));
 	test_hub_faults_clear(f->hub);
 
 	/* Garbage instead of JSON is a parse error, not a crash. */
 	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"200\", \"body\": \"not an object\"}"), 0);
-	assert_int_equal(kernels__hub_api_json(&f->cfg, &t, "org/k", "/refs", &j), KERNELS_EPARSE);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), KERNELS_EPARSE);
 	assert_null(j);
 	assert_non_null(strstr(kernels_error_last(), "not valid JSON"));
 }
