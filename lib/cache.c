@@ -167,6 +167,29 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type 
 			      repo_id, commit, cfg->cache_dir);
 }
 
+char *kernels__cache_repo_of(const char *variant_dir)
+{
+	static const kernels__repo_type types[] = { KERNELS__REPO_KERNEL, KERNELS__REPO_MODEL };
+	char *real = realpath(variant_dir, NULL), *snap;
+	const char *base;
+	size_t i, n;
+
+	if (!real || !(snap = strstr(real, "/snapshots/")) || snap == real) {
+		free(real);
+		return NULL;
+	}
+	*snap = '\0';
+	base = strrchr(real, '/');
+	base = base ? base + 1 : real;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		n = strlen(kernels__repo_api_name(types[i]));
+		if (!strncmp(base, kernels__repo_api_name(types[i]), n) && !strncmp(base + n, "--", 2))
+			return real;
+	}
+	free(real);
+	return NULL;
+}
+
 static char *parent_of(const char *path)
 {
 	char *p = kernels__strdup(path), *slash;

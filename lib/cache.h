@@ -44,6 +44,12 @@ int kernels__cache_repo_type(const kernels__config *cfg, const char *repo_id, ke
 int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 				 const char *commit);
 
+/* The repo folder ({cache}/{kernels|models}--{org}--{name}, real path,
+ * malloc'ed) of a variant folder inside one of its snapshots, in any cache
+ * of this layout; NULL for a folder that is not in one. Verification lets
+ * a snapshot's links reach the repo's blobs/, and no further. */
+char *kernels__cache_repo_of(const char *variant_dir);
+
 /* A per-blob lock: .locks/{repo folder}/{etag}.lock. */
 typedef struct {
 	int fd;

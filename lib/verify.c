@@ -6,6 +6,7 @@
 #include "verify.h"
 #include "metadata.h"
 #include "receipt.h"
+#include "cache.h"
 #include "error.h"
 #include "util.h"
 
@@ -655,25 +656,6 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 	return verify(cfg, variant_dir, root, what, 1, out);
 }
 
-/* A variant inside a hub cache snapshot ({repo}/snapshots/{commit}/build/
- * {variant}) links into {repo}/blobs: that repo folder is then the root
- * links may not leave. NULL for any other folder. */
-static char *cache_repo_root(const char *variant_dir)
-{
-	char *real = realpath(variant_dir, NULL), *snap;
-
-	if (real && (snap = strstr(real, "/snapshots/")) && snap > real) {
-		const char *base;
-		*snap = '\0';
-		base = strrchr(real, '/');
-		base = base ? base + 1 : real;
-		if (!strncmp(base, "kernels--", 9) || !strncmp(base, "models--", 8))
-			return real;
-	}
-	free(real);
-	return NULL;
-}
-
 int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, const kernels_options *opts)
 {
 	kernels__config cfg;
@@ -686,7 +668,9 @@ int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, cons
 		return kernels__error(KERNELS_EINVAL, "kernels_verify_variant: variant_dir is NULL");
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	root = cache_repo_root(variant_dir);
+	/* The layout is the cache's to know: a variant in a snapshot may link
+	 * anywhere in its repo folder (its blobs/). */
+	root = kernels__cache_repo_of(variant_dir);
 	rc = verify(&cfg, variant_dir, root, NULL, 0, out); /* asked to verify: hash, whatever a receipt says */
 	free(root);
 	kernels__config_free(&cfg);
