@@ -12,6 +12,166 @@
 #include <string.h>
 #include <strings.h>
 
+/* ---- the default policy ------------------------------------------------- */
+
+static const char *const default_signers[] = {
+	"https://github.com/huggingface/kernels-community/.github/workflows/build.yaml@refs/heads/main",
+	"https://github.com/huggingface/kernels-community/.github/workflows/build-mac.yaml@refs/heads/main",
+	"https://github.com/huggingface/kernels-community/.github/workflows/build-windows.yaml@refs/heads/main",
+	/* Signed the builds made before signing existed (torch 2.10-2.12). */
+	"https://github.com/huggingface/kernels-community/.github/workflows/sign-old-builds.yaml@refs/heads/main",
+};
+
+static const kernels_signature_policy default_policy = {
+	.issuer = "https://token.actions.githubusercontent.com",
+	.repository = "https://github.com/huggingface/kernels-community",
+	.signer_uris = default_signers,
+	.signer_uri_count = sizeof(default_signers) / sizeof(default_signers[0]),
+};
+
+/* ---- signature options ------------------------------------------------------ */
+
+
+int kernels__signature_policy_check(const kernels_signature_policy *p, size_t i)
+{
+	size_t k;
+
+	if (!p->issuer || !*p->issuer)
+		return kernels__error(KERNELS_EINVAL, "signature policy %zu has no issuer; name the OIDC issuer "
+				      "(e.g. https://token.actions.githubusercontent.com)", i);
+	if (!p->identity && !p->signer_uri_count)
+		return kernels__error(KERNELS_EINVAL, "signature policy %zu names neither an identity nor signer URIs; "
+				      "it would accept anyone with a sigstore certificate", i);
+	if (p->signer_uri_count && !p->signer_uris)
+		return kernels__error(KERNELS_EINVAL, "signature policy %zu: signer_uri_count is %zu but signer_uris is "
+				      "NULL", i, p->signer_uri_count);
+	for (k = 0; k < p->signer_uri_count; k++)
+		if (!p->signer_uris[k])
+			return kernels__error(KERNELS_EINVAL, "signature policy %zu: signer URI %zu is NULL", i, k);
+	return 0;
+}
+
+static char *dup_opt(const char *s)
+{
+	return s ? kernels__strdup(s) : NULL;
+}
+
+static int policy_copy(kernels_signature_policy *to, const kernels_signature_policy *from)
+{
+	char **uris = NULL;
+	size_t k;
+
+	memset(to, 0, sizeof(*to));
+	if (from->signer_uri_count && !(uris = calloc(from->signer_uri_count, sizeof(*uris))))
+		return kernels__error_oom();
+	to->signer_uris = (const char *const *)uris;
+	to->signer_uri_count = from->signer_uri_count;
+	for (k = 0; k < from->signer_uri_count; k++)
+		if (!(uris[k] = kernels__strdup(from->signer_uris[k])))
+			return KERNELS_ENOMEM;
+	to->issuer = dup_opt(from->issuer);
+	to->identity = dup_opt(from->identity);
+	to->repository = dup_opt(from->repository);
+	if (!to->issuer || (from->identity && !to->identity) || (from->repository && !to->repository))
+		return KERNELS_ENOMEM;
+	return 0;
+}
+
+static void policy_free(kernels_signature_policy *p)
+{
+	size_t k;
+	for (k = 0; k < p->signer_uri_count && p->signer_uris; k++)
+		free((char *)p->signer_uris[k]);
+	free((char **)p->signer_uris);
+	free((char *)p->issuer);
+	free((char *)p->identity);
+	free((char *)p->repository);
+}
+
+static void sigconf_free(struct kernels__sigconf *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	free(c->root_path);
+	/* policies[0] is the static default */
+	for (i = 1; i < c->npolicies; i++)
+		policy_free(&c->policies[i]);
+	free(c->policies);
+	free(c);
+}
+
+static int mode_from_env(int *mode)
+{
+	const char *v = getenv("KERNELS_SIGNATURE");
+
+	if (!v || !*v || !strcasecmp(v, "if-present"))
+		*mode = KERNELS_SIGNATURE_IF_PRESENT;
+	else if (!strcasecmp(v, "off"))
+		*mode = KERNELS_SIGNATURE_OFF;
+	else if (!strcasecmp(v, "require"))
+		*mode = KERNELS_SIGNATURE_REQUIRE;
+	else
+		return kernels__error(KERNELS_EINVAL, "KERNELS_SIGNATURE is '%.32s'; use off, if-present or require", v);
+	return 0;
+}
+
+static int sigconf_load(struct kernels__sigconf **out, const kernels_options *opts)
+{
+	struct kernels__sigconf *c;
+	const char *env = getenv("KERNELS_SIGSTORE_TRUSTED_ROOT");
+	size_t i;
+	int rc = 0;
+
+	*out = NULL;
+	if (opts->signature_policy_count && !opts->signature_policies)
+		return kernels__error(KERNELS_EINVAL, "kernels_options.signature_policy_count is %zu but "
+				      "signature_policies is NULL", opts->signature_policy_count);
+	for (i = 0; i < opts->signature_policy_count; i++)
+		if ((rc = kernels__signature_policy_check(&opts->signature_policies[i], i)) < 0)
+			return rc;
+	if (!(c = calloc(1, sizeof(*c))) ||
+	    !(c->policies = calloc(opts->signature_policy_count + 1, sizeof(*c->policies)))) {
+		free(c);
+		return kernels__error_oom();
+	}
+	c->policies[0] = default_policy;
+	c->npolicies = 1;
+	switch (opts->signature) {
+	case KERNELS_SIGNATURE_DEFAULT:
+		rc = mode_from_env(&c->mode);
+		break;
+	case KERNELS_SIGNATURE_OFF:
+	case KERNELS_SIGNATURE_IF_PRESENT:
+	case KERNELS_SIGNATURE_REQUIRE:
+		c->mode = opts->signature;
+		break;
+	default:
+		rc = kernels__error(KERNELS_EINVAL, "kernels_options.signature is %d; use a kernels_signature_mode",
+				    opts->signature);
+	}
+	if (rc == 0 && opts->sigstore_trusted_root && *opts->sigstore_trusted_root) {
+		c->root_path = kernels__strdup(opts->sigstore_trusted_root);
+		c->root_source = "kernels_options.sigstore_trusted_root";
+	} else if (rc == 0 && env && *env) {
+		c->root_path = kernels__strdup(env);
+		c->root_source = "KERNELS_SIGSTORE_TRUSTED_ROOT";
+	}
+	if (rc == 0 && c->root_source && !c->root_path)
+		rc = KERNELS_ENOMEM;
+	for (i = 0; rc == 0 && i < opts->signature_policy_count; i++, c->npolicies++)
+		rc = policy_copy(&c->policies[c->npolicies], &opts->signature_policies[i]);
+	if (rc < 0) {
+		if (rc == KERNELS_ENOMEM)
+			kernels__error_oom();
+		sigconf_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
 #define DEFAULT_ENDPOINT "https://huggingface.co"
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
 #define DEFAULT_TIMEOUT_S 10
@@ -463,7 +623,7 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 
 	if ((rc = device_load(cfg, opts)) < 0 || (rc = strings_load(cfg, opts)) < 0 ||
 	    (rc = log_setup(cfg, opts)) < 0 || (rc = endpoints_load(cfg, opts)) < 0 ||
-	    (rc = kernels__sigconf_load(&cfg->sig, opts)) < 0 || (rc = endpoint_check(cfg)) < 0) {
+	    (rc = sigconf_load(&cfg->sig, opts)) < 0 || (rc = endpoint_check(cfg)) < 0) {
 		kernels__config_free(cfg);
 		return rc;
 	}
@@ -481,7 +641,7 @@ void kernels__config_free(kernels__config *cfg)
 	free(cfg->user_agent);
 	free(cfg->ua_system);
 	endpoints_free(cfg->endpoints);
-	kernels__sigconf_free(cfg->sig);
+	sigconf_free(cfg->sig);
 	log_seen_free(cfg->log_seen);
 	memset(cfg, 0, sizeof(*cfg));
 }

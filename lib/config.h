@@ -5,6 +5,7 @@
 #define KERNELS_LIB_CONFIG_H
 
 #include "kernels/options.h"
+#include "kernels/signature.h"
 #include "clock.h"
 
 typedef struct {
@@ -36,7 +37,7 @@ typedef struct {
 	struct kernels__log_seen *log_seen; /* the warnings given in this call (shared by shallow copies) */
 	kernels_progress_cb progress_cb;
 	void *progress_payload;
-	struct kernels__sigconf *sig; /* signature.c: kernels_options.signature* with their environment */
+	struct kernels__sigconf *sig; /* kernels_options.signature* with their environment (below) */
 	int skip_arch_check;   /* options.skip_arch_check, else $KERNELS_SKIP_ARCH_CHECK */
 	int device;            /* options.device, else $KERNELS_DEVICE, as a GPU index; -1: the current device */
 	char *user_agent;      /* options.user_agent: the caller's part of the User-Agent; NULL: none */
@@ -44,12 +45,20 @@ typedef struct {
 				  hub.c reads it; KERNELS__UA_SYSTEM_MAX bytes, shared by shallow copies) */
 } kernels__config;
 
-/* lib/signature.c: resolves the signature options and their environment
- * (KERNELS_SIGNATURE, KERNELS_SIGSTORE_TRUSTED_ROOT); free with
- * kernels__sigconf_free. */
-struct kernels__sigconf;
-int kernels__sigconf_load(struct kernels__sigconf **out, const kernels_options *opts);
-void kernels__sigconf_free(struct kernels__sigconf *c);
+/* The signature options with their environment (KERNELS_SIGNATURE,
+ * KERNELS_SIGSTORE_TRUSTED_ROOT), resolved with the rest (lib/signature.c
+ * reads them). */
+struct kernels__sigconf {
+	int mode;                       /* KERNELS_SIGNATURE_OFF, _IF_PRESENT or _REQUIRE */
+	char *root_path;                /* NULL: the built-in root */
+	const char *root_source;        /* "kernels_options.sigstore_trusted_root" or the variable */
+	kernels_signature_policy *policies; /* the default first, then the caller's (deep copies) */
+	size_t npolicies;
+};
+/* KERNELS_EINVAL, naming policy `i`, when `p` has no issuer, names no
+ * signer, or has NULL where a string belongs. */
+int kernels__signature_policy_check(const kernels_signature_policy *p, size_t i);
+
 
 #define KERNELS__UA_SYSTEM_MAX 256
 

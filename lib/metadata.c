@@ -7,7 +7,6 @@
 #include "metadata.h"
 #include "error.h"
 #include "util.h"
-#include "verify.h"
 #include "config.h"
 
 #include <ctype.h>
@@ -312,7 +311,7 @@ int kernels__metafields_parse(json_t *root, const char *path, kernels__metafield
 
 static const kernels__metafields *fields(const kernels_metadata *m)
 {
-	return m ? kernels__metadata_fields(m) : NULL;
+	return m ? m->fields : NULL;
 }
 
 const char *kernels_metadata_upstream(const kernels_metadata *m)
@@ -399,7 +398,7 @@ int kernels__metadata_rules(const kernels__config *cfg, const kernels_metadata *
 		return kernels__error(KERNELS_ELOAD, "kernel '%s' variant %s requires kernels>=%s, but libkernels %s is "
 				      "compatible with kernels %s only; use a variant or revision built for an older "
 				      "kernels, or a libkernels that declares compatibility with kernels %s",
-				      kernels_metadata_name(m), what, need, kernels_version(), KERNELS_COMPAT_KERNELS_VERSION,
+				      m->name, what, need, kernels_version(), KERNELS_COMPAT_KERNELS_VERSION,
 				      need);
 	/* python-depends: what a Python host must install (the binding checks them
 	 * with 0.17's rules); a C host has nothing to check, but says so. */

@@ -6,18 +6,37 @@
 #include "kernels/kernel.h"
 #include "config.h"
 
-struct json_t;
+#include <jansson.h>
+#include <sys/stat.h>
+
 typedef struct kernels__metafields kernels__metafields;
+
+/* A parsed metadata.json: verify.c parses and verifies it (the gate in
+ * front of dlopen), this file reads the keys that say what the kernel is
+ * and needs. */
+struct kernels_metadata {
+	json_t *json;
+	const char *id, *name, *license, *backend; /* borrowed from json */
+	int version;
+	const char **archs;   /* NULL-terminated, borrowed strings; NULL when none */
+	size_t narchs;
+	int dirty;
+	char dirty_sources[64];
+	const char *algorithm;
+	json_t *files;        /* digest.files, borrowed */
+	char **walked;        /* verified files, relative, sorted */
+	struct stat *walked_st; /* what each was verified as (device, inode, size, times) */
+	struct stat meta_st;    /* metadata.json as it was read */
+	size_t nwalked;
+	kernels__metafields *fields; /* metadata.c: name, *-depends, minver, upstream, source, provenance */
+};
 
 /* Checks and reads name, python-depends, kernel-depends, kernels-minver,
  * upstream, source and provenance of the parsed document `root` (strings
  * stay borrowed from it). `path` names the file in messages. Errors:
  * KERNELS_EPARSE (what 0.17's parser refuses), KERNELS_ENOMEM. */
-int kernels__metafields_parse(struct json_t *root, const char *path, kernels__metafields **out);
+int kernels__metafields_parse(json_t *root, const char *path, kernels__metafields **out);
 void kernels__metafields_free(kernels__metafields *f);
-
-/* verify.c: the fields of a parsed metadata. */
-const kernels__metafields *kernels__metadata_fields(const kernels_metadata *m);
 
 /* 1 when `name` matches ^[a-z][-a-z0-9]*[a-z0-9]$ (kernels-data's KernelName). */
 int kernels__kernel_name_valid(const char *name);

@@ -1,8 +1,7 @@
-/* Signatures of kernel variants: the options and their environment, the
- * default policy (Python kernels 0.17's DEFAULT_POLICIES), the trusted
- * root (built in, or a file), and the checks the loader and
- * kernels_signature_verify_variant make. The verifier itself is
- * lib/sigstore/. */
+/* Signatures of kernel variants: the trusted root (built in, or a file),
+ * and the checks the loader and kernels_signature_verify_variant make, with
+ * the options config.c resolved (config.h: kernels__sigconf). The verifier
+ * itself is lib/sigstore/. */
 #include "signature.h"
 #include "receipt.h"
 #include "config.h"
@@ -28,173 +27,6 @@
 #define METADATA_MAX (1 << 20)  /* as lib/verify.c */
 #define BUNDLE_MAX (1 << 20)    /* real ones are a few kilobytes */
 #define ROOT_FILE_MAX (16 << 20)
-
-/* ---- the default policy ------------------------------------------------- */
-
-static const char *const default_signers[] = {
-	"https://github.com/huggingface/kernels-community/.github/workflows/build.yaml@refs/heads/main",
-	"https://github.com/huggingface/kernels-community/.github/workflows/build-mac.yaml@refs/heads/main",
-	"https://github.com/huggingface/kernels-community/.github/workflows/build-windows.yaml@refs/heads/main",
-	/* Signed the builds made before signing existed (torch 2.10-2.12). */
-	"https://github.com/huggingface/kernels-community/.github/workflows/sign-old-builds.yaml@refs/heads/main",
-};
-
-static const kernels_signature_policy default_policy = {
-	.issuer = "https://token.actions.githubusercontent.com",
-	.repository = "https://github.com/huggingface/kernels-community",
-	.signer_uris = default_signers,
-	.signer_uri_count = sizeof(default_signers) / sizeof(default_signers[0]),
-};
-
-/* ---- configuration ------------------------------------------------------ */
-
-struct kernels__sigconf {
-	int mode;                       /* KERNELS_SIGNATURE_OFF, _IF_PRESENT or _REQUIRE */
-	char *root_path;                /* NULL: the built-in root */
-	const char *root_source;        /* "kernels_options.sigstore_trusted_root" or the variable */
-	kernels_signature_policy *policies; /* the default first, then the caller's (deep copies) */
-	size_t npolicies;
-};
-
-static int policy_valid(const kernels_signature_policy *p, size_t i)
-{
-	size_t k;
-
-	if (!p->issuer || !*p->issuer)
-		return kernels__error(KERNELS_EINVAL, "signature policy %zu has no issuer; name the OIDC issuer "
-				      "(e.g. https://token.actions.githubusercontent.com)", i);
-	if (!p->identity && !p->signer_uri_count)
-		return kernels__error(KERNELS_EINVAL, "signature policy %zu names neither an identity nor signer URIs; "
-				      "it would accept anyone with a sigstore certificate", i);
-	if (p->signer_uri_count && !p->signer_uris)
-		return kernels__error(KERNELS_EINVAL, "signature policy %zu: signer_uri_count is %zu but signer_uris is "
-				      "NULL", i, p->signer_uri_count);
-	for (k = 0; k < p->signer_uri_count; k++)
-		if (!p->signer_uris[k])
-			return kernels__error(KERNELS_EINVAL, "signature policy %zu: signer URI %zu is NULL", i, k);
-	return 0;
-}
-
-static char *dup_opt(const char *s)
-{
-	return s ? kernels__strdup(s) : NULL;
-}
-
-static int policy_copy(kernels_signature_policy *to, const kernels_signature_policy *from)
-{
-	char **uris = NULL;
-	size_t k;
-
-	memset(to, 0, sizeof(*to));
-	if (from->signer_uri_count && !(uris = calloc(from->signer_uri_count, sizeof(*uris))))
-		return kernels__error_oom();
-	to->signer_uris = (const char *const *)uris;
-	to->signer_uri_count = from->signer_uri_count;
-	for (k = 0; k < from->signer_uri_count; k++)
-		if (!(uris[k] = kernels__strdup(from->signer_uris[k])))
-			return KERNELS_ENOMEM;
-	to->issuer = dup_opt(from->issuer);
-	to->identity = dup_opt(from->identity);
-	to->repository = dup_opt(from->repository);
-	if (!to->issuer || (from->identity && !to->identity) || (from->repository && !to->repository))
-		return KERNELS_ENOMEM;
-	return 0;
-}
-
-static void policy_free(kernels_signature_policy *p)
-{
-	size_t k;
-	for (k = 0; k < p->signer_uri_count && p->signer_uris; k++)
-		free((char *)p->signer_uris[k]);
-	free((char **)p->signer_uris);
-	free((char *)p->issuer);
-	free((char *)p->identity);
-	free((char *)p->repository);
-}
-
-void kernels__sigconf_free(struct kernels__sigconf *c)
-{
-	size_t i;
-
-	if (!c)
-		return;
-	free(c->root_path);
-	/* policies[0] is the static default */
-	for (i = 1; i < c->npolicies; i++)
-		policy_free(&c->policies[i]);
-	free(c->policies);
-	free(c);
-}
-
-static int mode_from_env(int *mode)
-{
-	const char *v = getenv("KERNELS_SIGNATURE");
-
-	if (!v || !*v || !strcasecmp(v, "if-present"))
-		*mode = KERNELS_SIGNATURE_IF_PRESENT;
-	else if (!strcasecmp(v, "off"))
-		*mode = KERNELS_SIGNATURE_OFF;
-	else if (!strcasecmp(v, "require"))
-		*mode = KERNELS_SIGNATURE_REQUIRE;
-	else
-		return kernels__error(KERNELS_EINVAL, "KERNELS_SIGNATURE is '%.32s'; use off, if-present or require", v);
-	return 0;
-}
-
-int kernels__sigconf_load(struct kernels__sigconf **out, const kernels_options *opts)
-{
-	struct kernels__sigconf *c;
-	const char *env = getenv("KERNELS_SIGSTORE_TRUSTED_ROOT");
-	size_t i;
-	int rc = 0;
-
-	*out = NULL;
-	if (opts->signature_policy_count && !opts->signature_policies)
-		return kernels__error(KERNELS_EINVAL, "kernels_options.signature_policy_count is %zu but "
-				      "signature_policies is NULL", opts->signature_policy_count);
-	for (i = 0; i < opts->signature_policy_count; i++)
-		if ((rc = policy_valid(&opts->signature_policies[i], i)) < 0)
-			return rc;
-	if (!(c = calloc(1, sizeof(*c))) ||
-	    !(c->policies = calloc(opts->signature_policy_count + 1, sizeof(*c->policies)))) {
-		free(c);
-		return kernels__error_oom();
-	}
-	c->policies[0] = default_policy;
-	c->npolicies = 1;
-	switch (opts->signature) {
-	case KERNELS_SIGNATURE_DEFAULT:
-		rc = mode_from_env(&c->mode);
-		break;
-	case KERNELS_SIGNATURE_OFF:
-	case KERNELS_SIGNATURE_IF_PRESENT:
-	case KERNELS_SIGNATURE_REQUIRE:
-		c->mode = opts->signature;
-		break;
-	default:
-		rc = kernels__error(KERNELS_EINVAL, "kernels_options.signature is %d; use a kernels_signature_mode",
-				    opts->signature);
-	}
-	if (rc == 0 && opts->sigstore_trusted_root && *opts->sigstore_trusted_root) {
-		c->root_path = kernels__strdup(opts->sigstore_trusted_root);
-		c->root_source = "kernels_options.sigstore_trusted_root";
-	} else if (rc == 0 && env && *env) {
-		c->root_path = kernels__strdup(env);
-		c->root_source = "KERNELS_SIGSTORE_TRUSTED_ROOT";
-	}
-	if (rc == 0 && c->root_source && !c->root_path)
-		rc = KERNELS_ENOMEM;
-	for (i = 0; rc == 0 && i < opts->signature_policy_count; i++, c->npolicies++)
-		rc = policy_copy(&c->policies[c->npolicies], &opts->signature_policies[i]);
-	if (rc < 0) {
-		if (rc == KERNELS_ENOMEM)
-			kernels__error_oom();
-		kernels__sigconf_free(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
-}
 
 /* ---- files ------------------------------------------------------------------ */
 
@@ -410,7 +242,7 @@ int kernels_signature_verify_bundle(const void *artifact, size_t artifact_size, 
 	if (policies && !count)
 		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_bundle: policies given but count is 0");
 	for (i = 0; policies && i < count; i++)
-		if ((rc = policy_valid(&policies[i], i)) < 0)
+		if ((rc = kernels__signature_policy_check(&policies[i], i)) < 0)
 			return rc;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;

@@ -27,23 +27,6 @@
 #define MAX_FILES 100000
 #define KERNELS_METADATA_MAX (1 << 20)
 
-struct kernels_metadata {
-	json_t *json;
-	const char *id, *name, *license, *backend; /* borrowed from json */
-	int version;
-	const char **archs;   /* NULL-terminated, borrowed strings; NULL when none */
-	size_t narchs;
-	int dirty;
-	char dirty_sources[64];
-	const char *algorithm;
-	json_t *files;        /* digest.files, borrowed */
-	char **walked;        /* verified files, relative, sorted */
-	struct stat *walked_st; /* what each was verified as (device, inode, size, times) */
-	struct stat meta_st;    /* metadata.json as it was read */
-	size_t nwalked;
-	kernels__metafields *fields; /* metadata.c: name, *-depends, minver, upstream, source, provenance */
-};
-
 static const char *const backend_types[] = { "cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu" };
 
 void kernels_metadata_free(kernels_metadata *m)
@@ -59,11 +42,6 @@ void kernels_metadata_free(kernels_metadata *m)
 	kernels__metafields_free(m->fields);
 	json_decref(m->json);
 	free(m);
-}
-
-const kernels__metafields *kernels__metadata_fields(const kernels_metadata *m)
-{
-	return m->fields;
 }
 
 /* ---- parsing ------------------------------------------------------------- */
