@@ -88,11 +88,15 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
 	free(path);
 }
 
+/* Durable, as the trust record is: a receipt vouches for files that are then
+ * not hashed again, so it must not outlive a crash as a name whose bytes
+ * never reached the disk. */
 static void write_doc(const kernels__config *cfg, const char *path, json_t *doc, int ok)
 {
 	char *text = ok ? json_dumps(doc, JSON_COMPACT) : NULL;
 
-	if (text && kernels__write_atomic(path, text, strlen(text), -1, KERNELS__WRITE_MKDIR) < 0)
+	if (text &&
+	    kernels__write_atomic(path, text, strlen(text), -1, KERNELS__WRITE_MKDIR | KERNELS__WRITE_DURABLE) < 0)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", path,
 			     kernels_error_last());
 	kernels_error_clear();

@@ -28,6 +28,7 @@
 #include "kernels.h"
 #include "test_hub.h"
 #include "testutil.h"
+#include "fsync_log.h"
 #include "../tests/data/variants/fixture.h"
 
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
@@ -126,6 +127,26 @@ static void test_receipt_spares_the_hash(void **state)
 	assert_int_equal(used, 1); /* the first get wrote it */
 	assert_int_equal(load(&used), 0);
 	assert_int_equal(used, 1);
+}
+
+/* Receipts are written durably: the temporary file flushed before it is
+ * renamed over the receipt, and the folder after the rename. */
+static void test_receipt_written_durably(void **state)
+{
+	char *receipts;
+	int used;
+	(void)state;
+
+	assert_true(asprintf(&receipts, "%s/kernels--acme--rc/.libkernels/receipts/", cache) > 0);
+	test_rmtree(receipts);
+	fsync_log_clear();
+	assert_int_equal(load(&used), 0);
+	assert_int_equal(used, 0); /* none: hashed, then written */
+	assert_true(fsync_log_count(receipts, ".json.tmp-") >= 1);
+	assert_true(fsync_log_count(receipts, NULL) > fsync_log_count(receipts, ".json"));
+	assert_int_equal(load(&used), 0);
+	assert_int_equal(used, 1);
+	free(receipts);
 }
 
 static void test_touched_file_is_hashed_again(void **state)
@@ -371,6 +392,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_receipt_spares_the_hash),
+		cmocka_unit_test(test_receipt_written_durably),
 		cmocka_unit_test(test_touched_file_is_hashed_again),
 		cmocka_unit_test(test_replaced_file_is_hashed_again),
 		cmocka_unit_test(test_rewritten_file_is_refused),

@@ -16,6 +16,7 @@
 #include "test_hub.h"
 #include "testutil.h"
 #include "trust.h"
+#include "fsync_log.h"
 #include "../tests/data/variants/fixture.h"
 
 static test_hub *hub;
@@ -119,7 +120,14 @@ static void test_trusted_loads_offline(void **state)
 	(void)state;
 
 	options(&o);
+	fsync_log_clear();
 	get_ok("good/answer", &o, 1);
+	/* The verdict is recorded durably: flushed before its rename, and its
+	 * folder after. */
+	assert_true(asprintf(&record, "%s/kernels--good--answer/.libkernels", cache) > 0);
+	assert_true(fsync_log_count(record, "/trust.json.tmp-") >= 1);
+	assert_true(fsync_log_count(record, NULL) > fsync_log_count(record, "/trust.json"));
+	free(record);
 	/* Online again: the fresh "trusted" verdict is not asked for again;
 	 * an untrusted one always is (a publisher may become trusted). */
 	test_hub_log_clear(hub);
