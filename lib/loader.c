@@ -196,7 +196,7 @@ static int open_verified(const kernels_kernel *k, const char *rel, const char *w
 		return KERNELS_ENOMEM;
 	if (!want)
 		rc = kernels__error(KERNELS_EINTEGRITY, "loading %s: %s was not among its verified files", what, rel);
-	else if (!realpath(path, real))
+	else if (!kernels__realpath(path, real, NULL))
 		rc = kernels__error(KERNELS_EIO, "loading %s: %s: %s", what, path, strerror(errno));
 	else if (BEFORE_OPEN(real),
 		 (fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, st) < 0)
@@ -578,7 +578,7 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 	if (!out || !folder)
 		return kernels__error(KERNELS_EINVAL, "loading a kernel: out and the variant folder must be given");
 	*out = NULL;
-	if (!realpath(folder, real))
+	if (!kernels__realpath(folder, real, NULL))
 		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				      "variant folder %s: %s; download the variant first", folder, strerror(errno));
 	pthread_mutex_lock(&registry_lock);

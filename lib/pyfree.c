@@ -105,7 +105,7 @@ static int blob_of(int fd, const char *root, char *blob, size_t size)
 	size_t r;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	if (!root || !realpath(root, root_real) || (n = readlink(link, real, sizeof(real) - 1)) <= 0)
+	if (!root || !kernels__realpath(root, root_real, NULL) || (n = readlink(link, real, sizeof(real) - 1)) <= 0)
 		return 0;
 	real[n] = '\0';
 	r = strlen(root_real);

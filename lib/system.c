@@ -449,7 +449,7 @@ static char *package_root(const char *lib)
 {
 	char real[PATH_MAX], *dir;
 
-	if (!realpath(lib, real))
+	if (!kernels__realpath(lib, real, NULL))
 		return NULL;
 	dir = dirname(real);      /* .../torch/lib */
 	dir = dirname(dir);       /* .../torch */
@@ -620,7 +620,7 @@ static int torch_at(torch_info *t, const char *root, const char *loaded, const c
 	if (loaded) {
 		char real[PATH_MAX];
 		t->cxx11_abi = loaded_torch_abi(loaded);
-		t->path = realpath(loaded, real) ? strdup(dirname(real)) : NULL;
+		t->path = kernels__realpath(loaded, real, NULL) ? strdup(dirname(real)) : NULL;
 	} else if ((t->path = kernels__sprintf("%s/lib", root)) && (c10 = kernels__sprintf("%s/libc10.so", t->path))) {
 		t->cxx11_abi = elf_file_abi(c10);
 		free(c10);

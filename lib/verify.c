@@ -308,7 +308,7 @@ static int walk(walk_state *w, const char *abs, const char *rel, int depth)
 		r = *rel ? kernels__sprintf("%s/%s", rel, de->d_name) : kernels__strdup(de->d_name);
 		if (!a || !r) {
 			rc = KERNELS_ENOMEM;
-		} else if (!realpath(a, real) || stat(real, &st) != 0) {
+		} else if (!kernels__realpath(a, real, &st)) {
 			rc = kernels__error(KERNELS_EINTEGRITY, "%s: %s (a broken link?); re-download the variant", a,
 					    strerror(errno));
 		} else if (!inside(w->root, real)) {
@@ -576,10 +576,10 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 		*out = NULL;
 	if (!variant_dir)
 		return kernels__error(KERNELS_EINVAL, "verify: no variant folder given");
-	if (!realpath(variant_dir, dir_real))
+	if (!kernels__realpath(variant_dir, dir_real, NULL))
 		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "variant folder %s: %s",
 				      variant_dir, strerror(errno));
-	if (!realpath(root ? root : variant_dir, root_real))
+	if (!kernels__realpath(root ? root : variant_dir, root_real, NULL))
 		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
 	if (!inside(root_real, dir_real))
 		return kernels__error(KERNELS_EUNSAFE, "variant folder %s lies outside %s; refusing it", dir_real,
@@ -587,7 +587,7 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 	{
 		char meta[PATH_MAX + 16], meta_real[PATH_MAX];
 		snprintf(meta, sizeof(meta), "%s/metadata.json", dir_real);
-		if (realpath(meta, meta_real) && !inside(root_real, meta_real))
+		if (kernels__realpath(meta, meta_real, NULL) && !inside(root_real, meta_real))
 			return kernels__error(KERNELS_EUNSAFE, "%s is a link to %s, outside %s; refusing it", meta,
 					      meta_real, root_real);
 	}

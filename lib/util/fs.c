@@ -4,12 +4,35 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+char *kernels__realpath(const char *path, char *out, struct stat *st)
+{
+	char link[64];
+	ssize_t n = -1;
+	int fd = open(path, O_PATH | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return NULL;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ok = (n = readlink(link, out, PATH_MAX - 1)) > 0 && n < PATH_MAX - 1 && out[0] == '/' &&
+	     (!st || fstat(fd, st) == 0);
+	close(fd);
+	if (ok) {
+		out[n] = '\0';
+		return out;
+	}
+	/* No /proc: the slow way. */
+	if (!realpath(path, out) || (st && stat(out, st) != 0))
+		return NULL;
+	return out;
+}
 
 int kernels__mkdir_p(const char *path, unsigned int mode)
 {

@@ -10,6 +10,13 @@
  * folders are fine. Sets the error and returns KERNELS_EIO on failure. */
 int kernels__mkdir_p(const char *path, unsigned int mode);
 
+/* realpath(3) into `out` (PATH_MAX bytes), and the file's stat into *st
+ * (may be NULL), in four system calls where /proc is mounted: the kernel
+ * resolves the path once, where glibc's realpath reads the link of every
+ * component (a dozen calls for a cached file). NULL with errno as
+ * realpath. */
+char *kernels__realpath(const char *path, char *out, struct stat *st);
+
 /* A name beside `path` no other thread or process of this host picks:
  * "{path}.tmp-{pid}-{n}" (malloc'ed; NULL with the error set). */
 char *kernels__tmp_name(const char *path);
