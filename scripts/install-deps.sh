@@ -25,8 +25,7 @@ if ! flock -n 9; then
 fi
 
 # What each package is for: the compiler and build tools; the libraries
-# libkernels links; the test framework, libgit2 (the Hub fixture's second
-# git client) and the examples' libpng; clang and
+# libkernels links; the test framework and the examples' libpng; clang and
 # its runtime for the fuzzer; valgrind for the end-to-end tests; python3
 # with venv for the environment below; zsh and fish for the completion
 # tests; debhelper and lintian to build and check the Debian packages.

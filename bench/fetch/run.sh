@@ -11,6 +11,6 @@ shift
 cmake --build "$build" --target kernels_static kernels_test_support >/dev/null
 cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -I"$src/include" -I"$src/tests/support" \
   "$src/bench/fetch/fetch_bench.c" "$build/tests/libkernels_test_support.a" "$build/lib/libkernels.a" \
-  $(pkg-config --libs libcurl jansson libarchive libcrypto cmocka) -lpthread -ldl \
+  $(pkg-config --libs libcurl libgit2 jansson libarchive libcrypto cmocka) -lpthread -ldl \
   -o "$build/fetch_bench"
 KERNELS_SOURCE_DIR="$src" "$build/fetch_bench" "$@"

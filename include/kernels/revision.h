@@ -31,9 +31,8 @@
  * {endpoint}/{org}/{name} (model type) when the Hub does not know the
  * kernel-type repo. The token (HF_TOKEN or the token file) goes along as
  * "Authorization: Bearer" and never follows a redirect. Proxies come from
- * the variables libcurl reads (https_proxy / HTTPS_PROXY, http_proxy for a
- * plain-http endpoint, no_proxy / NO_PROXY), as for every Hub request. The
- * listing is retried like every Hub
+ * https_proxy / HTTPS_PROXY and no_proxy / NO_PROXY (libgit2 1.5 contacts
+ * plain-http endpoints directly). The listing is retried like every Hub
  * request (connection errors, 5xx, 429; kernels_options.max_retries) and
  * bounded by twice kernels_options.timeout_ms per attempt.
  *

@@ -54,7 +54,7 @@ for f in usr/include/kernels.h usr/lib/$multiarch/libkernels.a usr/lib/$multiarc
   test -e "$work/root/$f" || { echo "not packaged: /$f"; exit 1; }
 done
 deps=$(dpkg-deb -f "$work/libkernels0_${ver}_${arch}.deb" Depends)
-for d in libcurl4 libjansson4 libarchive13 libssl3; do
+for d in libcurl4 libgit2 libjansson4 libarchive13 libssl3; do
   grep -q "$d" <<<"$deps" || { echo "libkernels0 does not depend on $d: $deps"; exit 1; }
 done
 if readelf -d "$work/root/usr/bin/libkernels" | grep -qE 'RPATH|RUNPATH'; then
