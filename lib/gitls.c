@@ -1,150 +1,197 @@
-/* The refs advertisement of a git remote over smart HTTP: one GET of
- * {url}/info/refs?service=git-upload-pack through the Hub client, and its
- * pkt-lines read here (git's protocol-v0/v1 reference discovery): the
- * service line and its flush, an optional "version 1", then one
- * "<oid> <name>" line per ref (capabilities after a NUL on the first),
- * ended by a flush. libgit2 used to read it; its initialisation alone
- * (loading the system's CA bundle, with mbedTLS) cost 8-16 ms per
- * process, more than the request. */
+/* libgit2's smart protocol over our own HTTP client.
+ *
+ * The transport is handed to libgit2 per remote (git_remote_callbacks.
+ * transport) rather than registered for "http://" process-wide with
+ * git_transport_register: a host application that uses libgit2 itself
+ * keeps its own HTTP transport untouched. The smart transport asks its
+ * subtransport for one stream (GIT_SERVICE_UPLOADPACK_LS); the stream's
+ * first read makes the whole request through kernels__hub_request and then
+ * hands the body out piecewise. Nothing but ref listing is offered: no
+ * pack is ever fetched. */
 #include "gitls.h"
 #include "error.h"
 #include "hub.h"
 #include "util.h"
 
+#include <git2.h>
+#include <git2/sys/transport.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #define ADVERTISEMENT "application/x-git-upload-pack-advertisement"
-#define REFS_MAX 1000000   /* the advertisement is a Hub answer: bounded like a listing */
+
+/* ---- libgit2, initialised once per process and never shut down, so a
+ * host application's own use of libgit2 is never pulled from under it. */
+
+static pthread_once_t git_once = PTHREAD_ONCE_INIT;
+static int git_init_rc;
+
+static void git_init(void)
+{
+	git_init_rc = git_libgit2_init();
+}
+
+static int git_ready(void)
+{
+	pthread_once(&git_once, git_init);
+	if (git_init_rc < 0) {
+		const git_error *e = git_error_last();
+		return kernels__error(KERNELS_ERROR, "cannot initialise libgit2: %s; check the libgit2 installation",
+				      e ? e->message : "unknown error");
+	}
+	return 0;
+}
+
+/* ---- one listing's state, shared by the transport pieces ---- */
+
+typedef struct {
+	const kernels__config *cfg;
+	git_smart_subtransport_definition def;
+	int rc;                 /* our error code when a read failed, else 0 */
+	long status;
+	int no_smart;
+} ls_ctx;
+
+typedef struct {
+	git_smart_subtransport_stream parent;
+	ls_ctx *ctx;
+	char *url;
+	kernels__hub_response r;
+	int fetched;
+	size_t pos;
+} ls_stream;
+
+typedef struct {
+	git_smart_subtransport parent;
+	ls_ctx *ctx;
+} ls_sub;
+
+/* Our error becomes libgit2's, and is kept for the caller. */
+static int fail(ls_ctx *c, int rc)
+{
+	c->rc = rc;
+	git_error_set_str(GIT_ERROR_NET, kernels_error_last());
+	return -1;
+}
 
 static int content_is_advertisement(const char *ct)
 {
 	return ct && !strncasecmp(ct, ADVERTISEMENT, strlen(ADVERTISEMENT));
 }
 
-static int bad(const char *url, const char *why)
+static int fetch(ls_stream *s)
 {
-	return kernels__error(KERNELS_EPARSE, "cannot read the git refs advertisement of %s: %s; check HF_ENDPOINT "
-			      "points at a Hugging Face Hub", url, why);
-}
+	ls_ctx *c = s->ctx;
+	int rc;
 
-/* The next pkt-line at *pos: its payload in *line and *len, or *len 0 and
- * *flush 1 for a flush-pkt. */
-static int next_pkt(const char *body, size_t size, size_t *pos, const char **line, size_t *len, int *flush,
-		    const char *url)
-{
-	unsigned int n = 0;
-	size_t i;
-
-	*flush = 0;
-	if (size - *pos < 4)
-		return bad(url, "it ends in the middle of a line (no flush-pkt)");
-	for (i = 0; i < 4; i++) {
-		char c = body[*pos + i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-		if (v < 0)
-			return bad(url, "a pkt-line length is not 4 hex digits");
-		n = n * 16 + (unsigned int)v;
+	s->fetched = 1;
+	if ((rc = kernels__hub_request(c->cfg, s->url, 0, &s->r)) < 0)
+		return fail(c, rc);
+	if (s->r.status != 200) {
+		c->status = s->r.status;
+		return fail(c, kernels__error(KERNELS_EHTTP, "GET %s answered HTTP %ld", s->url, s->r.status));
 	}
-	if (n == 0) {
-		*pos += 4;
-		*flush = 1;
-		*len = 0;
-		return 0;
+	if (!content_is_advertisement(s->r.content_type)) {
+		c->no_smart = 1;
+		return fail(c, kernels__error(KERNELS_EHTTP, "GET %s answered with '%s', not a git smart-HTTP "
+					      "advertisement", s->url, s->r.content_type ? s->r.content_type : "no type"));
 	}
-	if (n < 4 || n - 4 > size - *pos - 4)
-		return bad(url, n < 4 ? "a pkt-line has a reserved length (not protocol v0/v1)"
-				      : "a pkt-line runs past the end of the answer");
-	*line = body + *pos + 4;
-	*len = n - 4;
-	if (*len && (*line)[*len - 1] == '\n')
-		(*len)--;
-	*pos += n;
 	return 0;
 }
 
-static int is_oid(const char *s)
+static int stream_read(git_smart_subtransport_stream *stream, char *buffer, size_t size, size_t *n)
 {
-	return strspn(s, "0123456789abcdef") >= 40;
-}
+	ls_stream *s = (ls_stream *)stream;
+	size_t left;
 
-/* One "<oid> <name>[\0caps]" line into out (the empty repo's
- * "capabilities^{}" line names no ref). */
-static int add_ref(kernels__git_refs *out, size_t *cap, const char *line, size_t len, const char *url)
-{
-	size_t name_len;
-	const char *name, *nul;
-
-	if (len < 42 || line[40] != ' ' || !is_oid(line))
-		return bad(url, "a ref line is not '<40-hex id> <name>'");
-	name = line + 41;
-	nul = memchr(name, '\0', len - 41);
-	name_len = nul ? (size_t)(nul - name) : len - 41;
-	if (!name_len || memchr(name, '\0', name_len) || memchr(name, '\n', name_len))
-		return bad(url, "a ref line has no name");
-	if (name_len == 15 && !strncmp(name, "capabilities^{}", 15))
-		return 0;
-	if (out->count >= REFS_MAX)
-		return bad(url, "it lists more than 1,000,000 refs");
-	if (out->count == *cap) {
-		size_t grown = *cap ? *cap * 2 : 16;
-		kernels__ref *v = realloc(out->heads, grown * sizeof(*v));
-		if (!v)
-			return kernels__error_oom();
-		out->heads = v;
-		*cap = grown;
-	}
-	memset(&out->heads[out->count], 0, sizeof(out->heads[out->count]));
-	if (!(out->heads[out->count].name = strndup(name, name_len)))
-		return kernels__error_oom();
-	memcpy(out->heads[out->count].commit, line, 40);
-	out->heads[out->count].commit[40] = '\0';
-	out->count++;
+	*n = 0;
+	if (!s->fetched && fetch(s) < 0)
+		return -1;
+	left = s->r.body_len - s->pos;
+	*n = left < size ? left : size;
+	memcpy(buffer, s->r.body + s->pos, *n);
+	s->pos += *n;
 	return 0;
 }
 
-int kernels__git_advertisement_parse(const char *body, size_t size, const char *url, kernels__git_refs *out)
+static int stream_write(git_smart_subtransport_stream *stream, const char *buffer, size_t len)
 {
-	const char *line = NULL;
-	size_t pos = 0, len = 0, cap = 0;
-	int flush, rc, first = 1;
+	(void)stream, (void)buffer, (void)len;
+	git_error_set_str(GIT_ERROR_NET, "libkernels only lists refs; it sends nothing to a git remote");
+	return -1;
+}
 
-	memset(out, 0, sizeof(*out));
-	if ((rc = next_pkt(body, size, &pos, &line, &len, &flush, url)) < 0)
-		goto fail;
-	if (flush || len < 10 || strncmp(line, "# service=", 10)) {
-		rc = bad(url, "it does not start with '# service=git-upload-pack'");
-		goto fail;
+static void stream_free(git_smart_subtransport_stream *stream)
+{
+	ls_stream *s = (ls_stream *)stream;
+
+	kernels__hub_response_free(&s->r);
+	free(s->url);
+	free(s);
+}
+
+static int sub_action(git_smart_subtransport_stream **out, git_smart_subtransport *transport, const char *url,
+		      git_smart_service_t action)
+{
+	ls_sub *sub = (ls_sub *)transport;
+	ls_stream *s;
+
+	*out = NULL;
+	if (action != GIT_SERVICE_UPLOADPACK_LS) {
+		git_error_set_str(GIT_ERROR_NET, "libkernels only lists refs; fetching or pushing is not offered");
+		return -1;
 	}
-	if ((rc = next_pkt(body, size, &pos, &line, &len, &flush, url)) < 0)
-		goto fail;
-	if (!flush) {
-		rc = bad(url, "no flush-pkt after the service line");
-		goto fail;
+	if (!(s = calloc(1, sizeof(*s))) ||
+	    !(s->url = kernels__sprintf("%s/info/refs?service=git-upload-pack", url))) {
+		free(s);
+		git_error_set_oom();
+		return -1;
 	}
-	for (;;) {
-		if ((rc = next_pkt(body, size, &pos, &line, &len, &flush, url)) < 0)
-			goto fail;
-		if (flush)
-			break;
-		if (first && len == 9 && !strncmp(line, "version 1", 9)) {
-			first = 0;
-			continue;
-		}
-		if (first && len >= 9 && !strncmp(line, "version ", 8)) {
-			rc = bad(url, "it speaks a protocol version other than 0 and 1");
-			goto fail;
-		}
-		first = 0;
-		if ((rc = add_ref(out, &cap, line, len, url)) < 0)
-			goto fail;
-	}
+	s->parent.subtransport = transport;
+	s->parent.read = stream_read;
+	s->parent.write = stream_write;
+	s->parent.free = stream_free;
+	s->ctx = sub->ctx;
+	*out = &s->parent;
 	return 0;
-fail:
-	kernels__git_refs_free(out);
-	return rc;
+}
+
+static int sub_close(git_smart_subtransport *transport)
+{
+	(void)transport;
+	return 0;
+}
+
+static void sub_free(git_smart_subtransport *transport)
+{
+	free(transport);
+}
+
+static int sub_new(git_smart_subtransport **out, git_transport *owner, void *param)
+{
+	ls_sub *sub = calloc(1, sizeof(*sub));
+
+	(void)owner;
+	/* git_transport_smart frees whatever *out holds when this fails. */
+	*out = NULL;
+	if (!sub) {
+		git_error_set_oom();
+		return -1;
+	}
+	sub->parent.action = sub_action;
+	sub->parent.close = sub_close;
+	sub->parent.free = sub_free;
+	sub->ctx = param;
+	*out = &sub->parent;
+	return 0;
+}
+
+static int transport_new(git_transport **out, git_remote *owner, void *param)
+{
+	return git_transport_smart(out, owner, &((ls_ctx *)param)->def);
 }
 
 /* ---- listing ---- */
@@ -157,29 +204,61 @@ void kernels__git_refs_free(kernels__git_refs *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static int copy_heads(kernels__git_refs *out, const git_remote_head **heads, size_t n)
+{
+	size_t i;
+
+	if (n && !(out->heads = calloc(n, sizeof(*out->heads))))
+		return kernels__error_oom();
+	for (i = 0; i < n; i++) {
+		if (!(out->heads[i].name = kernels__strdup(heads[i]->name)))
+			return KERNELS_ENOMEM;
+		git_oid_tostr(out->heads[i].commit, sizeof(out->heads[i].commit), &heads[i]->oid);
+		out->count++;
+	}
+	return 0;
+}
+
 int kernels__git_ls(const kernels__config *cfg, const char *url, kernels__git_refs *out)
 {
-	kernels__hub_response r;
-	char *get;
+	ls_ctx ctx;
+	git_remote *remote = NULL;
+	git_remote_connect_options co;
+	const git_remote_head **heads;
+	size_t n;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	memset(&r, 0, sizeof(r));
-	if (!(get = kernels__sprintf("%s/info/refs?service=git-upload-pack", url)))
-		return KERNELS_ENOMEM;
-	if ((rc = kernels__hub_request(cfg, get, 0, &r)) < 0) {
-		/* the request's message stands */
-	} else if (r.status != 200) {
-		rc = kernels__error(KERNELS_EHTTP, "GET %s answered HTTP %ld", get, r.status);
-		out->status = r.status;
-	} else if (!content_is_advertisement(r.content_type)) {
-		rc = kernels__error(KERNELS_EHTTP, "GET %s answered with '%s', not a git smart-HTTP advertisement", get,
-				    r.content_type ? r.content_type : "no type");
-		out->no_smart = 1;
+	if ((rc = git_ready()) < 0)
+		return rc;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = cfg;
+	ctx.def.callback = sub_new;
+	ctx.def.rpc = 1;         /* stateless, as smart HTTP is */
+	ctx.def.param = &ctx;
+	git_remote_connect_options_init(&co, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
+	co.callbacks.transport = transport_new;
+	co.callbacks.payload = &ctx;
+
+	rc = git_remote_create_detached(&remote, url);
+	if (rc == 0)
+		rc = git_remote_connect_ext(remote, GIT_DIRECTION_FETCH, &co);
+	if (rc == 0)
+		rc = git_remote_ls(&heads, &n, remote);
+	if (rc == 0) {
+		rc = copy_heads(out, heads, n);
+	} else if (ctx.rc) {
+		/* Our request failed: its message is already the current error. */
+		rc = ctx.rc;
+		out->status = ctx.status;
+		out->no_smart = ctx.no_smart;
 	} else {
-		rc = kernels__git_advertisement_parse(r.body ? r.body : "", r.body_len, url, out);
+		const git_error *e = git_error_last();
+		rc = kernels__error(KERNELS_EPARSE, "cannot read the git refs advertisement of %s: %s; check HF_ENDPOINT "
+				    "points at a Hugging Face Hub", url, e && e->message ? e->message : "unknown libgit2 error");
 	}
-	kernels__hub_response_free(&r);
-	free(get);
+	git_remote_free(remote);
+	if (rc < 0)
+		kernels__refs_free(out->heads, out->count), out->heads = NULL, out->count = 0;
 	return rc;
 }

@@ -1,7 +1,7 @@
 /* The revision stage: what the caller asked for -> one commit id.
  *
- * The refs come from the repo's git remote (one GET of info/refs, no
- * clone, carried by the Hub client, its pkt-lines read by lib/gitls.c); from the
+ * The refs come from the repo's git remote through libgit2 (one GET of
+ * info/refs, no clone, carried by the Hub client: lib/gitls.c); from the
  * REST listing /api/{kernels,models}/{repo}/refs when the endpoint serves
  * no git smart HTTP (a mirror); or from the cache's refs/ folder offline
  * (get.c runs a call offline when the Hub cannot be reached). All feed the

@@ -214,7 +214,7 @@ static void test_branches_and_tags(void **state)
 	ctx_init(&c);
 	test_hub_log_clear(hub);
 	expect(&c, "org/kern", "main", c_main, KERNELS_REVISION_BRANCH, "main");
-	/* Through the smart HTTP listing, kernel URL form. */
+	/* Through libgit2's smart HTTP listing, kernel URL form. */
 	assert_true(test_hub_log_count(hub, "GET", "/kernels/org/kern/info/refs") >= 1);
 	assert_int_equal(test_hub_log_count(hub, NULL, "/api/"), 0);
 	expect(&c, "org/kern", "v1.0.0", c_v100, KERNELS_REVISION_TAG, "v1.0.0");
@@ -580,7 +580,7 @@ static void test_versions_list(void **state)
 }
 
 /* The standard proxy variables are honoured for https (the real Hub):
- * the Hub client asks the proxy for a CONNECT tunnel. The fixture, posing as the
+ * libgit2 asks the proxy for a CONNECT tunnel. The fixture, posing as the
  * proxy, refuses CONNECT (501), which proves the proxy was used for a host
  * name that does not even resolve; no_proxy turns the proxy off again.
  * (libgit2 1.5 sends plain-http requests directly, proxy or not.) */
