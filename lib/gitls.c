@@ -5,9 +5,14 @@
  * git_transport_register: a host application that uses libgit2 itself
  * keeps its own HTTP transport untouched. The smart transport asks its
  * subtransport for one stream (GIT_SERVICE_UPLOADPACK_LS); the stream's
- * first read makes the whole request through kernels__hub_request and then
- * hands the body out piecewise. Nothing but ref listing is offered: no
- * pack is ever fetched. */
+ * first read hands out piecewise the body of the one request
+ * (kernels__hub_request) that kernels__git_ls made before asking libgit2.
+ * Nothing but ref listing is offered: no pack is ever fetched.
+ *
+ * The request comes first so that libgit2's initialisation, which parses
+ * the system's CA bundle (8-16 ms with mbedTLS, though every byte travels
+ * through our client), runs beside it in a short-lived thread, joined
+ * before the call goes on, the first time a process lists refs. */
 #include "gitls.h"
 #include "error.h"
 #include "hub.h"
@@ -28,10 +33,24 @@
 
 static pthread_once_t git_once = PTHREAD_ONCE_INIT;
 static int git_init_rc;
+static _Atomic int git_inited; /* set once git_init has run: no thread needed any more */
 
 static void git_init(void)
 {
 	git_init_rc = git_libgit2_init();
+	git_inited = 1;
+}
+
+static int git_init_done(void)
+{
+	return git_inited;
+}
+
+static void *git_init_thread(void *unused)
+{
+	(void)unused;
+	pthread_once(&git_once, git_init);
+	return NULL;
 }
 
 static int git_ready(void)
@@ -50,7 +69,7 @@ static int git_ready(void)
 typedef struct {
 	const kernels__config *cfg;
 	git_smart_subtransport_definition def;
-	int rc;                 /* our error code when a read failed, else 0 */
+	kernels__hub_response r; /* the advertisement, fetched before libgit2 reads it */
 	long status;
 	int no_smart;
 } ls_ctx;
@@ -58,9 +77,6 @@ typedef struct {
 typedef struct {
 	git_smart_subtransport_stream parent;
 	ls_ctx *ctx;
-	char *url;
-	kernels__hub_response r;
-	int fetched;
 	size_t pos;
 } ls_stream;
 
@@ -69,50 +85,40 @@ typedef struct {
 	ls_ctx *ctx;
 } ls_sub;
 
-/* Our error becomes libgit2's, and is kept for the caller. */
-static int fail(ls_ctx *c, int rc)
-{
-	c->rc = rc;
-	git_error_set_str(GIT_ERROR_NET, kernels_error_last());
-	return -1;
-}
-
 static int content_is_advertisement(const char *ct)
 {
 	return ct && !strncasecmp(ct, ADVERTISEMENT, strlen(ADVERTISEMENT));
 }
 
-static int fetch(ls_stream *s)
+/* The one request of a listing: {url}/info/refs?service=git-upload-pack. */
+static int fetch(ls_ctx *c, const char *url)
 {
-	ls_ctx *c = s->ctx;
+	char *u = kernels__sprintf("%s/info/refs?service=git-upload-pack", url);
 	int rc;
 
-	s->fetched = 1;
-	if ((rc = kernels__hub_request(c->cfg, s->url, 0, &s->r)) < 0)
-		return fail(c, rc);
-	if (s->r.status != 200) {
-		c->status = s->r.status;
-		return fail(c, kernels__error(KERNELS_EHTTP, "GET %s answered HTTP %ld", s->url, s->r.status));
-	}
-	if (!content_is_advertisement(s->r.content_type)) {
+	if (!u)
+		return kernels__error_oom();
+	rc = kernels__hub_request(c->cfg, u, 0, &c->r);
+	if (rc == 0 && c->r.status != 200) {
+		c->status = c->r.status;
+		rc = kernels__error(KERNELS_EHTTP, "GET %s answered HTTP %ld", u, c->r.status);
+	} else if (rc == 0 && !content_is_advertisement(c->r.content_type)) {
 		c->no_smart = 1;
-		return fail(c, kernels__error(KERNELS_EHTTP, "GET %s answered with '%s', not a git smart-HTTP "
-					      "advertisement", s->url, s->r.content_type ? s->r.content_type : "no type"));
+		rc = kernels__error(KERNELS_EHTTP, "GET %s answered with '%s', not a git smart-HTTP advertisement", u,
+				    c->r.content_type ? c->r.content_type : "no type");
 	}
-	return 0;
+	free(u);
+	return rc;
 }
 
 static int stream_read(git_smart_subtransport_stream *stream, char *buffer, size_t size, size_t *n)
 {
 	ls_stream *s = (ls_stream *)stream;
-	size_t left;
+	const kernels__hub_response *r = &s->ctx->r;
+	size_t left = r->body_len - s->pos;
 
-	*n = 0;
-	if (!s->fetched && fetch(s) < 0)
-		return -1;
-	left = s->r.body_len - s->pos;
 	*n = left < size ? left : size;
-	memcpy(buffer, s->r.body + s->pos, *n);
+	memcpy(buffer, r->body + s->pos, *n);
 	s->pos += *n;
 	return 0;
 }
@@ -126,16 +132,13 @@ static int stream_write(git_smart_subtransport_stream *stream, const char *buffe
 
 static void stream_free(git_smart_subtransport_stream *stream)
 {
-	ls_stream *s = (ls_stream *)stream;
-
-	kernels__hub_response_free(&s->r);
-	free(s->url);
-	free(s);
+	free(stream);
 }
 
 static int sub_action(git_smart_subtransport_stream **out, git_smart_subtransport *transport, const char *url,
 		      git_smart_service_t action)
 {
+	(void)url; /* the listing's own, already fetched */
 	ls_sub *sub = (ls_sub *)transport;
 	ls_stream *s;
 
@@ -144,9 +147,7 @@ static int sub_action(git_smart_subtransport_stream **out, git_smart_subtranspor
 		git_error_set_str(GIT_ERROR_NET, "libkernels only lists refs; fetching or pushing is not offered");
 		return -1;
 	}
-	if (!(s = calloc(1, sizeof(*s))) ||
-	    !(s->url = kernels__sprintf("%s/info/refs?service=git-upload-pack", url))) {
-		free(s);
+	if (!(s = calloc(1, sizeof(*s)))) {
 		git_error_set_oom();
 		return -1;
 	}
@@ -219,6 +220,28 @@ static int copy_heads(kernels__git_refs *out, const git_remote_head **heads, siz
 	return 0;
 }
 
+/* The request, with libgit2's first initialisation beside it. */
+static int fetch_while_git_starts(ls_ctx *c, const char *url)
+{
+	pthread_t t;
+	int started, rc;
+
+	started = !git_init_done() && pthread_create(&t, NULL, git_init_thread, NULL) == 0;
+	rc = fetch(c, url);
+	if (started)
+		pthread_join(t, NULL);
+	return rc;
+}
+
+static void no_refs(kernels__git_refs *out, const ls_ctx *c)
+{
+	kernels__refs_free(out->heads, out->count);
+	out->heads = NULL;
+	out->count = 0;
+	out->status = c->status;
+	out->no_smart = c->no_smart;
+}
+
 int kernels__git_ls(const kernels__config *cfg, const char *url, kernels__git_refs *out)
 {
 	ls_ctx ctx;
@@ -229,10 +252,10 @@ int kernels__git_ls(const kernels__config *cfg, const char *url, kernels__git_re
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = git_ready()) < 0)
-		return rc;
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = cfg;
+	if ((rc = fetch_while_git_starts(&ctx, url)) < 0 || (rc = git_ready()) < 0)
+		goto done;
 	ctx.def.callback = sub_new;
 	ctx.def.rpc = 1;         /* stateless, as smart HTTP is */
 	ctx.def.param = &ctx;
@@ -247,18 +270,15 @@ int kernels__git_ls(const kernels__config *cfg, const char *url, kernels__git_re
 		rc = git_remote_ls(&heads, &n, remote);
 	if (rc == 0) {
 		rc = copy_heads(out, heads, n);
-	} else if (ctx.rc) {
-		/* Our request failed: its message is already the current error. */
-		rc = ctx.rc;
-		out->status = ctx.status;
-		out->no_smart = ctx.no_smart;
 	} else {
 		const git_error *e = git_error_last();
 		rc = kernels__error(KERNELS_EPARSE, "cannot read the git refs advertisement of %s: %s; check HF_ENDPOINT "
 				    "points at a Hugging Face Hub", url, e && e->message ? e->message : "unknown libgit2 error");
 	}
 	git_remote_free(remote);
+done:
 	if (rc < 0)
-		kernels__refs_free(out->heads, out->count), out->heads = NULL, out->count = 0;
+		no_refs(out, &ctx);
+	kernels__hub_response_free(&ctx.r);
 	return rc;
 }
