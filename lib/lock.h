@@ -1,6 +1,7 @@
-/* Internal: building a seed-era (VARIANTS format) lock entry straight from
- * a Hub tree listing, as kernels 0.9's `kernels lock` did from the repo's
- * file list. Public lock API: include/kernels/lock.h. */
+/* Internal, of lock_hash.c: building a seed-era (VARIANTS format) lock
+ * entry straight from a Hub tree listing, as kernels 0.9's `kernels lock`
+ * did from the repo's file list, and variant hashes with the byte-code rule
+ * chosen. Public lock API: include/kernels/lock.h. */
 #ifndef KERNELS_LIB_LOCK_H
 #define KERNELS_LIB_LOCK_H
 

@@ -9,6 +9,7 @@
 #include "cache.h"
 #include "error.h"
 #include "util.h"
+#include "hash.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -285,50 +286,30 @@ static int push(walk_state *w, const char *rel, const char *real, const struct s
 	return 0;
 }
 
-static int walk(walk_state *w, const char *abs, const char *rel, int depth)
+/* Every file of the variant but its metadata and Python's byte-code, by the
+ * path a link resolves to, which must stay inside the root. */
+static int visit(const char *path, const char *rel, int depth, const struct stat *lst, void *payload)
 {
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	walk_state *w = payload;
+	const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	char real[PATH_MAX];
+	struct stat st;
 
-	if (depth > MAX_DEPTH)
-		return kernels__error(KERNELS_EUNSAFE, "%s: folders nested deeper than %d (a link loop?)", abs,
-				      MAX_DEPTH);
-	if (!(d = opendir(abs)))
-		return kernels__error(KERNELS_EIO, "cannot read folder %s: %s", abs, strerror(errno));
-	while (rc == 0 && (de = readdir(d))) {
-		char *a, *r, real[PATH_MAX];
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (depth == 0 && (!strcmp(de->d_name, "metadata.json") || !strcmp(de->d_name, "metadata.json.sigstore")))
-			continue;
-		a = kernels__sprintf("%s/%s", abs, de->d_name);
-		r = *rel ? kernels__sprintf("%s/%s", rel, de->d_name) : kernels__strdup(de->d_name);
-		if (!a || !r) {
-			rc = KERNELS_ENOMEM;
-		} else if (!kernels__realpath(a, real, &st)) {
-			rc = kernels__error(KERNELS_EINTEGRITY, "%s: %s (a broken link?); re-download the variant", a,
-					    strerror(errno));
-		} else if (!inside(w->root, real)) {
-			rc = kernels__error(KERNELS_EUNSAFE,
-					    "%s is a link to %s, outside %s; refusing to follow it (the folder was "
-					    "tampered with or built wrongly)", a, real, w->root);
-		} else if (S_ISDIR(st.st_mode)) {
-			if (strcmp(de->d_name, "__pycache__"))
-				rc = walk(w, a, r, depth + 1);
-		} else if (S_ISREG(st.st_mode)) {
-			if (!ends_with(de->d_name, ".pyc"))
-				rc = push(w, r, real, &st);
-		} else {
-			rc = kernels__error(KERNELS_EUNSAFE, "%s is neither a file nor a folder; remove it", a);
-		}
-		free(a);
-		free(r);
-	}
-	closedir(d);
-	return rc;
+	(void)lst;
+	if (depth == 0 && (!strcmp(name, "metadata.json") || !strcmp(name, "metadata.json.sigstore")))
+		return 0;
+	if (!kernels__realpath(path, real, &st))
+		return kernels__error(KERNELS_EINTEGRITY, "%s: %s (a broken link?); re-download the variant", path,
+				      strerror(errno));
+	if (!inside(w->root, real))
+		return kernels__error(KERNELS_EUNSAFE,
+				      "%s is a link to %s, outside %s; refusing to follow it (the folder was "
+				      "tampered with or built wrongly)", path, real, w->root);
+	if (S_ISDIR(st.st_mode))
+		return strcmp(name, "__pycache__") ? KERNELS__WALK_DESCEND : 0;
+	if (S_ISREG(st.st_mode))
+		return ends_with(name, ".pyc") ? 0 : push(w, rel, real, &st);
+	return kernels__error(KERNELS_EUNSAFE, "%s is neither a file nor a folder; remove it", path);
 }
 
 static int ent_cmp(const void *a, const void *b)
@@ -338,34 +319,6 @@ static int ent_cmp(const void *a, const void *b)
 
 /* ---- hashing -------------------------------------------------------------- */
 
-/* Hashes `path` through one descriptor opened without following a final
- * link, after `prefix` (git's blob header, or nothing), and records what
- * was hashed (device, inode, size, times) in *st: the loader maps that
- * same file or refuses. */
-static int hash_path(const char *path, const EVP_MD *md, const char *prefix, size_t prefix_len,
-		     unsigned char *digest, unsigned int *dlen, struct stat *st)
-{
-	unsigned char buf[65536];
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), ok;
-	ssize_t n = 0;
-
-	if (!ctx || fd < 0 || fstat(fd, st) < 0) {
-		int rc = !ctx ? kernels__error_oom() : kernels__error(KERNELS_EIO, "cannot read %s: %s", path, strerror(errno));
-		EVP_MD_CTX_free(ctx);
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
-	ok = EVP_DigestInit_ex(ctx, md, NULL) && (!prefix || EVP_DigestUpdate(ctx, prefix, prefix_len));
-	while (ok && (n = read(fd, buf, sizeof(buf))) > 0)
-		ok = EVP_DigestUpdate(ctx, buf, (size_t)n);
-	ok = ok && n == 0 && EVP_DigestFinal_ex(ctx, digest, dlen);
-	close(fd);
-	EVP_MD_CTX_free(ctx);
-	return ok ? 0 : kernels__error(KERNELS_EIO, "hashing %s failed", path);
-}
-
 /* Standard base64 with padding of the file's digest. */
 static int hash_file(file_ent *f, const EVP_MD *md, char *out, size_t out_size)
 {
@@ -373,7 +326,7 @@ static int hash_file(file_ent *f, const EVP_MD *md, char *out, size_t out_size)
 	unsigned int dlen = 0;
 	int rc;
 
-	if ((rc = hash_path(f->real, md, NULL, 0, digest, &dlen, &f->st)) < 0)
+	if ((rc = kernels__hash_path(f->real, md, NULL, 0, digest, &dlen, &f->st)) < 0)
 		return rc;
 	if (out_size < 4 * ((dlen + 2) / 3) + 1)
 		return kernels__error(KERNELS_ERROR, "digest buffer too small");
@@ -465,24 +418,9 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *root, co
  * sha1 or the LFS sha256), so its content must hash to that name. */
 static int hash_blob(file_ent *f, int git, char *hex)
 {
-	unsigned char digest[EVP_MAX_MD_SIZE];
-	unsigned int dlen = 0;
-	char header[64];
-	struct stat st;
-	int len = 0, rc;
-
-	if (git) {
-		if (stat(f->real, &st) < 0)
-			return kernels__error(KERNELS_EIO, "cannot read %s: %s", f->real, strerror(errno));
-		len = snprintf(header, sizeof(header), "blob %lld", (long long)st.st_size) + 1;
-	}
-	rc = hash_path(f->real, git ? EVP_sha1() : EVP_sha256(), git ? header : NULL, (size_t)len, digest, &dlen,
-		       &f->st);
-	/* A blob that changed size between the header and the read fails its
-	 * name like any other change. */
-	if (rc == 0)
-		kernels__hex(digest, dlen, hex);
-	return rc;
+	/* A blob that changes size while it is read fails its name like any
+	 * other change. */
+	return kernels__hash_blob(f->real, git ? KERNELS__BLOB_GIT_SHA1 : KERNELS__BLOB_SHA256, hex, &f->st);
 }
 
 static int check_blobs(walk_state *w, const char *root, const char *dir, const char *what)
@@ -594,7 +532,7 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 	if ((rc = kernels_metadata_read(&m, dir_real)) < 0)
 		return what ? kernels__error_prefix("%s", what) : rc;
 	w.root = root_real;
-	if ((rc = walk(&w, dir_real, "", 0)) == 0) {
+	if ((rc = kernels__walk(dir_real, MAX_DEPTH, visit, &w)) == 0) {
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
 		rc = root && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what)

@@ -2,6 +2,7 @@
 #include "error.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -77,6 +78,44 @@ void kernels__fsync_parent(const char *path)
 		close(fd);
 	}
 	free(dir);
+}
+
+static int walk_in(const char *dir, const char *rel, int depth, int max_depth, kernels__walk_fn visit,
+		   void *payload)
+{
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (depth > max_depth)
+		return kernels__error(KERNELS_EUNSAFE, "%s: folders nested deeper than %d (a link loop?)", dir, max_depth);
+	if (!(d = opendir(dir)))
+		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "cannot read folder %s: %s", dir,
+				      strerror(errno));
+	while (rc == 0 && (de = readdir(d))) {
+		char *path, *sub;
+		struct stat lst;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		path = kernels__sprintf("%s/%s", dir, de->d_name);
+		sub = *rel ? kernels__sprintf("%s/%s", rel, de->d_name) : kernels__strdup(de->d_name);
+		if (!path || !sub)
+			rc = KERNELS_ENOMEM;
+		else if (lstat(path, &lst) < 0)
+			rc = kernels__error(KERNELS_EIO, "cannot stat %s: %s", path, strerror(errno));
+		else if ((rc = visit(path, sub, depth, &lst, payload)) == KERNELS__WALK_DESCEND)
+			rc = walk_in(path, sub, depth + 1, max_depth, visit, payload);
+		free(path);
+		free(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+int kernels__walk(const char *dir, int max_depth, kernels__walk_fn visit, void *payload)
+{
+	return walk_in(dir, "", 0, max_depth, visit, payload);
 }
 
 /* Reads fd to its end, or one byte past `max`: that byte tells a file over

@@ -25,6 +25,20 @@ char *kernels__tmp_name(const char *path);
  * a crash. Best effort: a folder that cannot be opened is left as it is. */
 void kernels__fsync_parent(const char *path);
 
+/* What a walk's visitor returns for an entry: 0 to go on, DESCEND to walk
+ * into it as a folder, or an error code (< 0) to stop the walk with it. */
+#define KERNELS__WALK_DESCEND 1
+
+/* Visits every entry under `dir` depth first, in the order readdir gives
+ * (not sorted): `path` is dir/rel, `rel` its path below `dir`, `depth` 0
+ * for the entries of `dir` itself, and `lst` its lstat (a link is given as
+ * the link; the visitor decides whether to follow it). Deeper than
+ * `max_depth`: KERNELS_EUNSAFE (a link loop, or a tree nobody builds). A
+ * folder that cannot be read: KERNELS_ENOTFOUND or KERNELS_EIO. */
+typedef int (*kernels__walk_fn)(const char *path, const char *rel, int depth, const struct stat *lst,
+				void *payload);
+int kernels__walk(const char *dir, int max_depth, kernels__walk_fn visit, void *payload);
+
 enum {
 	KERNELS__READ_NOFOLLOW = 1, /* refuse a symbolic link (ELOOP) */
 	KERNELS__READ_PREFIX = 2,   /* a file over `max` reads as its first `max` bytes */

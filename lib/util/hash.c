@@ -1,0 +1,70 @@
+#include "hash.h"
+#include "error.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Digests what is left of fd after `prefix`; 0 or -1. */
+static int digest_fd(int fd, const EVP_MD *md, const char *prefix, size_t prefix_len, unsigned char *digest,
+		     unsigned int *dlen)
+{
+	unsigned char buf[65536];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	ssize_t n = 0;
+	int ok = ctx && EVP_DigestInit_ex(ctx, md, NULL) && (!prefix || EVP_DigestUpdate(ctx, prefix, prefix_len));
+
+	while (ok && ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
+		ok = n < 0 || EVP_DigestUpdate(ctx, buf, (size_t)n);
+	ok = ok && n == 0 && EVP_DigestFinal_ex(ctx, digest, dlen);
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : -1;
+}
+
+static int open_file(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rc;
+
+	if (fd >= 0 && fstat(fd, st) == 0)
+		return fd;
+	rc = kernels__error(KERNELS_EIO, "cannot read %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int kernels__hash_path(const char *path, const EVP_MD *md, const char *prefix, size_t prefix_len,
+		       unsigned char *digest, unsigned int *dlen, struct stat *st)
+{
+	int fd = open_file(path, st), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = digest_fd(fd, md, prefix, prefix_len, digest, dlen);
+	close(fd);
+	return rc == 0 ? 0 : kernels__error(KERNELS_EIO, "hashing %s failed", path);
+}
+
+int kernels__hash_blob(const char *path, kernels__blob_kind kind, char hex[65], struct stat *st)
+{
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+	char header[64];
+	struct stat sb;
+	int fd = open_file(path, st ? st : &sb), len = 0, rc;
+
+	if (fd < 0)
+		return fd;
+	if (kind == KERNELS__BLOB_GIT_SHA1)
+		len = snprintf(header, sizeof(header), "blob %lld", (long long)(st ? st : &sb)->st_size) + 1;
+	rc = digest_fd(fd, kind == KERNELS__BLOB_GIT_SHA1 ? EVP_sha1() : EVP_sha256(), len ? header : NULL,
+		       (size_t)len, digest, &dlen);
+	close(fd);
+	if (rc < 0)
+		return kernels__error(KERNELS_EIO, "hashing %s failed", path);
+	kernels__hex(digest, dlen, hex);
+	return 0;
+}
