@@ -29,6 +29,36 @@ static const kernels_signature_policy default_policy = {
 	.signer_uri_count = sizeof(default_signers) / sizeof(default_signers[0]),
 };
 
+/* ---- the environment the stages read ---------------------------------- */
+
+static const char *const env_names[KERNELS__ENV_VARS] = {
+	"KERNELS_BACKEND", "KERNELS_BACKEND_VERSION", "KERNELS_CUDA_VERSION", "KERNELS_GPU_ARCHS",
+	"KERNELS_TORCH_VERSION", "KERNELS_TVM_FFI_VERSION", "KERNELS_CXX11_ABI", "KERNELS_CPU", "KERNELS_OS",
+	"CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV", "PATH", "HOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "PYENV_VERSION",
+};
+
+static int env_capture(kernels__config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < KERNELS__ENV_VARS; i++) {
+		const char *v = getenv(env_names[i]);
+		if (v && *v && !(cfg->env[i] = kernels__strdup(v)))
+			return KERNELS_ENOMEM;
+	}
+	return 0;
+}
+
+const char *kernels__config_env(const kernels__config *cfg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < KERNELS__ENV_VARS; i++)
+		if (!strcmp(env_names[i], name))
+			return cfg->env[i];
+	return NULL;
+}
+
 /* ---- signature options ------------------------------------------------------ */
 
 
@@ -623,7 +653,7 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 
 	if ((rc = device_load(cfg, opts)) < 0 || (rc = strings_load(cfg, opts)) < 0 ||
 	    (rc = log_setup(cfg, opts)) < 0 || (rc = endpoints_load(cfg, opts)) < 0 ||
-	    (rc = sigconf_load(&cfg->sig, opts)) < 0 || (rc = endpoint_check(cfg)) < 0) {
+	    (rc = sigconf_load(&cfg->sig, opts)) < 0 || (rc = env_capture(cfg)) < 0 || (rc = endpoint_check(cfg)) < 0) {
 		kernels__config_free(cfg);
 		return rc;
 	}
@@ -632,6 +662,8 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 
 void kernels__config_free(kernels__config *cfg)
 {
+	size_t i;
+
 	free(cfg->endpoint);
 	free(cfg->cache_dir);
 	free(cfg->token);
@@ -643,6 +675,8 @@ void kernels__config_free(kernels__config *cfg)
 	endpoints_free(cfg->endpoints);
 	sigconf_free(cfg->sig);
 	log_seen_free(cfg->log_seen);
+	for (i = 0; i < KERNELS__ENV_VARS; i++)
+		free(cfg->env[i]);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -8,6 +8,8 @@
 #include "kernels/signature.h"
 #include "clock.h"
 
+#define KERNELS__ENV_VARS 16
+
 typedef struct {
 	char *endpoint;        /* no trailing slash */
 	char *cache_dir;       /* hub cache root */
@@ -43,7 +45,15 @@ typedef struct {
 	char *user_agent;      /* options.user_agent: the caller's part of the User-Agent; NULL: none */
 	char *ua_system;       /* what this call's system description adds to the User-Agent (get.c writes it,
 				  hub.c reads it; KERNELS__UA_SYSTEM_MAX bytes, shared by shallow copies) */
+	char *env[KERNELS__ENV_VARS]; /* the variables of kernels__config_env, as the call began; NULL: unset */
 } kernels__config;
+
+/* What a stage needs of the environment besides the options' variables
+ * (system detection's KERNELS_* overrides, where Python keeps torch,
+ * CUDA_VISIBLE_DEVICES), as config_load captured it: NULL when unset or
+ * empty. Stages read it here, never from the environment. A name not in
+ * config.c's list is NULL. */
+const char *kernels__config_env(const kernels__config *cfg, const char *name);
 
 /* The signature options with their environment (KERNELS_SIGNATURE,
  * KERNELS_SIGSTORE_TRUSTED_ROOT), resolved with the rest (lib/signature.c

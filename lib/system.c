@@ -29,10 +29,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-static const char *env(const char *name)
+/* The environment as the call's configuration captured it (config.h):
+ * stages never read the process environment themselves. */
+static const char *env(const kernels__config *cfg, const char *name)
 {
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
+	return kernels__config_env(cfg, name);
 }
 
 /* ---- small parsers ---------------------------------------------------- */
@@ -282,12 +283,30 @@ static int gpus_from_nvml(void)
 	return 1;
 }
 
+/* CUDA_VISIBLE_DEVICES as the configuration of the first call that
+ * looked at the GPUs captured it: the GPU list is a fact of the process,
+ * as it is for the CUDA driver, which reads it once too. */
+static char visible_devices[256];
+static pthread_mutex_t visible_mu = PTHREAD_MUTEX_INITIALIZER;
+static int visible_set;
+
+static void visible_devices_from(const kernels__config *cfg)
+{
+	const char *v = kernels__config_env(cfg, "CUDA_VISIBLE_DEVICES");
+
+	pthread_mutex_lock(&visible_mu);
+	if (!visible_set)
+		snprintf(visible_devices, sizeof(visible_devices), "%s", v ? v : "");
+	visible_set = 1;
+	pthread_mutex_unlock(&visible_mu);
+}
+
 /* NVML numbers every GPU of the machine; CUDA only those
  * CUDA_VISIBLE_DEVICES lists, in its order. Indices only (a UUID list
  * leaves NVML's order: the driver path honours those itself). */
 static void apply_visible_devices(int from_nvml)
 {
-	const char *v = getenv("CUDA_VISIBLE_DEVICES");
+	const char *v = visible_devices[0] ? visible_devices : NULL;
 	int archs[KERNELS_MAX_GPUS], n = 0;
 	char *end;
 
@@ -710,18 +729,18 @@ static int torch_in_versions(torch_info *t, const char *base, const char *ver, c
 
 /* The site folders of an installation at `prefix`, in the order Python
  * puts them on sys.path (user site first, then Debian's and the usual). */
-static int torch_in_prefix(torch_info *t, const char *prefix, const char *ver, int user_site, const char *source)
+static int torch_in_prefix(const kernels__config *cfg, torch_info *t, const char *prefix, const char *ver, int user_site, const char *source)
 {
 	char *lib = kernels__sprintf("%s/lib", prefix), *local = kernels__sprintf("%s/local/lib", prefix);
 	char *debian = kernels__sprintf("%s/lib/python3/dist-packages", prefix), *user = NULL;
-	const char *home = env("PYTHONUSERBASE") ? env("PYTHONUSERBASE") : NULL;
+	const char *home = env(cfg, "PYTHONUSERBASE") ? env(cfg, "PYTHONUSERBASE") : NULL;
 	int rc = 0;
 
-	if (user_site && !env("PYTHONNOUSERSITE")) {
+	if (user_site && !env(cfg, "PYTHONNOUSERSITE")) {
 		if (home)
 			user = kernels__sprintf("%s/lib", home);
-		else if (env("HOME"))
-			user = kernels__sprintf("%s/.local/lib", env("HOME"));
+		else if (env(cfg, "HOME"))
+			user = kernels__sprintf("%s/.local/lib", env(cfg, "HOME"));
 	}
 	if (!lib || !local || !debian)
 		rc = KERNELS_ENOMEM;
@@ -781,41 +800,41 @@ static char *major_minor(const char *s)
 /* The torch that the interpreter at `python` (as found on PATH, links not
  * yet followed) imports. A venv (pyvenv.cfg next to its bin/) reads its own
  * site-packages, and its home's when it includes the system ones. */
-static int torch_of_python(torch_info *t, const char *python)
+static int torch_of_python(const kernels__config *cfg, torch_info *t, const char *python)
 {
-	char path[PATH_MAX], real[PATH_MAX], *cfg_path, *cfg, *ver = NULL, *prefix;
+	char path[PATH_MAX], real[PATH_MAX], *cfg_path, *venv, *ver = NULL, *prefix;
 	int rc = 0;
 
 	snprintf(path, sizeof(path), "%s", python);
 	prefix = dirname(dirname(path));
 	if (!(cfg_path = kernels__sprintf("%s/pyvenv.cfg", prefix)))
 		return KERNELS_ENOMEM;
-	cfg = read_small_file(cfg_path);
+	venv = read_small_file(cfg_path);
 	free(cfg_path);
-	if (cfg) {
-		char *v = cfg_value(cfg, "version_info"), *sys = cfg_value(cfg, "include-system-site-packages"),
-		     *home = cfg_value(cfg, "home"), *lib = kernels__sprintf("%s/lib", prefix);
+	if (venv) {
+		char *v = cfg_value(venv, "version_info"), *sys = cfg_value(venv, "include-system-site-packages"),
+		     *home = cfg_value(venv, "home"), *lib = kernels__sprintf("%s/lib", prefix);
 		if (!v)
-			v = cfg_value(cfg, "version");
+			v = cfg_value(venv, "version");
 		ver = v ? major_minor(v) : NULL;
 		rc = lib ? torch_in_versions(t, lib, ver, "site-packages", "python3") : KERNELS_ENOMEM;
 		if (rc == 0 && sys && !strcasecmp(sys, "true") && home) {
 			char *base = strdup(home);
-			rc = base ? torch_in_prefix(t, dirname(base), ver, 1, "python3") : KERNELS_ENOMEM;
+			rc = base ? torch_in_prefix(cfg, t, dirname(base), ver, 1, "python3") : KERNELS_ENOMEM;
 			free(base);
 		}
 		free(v);
 		free(sys);
 		free(home);
 		free(lib);
-		free(cfg);
+		free(venv);
 		free(ver);
 		return rc;
 	}
 	if (!realpath(python, real))
 		return 0;
 	ver = major_minor(strrchr(real, '/') + 1);
-	rc = torch_in_prefix(t, dirname(dirname(real)), ver, 1, "python3");
+	rc = torch_in_prefix(cfg, t, dirname(dirname(real)), ver, 1, "python3");
 	free(ver);
 	return rc;
 }
@@ -823,13 +842,13 @@ static int torch_of_python(torch_info *t, const char *python)
 /* The interpreter a pyenv shim runs for python3, chosen as pyenv does:
  * $PYENV_VERSION, else the nearest .python-version, else
  * $PYENV_ROOT/version ("system": none of pyenv's, *system set). */
-static char *pyenv_python(const char *root, int *system)
+static char *pyenv_python(const kernels__config *cfg, const char *root, int *system)
 {
 	char cwd[PATH_MAX], *text = NULL, *tok, *save, *found = NULL;
 
 	*system = 0;
-	if (env("PYENV_VERSION"))
-		text = strdup(env("PYENV_VERSION"));
+	if (env(cfg, "PYENV_VERSION"))
+		text = strdup(env(cfg, "PYENV_VERSION"));
 	else if (getcwd(cwd, sizeof(cwd))) {
 		for (;;) {
 			char *file = kernels__sprintf("%s/.python-version", cwd);
@@ -866,11 +885,11 @@ static char *pyenv_python(const char *root, int *system)
 }
 
 /* The torch of the python3 first on PATH, as that python3 would import it. */
-static int torch_of_path_python(torch_info *t)
+static int torch_of_path_python(const kernels__config *cfg, torch_info *t)
 {
 	const char *p;
 
-	for (p = env("PATH"); p && *p; p += strcspn(p, ":"), p += *p == ':') {
+	for (p = env(cfg, "PATH"); p && *p; p += strcspn(p, ":"), p += *p == ':') {
 		size_t n = strcspn(p, ":");
 		/* An empty entry is the current folder, as the shell reads PATH. */
 		char *dir = n ? strndup(p, n) : strdup("."), *py = dir ? kernels__sprintf("%s/python3", dir) : NULL;
@@ -892,11 +911,11 @@ static int torch_of_path_python(torch_info *t)
 			char *versions;
 			dir[n - 6] = '\0';
 			if ((versions = kernels__sprintf("%s/versions", dir)) && is_dir(versions))
-				real = pyenv_python(dir, &system);
+				real = pyenv_python(cfg, dir, &system);
 			free(versions);
 		}
 		if (!system)
-			rc = torch_of_python(t, real ? real : py);
+			rc = torch_of_python(cfg, t, real ? real : py);
 		free(real);
 		free(py);
 		free(dir);
@@ -912,7 +931,7 @@ static int torch_of_path_python(torch_info *t)
 static int detect_torch(const kernels__config *cfg, const loaded_libs *l, int outside, torch_info *t)
 {
 	const char *lib = l->c10 ? l->c10 : l->torch;
-	const char *venv = env("VIRTUAL_ENV");
+	const char *venv = env(cfg, "VIRTUAL_ENV");
 	char *root;
 	int rc;
 
@@ -949,7 +968,7 @@ static int detect_torch(const kernels__config *cfg, const loaded_libs *l, int ou
 		if (rc)
 			return rc < 0 ? rc : 0;
 	}
-	rc = torch_of_path_python(t);
+	rc = torch_of_path_python(cfg, t);
 	return rc < 0 ? rc : 0;
 }
 
@@ -1008,9 +1027,9 @@ static int detect_tvm_ffi(const loaded_libs *l, char **path)
 
 /* ---- the chain ---------------------------------------------------------- */
 
-static int env_version(const char *name, int *out)
+static int env_version(const kernels__config *cfg, const char *name, int *out)
 {
-	const char *v = env(name);
+	const char *v = env(cfg, name);
 	if (!v)
 		return 0;
 	if (!strcasecmp(v, "none")) {
@@ -1045,9 +1064,9 @@ void kernels_system_free(kernels_system *sys)
 	free(sys);
 }
 
-static int chain_torch(kernels_system *s, const kernels_system *ov, const torch_info *t)
+static int chain_torch(const kernels__config *cfg, kernels_system *s, const kernels_system *ov, const torch_info *t)
 {
-	const char *abi = env("KERNELS_CXX11_ABI");
+	const char *abi = env(cfg, "KERNELS_CXX11_ABI");
 	int v, rc;
 
 	if (ov->torch_version != 0) {
@@ -1055,7 +1074,7 @@ static int chain_torch(kernels_system *s, const kernels_system *ov, const torch_
 		s->torch_cxx11_abi = ov->torch_version > 0 ? ov->torch_cxx11_abi : -1;
 		return 0;
 	}
-	if ((rc = env_version("KERNELS_TORCH_VERSION", &v)) < 0)
+	if ((rc = env_version(cfg, "KERNELS_TORCH_VERSION", &v)) < 0)
 		return rc;
 	if (rc) {
 		s->torch_version = v;
@@ -1079,7 +1098,7 @@ static int chain_torch(kernels_system *s, const kernels_system *ov, const torch_
 	return 0;
 }
 
-static int chain_tvm_ffi(kernels_system *s, const kernels_system *ov, const loaded_libs *l)
+static int chain_tvm_ffi(const kernels__config *cfg, kernels_system *s, const kernels_system *ov, const loaded_libs *l)
 {
 	char *path;
 	int v, rc;
@@ -1088,7 +1107,7 @@ static int chain_tvm_ffi(kernels_system *s, const kernels_system *ov, const load
 		s->tvm_ffi_version = ov->tvm_ffi_version > 0 ? ov->tvm_ffi_version : 0;
 		return 0;
 	}
-	if ((rc = env_version("KERNELS_TVM_FFI_VERSION", &v)) < 0)
+	if ((rc = env_version(cfg, "KERNELS_TVM_FFI_VERSION", &v)) < 0)
 		return rc;
 	if (rc) {
 		s->tvm_ffi_version = v;
@@ -1106,9 +1125,9 @@ static void set_backend(kernels_system *s, const char *backend, int version, con
 	s->backend_source = strdup(source);
 }
 
-static int chain_backend(kernels_system *s, const kernels_system *ov, const torch_info *t, int *forced_cpu)
+static int chain_backend(const kernels__config *cfg, kernels_system *s, const kernels_system *ov, const torch_info *t, int *forced_cpu)
 {
-	const char *eb = env("KERNELS_BACKEND");
+	const char *eb = env(cfg, "KERNELS_BACKEND");
 	int v = 0, rc;
 
 	*forced_cpu = 0;
@@ -1120,9 +1139,9 @@ static int chain_backend(kernels_system *s, const kernels_system *ov, const torc
 	} else if (eb && !strcmp(eb, "cpu")) {
 		*forced_cpu = 1;
 		set_backend(s, "cpu", 0, "environment");
-	} else if (eb || env("KERNELS_CUDA_VERSION")) {
+	} else if (eb || env(cfg, "KERNELS_CUDA_VERSION")) {
 		const char *name = eb ? eb : "cuda";
-		if ((rc = env_version(env("KERNELS_BACKEND_VERSION") ? "KERNELS_BACKEND_VERSION" :
+		if ((rc = env_version(cfg, env(cfg, "KERNELS_BACKEND_VERSION") ? "KERNELS_BACKEND_VERSION" :
 				      "KERNELS_CUDA_VERSION", &v)) < 0)
 			return rc;
 		set_backend(s, name, v, "environment");
@@ -1140,9 +1159,9 @@ static int chain_backend(kernels_system *s, const kernels_system *ov, const torc
 	return 0;
 }
 
-static int chain_gpus(kernels_system *s, const kernels_system *ov, int forced_cpu)
+static int chain_gpus(const kernels__config *cfg, kernels_system *s, const kernels_system *ov, int forced_cpu)
 {
-	const char *ea = env("KERNELS_GPU_ARCHS");
+	const char *ea = env(cfg, "KERNELS_GPU_ARCHS");
 	char names[KERNELS_MAX_GPUS][32];
 	int n, i;
 
@@ -1205,18 +1224,19 @@ int kernels__system_detect(const kernels__config *cfg, kernels_system **out)
 		return kernels__error(KERNELS_EINVAL, "kernels_system_detect: out is NULL");
 	*out = NULL;
 	pthread_once(&machine_once, detect_machine);
+	visible_devices_from(cfg);
 	if (!(s = calloc(1, sizeof(*s))))
 		return kernels__error_oom();
 	s->version = KERNELS_SYSTEM_VERSION;
 	dl_iterate_phdr(phdr_cb, &libs);
 	/* An installed torch is looked for only when no torch version is given. */
-	rc = detect_torch(cfg, &libs, ov->torch_version == 0 && !env("KERNELS_TORCH_VERSION"), &torch);
+	rc = detect_torch(cfg, &libs, ov->torch_version == 0 && !env(cfg, "KERNELS_TORCH_VERSION"), &torch);
 
-	if (rc < 0 || (rc = chain_torch(s, ov, &torch)) < 0 || (rc = chain_tvm_ffi(s, ov, &libs)) < 0 ||
-	    (rc = chain_backend(s, ov, &torch, &forced_cpu)) < 0 || (rc = chain_gpus(s, ov, forced_cpu)) < 0)
+	if (rc < 0 || (rc = chain_torch(cfg, s, ov, &torch)) < 0 || (rc = chain_tvm_ffi(cfg, s, ov, &libs)) < 0 ||
+	    (rc = chain_backend(cfg, s, ov, &torch, &forced_cpu)) < 0 || (rc = chain_gpus(cfg, s, ov, forced_cpu)) < 0)
 		goto fail;
-	s->cpu = strdup(ov->cpu ? ov->cpu : env("KERNELS_CPU") ? env("KERNELS_CPU") : machine.cpu);
-	s->os = strdup(ov->os ? ov->os : env("KERNELS_OS") ? env("KERNELS_OS") : machine.os);
+	s->cpu = strdup(ov->cpu ? ov->cpu : env(cfg, "KERNELS_CPU") ? env(cfg, "KERNELS_CPU") : machine.cpu);
+	s->os = strdup(ov->os ? ov->os : env(cfg, "KERNELS_OS") ? env(cfg, "KERNELS_OS") : machine.os);
 	s->glibc = machine.glibc[0] ? strdup(machine.glibc) : NULL;
 	s->macos_version = ov->macos_version ? ov->macos_version : machine.macos_version;
 	if (!forced_cpu)
