@@ -242,11 +242,6 @@ static int select_variant(const kernels__config *cfg, plan *p)
 
 /* ---- the pipeline ---------------------------------------------------------- */
 
-int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p)
-{
-	return resolve(cfg, repo_id, revision, NULL, p);
-}
-
 static int plan_remote_from(const kernels__config *cfg, const char *repo_id, const char *revision,
 			    kernels_revision *first, plan *p, kernels_get_stats *stats)
 {
@@ -445,6 +440,23 @@ static int cache_lacks(const kernels__config *cfg, const char *repo_id, const ch
 	return kernels__error(KERNELS_ENETWORK, "the Hub is down or not answering (%s), and the cache at %s lacks what "
 			      "was asked: %s; try again when the Hub answers, or ask for a revision the cache holds",
 			      reason, cfg->cache_dir, lacks);
+}
+
+/* What locking needs (project.c): the revision, its redirects and the
+ * publisher's trust, from the cache when the Hub is down. */
+int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const char *revision, plan *p)
+{
+	fallback f;
+	int rc = resolve(cfg, repo_id, revision, NULL, p);
+
+	if (fallback_begin(cfg, rc, &f)) {
+		kernels__plan_free(p);
+		rc = resolve(&f.cfg, repo_id, revision, NULL, p);
+		if (rc == KERNELS_EOFFLINE)
+			rc = cache_lacks(cfg, repo_id, revision, p, f.reason);
+		rc = fallback_end(cfg, rc, &f, repo_id);
+	}
+	return rc;
 }
 
 /* ---- the in-process memo (memo.h) ------------------------------------------ */

@@ -19,7 +19,8 @@ typedef struct {
 	char *what;                  /* "org/x@abc1234", for messages */
 } kernels__plan;
 
-/* Trust check, revision resolution and redirects only: what locking needs. */
+/* Trust check, revision resolution and redirects only: what locking needs;
+ * from the cache (with a warning) when the Hub cannot be reached. */
 int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const char *revision,
 			  kernels__plan *p);
 /* Trust check, revision resolution, redirects, variant listing and
