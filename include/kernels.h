@@ -29,6 +29,7 @@
 #include "kernels/variant.h"
 #include "kernels/kernel.h"
 #include "kernels/download.h"
+#include "kernels/cache.h"
 #include "kernels/lock.h"
 #include "kernels/get.h"
 #include "kernels/info.h"

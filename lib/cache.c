@@ -201,12 +201,15 @@ static char *parent_of(const char *path)
 
 /* ---- locks ---------------------------------------------------------------------- */
 
-int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
+/* Opens (creating it and its folder) a lock file: the descriptor, or an
+ * error. *unwritable is set when neither could be made for lack of rights
+ * or a read-only file system. */
+static int lock_open(const char *lock_path, int *unwritable)
 {
 	char *dir = parent_of(lock_path);
 	int fd, rc, err;
 
-	lock->fd = -1;
+	*unwritable = 0;
 	if (!dir)
 		return KERNELS_ENOMEM;
 	rc = kernels__mkdir_p(dir, 0777);
@@ -218,13 +221,24 @@ int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
 	if (fd < 0 && (err == EACCES || err == EPERM || err == EROFS) &&
 	    (fd = open(lock_path, O_RDONLY | O_CLOEXEC)) < 0 && errno != ENOENT)
 		err = errno;
-	if (fd < 0 && rc < 0)
+	if (fd >= 0)
+		return fd;
+	*unwritable = err == EACCES || err == EPERM || err == EROFS;
+	if (rc < 0)
 		return rc; /* the folder could not be made: that message says why */
-	if (fd < 0)
-		return kernels__error(KERNELS_EIO,
-				      "cannot open the lock file %s: %s; make the cache's .locks folder writable for "
-				      "this user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)",
-				      lock_path, strerror(err));
+	return kernels__error(KERNELS_EIO,
+			      "cannot open the lock file %s: %s; make the cache's .locks folder writable for "
+			      "this user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)",
+			      lock_path, strerror(err));
+}
+
+int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
+{
+	int fd, unwritable;
+
+	lock->fd = -1;
+	if ((fd = lock_open(lock_path, &unwritable)) < 0)
+		return fd;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		close(fd);
@@ -234,6 +248,45 @@ int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
 	}
 	lock->fd = fd;
 	return 0;
+}
+
+/* A removal deletes the repo lock's file with the lock folder, while
+ * holding it: a lock taken on a file that is no longer at its path guards
+ * nothing, so it is given up and taken again on the file there now. */
+int kernels__cache_repo_lock(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, int op,
+			     kernels__cache_lock *lock)
+{
+	char *name = kernels__repo_cache_name(type, repo_id), *path;
+	int fd, rc = 0, unwritable;
+
+	lock->fd = -1;
+	path = name ? kernels__sprintf("%s/.locks/%s/" KERNELS__REPO_LOCK, cfg->cache_dir, name) : NULL;
+	free(name);
+	if (!path)
+		return KERNELS_ENOMEM;
+	for (;;) {
+		struct stat held, there;
+		if ((fd = lock_open(path, &unwritable)) < 0) {
+			rc = unwritable ? 2 : fd;
+			break;
+		}
+		if (flock(fd, op) < 0) {
+			int e = errno;
+			close(fd);
+			if (e == EINTR)
+				continue;
+			rc = e == EWOULDBLOCK ? 1 : kernels__error(KERNELS_EIO, "cannot lock %s: %s", path, strerror(e));
+			break;
+		}
+		if (fstat(fd, &held) == 0 && stat(path, &there) == 0 && held.st_dev == there.st_dev &&
+		    held.st_ino == there.st_ino) {
+			lock->fd = fd;
+			break;
+		}
+		close(fd);
+	}
+	free(path);
+	return rc;
 }
 
 void kernels__cache_unlock(kernels__cache_lock *lock)

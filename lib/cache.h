@@ -62,6 +62,17 @@ typedef struct {
 int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock);
 void kernels__cache_unlock(kernels__cache_lock *lock);
 
+/* The repo lock, .locks/{repo folder}/libkernels-repo.lock: every transfer
+ * into the repo's folder holds it shared (LOCK_SH) from looking at what is
+ * cached to its last link, and a removal holds it exclusively (LOCK_EX), so
+ * neither takes the other's files away. `op` is LOCK_SH or LOCK_EX, with
+ * LOCK_NB not to wait. Returns 0 (held), 1 (busy, with LOCK_NB), 2 (the
+ * lock file cannot be made: no write access to the cache, so nothing can
+ * be written or removed there either; not held), or an error. */
+#define KERNELS__REPO_LOCK "libkernels-repo.lock"
+int kernels__cache_repo_lock(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, int op,
+			     kernels__cache_lock *lock);
+
 /* Links snapshots/{commit}/{path} to blobs/{etag} (relative), atomically
  * replacing what is there. Refuses (KERNELS_EUNSAFE) when a folder on the
  * way inside the snapshot is not a real folder (e.g. a planted symlink). */

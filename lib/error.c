@@ -98,6 +98,7 @@ const char *kernels_strerror(int code)
 	case KERNELS_EPARSE: return "malformed input";
 	case KERNELS_EUNSAFE: return "unsafe path";
 	case KERNELS_ESIGNATURE: return "signature missing or invalid";
+	case KERNELS_EBUSY: return "in use by a download";
 	default: return "unknown error";
 	}
 }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -932,6 +933,7 @@ static void fetch_free(fetch *f)
 int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			    const char *commit, const kernels__tree *tree, kernels_download_stats *stats)
 {
+	kernels__cache_lock repo_lock;
 	fetch f;
 	int rc, any = 0;
 
@@ -943,6 +945,12 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 	f.stats = stats;
 	if (!(f.repo_dir = kernels__cache_repo_dir(cfg, type, repo_id)))
 		return KERNELS_ENOMEM;
+	/* Shared with other transfers, exclusive of a removal (kernels/cache.h),
+	 * from judging what is cached to the last link. A cache we may not write
+	 * gets no lock: this call writes nothing there either (plan finds it all
+	 * or fails on the first write), and no removal can run through it. */
+	if ((rc = kernels__cache_repo_lock(cfg, type, repo_id, LOCK_SH, &repo_lock)) < 0)
+		goto out;
 	if ((rc = plan(&f, tree)) < 0)
 		goto out;
 	any = f.n_jobs > 0;
@@ -968,6 +976,7 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 		kernels__cache_sync_folder(f.repo_dir, "blobs");
 	rc = link_all(&f, tree);
 out:
+	kernels__cache_unlock(&repo_lock);
 	fetch_free(&f);
 	return rc;
 }

@@ -2,7 +2,11 @@
  * planted at the repo folder, blobs/, snapshots/, refs/, .libkernels/ or
  * .locks/ is refused by name, nothing is written outside the root, and no
  * code from behind the link runs (the variant's constructor leaves a
- * marker when it runs). */
+ * marker when it runs). And the cache API (kernels/cache.h): a scan says
+ * what the files on disk say; a removal during a download refuses, or
+ * waits for it, and never takes files from under it. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -21,7 +27,7 @@
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
 
 static test_hub *hub;
-static char *tmp, *marker;
+static char *tmp, *marker, *commit;
 static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
 				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
 
@@ -31,7 +37,10 @@ static int setup(void **state)
 	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("cache-guard")))
 		return -1;
 	assert_true(asprintf(&marker, "%s/constructor.ran", tmp) > 0);
-	return fx_publish_answer(hub, tmp, "acme/guard", "guard", 1, marker, "--trusted");
+	if (fx_publish_answer(hub, tmp, "acme/guard", "guard", 1, marker, "--trusted") != 0)
+		return -1;
+	commit = strdup(test_hub_last_commit(hub));
+	return commit ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -41,6 +50,7 @@ static int teardown(void **state)
 	test_rmtree(tmp);
 	free(tmp);
 	free(marker);
+	free(commit);
 	return 0;
 }
 
@@ -190,9 +200,244 @@ static void test_root_may_be_a_link(void **state)
 	free(real);
 }
 
+/* ---- the cache API -------------------------------------------------------------- */
+
+/* What find(1) says of `dir`: the number of regular files and their bytes
+ * (-L: links followed, as a variant's files are). */
+static unsigned long long find_sum(const char *flags, const char *dir, size_t *files)
+{
+	char *cmd, line[64];
+	unsigned long long total = 0;
+	FILE *f;
+
+	*files = 0;
+	assert_true(asprintf(&cmd, "find %s '%s' -type f -printf '%%s\\n'", flags, dir) > 0);
+	assert_non_null(f = popen(cmd, "r"));
+	while (fgets(line, sizeof(line), f)) {
+		total += strtoull(line, NULL, 10);
+		(*files)++;
+	}
+	pclose(f);
+	free(cmd);
+	return total;
+}
+
+static char *read_line(const char *path)
+{
+	char buf[128] = { 0 };
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return strdup(buf);
+}
+
+static void test_scan_agrees_with_disk(void **state)
+{
+	char *cache = make_cache("scan"), *repo, *path, *ref;
+	const kernels_cache_revision *rev;
+	const kernels_cache_repo *r;
+	kernels_cache_info *info = NULL;
+	kernels_options o;
+	size_t files, i;
+	unsigned long long bytes;
+	(void)state;
+
+	fill(cache);
+	/* An ordinary model (no build variants) is not a kernel: left out. */
+	assert_int_equal(test_system("mkdir -p '%s/models--acme--plain/blobs' '%s/models--acme--plain/snapshots/%s' && "
+				     "echo hi > '%s/models--acme--plain/blobs/x'", cache, cache, commit, cache), 0);
+	options(&o, cache);
+	assert_int_equal(kernels_cache_scan(&info, NULL, &o), 0);
+	assert_string_equal(info->cache_dir, cache);
+	assert_int_equal(info->repos_count, 1);
+	r = &info->repos[0];
+	assert_true(asprintf(&repo, "%s/kernels--acme--guard", cache) > 0);
+	assert_string_equal(r->repo_id, "acme/guard");
+	assert_int_equal(r->is_model, 0);
+	assert_string_equal(r->path, repo);
+
+	assert_true(asprintf(&path, "%s/blobs", repo) > 0);
+	bytes = find_sum("", path, &files);
+	free(path);
+	assert_true(files > 0);
+	assert_int_equal(r->blobs, files);
+	assert_int_equal(r->size, bytes);
+	assert_int_equal(info->size, bytes);
+
+	/* refs/: v1.0.0 (the revision asked for) holds the commit, as its file says */
+	assert_true(asprintf(&path, "%s/refs", repo) > 0);
+	find_sum("", path, &files);
+	free(path);
+	assert_int_equal(r->refs_count, files);
+	assert_true(asprintf(&path, "%s/refs/v1.0.0", repo) > 0);
+	ref = read_line(path);
+	free(path);
+	for (i = 0; i < r->refs_count && strcmp(r->ref_names[i], "v1.0.0"); i++)
+		;
+	assert_true(i < r->refs_count);
+	assert_string_equal(r->ref_commits[i], ref);
+	assert_string_equal(ref, commit);
+	free(ref);
+
+	/* snapshots/: the one commit, its variant, and the variant's files */
+	assert_int_equal(r->revisions_count, 1);
+	rev = &r->revisions[0];
+	assert_string_equal(rev->commit, commit);
+	assert_true(rev->refs_count >= 1);
+	for (i = 0; i < rev->refs_count && strcmp(rev->refs[i], "v1.0.0"); i++)
+		;
+	assert_true(i < rev->refs_count);
+	assert_int_equal(rev->variants_count, 1);
+	assert_string_equal(rev->variants[0].name, VARIANT);
+	assert_true(asprintf(&path, "%s/snapshots/%s/build/%s", repo, commit, VARIANT) > 0);
+	bytes = find_sum("-L", path, &files);
+	free(path);
+	assert_true(files >= 2);
+	assert_int_equal(rev->variants[0].files, files);
+	assert_int_equal(rev->variants[0].size, bytes);
+	kernels_cache_info_free(info);
+
+	/* One repo, or one that is not there, or a cache that does not exist. */
+	assert_int_equal(kernels_cache_scan(&info, "acme/guard", &o), 0);
+	assert_int_equal(info->repos_count, 1);
+	kernels_cache_info_free(info);
+	assert_int_equal(kernels_cache_scan(&info, "acme/none", &o), 0);
+	assert_int_equal(info->repos_count, 0);
+	assert_int_equal(info->size, 0);
+	kernels_cache_info_free(info);
+	assert_int_equal(kernels_cache_scan(&info, "acme--x/y", &o), KERNELS_EINVAL);
+	assert_null(info);
+	assert_true(asprintf(&path, "%s/nothing-here", cache) > 0);
+	o.cache_dir = path;
+	assert_int_equal(kernels_cache_scan(&info, NULL, &o), 0);
+	assert_int_equal(info->repos_count, 0);
+	kernels_cache_info_free(info);
+	free(path);
+	free(repo);
+	free(cache);
+}
+
+typedef struct {
+	const char *cache;
+	int rc;
+	char msg[512];
+} download_arg;
+
+static void *download_thread(void *p)
+{
+	download_arg *a = p;
+	const char *vs[] = { VARIANT };
+	kernels_snapshot *s = NULL;
+	kernels_options o;
+
+	options(&o, a->cache);
+	a->rc = kernels_download(&s, "acme/guard", commit, vs, 1, &o);
+	snprintf(a->msg, sizeof(a->msg), "%s", a->rc ? kernels_error_last() : "");
+	kernels_snapshot_free(s);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A removal while a download writes the repo: refused with nothing removed;
+ * with KERNELS_CACHE_WAIT, done once the download is, which finished whole. */
+static void test_remove_during_download(void **state)
+{
+	char *cache = make_cache("busy"), *repo;
+	kernels_cache_removal *r = NULL;
+	download_arg a = { .cache = cache };
+	kernels_options o;
+	pthread_t t;
+	double waited;
+	int i;
+	(void)state;
+
+	assert_true(asprintf(&repo, "%s/kernels--acme--guard", cache) > 0);
+	/* The first file of the variant stalls after its first byte. */
+	assert_int_equal(test_hub_fault(hub, "{\"path\": \"/resolve/\", \"mode\": \"slow\", \"after_bytes\": 1, "
+					"\"delay\": 2, \"count\": 1}"), 0);
+	assert_int_equal(pthread_create(&t, NULL, download_thread, &a), 0);
+	for (i = 0; i < 400 && test_system("ls '%s'/blobs/*.incomplete >/dev/null 2>&1", repo) != 0; i++)
+		usleep(10000);
+	assert_true(i < 400); /* the download is under way */
+
+	options(&o, cache);
+	assert_int_equal(kernels_cache_remove(&r, "acme/guard", NULL, 0, &o), KERNELS_EBUSY);
+	assert_null(r);
+	/* refused by the repo lock the download holds (not only by the file lock
+	 * of the blob in flight) */
+	if (!strstr(kernels_error_last(), "acme/guard is being downloaded (by this process or another)"))
+		fail_msg("the refusal is not the repo lock's: %s", kernels_error_last());
+	assert_int_equal(test_system("ls '%s'/blobs/*.incomplete >/dev/null 2>&1", repo), 0); /* nothing removed */
+	/* A dry run takes no lock: it only reports. */
+	assert_int_equal(kernels_cache_remove(&r, "acme/guard", NULL, KERNELS_CACHE_DRY_RUN, &o), 0);
+	assert_true(r->dry_run && r->removed_count >= 1);
+	assert_string_equal(r->removed[0], repo);
+	kernels_cache_removal_free(r);
+
+	waited = now_s();
+	assert_int_equal(kernels_cache_remove(&r, "acme/guard", NULL, KERNELS_CACHE_WAIT, &o), 0);
+	waited = now_s() - waited;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (a.rc != 0)
+		fail_msg("the download was disturbed by the removal: %s", a.msg);
+	assert_true(waited > 0.5); /* it waited for the stalled file */
+	assert_false(r->dry_run);
+	assert_null(r->commit);
+	assert_true(r->freed > 0);
+	assert_int_equal(test_system("[ ! -e '%s' ] && [ ! -e '%s/.locks/kernels--acme--guard' ]", repo, cache), 0);
+	kernels_cache_removal_free(r);
+	test_hub_faults_clear(hub);
+	free(repo);
+	free(cache);
+}
+
+/* huggingface_hub writing a blob holds its per-file lock (flock, as
+ * filelock takes it): a removal refuses until it is released. */
+static void test_remove_respects_file_locks(void **state)
+{
+	char *cache = make_cache("hf-lock"), *lock;
+	kernels_cache_removal *r = NULL;
+	kernels_options o;
+	int fd;
+	(void)state;
+
+	fill(cache);
+	assert_true(asprintf(&lock, "%s/.locks/kernels--acme--guard/%040d.lock", cache, 0) > 0);
+	assert_true((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	options(&o, cache);
+	assert_int_equal(kernels_cache_remove(&r, "acme/guard", commit, 0, &o), KERNELS_EBUSY);
+	assert_non_null(strstr(kernels_error_last(), lock));
+	assert_int_equal(test_system("[ -d '%s/kernels--acme--guard/snapshots/%s' ]", cache, commit), 0);
+	close(fd);
+	/* By a commit prefix; its last snapshot, so the whole repo goes. */
+	assert_int_equal(kernels_cache_remove(&r, "acme/guard", "v1.0.0", 0, &o), 0);
+	assert_string_equal(r->commit, commit);
+	assert_int_equal(test_system("[ ! -e '%s/kernels--acme--guard' ]", cache), 0);
+	kernels_cache_removal_free(r);
+	assert_int_equal(kernels_cache_remove(&r, "acme/guard", NULL, 0, &o), KERNELS_ENOTFOUND);
+	assert_null(r);
+	assert_int_equal(kernels_cache_remove(NULL, "acme/guard", "", 0, &o), KERNELS_EINVAL);
+	assert_int_equal(kernels_cache_remove(NULL, "acme/guard", NULL, 4, &o), KERNELS_EINVAL);
+	free(lock);
+	free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scan_agrees_with_disk),
+		cmocka_unit_test(test_remove_during_download),
+		cmocka_unit_test(test_remove_respects_file_locks),
 		cmocka_unit_test(test_planted_repo_folder),
 		cmocka_unit_test(test_planted_subfolders),
 		cmocka_unit_test(test_planted_locks),

@@ -110,9 +110,6 @@ char *cli_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Sorted names of the subfolders (or entries when dirs_only is 0) of dir. */
 char **cli_list_dir(const char *dir, int dirs_only, size_t *count);
 void cli_strings_free(char **v, size_t n);
-/* The bytes of the regular files under `dir` (links followed, counted by
- * their target), and the number of files. */
-unsigned long long cli_tree_size(const char *dir, size_t *files, int follow_links);
 
 /* cmd_signature.c: `verify-signature`, and --require-signature for download
  * (every variant of `variants` under {snapshot_dir}/build/ must be validly

@@ -93,7 +93,8 @@ static const cli_command commands[] = {
 	  CLI_NAME " cache ls kernels-community/activation" },
 	{ "cache rm", "REPO", "Remove a kernel repo (or one snapshot with --revision) from the cache.",
 	  "Only paths inside the cache root are removed; links are removed, never followed. Blobs no snapshot "
-	  "uses any more are removed too.",
+	  "uses any more are removed too. While the repo is being downloaded (by any process) nothing is removed "
+	  "and the command fails: run it again when the download is done.",
 	  rm_opts, 1, 1, cmd_cache_rm, CLI_NAME " cache rm kernels-community/activation --revision v1 --dry-run" },
 	{ "version", NULL, "Print the version of the tool and library (also -V, --version).", NULL, NULL, 0, 0,
 	  cmd_version, NULL },

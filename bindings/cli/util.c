@@ -713,39 +713,3 @@ void cli_strings_free(char **v, size_t n)
 	free(v);
 }
 
-static unsigned long long tree_size(const char *dir, size_t *files, int follow, int depth)
-{
-	unsigned long long total = 0;
-	struct dirent *de;
-	DIR *d;
-
-	if (depth > 64 || !(d = opendir(dir)))
-		return 0;
-	while ((de = readdir(d))) {
-		struct stat st;
-		char *p;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		p = cli_sprintf("%s/%s", dir, de->d_name);
-		if (!lstat(p, &st)) {
-			if (S_ISDIR(st.st_mode)) {
-				total += tree_size(p, files, follow, depth + 1);
-			} else if (S_ISLNK(st.st_mode) && follow && !stat(p, &st) && S_ISREG(st.st_mode)) {
-				total += (unsigned long long)st.st_size;
-				(*files)++;
-			} else if (S_ISREG(st.st_mode)) {
-				total += (unsigned long long)st.st_size;
-				(*files)++;
-			}
-		}
-		free(p);
-	}
-	closedir(d);
-	return total;
-}
-
-unsigned long long cli_tree_size(const char *dir, size_t *files, int follow_links)
-{
-	size_t dummy = 0;
-	return tree_size(dir, files ? files : &dummy, follow_links, 0);
-}

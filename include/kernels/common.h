@@ -47,7 +47,8 @@ typedef enum {
 	KERNELS_EUNTRUSTED = -14,  /**< publisher not trusted and not opted in */
 	KERNELS_EPARSE = -15,      /**< malformed JSON, TOML, lock file or version spec */
 	KERNELS_EUNSAFE = -16,     /**< a path or link escapes its folder */
-	KERNELS_ESIGNATURE = -17   /**< a sigstore signature is missing where required, or present and invalid */
+	KERNELS_ESIGNATURE = -17,  /**< a sigstore signature is missing where required, or present and invalid */
+	KERNELS_EBUSY = -18        /**< the cache folder is in use: a download is writing it */
 } kernels_error_code;
 
 /**

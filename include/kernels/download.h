@@ -8,6 +8,9 @@
  *   {cache}/kernels--{org}--{name}/snapshots/{commit}/build/{variant}/...
  *                                                      relative links to blobs/
  *   {cache}/.locks/kernels--{org}--{name}/{etag}.lock  per-blob locks
+ *   {cache}/.locks/kernels--{org}--{name}/libkernels-repo.lock
+ *                                                      held shared by every download
+ *                                                      (kernels/cache.h: removal)
  *
  * ({cache} is kernels_options.cache_dir, else $KERNELS_CACHE, $HF_HUB_CACHE,
  * $HF_HOME/hub, ~/.cache/huggingface/hub; model-type repos use models--.)
@@ -52,6 +55,7 @@
 
 #include "common.h"
 #include "options.h"
+#include "cache.h" /* kernels_cache_path */
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,20 +112,6 @@ KERNELS_EXTERN(int) kernels_download(kernels_snapshot **out, const char *repo_id
  * a variant lives in its build/{variant} subfolder. Owned by the snapshot.
  */
 KERNELS_EXTERN(const char *) kernels_snapshot_path(const kernels_snapshot *snapshot);
-
-/**
- * The cache folder `opts` resolves to (kernels_options.cache_dir, else
- * $KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub),
- * or with `repo_id` the repo's folder in it: kernels--org--name, or
- * models--org--name when only that one exists. Nothing is created or
- * checked to exist. `*out` is malloc'ed: release it with
- * kernels_cache_path_free(). Errors: KERNELS_EINVAL (NULL out, invalid
- * repo id), KERNELS_ENOMEM.
- */
-KERNELS_EXTERN(int) kernels_cache_path(char **out, const char *repo_id, const kernels_options *opts);
-
-/** Frees a path from kernels_cache_path(); NULL is fine. */
-KERNELS_EXTERN(void) kernels_cache_path_free(char *path);
 
 /** The 40-hex commit id of the snapshot. Owned by the snapshot. */
 KERNELS_EXTERN(const char *) kernels_snapshot_commit(const kernels_snapshot *snapshot);

@@ -34,6 +34,7 @@ from ._kernel import Kernel, KernelDependency, Metadata, Variant, VariantAccepte
 from .errors import (
     AmbiguousRevisionError,
     AuthError,
+    BusyError,
     HTTPError,
     IntegrityError,
     InvalidArgumentError,
@@ -62,7 +63,7 @@ def library_version():
 
 
 __all__ = [
-    "AmbiguousRevisionError", "AuthError", "HTTPError", "IntegrityError", "InvalidArgumentError", "Kernel",
+    "AmbiguousRevisionError", "AuthError", "BusyError", "HTTPError", "IntegrityError", "InvalidArgumentError", "Kernel",
     "KernelDependency", "KernelsError", "KernelsIOError", "KernelsMemoryError", "LoadError", "Metadata", "NetworkError",
     "NoMatchError", "NoPythonModuleError", "NotFoundError", "OfflineError", "ParseError", "SignatureError",
     "UnsafePathError", "UntrustedError", "VersionNotFoundError", "Variant", "VariantAccepted", "VariantRejected", "error_class", "get",

@@ -26,6 +26,7 @@ KERNELS_EUNTRUSTED = -14
 KERNELS_EPARSE = -15
 KERNELS_EUNSAFE = -16
 KERNELS_ESIGNATURE = -17
+KERNELS_EBUSY = -18
 
 
 class KernelsError(Exception):
@@ -142,6 +143,12 @@ class UnsafePathError(KernelsError):
     code = KERNELS_EUNSAFE
 
 
+class BusyError(KernelsError):
+    """KERNELS_EBUSY: the cache folder is in use: a download is writing it."""
+
+    code = KERNELS_EBUSY
+
+
 class SignatureError(KernelsError, ImportError):
     """KERNELS_ESIGNATURE: a sigstore signature is missing where required, or present and invalid."""
 
@@ -162,7 +169,7 @@ ERRORS = {
     cls.code: cls
     for cls in (KernelsError, InvalidArgumentError, NotFoundError, AmbiguousRevisionError, NoMatchError, AuthError,
                 NetworkError, HTTPError, OfflineError, IntegrityError, KernelsIOError, KernelsMemoryError, LoadError,
-                UntrustedError, ParseError, UnsafePathError, SignatureError)
+                UntrustedError, ParseError, UnsafePathError, SignatureError, BusyError)
 }
 
 
