@@ -163,7 +163,7 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type 
 		return 0;
 	return kernels__error(KERNELS_EOFFLINE,
 			      "offline: %s at commit %s is not in the cache %s; download it while online "
-			      "(kernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that has it",
+			      "(libkernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that has it",
 			      repo_id, commit, cfg->cache_dir);
 }
 
