@@ -28,8 +28,7 @@
 
 static test_hub *hub;
 static char *tmp, *marker, *commit;
-static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
-				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
+static const kernels_system sys_cpu = TEST_SYS_CPU;
 
 static int setup(void **state)
 {
@@ -47,8 +46,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(hub);
-	test_rmtree(tmp);
-	free(tmp);
+	test_rmtree_free(&tmp);
 	free(marker);
 	free(commit);
 	return 0;
@@ -56,11 +54,7 @@ static int teardown(void **state)
 
 static void options(kernels_options *o, const char *cache)
 {
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(hub);
-	o->cache_dir = cache;
-	o->offline = 0;
-	o->system = &sys_cpu;
+	test_hub_options(o, hub, cache, &sys_cpu);
 }
 
 /* A complete, self-consistent cache of acme/guard at `cache`. */

@@ -83,11 +83,7 @@ static void options(kernels_options *o, kernels_system *s)
 	s->os = "linux";
 	s->gpu_count = -1;
 	s->tvm_ffi_version = -1;
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(W.hub);
-	o->cache_dir = W.cache;
-	o->offline = 0;
-	o->system = s;
+	test_hub_options(o, W.hub, W.cache, s);
 }
 
 static char *load_log(void)
@@ -120,10 +116,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(W.hub);
-	test_rmtree(W.tmp);
-	test_rmtree(W.cache);
-	free(W.tmp);
-	free(W.cache);
+	test_rmtree_free(&W.tmp);
+	test_rmtree_free(&W.cache);
 	free(W.log);
 	return 0;
 }

@@ -87,29 +87,21 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(W.hub);
-	test_rmtree(W.tmp);
-	free(W.tmp);
+	test_rmtree_free(&W.tmp);
 	return 0;
 }
 
 static int fresh_cache(void **state)
 {
 	(void)state;
-	if (W.cache)
-		test_rmtree(W.cache);
-	free(W.cache);
-	W.cache = test_mkdtemp("get-cache");
+	test_fresh_dir(&W.cache, "get-cache");
 	test_hub_log_clear(W.hub);
 	return 0;
 }
 
 static void options(kernels_options *o, kernels_system *sys)
 {
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(W.hub);
-	o->cache_dir = W.cache;
-	o->offline = 0;
-	o->system = sys;
+	test_hub_options(o, W.hub, W.cache, sys);
 }
 
 static kernels_system sys_cuda(void)
@@ -128,14 +120,8 @@ static kernels_system sys_cuda(void)
 
 static kernels_system sys_cpu(int torch)
 {
-	kernels_system s = { 0 };
+	kernels_system s = TEST_SYS_CPU;
 	s.torch_version = torch;
-	s.torch_cxx11_abi = 1;
-	s.tvm_ffi_version = -1;
-	s.backend = "cpu";
-	s.cpu = "x86_64";
-	s.os = "linux";
-	s.no_gpu = 1;
 	return s;
 }
 

@@ -25,21 +25,10 @@
 
 #define VARIANT "torch-universal"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 /* Issue 14's bounds; an instrumented build keeps shadow memory and
  * redzones for every allocation, and runs slower by a constant. */
-#define CPU_S_MAX (SANITIZED ? 12.0 : 2.0)
-#define RSS_MB_MAX (SANITIZED ? 900.0 : 300.0)
+#define CPU_S_MAX (TEST_SANITIZED ? 12.0 : 2.0)
+#define RSS_MB_MAX (TEST_SANITIZED ? 900.0 : 300.0)
 
 static struct {
 	test_hub *hub;
@@ -63,8 +52,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(W.hub);
-	test_rmtree(W.tmp);
-	free(W.tmp);
+	test_rmtree_free(&W.tmp);
 	return 0;
 }
 

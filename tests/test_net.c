@@ -5,7 +5,6 @@
  * mirror switches); every test counts /proc/self/task and the socket fds
  * before and after. Only one test waits for the default deadline (10 s);
  * the others use small ones. */
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,22 +37,6 @@ static struct {
 	char *tmp, *cache, *dead;
 	char commit[2][41];     /* v1.0.0, v1.1.0 */
 } W;
-
-static char logged[16384];
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void on_log(kernels_log_level level, const char *message, void *payload)
-{
-	(void)payload;
-	if (level < KERNELS_LOG_WARNING)
-		return;
-	pthread_mutex_lock(&log_mu);
-	if (strlen(logged) + strlen(message) + 2 < sizeof(logged)) {
-		strcat(logged, message);
-		strcat(logged, "\n");
-	}
-	pthread_mutex_unlock(&log_mu);
-}
 
 /* ---- what the process holds ---- */
 
@@ -158,56 +141,32 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(W.hub);
-	test_rmtree(W.tmp);
-	free(W.tmp);
+	test_rmtree_free(&W.tmp);
 	free(W.dead);
-	if (W.cache)
-		test_rmtree(W.cache);
-	free(W.cache);
+	test_rmtree_free(&W.cache);
 	return 0;
 }
 
 static int fresh(void **state)
 {
 	(void)state;
-	if (W.cache)
-		test_rmtree(W.cache);
-	free(W.cache);
-	W.cache = test_mkdtemp("net-cache");
+	test_fresh_dir(&W.cache, "net-cache");
 	test_hub_faults_clear(W.hub);
 	test_hub_log_clear(W.hub);
 	assert_int_equal(test_hub_config(W.hub, "{\"smart_http\": true, \"refs_api\": true, \"org_overview\": true}"), 0);
 	kernels__hub_down_forget_all();
-	logged[0] = '\0';
+	test_logged_clear();
 	return 0;
 }
 
-static kernels_system sys_cpu(void)
-{
-	kernels_system s = { 0 };
-	s.torch_version = 211;
-	s.torch_cxx11_abi = 1;
-	s.tvm_ffi_version = -1;
-	s.backend = "cpu";
-	s.cpu = "x86_64";
-	s.os = "linux";
-	s.no_gpu = 1;
-	return s;
-}
-
-static kernels_system SYS;
+static const kernels_system SYS = TEST_SYS_CPU;
 
 /* Defaults, aimed at the local Hub, with our cache and log. */
 static void options(kernels_options *o)
 {
-	SYS = sys_cpu();
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(W.hub);
-	o->cache_dir = W.cache;
-	o->offline = 0;
+	test_hub_options(o, W.hub, W.cache, &SYS);
 	o->token = "";
-	o->system = &SYS;
-	o->log_cb = on_log;
+	o->log_cb = test_log_warnings;
 }
 
 static int answer_of(kernels_kernel *k)
@@ -261,7 +220,7 @@ static void warm(void)
 	options(&o);
 	get_ok(&o, "v1.0.0", 1001);
 	test_hub_log_clear(W.hub);
-	logged[0] = '\0';
+	test_logged_clear();
 }
 
 /* ---- configuration ---- */
@@ -351,10 +310,10 @@ static void test_hub_down_defaults(void **state)
 	o.endpoint = endpoint;
 	get_ok(&o, "v1.0.0", 1001);
 	test_hub_stop(gone);
-	logged[0] = '\0';
+	test_logged_clear();
 	before = now_held();
 	first = get_ok(&o, "v1.0.0", 1001);
-	assert_non_null(strstr(logged, "cache"));
+	assert_non_null(strstr(test_logged, "cache"));
 	second = get_ok(&o, "v1.0.0", 1001);
 	print_message("hub down, warm cache: first call %.1f ms, second %.1f ms\n", first, second);
 	assert_true(first <= 2000);
@@ -410,7 +369,7 @@ static void test_hang_info_refs_defaults(void **state)
 	ms = get_ok(&o, "v1.0.0", 1001);
 	print_message("hang on info/refs, defaults, warm cache: %.0f ms\n", ms);
 	assert_true(ms <= 15000);
-	assert_non_null(strstr(logged, "deadline"));
+	assert_non_null(strstr(test_logged, "deadline"));
 	test_hub_faults_clear(W.hub);
 	expect_nothing_left(before);
 }
@@ -559,7 +518,7 @@ static void test_endpoints_in_turn(void **state)
 	before = now_held();
 	ms = get_ok(&o, "v1.0.0", 1001);
 	assert_true(ms <= 3000);
-	assert_null(strstr(logged, "from the cache"));
+	assert_null(strstr(test_logged, "from the cache"));
 	free(list);
 
 	/* A mirror that lacks the repo: the Hub after it. */

@@ -66,8 +66,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(W.hub);
-	test_rmtree(W.tmp);
-	free(W.tmp);
+	test_rmtree_free(&W.tmp);
 	free(W.project);
 	free(W.lock);
 	return 0;
@@ -75,11 +74,7 @@ static int teardown(void **state)
 
 static void options(kernels_options *o, kernels_system *s)
 {
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(W.hub);
-	o->cache_dir = W.cache;
-	o->offline = 0;
-	o->system = s;
+	test_hub_options(o, W.hub, W.cache, s);
 	memset(s, 0, sizeof(*s));
 	s->torch_version = 211;
 	s->torch_cxx11_abi = 1;

@@ -36,8 +36,7 @@
 static test_hub *hub;
 static char *tmp, *cache, *module, *patched, *big_root;
 static int receipt_used, download_used;
-static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
-				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
+static const kernels_system sys_cpu = TEST_SYS_CPU;
 
 static void on_log(kernels_log_level level, const char *msg, void *payload)
 {
@@ -61,11 +60,7 @@ static int setup(void **state)
 	assert_int_equal(fx_publish_answer(hub, tmp, "acme/rc", "rc", 3, NULL, "--trusted"), 0);
 	assert_true(asprintf(&module, "%s/kernels--acme--rc/snapshots/%s/build/" VARIANT "/_rc_3.abi3.so", cache,
 			     test_hub_last_commit(hub)) > 0);
-	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
-	o.endpoint = test_hub_endpoint(hub);
-	o.cache_dir = cache;
-	o.offline = 0;
-	o.system = &sys_cpu;
+	test_hub_options(&o, hub, cache, &sys_cpu);
 	assert_int_equal(kernels_get(&k, "acme/rc", "v1.0.0", &o), 0);
 	kernels_kernel_close(k);
 	/* A module as kernel-builder links one: PyInit_ needs PyModule_Create2, bound now. */
@@ -90,8 +85,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(hub);
-	test_rmtree(tmp);
-	free(tmp);
+	test_rmtree_free(&tmp);
 	free(cache);
 	free(module);
 	free(patched);

@@ -31,17 +31,6 @@
 #define TVM "tvm-ffi01-cpu-x86_64-linux"
 #define FILES_PER_VARIANT 2 /* the module and metadata.json */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 static struct {
 	test_hub *hub;
 	char *tmp, *cache;
@@ -84,18 +73,14 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(W.hub);
-	test_rmtree(W.tmp);
-	free(W.tmp);
+	test_rmtree_free(&W.tmp);
 	return 0;
 }
 
 static int fresh_cache(void **state)
 {
 	(void)state;
-	if (W.cache)
-		test_rmtree(W.cache);
-	free(W.cache);
-	W.cache = test_mkdtemp("requests-cache");
+	test_fresh_dir(&W.cache, "requests-cache");
 	kernels__memo_clear();
 	test_hub_log_clear(W.hub);
 	return 0;
@@ -103,14 +88,7 @@ static int fresh_cache(void **state)
 
 static kernels_system sys_cpu(void)
 {
-	kernels_system s = { 0 };
-	s.torch_version = 211;
-	s.torch_cxx11_abi = 1;
-	s.tvm_ffi_version = -1;
-	s.backend = "cpu";
-	s.cpu = "x86_64";
-	s.os = "linux";
-	s.no_gpu = 1;
+	kernels_system s = TEST_SYS_CPU;
 	return s;
 }
 
@@ -127,11 +105,7 @@ static kernels_system sys_gpu(void)
 
 static void options(kernels_options *o, const kernels_system *sys)
 {
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(W.hub);
-	o->cache_dir = W.cache;
-	o->offline = 0;
-	o->system = sys;
+	test_hub_options(o, W.hub, W.cache, sys);
 }
 
 /* Every request the log holds, on stderr: what a failed count was made of. */
@@ -297,7 +271,7 @@ static void test_reget_same_handle(void **state)
 	print_message("re-get of a commit pin: median %.2f us, 90th percentile %.2f us\n", us[REGETS / 2],
 		      us[REGETS * 9 / 10]);
 	/* Issue 14: <= 10 us; an instrumented build is slower by a constant. */
-	assert_true(us[REGETS / 2] <= (SANITIZED ? 200.0 : 10.0));
+	assert_true(us[REGETS / 2] <= (TEST_SANITIZED ? 200.0 : 10.0));
 	expect_requests("re-gets of a commit pin", 0);
 	assert_int_equal(kernels_kernel_refcount(a), 1);
 

@@ -27,23 +27,6 @@ static test_hub *hub;
 static char c_v100[41], c_main[41], c_v2[41], c_rc[41], c_feat[41], c_annot[41], c_loose[41], c_model[41],
 	c_secret[41], c_gated[41];
 
-/* Warnings land here so tests can check them. */
-static char logged[8192];
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void on_log(kernels_log_level level, const char *message, void *payload)
-{
-	(void)payload;
-	if (level < KERNELS_LOG_WARNING)
-		return;
-	pthread_mutex_lock(&log_mu);
-	if (strlen(logged) + strlen(message) + 2 < sizeof(logged)) {
-		strcat(logged, message);
-		strcat(logged, "\n");
-	}
-	pthread_mutex_unlock(&log_mu);
-}
-
 static void publish(char out[41], const char *args)
 {
 	assert_int_equal(test_hub_publish(hub, "%s", args), 0);
@@ -98,8 +81,8 @@ static void ctx_init(ctx *c)
 	c->opts.token = "";             /* no token, whatever the environment says */
 	c->opts.offline = 0;
 	c->opts.max_retries = 0;
-	c->opts.log_cb = on_log;
-	logged[0] = '\0';
+	c->opts.log_cb = test_log_warnings;
+	test_logged_clear();
 }
 
 static void ctx_free(ctx *c)
@@ -306,11 +289,11 @@ static void test_major_versions(void **state)
 	(void)state;
 	ctx_init(&c);
 	expect(&c, "org/kern", "1", c_main, KERNELS_REVISION_MAJOR, "v1");
-	assert_non_null(strstr(logged, "newer major version v2"));
+	assert_non_null(strstr(test_logged, "newer major version v2"));
 	expect_ref_file(&c, "kernels--org--kern", "v1", c_main);
-	logged[0] = '\0';
+	test_logged_clear();
 	expect(&c, "org/kern", "2", c_v2, KERNELS_REVISION_MAJOR, "v2");
-	assert_null(strstr(logged, "newer major"));
+	assert_null(strstr(test_logged, "newer major"));
 	expect_error(&c, "org/kern", "7", KERNELS_ENOTFOUND, NEEDLES("version 7 of org/kern not found", "available versions: 1, 2"));
 	ctx_free(&c);
 }
@@ -407,13 +390,13 @@ static void test_offline(void **state)
 
 	test_hub_log_clear(hub);
 	c.opts.offline = 1;
-	logged[0] = '\0';
+	test_logged_clear();
 	expect(&c, "org/kern", "main", c_main, KERNELS_REVISION_BRANCH, "main");
 	expect(&c, "org/kern", "v1.0.0", c_v100, KERNELS_REVISION_TAG, "v1.0.0");
 	expect(&c, "org/kern", ">=1.1.2,<2", c_main, KERNELS_REVISION_VERSION_SPEC, "v1.1.2");
 	expect(&c, "org/kern", "~=1.0", c_main, KERNELS_REVISION_VERSION_SPEC, "v1.1.2");
 	expect(&c, "org/kern", "1", c_main, KERNELS_REVISION_MAJOR, "v1");
-	assert_non_null(strstr(logged, "newer major version v2"));
+	assert_non_null(strstr(test_logged, "newer major version v2"));
 	expect(&c, "org/kern", c_loose, c_loose, KERNELS_REVISION_COMMIT, NULL);
 	{
 		char s[16];
@@ -485,10 +468,10 @@ static void test_unreachable_fallback(void **state)
 	expect(&c, "org/kern", ">=1,<2", c_main, KERNELS_REVISION_VERSION_SPEC, "v1.1.2");
 
 	c.opts.endpoint = dead;
-	logged[0] = '\0';
+	test_logged_clear();
 	expect(&c, "org/kern", "main", c_main, KERNELS_REVISION_BRANCH, "main");
-	assert_non_null(strstr(logged, "cannot be reached"));
-	assert_non_null(strstr(logged, "using the cached answer"));
+	assert_non_null(strstr(test_logged, "cannot be reached"));
+	assert_non_null(strstr(test_logged, "using the cached answer"));
 	expect(&c, "org/kern", ">=1.1,<2", c_main, KERNELS_REVISION_VERSION_SPEC, "v1.1.2");
 
 	expect_error(&c, "org/kern", "v2.0.0", KERNELS_ENETWORK, NEEDLES("cannot be reached", "'v2.0.0'", "network"));
@@ -497,9 +480,9 @@ static void test_unreachable_fallback(void **state)
 
 	/* An unresolvable host name is unreachable too. */
 	c.opts.endpoint = "http://nonexistent.invalid";
-	logged[0] = '\0';
+	test_logged_clear();
 	expect(&c, "org/kern", "main", c_main, KERNELS_REVISION_BRANCH, "main");
-	assert_non_null(strstr(logged, "cannot be reached"));
+	assert_non_null(strstr(test_logged, "cannot be reached"));
 	ctx_free(&c);
 	free(dead);
 }
@@ -515,9 +498,9 @@ static void test_timeout_fallback(void **state)
 	assert_int_equal(test_hub_fault(hub, "{\"path\": \"/kernels/org/kern/info/refs\", \"mode\": \"slow\", "
 				       "\"delay\": 3, \"count\": 1}"), 0);
 	c.opts.timeout_ms = 200;
-	logged[0] = '\0';
+	test_logged_clear();
 	expect(&c, "org/kern", "main", c_main, KERNELS_REVISION_BRANCH, "main");
-	assert_non_null(strstr(logged, "no answer within"));
+	assert_non_null(strstr(test_logged, "no answer within"));
 	test_hub_faults_clear(hub);
 	ctx_free(&c);
 }
@@ -619,7 +602,7 @@ static void *resolve_many(void *p)
 	o.cache_dir = a->cache;
 	o.token = "";
 	o.offline = 0;
-	o.log_cb = on_log;
+	o.log_cb = test_log_warnings;
 	for (i = 0; i < 10; i++) {
 		kernels_revision *r;
 		if (kernels_revision_resolve(&r, "org/kern", revs[i % 5], &o) != 0)

@@ -21,8 +21,7 @@
 
 static test_hub *hub;
 static char *tmp, *cache;
-static kernels_system sys_cpu = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1,
-				  .backend = "cpu", .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
+static const kernels_system sys_cpu = TEST_SYS_CPU;
 
 static int setup(void **state)
 {
@@ -37,30 +36,22 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_hub_stop(hub);
-	test_rmtree(tmp);
-	free(tmp);
+	test_rmtree_free(&tmp);
 	return 0;
 }
 
 static int fresh_cache(void **state)
 {
 	(void)state;
-	if (cache)
-		test_rmtree(cache);
-	free(cache);
-	cache = test_mkdtemp("trust-cache");
+	test_fresh_dir(&cache, "trust-cache");
 	test_hub_faults_clear(hub);
 	return 0;
 }
 
 static void options(kernels_options *o)
 {
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(hub);
-	o->cache_dir = cache;
-	o->offline = 0;
+	test_hub_options(o, hub, cache, &sys_cpu);
 	o->max_retries = 0;
-	o->system = &sys_cpu;
 }
 
 static int answer(kernels_kernel *k)

@@ -24,8 +24,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	test_rmtree(tmp);
-	free(tmp);
+	test_rmtree_free(&tmp);
 	return 0;
 }
 

@@ -353,3 +353,12 @@ void test_hub_stop(test_hub *hub)
 	}
 	hub_free(hub);
 }
+
+void test_hub_options(kernels_options *o, const test_hub *hub, const char *cache, const kernels_system *sys)
+{
+	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
+	o->endpoint = test_hub_endpoint(hub);
+	o->cache_dir = cache;
+	o->offline = 0;
+	o->system = sys;
+}

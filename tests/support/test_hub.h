@@ -7,6 +7,8 @@
 #ifndef KERNELS_TEST_HUB_H
 #define KERNELS_TEST_HUB_H
 
+#include "kernels/options.h"
+
 typedef struct test_hub test_hub;
 
 /* Fresh temp root, starts the server (it exits by itself if this process
@@ -57,6 +59,10 @@ int test_hub_log_count_ex(test_hub *hub, const char *method, const char *path_su
 			  int status, int authorization);
 /* DELETE /_fixture/log. */
 void test_hub_log_clear(test_hub *hub);
+
+/* Default options aimed at the hub, with `cache` as the cache folder, not
+ * offline, and `sys` (may be NULL: detect) as the system. */
+void test_hub_options(kernels_options *o, const test_hub *hub, const char *cache, const kernels_system *sys);
 
 /* Kills the server, waits for it, removes the temp root, frees the hub.
  * NULL is a no-op. */

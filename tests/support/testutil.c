@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,43 @@ void test_rmtree(const char *path)
 {
 	if (path && *path && strcmp(path, "/"))
 		test_system("rm -rf '%s'", path);
+}
+
+void test_rmtree_free(char **path)
+{
+	if (*path)
+		test_rmtree(*path);
+	free(*path);
+	*path = NULL;
+}
+
+void test_fresh_dir(char **path, const char *tag)
+{
+	test_rmtree_free(path);
+	*path = test_mkdtemp(tag);
+}
+
+char test_logged[16384];
+static pthread_mutex_t logged_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void test_log_warnings(kernels_log_level level, const char *message, void *payload)
+{
+	(void)payload;
+	if (level < KERNELS_LOG_WARNING)
+		return;
+	pthread_mutex_lock(&logged_lock);
+	if (strlen(test_logged) + strlen(message) + 2 < sizeof(test_logged)) {
+		strcat(test_logged, message);
+		strcat(test_logged, "\n");
+	}
+	pthread_mutex_unlock(&logged_lock);
+}
+
+void test_logged_clear(void)
+{
+	pthread_mutex_lock(&logged_lock);
+	test_logged[0] = '\0';
+	pthread_mutex_unlock(&logged_lock);
 }
 
 static void mkparents(const char *path)

@@ -4,10 +4,37 @@
 
 #include <stddef.h>
 
+#include "kernels/common.h"
+#include "kernels/system.h"
+
+/* 1 in an AddressSanitizer build: bounds on time and memory allow for
+ * its shadow memory and redzones. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_SANITIZED 1
+#endif
+#endif
+#ifndef TEST_SANITIZED
+#define TEST_SANITIZED 0
+#endif
+
+/* The system most tests load for: torch 2.11 (C++11 ABI), no tvm-ffi, CPU
+ * only, x86_64 Linux. An initializer, so a static one can use it too:
+ *	static kernels_system sys = TEST_SYS_CPU;
+ *	kernels_system s = TEST_SYS_CPU; */
+#define TEST_SYS_CPU { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1, .backend = "cpu", \
+		       .cpu = "x86_64", .os = "linux", .no_gpu = 1 }
+
 /* A fresh folder under $TMPDIR (or /tmp); free with test_rmtree + free. */
 char *test_mkdtemp(const char *tag);
 /* rm -rf; tolerant of a missing path. */
 void test_rmtree(const char *path);
+/* rm -rf *path, free it and set it to NULL; NULL is fine. */
+void test_rmtree_free(char **path);
+/* *path, removed and freed, becomes a fresh folder (test_mkdtemp). */
+void test_fresh_dir(char **path, const char *tag);
 /* Writes `len` bytes to `path`, creating parent folders. 0 on success. */
 int test_write_file(const char *path, const void *data, size_t len);
 /* Reads a whole file (NUL-terminated, malloc'ed); NULL when unreadable. */
@@ -16,5 +43,12 @@ char *test_read_file(const char *path, size_t *len);
 int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 if `path` exists (lstat). */
 int test_exists(const char *path);
+
+/* A kernels_log_cb that keeps the warnings and errors (thread-safe) in
+ * test_logged, one a line, for tests to search; test_logged_clear empties
+ * it. The payload is unused. */
+extern char test_logged[16384];
+void test_log_warnings(kernels_log_level level, const char *message, void *payload);
+void test_logged_clear(void);
 
 #endif
