@@ -461,6 +461,33 @@ static int linked_blobs(int pfd, char ***used, size_t *n, size_t *cap, int depth
 	return rc;
 }
 
+/* What libkernels keeps beside a blob goes with it: its download receipt
+ * and, for a module loaded without libpython, its Python-free copy and
+ * that copy's receipt (lib/receipt.h, lib/pyfree.c). */
+static void remove_blob_records(rm_state *s, int repofd, const char *repo_path, const char *key)
+{
+	static const char *const where[][2] = { { "patched", ".so" }, { "patched", ".json" }, { "blobs", ".json" } };
+	int own = open_dir_at(repofd, ".libkernels"), fd;
+	size_t i;
+
+	for (i = 0; own >= 0 && i < sizeof(where) / sizeof(where[0]); i++) {
+		char *name, *shown;
+		if ((fd = open_dir_at(own, where[i][0])) < 0)
+			continue;
+		name = kernels__sprintf("%s%s", key, where[i][1]);
+		shown = name ? kernels__sprintf("%s/.libkernels/%s/%s", repo_path, where[i][0], name) : NULL;
+		if (shown)
+			remove_top(s, fd, name, shown);
+		else
+			rm_fail(s, KERNELS_ENOMEM, NULL, NULL, 0);
+		free(name);
+		free(shown);
+		close(fd);
+	}
+	if (own >= 0)
+		close(own);
+}
+
 /* Removes the blobs no snapshot but `gone` links to (complete ones only: a
  * blob being written is a download's). Returns the snapshots left, or an
  * error (nothing removed then). */
@@ -504,6 +531,7 @@ static int gc_blobs(rm_state *s, int repofd, const char *repo_path, const char *
 				}
 				remove_top(s, dirfd(d), key, shown);
 				free(shown);
+				remove_blob_records(s, repofd, repo_path, key);
 			}
 			closedir(d);
 		} else {

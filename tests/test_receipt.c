@@ -217,8 +217,9 @@ static int maps_copy(void)
 	return found;
 }
 
-/* A get of acme/py in a fresh child: what happened, as the flags above. */
-static int load_py(int offline)
+/* A get of acme/py at `rev` in a fresh child (its module answers
+ * `answer`): what happened, as the flags above. */
+static int load_py_at(int offline, const char *rev, int answer)
 {
 	pid_t pid = fork();
 	int status = 0;
@@ -236,8 +237,8 @@ static int load_py(int offline)
 		o.system = &sys_cpu;
 		o.log_cb = on_copy_log;
 		copy_events = 0;
-		if (kernels_get(&k, "acme/py", "v1.0.0", &o) == 0 && (*(void **)&fn = kernels_symbol(k, "kernel_answer")) &&
-		    fn() == 5)
+		if (kernels_get(&k, "acme/py", rev, &o) == 0 && (*(void **)&fn = kernels_symbol(k, "kernel_answer")) &&
+		    fn() == answer)
 			copy_events |= LOADED;
 		if (maps_copy())
 			copy_events |= MAPPED_COPY;
@@ -246,6 +247,11 @@ static int load_py(int offline)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	return WEXITSTATUS(status);
+}
+
+static int load_py(int offline)
+{
+	return load_py_at(offline, "v1.0.0", 5);
 }
 
 static void test_copy_written_once_then_reused(void **state)
@@ -293,6 +299,41 @@ static void test_unwritable_cache_still_loads(void **state)
 	assert_int_equal(load_py(1), LOADED | IN_MEMORY);
 	assert_int_equal(test_system("rm -f '%s'", patched), 0);
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+}
+
+/* libkernels cache rm of a revision removes the blobs only it used, and
+ * with them their Python-free copies and receipts; the other revision's
+ * stay. */
+static void test_copy_goes_with_its_blob(void **state)
+{
+	kernels_options o;
+	kernels_cache_removal *rm = NULL;
+	char *dir, *so;
+	(void)state;
+
+	assert_true(asprintf(&dir, "%s/src-py2/build/" VARIANT, tmp) > 0);
+	assert_int_equal(test_system("mkdir -p '%s'", dir), 0);
+	assert_true(asprintf(&so, "%s/_py_6.abi3.so", dir) > 0);
+	assert_int_equal(fx_build_so(so, 6, NULL,
+				     "typedef struct _object PyObject; extern PyObject *PyModule_Create2(void *, int);"
+				     "PyObject *PyInit__py_6(void) { static char d[128]; return PyModule_Create2(d, 3); }",
+				     "-Wl,-z,now"), 0);
+	assert_int_equal(fx_metadata(dir, "--name py --id _py_6 --backend cpu"), 0);
+	assert_int_equal(test_hub_publish(hub, "--repo acme/py --dir '%s/src-py2' --branch main --tag v2.0.0 --trusted",
+					  tmp), 0);
+	assert_int_equal(load_py_at(0, "v2.0.0", 6), LOADED | WROTE | MAPPED_COPY);
+	assert_int_equal(test_system("test $(ls '%s'/*.so | wc -l) = 2 && test $(ls '%s'/*.json | wc -l) = 2", patched,
+				     patched), 0);
+
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.cache_dir = cache;
+	assert_int_equal(kernels_cache_remove(&rm, "acme/py", "v1.0.0", 0, &o), 0);
+	kernels_cache_removal_free(rm);
+	assert_int_equal(test_system("test $(ls '%s'/*.so | wc -l) = 1 && test $(ls '%s'/*.json | wc -l) = 1", patched,
+				     patched), 0);
+	assert_int_equal(load_py_at(1, "v2.0.0", 6), LOADED | REUSED | MAPPED_COPY);
+	free(dir);
+	free(so);
 }
 
 /* ---- download receipts ----------------------------------------------------------- */
@@ -393,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_copy_written_once_then_reused),
 		cmocka_unit_test(test_changed_copy_is_redone),
 		cmocka_unit_test(test_unwritable_cache_still_loads),
+		cmocka_unit_test(test_copy_goes_with_its_blob),
 		cmocka_unit_test(test_download_hash_spares_the_first_load),
 		cmocka_unit_test(test_download_receipt_does_not_beat_metadata),
 	};

@@ -116,7 +116,9 @@ typedef struct {
  * their lock folders. With `revision` (a commit id, or a prefix of one of 4
  * hex digits or more, or a name under refs/), only that snapshot: its
  * folder, the refs/ names holding its commit, and the blobs no other
- * snapshot links to (a blob being written, *.incomplete, stays); when it
+ * snapshot links to, with what libkernels keeps beside each (its download
+ * receipt, a module's Python-free copy and that copy's receipt, under
+ * .libkernels/) (a blob being written, *.incomplete, stays); when it
  * was the last snapshot, the whole repo goes. Links are removed as links
  * and never followed, and nothing outside the repo's folders is touched (a
  * repo folder that is a link is not the repo's: "not in the cache").
