@@ -15,11 +15,12 @@
  * global only when the dependent's module needs them (loader.c).
  *
  * The state of one resolution lives in a per-thread context: the loader
- * calls back into this file for each dependency (loader -> deps -> get ->
- * loader ...), all on the calling thread. */
+ * calls back into this file, through the kernels__deps_fn its caller hands
+ * it, for each dependency (deps -> plan -> loader -> kernels__deps_load
+ * ...), all on the calling thread. */
 #include "deps.h"
 #include "error.h"
-#include "get.h"
+#include "plan.h"
 #include "loader.h"
 #include "util.h"
 #include "download.h"
@@ -268,7 +269,7 @@ static int from_hub(const kernels__config *cfg, ctx *c, const char *self, const 
 	if (rc == 0)
 		rc = settle(c, p.repo_id, kernels_revision_commit(p.rev), self);
 	if (rc == 0)
-		rc = kernels__plan_fetch_and_load(cfg, &p, &stats, out);
+		rc = kernels__plan_fetch_and_load(cfg, &p, kernels__deps_load, &stats, out);
 	if (rc == 0)
 		remember_loaded(p.repo_id, kernels_revision_commit(p.rev), self);
 	kernels__plan_free(&p);
@@ -286,7 +287,7 @@ static int load_one(const kernels__config *cfg, ctx *c, const char *self, const 
 		return rc;
 	if (rc == 1) {
 		rc = settle(c, d->repo_id, local, self);
-		if (rc == 0 && (rc = kernels__loader_open_local(cfg, d->repo_id, local, NULL, out)) < 0)
+		if (rc == 0 && (rc = kernels__loader_open_local(cfg, kernels__deps_load, d->repo_id, local, NULL, out)) < 0)
 			kernels__error_prefix("loading %s from LOCAL_KERNELS path '%s'", d->repo_id, local);
 		free(local);
 		return rc;

@@ -11,7 +11,6 @@
  * by the module file's identity hands the mapped module back on a later
  * load, so its static registrations never run twice. */
 #include "loader.h"
-#include "deps.h"
 #include "metadata.h"
 #include "signature.h"
 #include "native.h"
@@ -69,9 +68,13 @@ static module *modules;
 
 static void kernel_free(kernels_kernel *k)
 {
+	size_t i;
+
 	if (!k)
 		return;
-	kernels__deps_close(k->deps, k->ndeps);
+	for (i = 0; i < k->ndeps; i++)
+		kernels_kernel_close(k->deps[i]);
+	free(k->deps);
 	kernels_metadata_free(k->meta);
 	free(k->repo);
 	free(k->commit);
@@ -566,7 +569,19 @@ static int signed_is_parsed(const struct stat *signed_meta, const kernels_metada
 			      what);
 }
 
-int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const char *commit,
+/* The kernel-depends, through the caller's `deps`. */
+static int load_deps(const kernels__config *cfg, kernels__deps_fn deps, kernels_kernel *k, const char *real,
+		     const char *what)
+{
+	if (!kernels_metadata_kernel_depends_count(k->meta))
+		return 0;
+	if (!deps)
+		return kernels__error(KERNELS_EINVAL, "%s depends on other kernels (kernel-depends), which this call "
+				      "does not load; load it with kernels_get or kernels_load_local", what);
+	return deps(cfg, k->repo ? k->repo : real, k->commit, k->meta, what, &k->deps, &k->ndeps);
+}
+
+int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, const char *repo_id, const char *commit,
 			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out)
 {
 	char real[PATH_MAX], *what = NULL;
@@ -608,9 +623,8 @@ int kernels__loader_open(const kernels__config *cfg, const char *repo_id, const 
 	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
 	/* kernels-minver and python-depends (metadata.c), then the kernel-depends
-	 * loaded before this module (deps.c) */
-	if ((rc = kernels__metadata_rules(cfg, k->meta, what)) < 0 ||
-	    (rc = kernels__deps_load(cfg, k->repo ? k->repo : real, k->commit, k->meta, what, &k->deps, &k->ndeps)) < 0)
+	 * loaded before this module (the caller's `deps`: deps.c) */
+	if ((rc = kernels__metadata_rules(cfg, k->meta, what)) < 0 || (rc = load_deps(cfg, deps, k, real, what)) < 0)
 		goto fail;
 	if (module) {
 		if (!(k->library = kernels__sprintf("%s/%s", real, module))) {
@@ -771,8 +785,8 @@ int kernels__local_trace(const kernels__config *cfg, const char *path, const ker
 	return rc;
 }
 
-int kernels__loader_open_local(const kernels__config *cfg, const char *repo_id, const char *path,
-			       const kernels_system *sys, kernels_kernel **out)
+int kernels__loader_open_local(const kernels__config *cfg, kernels__deps_fn deps, const char *repo_id,
+			       const char *path, const kernels_system *sys, kernels_kernel **out)
 {
 	kernels_system *detected = NULL;
 	kernels_variant_trace *trace = NULL;
@@ -784,7 +798,7 @@ int kernels__loader_open_local(const kernels__config *cfg, const char *repo_id, 
 		return kernels__error(KERNELS_EINVAL, "kernels_load_local: out and path must be given");
 	*out = NULL;
 	if (has_metadata(path))
-		return kernels__loader_open(cfg, repo_id, NULL, NULL, path, NULL, out);
+		return kernels__loader_open(cfg, deps, repo_id, NULL, NULL, path, NULL, out);
 	if (!(build = kernels__sprintf("%s/build", path)))
 		return KERNELS_ENOMEM;
 	if (access(build, F_OK) != 0) {
@@ -808,7 +822,7 @@ int kernels__loader_open_local(const kernels__config *cfg, const char *repo_id, 
 		rc = KERNELS_ENOMEM;
 		goto done;
 	}
-	rc = kernels__loader_open(cfg, repo_id, NULL, kernels_variant_trace_chosen(trace), chosen, NULL, out);
+	rc = kernels__loader_open(cfg, deps, repo_id, NULL, kernels_variant_trace_chosen(trace), chosen, NULL, out);
 done:
 	free(chosen);
 	kernels_variant_trace_free(trace);
@@ -818,20 +832,6 @@ done:
 	return rc;
 }
 
-int kernels_load_local(kernels_kernel **out, const char *path, const kernels_options *opts)
-{
-	kernels__config cfg;
-	int rc;
-
-	if (!out || !path || !*path)
-		return kernels__error(KERNELS_EINVAL, "kernels_load_local: out and path must be given");
-	*out = NULL;
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
-		return rc;
-	rc = kernels__loader_open_local(&cfg, NULL, path, NULL, out);
-	kernels__config_free(&cfg);
-	return rc;
-}
 
 void *kernels_symbol(const kernels_kernel *k, const char *symbol)
 {

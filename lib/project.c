@@ -272,7 +272,7 @@ static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entr
 	if (rc == 0)
 		rc = check_lock_hash(entry, variant, folder);
 	if (rc == 0)
-		rc = kernels__plan_load(cfg, &p, folder, &stats, out);
+		rc = kernels__plan_load(cfg, &p, folder, kernels__deps_load, &stats, out);
 	free(folder);
 	kernels__plan_free(&p);
 	return rc;

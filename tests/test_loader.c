@@ -104,9 +104,9 @@ static void test_two_versions_side_by_side(void **state)
 	(void)state;
 
 	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_int_equal(kernels__loader_open(&cfg, "org/twin", "1111111111111111111111111111111111111111", NULL, v1,
+	assert_int_equal(kernels__loader_open(&cfg, NULL, "org/twin", "1111111111111111111111111111111111111111", NULL, v1,
 					      tmp, &a), 0);
-	assert_int_equal(kernels__loader_open(&cfg, "org/twin", "2222222222222222222222222222222222222222",
+	assert_int_equal(kernels__loader_open(&cfg, NULL, "org/twin", "2222222222222222222222222222222222222222",
 					      "torch-cpu", v2, tmp, &b), 0);
 	kernels__config_free(&cfg);
 	assert_ptr_not_equal(a, b);

@@ -1,0 +1,48 @@
+/* Internal: the plan of one kernel (lib/plan.c), the steps kernels_get
+ * (get.c), a dependency (deps.c) and a locked load (project.c) share. */
+#ifndef KERNELS_LIB_PLAN_H
+#define KERNELS_LIB_PLAN_H
+
+#include "kernels/get.h"
+#include "kernels/revision.h"
+#include "config.h"
+#include "loader.h"
+#include "repo.h"
+
+/* What the remote part of the pipeline settled on. */
+typedef struct {
+	char *repo_id;               /* after redirects */
+	kernels_revision *rev;
+	kernels__repo_type type;     /* decided once (download.c: kernels__repo_locate) */
+	kernels_system *sys;
+	kernels_variant_trace *trace;
+	char *what;                  /* "org/x@abc1234", for messages */
+} kernels__plan;
+
+/* Revision resolution (`first`, may be NULL and is taken over, when the
+ * caller resolved it already), kernel repo or model repo, the publisher's
+ * trust and kernel-status.toml's redirects. No fallback to the cache when
+ * the Hub is down: KERNELS_ENETWORK (get.c decides). */
+int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, const char *revision,
+			   kernels_revision *first, kernels__plan *p);
+/* kernels__plan_revision, then the variant listing and resolution.
+ * `stats` receives resolve/select timings. */
+int kernels__plan_remote_from(const kernels__config *cfg, const char *repo_id, const char *revision,
+			      kernels_revision *first, kernels__plan *p, kernels_get_stats *stats);
+int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision,
+			 kernels__plan *p, kernels_get_stats *stats);
+/* Downloads build/{variant} of the plan's commit; *folder (malloc'ed) is
+ * the variant's snapshot folder. */
+int kernels__plan_fetch(const kernels__config *cfg, kernels__plan *p, const char *variant,
+			kernels_get_stats *stats, char **folder);
+/* The variant the plan chose: from the cache when complete there, else
+ * fetched; then verified and loaded, `deps` loading its kernel-depends
+ * first (kernels_get's last steps). */
+int kernels__plan_fetch_and_load(const kernels__config *cfg, kernels__plan *p, kernels__deps_fn deps,
+				 kernels_get_stats *stats, kernels_kernel **out);
+/* Verifies and loads a fetched variant folder (`deps` as above). */
+int kernels__plan_load(const kernels__config *cfg, kernels__plan *p, const char *folder, kernels__deps_fn deps,
+		       kernels_get_stats *stats, kernels_kernel **out);
+void kernels__plan_free(kernels__plan *p);
+
+#endif
