@@ -80,11 +80,6 @@ int kernels__ref_name_check(const char *name)
 	}
 }
 
-int kernels__is_full_commit(const char *s)
-{
-	return kernels__is_commit(s, KERNELS__HEX_ANY_CASE);
-}
-
 static int io_error(const char *what, const char *path, const char *name)
 {
 	int e = errno;

@@ -27,9 +27,6 @@ typedef struct {
  * Otherwise KERNELS_EINVAL with a message saying what is wrong. */
 int kernels__ref_name_check(const char *name);
 
-/* 1 when `s` is exactly 40 hex digits (either case). */
-int kernels__is_full_commit(const char *s);
-
 #ifdef KERNELS_TESTING
 /* The test build only (the library lists refs instead).
  * Reads refs/{name} of `repo_dir` into `commit` (lower-case, NUL-ended).

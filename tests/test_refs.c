@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "cache.h"
 #include "refs.h"
+#include "hex.h"
 #include "testutil.h"
 
 #define C1 "0123456789abcdef0123456789abcdef01234567"
@@ -58,12 +59,12 @@ static void test_name_check(void **state)
 static void test_full_commit(void **state)
 {
 	(void)state;
-	assert_true(kernels__is_full_commit(C1));
-	assert_true(kernels__is_full_commit("0123456789ABCDEF0123456789ABCDEF01234567"));
-	assert_false(kernels__is_full_commit("0123456789abcdef0123456789abcdef0123456"));
-	assert_false(kernels__is_full_commit(C1 "0"));
-	assert_false(kernels__is_full_commit("g123456789abcdef0123456789abcdef01234567"));
-	assert_false(kernels__is_full_commit(NULL));
+	assert_true(kernels__is_commit(C1, KERNELS__HEX_ANY_CASE));
+	assert_true(kernels__is_commit("0123456789ABCDEF0123456789ABCDEF01234567", KERNELS__HEX_ANY_CASE));
+	assert_false(kernels__is_commit("0123456789abcdef0123456789abcdef0123456", KERNELS__HEX_ANY_CASE));
+	assert_false(kernels__is_commit(C1 "0", KERNELS__HEX_ANY_CASE));
+	assert_false(kernels__is_commit("g123456789abcdef0123456789abcdef01234567", KERNELS__HEX_ANY_CASE));
+	assert_false(kernels__is_commit(NULL, KERNELS__HEX_ANY_CASE));
 }
 
 static void test_repo_dir(void **state)

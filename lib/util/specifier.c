@@ -533,6 +533,13 @@ int kernels__version_compare(const kernels__version *a, const kernels__version *
 	return c ? c : local_cmp(a, b);
 }
 
+int kernels__named_version_cmp(const void *a, const void *b)
+{
+	const kernels__named_version *x = a, *y = b;
+	int c = kernels__version_compare(x->v, y->v);
+	return c ? c : strcmp(x->name, y->name);
+}
+
 /* ---- normalised text ---- */
 
 static int put_num(kernels__buf *b, struct num n)

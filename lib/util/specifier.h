@@ -61,6 +61,14 @@ int kernels__version_is_prerelease(const kernels__version *v);
 
 void kernels__version_free(kernels__version *v);
 
+/* A name and the version it carries ("v1.2.0": 1.2.0), ordered for qsort
+ * by version, then by name. */
+typedef struct {
+	kernels__version *v;
+	const char *name;
+} kernels__named_version;
+int kernels__named_version_cmp(const void *a, const void *b);
+
 typedef struct kernels__specifier_set kernels__specifier_set;
 
 /*

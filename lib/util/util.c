@@ -101,6 +101,16 @@ char *kernels__strdup(const char *s)
 	return p;
 }
 
+int kernels__is_digits(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return n > 0;
+}
+
 size_t kernels__utf8_valid_prefix(const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;

@@ -31,6 +31,9 @@ void kernels__buf_free(kernels__buf *b);
 char *kernels__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *kernels__strdup(const char *s);
 
+/* Whether s[0..n) is n > 0 decimal digits. */
+int kernels__is_digits(const char *s, size_t n);
+
 /* Length of the longest well-formed UTF-8 prefix of s[0..len): no overlong
  * forms, no surrogates, nothing above U+10FFFF. Equal to len when all of it
  * is valid; otherwise the offset of the first bad sequence. */

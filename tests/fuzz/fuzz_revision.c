@@ -33,6 +33,7 @@
 #include "refs.h"
 #include "revision.h"
 #include "specifier.h"
+#include "util.h"
 
 #define MAX_REFS 16
 #define MAX_SNAPS 4
@@ -239,7 +240,7 @@ static void check_resolve(const kernels__config *cfg, const char *rev)
 		goto out;
 	}
 	CHECK(rc != KERNELS_EINVAL);
-	if (kernels__is_full_commit(rev)) {
+	if (kernels__is_commit(rev, KERNELS__HEX_ANY_CASE)) {
 		CHECK(rc == 0 && r->kind == KERNELS_REVISION_COMMIT && !strncasecmp(r->commit, rev, 40));
 		CHECK(kernels_revision_ref(r) == NULL);
 		goto out;
