@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "download.h"
+#include "loader.h"
 #include "error.h"
 #include "repo.h"
 #include "revision.h"
@@ -81,29 +82,18 @@ static int take_variants(kernels_info *i, char **names, size_t n)
 static int local_info(kernels_info *i, const char *path)
 {
 	char *build = kernels__sprintf("%s/build", path), **names = NULL;
-	struct dirent **ents = NULL;
 	size_t n = 0, k;
-	int count, j, rc = 0;
+	int rc;
 
 	if (!build)
 		return KERNELS_ENOMEM;
-	if ((count = scandir(build, &ents, NULL, alphasort)) < 0) {
-		rc = kernels__error(KERNELS_ENOTFOUND, "No build variants found in: %s", build);
+	/* the loader's listing of a local tree: one for both */
+	if ((rc = kernels__local_variants(build, &names, &n)) < 0) {
+		if (rc != KERNELS_ENOMEM)
+			rc = kernels__error(KERNELS_ENOTFOUND, "No build variants found in: %s", build);
 		free(build);
 		return rc;
 	}
-	names = calloc((size_t)count + 1, sizeof(*names));
-	for (j = 0; j < count; j++) {
-		char *dir = kernels__sprintf("%s/%s", build, ents[j]->d_name);
-		struct stat st;
-		if (names && dir && ents[j]->d_name[0] != '.' && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-			names[n++] = kernels__strdup(ents[j]->d_name);
-		free(dir);
-		free(ents[j]);
-	}
-	free(ents);
-	if (!names)
-		rc = kernels__error_oom();
 	if (rc == 0)
 		rc = take_variants(i, names, n);
 	if (rc == 0 && i->nvariants == 0)
@@ -115,9 +105,7 @@ static int local_info(kernels_info *i, const char *path)
 			kernels_error_clear();
 		free(dir);
 	}
-	for (k = 0; names && k < n; k++)
-		free(names[k]);
-	free(names);
+	kernels_strings_free(names, n);
 	free(build);
 	return rc;
 }
@@ -267,23 +255,20 @@ const char *kernels_info_variant(const kernels_info *i, size_t k)
 
 int kernels__no_match_hint(const kernels__config *cfg, const char *repo_id, const kernels_system *sys, int rc)
 {
-	kernels_variant_candidate *c = NULL;
 	kernels_variant_trace *t = NULL;
 	kernels_revision *rev = NULL;
 	kernels__repo_type type = KERNELS__REPO_KERNEL;
 	char *message = kernels__strdup(kernels_error_last()), *latest = NULL, **names = NULL;
-	size_t n = 0, k;
+	size_t n = 0;
 
 	/* Best effort, as 0.17: more requests, and never a different error. */
 	if (!message || cfg->offline || default_revision(cfg, repo_id, &latest) < 0 || !strcmp(latest, "main") ||
 	    kernels__revision_resolve(cfg, repo_id, latest, &rev) < 0 ||
 	    kernels__repo_locate_revision(cfg, rev, &type) < 0 ||
-	    kernels__variants_list(cfg, type, repo_id, kernels_revision_commit(rev), &names, &n) < 0 ||
-	    !(c = calloc(n + 1, sizeof(*c))))
+	    kernels__variants_list(cfg, type, repo_id, kernels_revision_commit(rev), &names, &n) < 0)
 		goto done;
-	for (k = 0; k < n; k++)
-		c[k].name = names[k];
-	if (kernels__variant_resolve(cfg, NULL, c, n, sys, &t) == 0 && kernels_variant_trace_chosen(t)) {
+	/* the one selection, without archs (as 0.17's hint) */
+	if (kernels__variant_select(cfg, NULL, names, n, NULL, NULL, sys, &t) == 0 && kernels_variant_trace_chosen(t)) {
 		kernels__error(KERNELS_ENOMATCH, "%s\n\nHowever, version %s of '%s' has a build compatible with your "
 			       "system (%s). Consider upgrading to that version by specifying the `version` argument.",
 			       message, latest, repo_id, kernels_variant_trace_chosen(t));
@@ -296,7 +281,6 @@ done:
 		kernels__error(rc, "%s", message);
 	free(message);
 	free(latest);
-	free(c);
 	kernels_variant_trace_free(t);
 	kernels_strings_free(names, n);
 	kernels_revision_free(rev);

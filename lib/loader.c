@@ -662,28 +662,6 @@ static int has_metadata(const char *dir)
 	return yes;
 }
 
-/* The variant folders of a build tree, with the archs of their metadata
- * where it reads (unknown otherwise: resolution then accepts). */
-typedef struct {
-	kernels_variant_candidate *c;
-	kernels_metadata **meta;
-	char **names;
-	size_t n;
-} tree_list;
-
-static void tree_free(tree_list *t)
-{
-	size_t i;
-	for (i = 0; i < t->n; i++) {
-		free(t->names[i]);
-		kernels_metadata_free(t->meta[i]);
-	}
-	free(t->names);
-	free(t->meta);
-	free(t->c);
-	memset(t, 0, sizeof(*t)); /* list_tree's failure frees it; its caller may again */
-}
-
 /* A local variant's metadata.json, if it reads: a tree may lack one or
  * hold an old one. Out of memory is still an error, never "no metadata"
  * (the arch check would then pass a variant it should refuse). */
@@ -695,53 +673,97 @@ static int metadata_optional(kernels_metadata **m, const char *dir)
 	return 0;
 }
 
-/* Adds build/name to `t` when it is a variant folder (not hidden). */
-static int list_entry(const char *build, const char *name, tree_list *t)
-{
-	char *dir;
-	struct stat st;
-	int rc = 0;
-
-	if (name[0] == '.')
-		return 0;
-	if (!(dir = kernels__sprintf("%s/%s", build, name)))
-		return KERNELS_ENOMEM;
-	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (!(t->names[t->n] = kernels__strdup(name)))
-			rc = KERNELS_ENOMEM;
-		else if ((rc = metadata_optional(&t->meta[t->n], dir)) < 0)
-			free(t->names[t->n]);
-		else {
-			t->c[t->n].name = t->names[t->n];
-			t->c[t->n].archs = kernels_metadata_archs(t->meta[t->n]);
-			t->n++;
-		}
-	}
-	free(dir);
-	return rc;
-}
-
-static int list_tree(const char *build, tree_list *t)
+int kernels__local_variants(const char *build, char ***names, size_t *count)
 {
 	struct dirent **ents = NULL;
 	int n = scandir(build, &ents, NULL, alphasort), i, rc = 0;
+	char **v = NULL;
+	size_t k = 0;
 
-	memset(t, 0, sizeof(*t));
+	*names = NULL;
+	*count = 0;
 	if (n < 0)
 		return errno == ENOMEM ? kernels__error_oom() :
 		       kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				      "cannot list %s: %s; give a variant folder or a build tree", build, strerror(errno));
-	if (!(t->c = calloc((size_t)n + 1, sizeof(*t->c))) || !(t->meta = calloc((size_t)n + 1, sizeof(*t->meta))) ||
-	    !(t->names = calloc((size_t)n + 1, sizeof(*t->names))))
+	if (!(v = calloc((size_t)n + 1, sizeof(*v))))
 		rc = kernels__error_oom();
 	for (i = 0; i < n; i++) {
-		if (!rc)
-			rc = list_entry(build, ents[i]->d_name, t);
+		char *dir = NULL;
+		struct stat st;
+		if (rc == 0 && ents[i]->d_name[0] != '.') {
+			if (!(dir = kernels__sprintf("%s/%s", build, ents[i]->d_name)))
+				rc = KERNELS_ENOMEM;
+			else if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && !(v[k++] = kernels__strdup(ents[i]->d_name)))
+				rc = KERNELS_ENOMEM;
+		}
+		free(dir);
 		free(ents[i]);
 	}
 	free(ents);
-	if (rc < 0)
-		tree_free(t);
+	if (rc < 0) {
+		kernels_strings_free(v, k);
+		return rc;
+	}
+	*names = v;
+	*count = k;
+	return 0;
+}
+
+/* The candidates' metadata for the selection: build/{name}, or the one
+ * variant folder given. */
+typedef struct {
+	const char *dir;
+	int single;
+} local_source;
+
+static int local_metadata(void *ctx, const char *name, kernels_metadata **m)
+{
+	const local_source *l = ctx;
+	char *dir = l->single ? kernels__strdup(l->dir) : kernels__sprintf("%s/%s", l->dir, name);
+	int rc;
+
+	*m = NULL;
+	if (!dir)
+		return KERNELS_ENOMEM;
+	rc = metadata_optional(m, dir);
+	free(dir);
+	return rc;
+}
+
+/* The decisions for the local tree at `path`: one variant folder, else the
+ * folders of path/build (or of path itself when it has no build/). *build
+ * (malloc'ed; NULL for one folder) is where the chosen one is; *detected
+ * the system detected when `sys` is NULL (the caller frees both). */
+static int local_select(const kernels__config *cfg, const char *path, const kernels_system *sys, char **build,
+			kernels_system **detected, kernels_variant_trace **trace)
+{
+	local_source src = { path, 1 };
+	char *one = (char *)(strrchr(path, '/') ? strrchr(path, '/') + 1 : path), **names = &one;
+	size_t n = 1;
+	int rc = 0;
+
+	*build = NULL;
+	*detected = NULL;
+	*trace = NULL;
+	if (!has_metadata(path)) {
+		if (!(*build = kernels__sprintf("%s/build", path)))
+			return KERNELS_ENOMEM;
+		if (access(*build, F_OK) != 0) {
+			free(*build);
+			if (!(*build = kernels__strdup(path)))
+				return KERNELS_ENOMEM;
+		}
+		src.dir = *build;
+		src.single = 0;
+		rc = kernels__local_variants(*build, &names, &n);
+	}
+	if (rc == 0 && !sys && (rc = kernels__system_detect(cfg, detected)) == 0)
+		sys = *detected;
+	if (rc == 0)
+		rc = kernels__variant_select(cfg, path, names, n, local_metadata, &src, sys, trace);
+	if (!src.single)
+		kernels_strings_free(names, n);
 	return rc;
 }
 
@@ -750,37 +772,11 @@ static int list_tree(const char *build, tree_list *t)
 int kernels__local_trace(const kernels__config *cfg, const char *path, const kernels_system *sys,
 			 kernels_variant_trace **trace)
 {
-	kernels_system *detected = NULL;
-	kernels_variant_candidate one = { 0 };
-	kernels_metadata *m = NULL;
-	char *build = NULL;
-	tree_list t = { 0 };
-	int rc = 0;
+	kernels_system *detected;
+	char *build;
+	int rc = local_select(cfg, path, sys, &build, &detected, trace);
 
-	*trace = NULL;
-	if (has_metadata(path)) { /* one variant folder */
-		one.name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-		if ((rc = metadata_optional(&m, path)) < 0)
-			return rc;
-		one.archs = kernels_metadata_archs(m);
-	} else if (!(build = kernels__sprintf("%s/build", path))) {
-		return KERNELS_ENOMEM;
-	} else {
-		if (access(build, F_OK) != 0) {
-			free(build);
-			if (!(build = kernels__strdup(path)))
-				return KERNELS_ENOMEM;
-		}
-		rc = list_tree(build, &t);
-	}
-	if (rc == 0 && !sys && (rc = kernels__system_detect(cfg, &detected)) == 0)
-		sys = detected;
-	if (rc == 0)
-		rc = kernels__variant_resolve(cfg, path, one.name ? &one : t.c, one.name ? 1 : t.n, sys, trace);
 	kernels_system_free(detected);
-	kernels_metadata_free(m);
-	if (!one.name && build)
-		tree_free(&t);
 	free(build);
 	return rc;
 }
@@ -791,7 +787,6 @@ int kernels__loader_open_local(const kernels__config *cfg, kernels__deps_fn deps
 	kernels_system *detected = NULL;
 	kernels_variant_trace *trace = NULL;
 	char *build = NULL, *chosen = NULL;
-	tree_list t;
 	int rc;
 
 	if (!out || !path)
@@ -799,20 +794,7 @@ int kernels__loader_open_local(const kernels__config *cfg, kernels__deps_fn deps
 	*out = NULL;
 	if (has_metadata(path))
 		return kernels__loader_open(cfg, deps, repo_id, NULL, NULL, path, NULL, out);
-	if (!(build = kernels__sprintf("%s/build", path)))
-		return KERNELS_ENOMEM;
-	if (access(build, F_OK) != 0) {
-		free(build);
-		if (!(build = kernels__strdup(path)))
-			return KERNELS_ENOMEM;
-	}
-	if ((rc = list_tree(build, &t)) < 0) {
-		free(build);
-		return rc;
-	}
-	if (!sys && (rc = kernels__system_detect(cfg, &detected)) < 0)
-		goto done;
-	if ((rc = kernels__variant_resolve(cfg, path, t.c, t.n, sys ? sys : detected, &trace)) < 0)
+	if ((rc = local_select(cfg, path, sys, &build, &detected, &trace)) < 0)
 		goto done;
 	if (!kernels_variant_trace_chosen(trace)) {
 		rc = kernels__variant_no_match(trace, path, sys ? sys : detected);
@@ -827,7 +809,6 @@ done:
 	free(chosen);
 	kernels_variant_trace_free(trace);
 	kernels_system_free(detected);
-	tree_free(&t);
 	free(build);
 	return rc;
 }

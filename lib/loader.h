@@ -28,6 +28,11 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 int kernels__loader_open_local(const kernels__config *cfg, kernels__deps_fn deps, const char *repo_id,
 			       const char *path, const kernels_system *sys, kernels_kernel **out);
 
+/* The variant folders of a local build tree: the names of the folders in
+ * `build` that are not hidden, sorted (malloc'ed; kernels_strings_free).
+ * KERNELS_ENOTFOUND / KERNELS_EIO naming `build` when it cannot be listed. */
+int kernels__local_variants(const char *build, char ***names, size_t *count);
+
 /* The decisions for the local tree at `path` (a variant folder, a build/
  * folder or a checkout holding one), as kernels__loader_open_local would
  * make them, for LOCAL_KERNELS in kernels_get_variants. */

@@ -176,23 +176,24 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 
 /* ---- variant selection --------------------------------------------------- */
 
-static int is_cuda_variant(const char *name)
-{
-	kernels_variant_info info;
-	return kernels_variant_parse(name, &info) == 0 && !strcmp(info.backend, "cuda");
-}
-
 /* The GPU arch check needs backend.archs, which only metadata.json has:
- * fetch it for the CUDA variants (a few hundred bytes each). */
-static int read_archs(const kernels__config *cfg, plan *p, const char *variant, kernels_metadata **m)
+ * the selection asks for it for the candidates it checks (a few hundred
+ * bytes each). */
+typedef struct {
+	const kernels__config *cfg;
+	plan *p;
+} archs_source;
+
+static int read_archs(void *ctx, const char *variant, kernels_metadata **m)
 {
+	archs_source *a = ctx;
 	char *path = kernels__sprintf("build/%s/metadata.json", variant), *local = NULL, *slash;
 	int rc;
 
 	*m = NULL;
 	if (!path)
 		return KERNELS_ENOMEM;
-	rc = kernels__download_file(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), path, &local);
+	rc = kernels__download_file(a->cfg, a->p->type, a->p->repo_id, kernels_revision_commit(a->p->rev), path, &local);
 	free(path);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
 		kernels_error_clear();
@@ -202,7 +203,7 @@ static int read_archs(const kernels__config *cfg, plan *p, const char *variant, 
 		*slash = '\0';
 		rc = kernels_metadata_read(m, local);
 		if (rc < 0) {
-			kernels__log(cfg, KERNELS_LOG_WARNING, "%s: %s", p->what, kernels_error_last());
+			kernels__log(a->cfg, KERNELS_LOG_WARNING, "%s: %s", a->p->what, kernels_error_last());
 			kernels_error_clear();
 			rc = 0;
 		}
@@ -213,29 +214,16 @@ static int read_archs(const kernels__config *cfg, plan *p, const char *variant, 
 
 static int select_variant(const kernels__config *cfg, plan *p)
 {
+	archs_source a = { cfg, p };
 	char **names = NULL;
-	size_t count = 0, i;
-	kernels_variant_candidate *cands = NULL;
-	kernels_metadata **metas = NULL;
+	size_t count = 0;
 	int rc;
 
 	rc = kernels__variants_list(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), &names, &count);
 	if (rc == 0)
 		rc = system_for(cfg, &p->sys);
-	if (rc == 0 && (!(cands = calloc(count + 1, sizeof(*cands))) || !(metas = calloc(count + 1, sizeof(*metas)))))
-		rc = kernels__error_oom();
-	for (i = 0; rc == 0 && i < count; i++) {
-		cands[i].name = names[i];
-		if (p->sys->gpu_count > 0 && is_cuda_variant(names[i]) &&
-		    (rc = read_archs(cfg, p, names[i], &metas[i])) == 0 && metas[i])
-			cands[i].archs = kernels_metadata_archs(metas[i]);
-	}
 	if (rc == 0)
-		rc = kernels__variant_resolve(cfg, p->what, cands, count, p->sys, &p->trace);
-	for (i = 0; metas && i < count; i++)
-		kernels_metadata_free(metas[i]);
-	free(metas);
-	free(cands);
+		rc = kernels__variant_select(cfg, p->what, names, count, read_archs, &a, p->sys, &p->trace);
 	kernels_strings_free(names, count);
 	return rc;
 }

@@ -682,3 +682,44 @@ const char *kernels_variant_trace_string(const kernels_variant_trace *t)
 {
 	return t && t->text ? t->text : "";
 }
+
+/* ---- the one selection ------------------------------------------------------ */
+
+/* 1 when the arch check (check_gpu_archs) will compare the archs of
+ * variant `name` on `s`: only then is its metadata worth reading. */
+static int archs_needed(const char *name, const kernels_system *s)
+{
+	const char *backend = s->backend && *s->backend ? s->backend : "cpu";
+	const kernels__backend *b;
+	kernels_variant_info i;
+
+	if (s->gpu_count <= 0 || kernels_variant_parse(name, &i) < 0) {
+		kernels_error_clear();
+		return 0;
+	}
+	b = kernels__backend_find(i.backend);
+	return b && b->archs_support && !strcmp(i.backend, backend);
+}
+
+int kernels__variant_select(const kernels__config *cfg, const char *what, char *const *names, size_t count,
+			    kernels__variant_metadata_fn metadata, void *ctx, const kernels_system *sys,
+			    kernels_variant_trace **out)
+{
+	kernels_variant_candidate *cands = calloc(count + 1, sizeof(*cands));
+	kernels_metadata **metas = calloc(count + 1, sizeof(*metas));
+	size_t i;
+	int rc = cands && metas ? 0 : kernels__error_oom();
+
+	for (i = 0; rc == 0 && i < count; i++) {
+		cands[i].name = names[i];
+		if (metadata && archs_needed(names[i], sys) && (rc = metadata(ctx, names[i], &metas[i])) == 0 && metas[i])
+			cands[i].archs = kernels_metadata_archs(metas[i]);
+	}
+	if (rc == 0)
+		rc = kernels__variant_resolve(cfg, what, cands, count, sys, out);
+	for (i = 0; metas && i < count; i++)
+		kernels_metadata_free(metas[i]);
+	free(metas);
+	free(cands);
+	return rc;
+}
