@@ -5,8 +5,8 @@
  * topology in sysfs, which needs no ROCm library; the others have no
  * detection yet: KERNELS_GPU_ARCHS names their devices. */
 #include "backend.h"
+#include "util.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,25 +15,13 @@
 /* system.c: the CUDA GPUs NVML or the driver reports. */
 void kernels__cuda_gpus(kernels__gpu_list *out);
 
-static int all_digits(const char *s, size_t n)
-{
-	size_t i;
-
-	if (!n)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!isdigit((unsigned char)s[i]))
-			return 0;
-	return 1;
-}
-
 /* "M.m" -> major, minor; -1 when not that form. */
 static int parse_cc(const char *s, size_t n, int *major, int *minor)
 {
 	const char *dot = memchr(s, '.', n);
 
-	if (!dot || !all_digits(s, (size_t)(dot - s)) || !all_digits(dot + 1, n - (size_t)(dot + 1 - s)) ||
-	    dot - s > 4 || n - (size_t)(dot + 1 - s) > 4)
+	if (!dot || !kernels__is_digits(s, (size_t)(dot - s)) ||
+	    !kernels__is_digits(dot + 1, n - (size_t)(dot + 1 - s)) || dot - s > 4 || n - (size_t)(dot + 1 - s) > 4)
 		return -1;
 	*major = atoi(s);
 	*minor = atoi(dot + 1);
@@ -163,7 +151,8 @@ const kernels__backend *kernels__backend_by_prefix(const char *s)
 	size_t i;
 
 	for (i = 0; s && i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (rows[i].versioned ? !strncmp(s, rows[i].prefix, strlen(rows[i].prefix)) : !strcmp(s, rows[i].prefix))
+		if (rows[i].versioned ? !strncmp(s, rows[i].prefix, strlen(rows[i].prefix))
+				      : !strcmp(s, rows[i].prefix))
 			return &rows[i];
 	return NULL;
 }

@@ -868,6 +868,20 @@ static int parse_datetime(parser *p, kernels__toml_value **out, int depth)
 static int parse_value(parser *p, kernels__toml_value **out, int depth);
 static int parse_keyval(parser *p, kernels__toml_value *table, int inline_table, int depth);
 
+/* The end of an array or inline table: past its closing bracket, frozen
+ * and handed out; or, when not `ok`, freed, and the parse error returned. */
+static int close_container(parser *p, kernels__toml_value *v, int ok, kernels__toml_value **out)
+{
+	if (!ok) {
+		value_free(v);
+		return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_EPARSE;
+	}
+	p->pos++;
+	freeze(v);
+	*out = v;
+	return 0;
+}
+
 static int parse_array(parser *p, kernels__toml_value **out, int depth)
 {
 	kernels__toml_value *a = value_new(p, KERNELS__TOML_ARRAY, p->pos, depth), *item;
@@ -893,13 +907,9 @@ static int parse_array(parser *p, kernels__toml_value **out, int depth)
 		fail_expected(p, "',' or ']' in the array");
 		goto fail;
 	}
-	p->pos++;
-	freeze(a);
-	*out = a;
-	return 0;
+	return close_container(p, a, 1, out);
 fail:
-	value_free(a);
-	return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_EPARSE;
+	return close_container(p, a, 0, out);
 }
 
 static int parse_inline_table(parser *p, kernels__toml_value **out, int depth)
@@ -927,13 +937,9 @@ static int parse_inline_table(parser *p, kernels__toml_value **out, int depth)
 			goto fail;
 		}
 	}
-	p->pos++;
-	freeze(t);
-	*out = t;
-	return 0;
+	return close_container(p, t, 1, out);
 fail:
-	value_free(t);
-	return kernels_error_last_code() ? kernels_error_last_code() : KERNELS_EPARSE;
+	return close_container(p, t, 0, out);
 }
 
 static int parse_value(parser *p, kernels__toml_value **out, int depth)
