@@ -288,7 +288,7 @@ static int tag_versions(const table *t, kernels__named_version **out, size_t *co
 	return 0;
 }
 
-static void kernels__named_versions_free(kernels__named_version *v, size_t n)
+static void named_versions_free(kernels__named_version *v, size_t n)
 {
 	size_t i;
 
@@ -335,7 +335,7 @@ static int resolve_spec(const char *repo_id, const char *rev, const table *t, ke
 out:
 	kernels__buf_free(&list);
 	free(texts);
-	kernels__named_versions_free(tags, n);
+	named_versions_free(tags, n);
 	kernels__specifier_set_free(spec);
 	return rc;
 }

@@ -326,14 +326,6 @@ static char *check_arch_variant(const kernels_variant_info *i, const kernels_sys
 	return NULL;
 }
 
-int kernels__cuda_archs_support(const char *const *archs, int cc)
-{
-	char device[16];
-
-	snprintf(device, sizeof(device), "%d.%d", cc / 10, cc % 10);
-	return kernels__cuda_archs_support_str(archs, device);
-}
-
 static const char *gpu_arch(const kernels_system *s, int g, char *buf, size_t size)
 {
 	if (s->gpu_arch_names[g])

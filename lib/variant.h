@@ -34,9 +34,4 @@ int kernels__variant_select(const kernels__config *cfg, const char *what, char *
  * (<system>); <trace>" and returns it. For kernels_get when chosen is NULL. */
 int kernels__variant_no_match(const kernels_variant_trace *trace, const char *what, const kernels_system *sys);
 
-/* 1 when one of `archs` (metadata.json backend.archs) runs on compute
- * capability `cc` (major*10+minor); 0 when none does; -1 when no arch
- * string is in a known format (then compatibility is unknown). */
-int kernels__cuda_archs_support(const char *const *archs, int cc);
-
 #endif
