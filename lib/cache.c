@@ -60,7 +60,8 @@ int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, co
 		if (!(path = kernels__sprintf("%s/%s%s", cfg->cache_dir, name, subs[i])))
 			rc = KERNELS_ENOMEM;
 		else
-			rc = guard_one(path, "a planted link could send downloads, or load code, from outside the cache");
+			rc = guard_one(path, "a planted link could send downloads, or load code, from outside the "
+				       "cache");
 		free(path);
 	}
 	if (rc == 0 && (path = kernels__sprintf("%s/.locks", cfg->cache_dir))) {
@@ -163,8 +164,8 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type 
 		return 0;
 	return kernels__error(KERNELS_EOFFLINE,
 			      "offline: %s at commit %s is not in the cache %s; download it while online "
-			      "(libkernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that has it",
-			      repo_id, commit, cfg->cache_dir);
+			      "(libkernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that "
+			      "has it", repo_id, commit, cfg->cache_dir);
 }
 
 char *kernels__cache_repo_of(const char *variant_dir)
@@ -275,7 +276,8 @@ int kernels__cache_repo_lock(const kernels__config *cfg, kernels__repo_type type
 			close(fd);
 			if (e == EINTR)
 				continue;
-			rc = e == EWOULDBLOCK ? 1 : kernels__error(KERNELS_EIO, "cannot lock %s: %s", path, strerror(e));
+			rc = e == EWOULDBLOCK ? 1 : kernels__error(KERNELS_EIO, "cannot lock %s: %s", path,
+								   strerror(e));
 			break;
 		}
 		if (fstat(fd, &held) == 0 && stat(path, &there) == 0 && held.st_dev == there.st_dev &&
@@ -350,11 +352,13 @@ static int mkdirs_nofollow(const char *root, const char *rel)
 			continue;
 		*q = '\0';
 		if (mkdir(p, 0777) < 0 && errno != EEXIST)
-			rc = kernels__error(KERNELS_EIO, "cannot create folder '%s': %s; check that the cache is writable",
-					    p, strerror(errno));
+			rc = kernels__error(KERNELS_EIO,
+					    "cannot create folder '%s': %s; check that the cache is writable", p,
+					    strerror(errno));
 		else if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
 			rc = kernels__error(KERNELS_EUNSAFE, "'%s' in the snapshot is not a folder (a link or a file); "
-					    "refusing to write through it; remove the snapshot folder and download again", p);
+					    "refusing to write through it; remove the snapshot folder and download "
+					    "again", p);
 		*q = c;
 		if (rc < 0 || c == '\0')
 			break;
@@ -376,7 +380,8 @@ int kernels__cache_link(const char *repo_dir, const char *commit, const char *pa
 	 * reader walking the variant folder meanwhile (another thread verifying
 	 * it) must never see a stray name there. */
 	if (!root || !snap || !target || !(dir = parent_of(path)) ||
-	    !(blob_tmp = kernels__sprintf("%s/blobs/%s.link", repo_dir, etag)) || !(tmp = kernels__tmp_name(blob_tmp))) {
+	    !(blob_tmp = kernels__sprintf("%s/blobs/%s.link", repo_dir, etag)) ||
+	    !(tmp = kernels__tmp_name(blob_tmp))) {
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
@@ -421,7 +426,8 @@ int kernels__cache_publish(int fd, const char *from, const char *to, struct stat
 	if (fsync(fd) < 0) {
 		err = errno;
 		close(fd);
-		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from, strerror(err));
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from,
+				      strerror(err));
 	}
 	if (rename(from, to) < 0) {
 		err = errno;
@@ -433,7 +439,8 @@ int kernels__cache_publish(int fd, const char *from, const char *to, struct stat
 		memset(st, 0, sizeof(*st));
 	/* close() releases the descriptor even when it fails: never close twice. */
 	if (close(fd) < 0)
-		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", to, strerror(errno));
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", to,
+				      strerror(errno));
 	/* The rename itself must survive a crash, or the link may point at nothing. */
 	if (sync_folder)
 		kernels__fsync_parent(to);
@@ -461,7 +468,8 @@ static int check_dir(const char *dir, const char *top, const char *what)
 			break;
 		}
 		if (lstat(p, &lst) < 0)
-			rc = kernels__error(KERNELS_EOFFLINE, "offline: %s vanished; download %s while online", p, what);
+			rc = kernels__error(KERNELS_EOFFLINE, "offline: %s vanished; download %s while online", p,
+					    what);
 		else if (S_ISDIR(lst.st_mode))
 			rc = check_dir(p, top, what);
 		else if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))

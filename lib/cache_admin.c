@@ -643,7 +643,8 @@ static int lock_repo(rm_state *s, const kernels__config *cfg, kernels__repo_type
 		return rc;
 	}
 	s->locks[s->n_locks++] = lock;
-	if (!(dir = kernels__sprintf("%s/.locks/%s", cfg->cache_dir, folder)) || (rc = list_dir(dir, 0, &names, &n)) < 0) {
+	if (!(dir = kernels__sprintf("%s/.locks/%s", cfg->cache_dir, folder)) ||
+	    (rc = list_dir(dir, 0, &names, &n)) < 0) {
 		free(dir);
 		return dir ? rc : KERNELS_ENOMEM;
 	}
@@ -784,8 +785,8 @@ int kernels_cache_remove(kernels_cache_removal **out, const char *repo_id, const
 	if ((rc = args_check(repo_id, revision, flags)) < 0 || (rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	if ((rootfd = open(cfg.cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rc = kernels__error(KERNELS_ENOTFOUND, "%s is not in the cache %s: there is no such folder (%s)", repo_id,
-				    cfg.cache_dir, strerror(errno));
+		rc = kernels__error(KERNELS_ENOTFOUND, "%s is not in the cache %s: there is no such folder (%s)",
+				    repo_id, cfg.cache_dir, strerror(errno));
 		kernels__config_free(&cfg);
 		return rc;
 	}
@@ -808,7 +809,8 @@ int kernels_cache_remove(kernels_cache_removal **out, const char *repo_id, const
 		kernels__cache_unlock(&s.locks[i]);
 	free(s.locks);
 	if (rc == 0 && !found)
-		rc = kernels__error(KERNELS_ENOTFOUND, "%s is not in the cache %s; kernels_cache_scan (libkernels cache "
+		rc = kernels__error(KERNELS_ENOTFOUND,
+				    "%s is not in the cache %s; kernels_cache_scan (libkernels cache "
 				    "ls) lists what is there", repo_id, cfg.cache_dir);
 	if (rc == 0)
 		rc = s.rc;

@@ -73,7 +73,8 @@ int kernels__signature_policy_check(const kernels_signature_policy *p, size_t i)
 		return kernels__error(KERNELS_EINVAL, "signature policy %zu names neither an identity nor signer URIs; "
 				      "it would accept anyone with a sigstore certificate", i);
 	if (p->signer_uri_count && !p->signer_uris)
-		return kernels__error(KERNELS_EINVAL, "signature policy %zu: signer_uri_count is %zu but signer_uris is "
+		return kernels__error(KERNELS_EINVAL,
+				      "signature policy %zu: signer_uri_count is %zu but signer_uris is "
 				      "NULL", i, p->signer_uri_count);
 	for (k = 0; k < p->signer_uri_count; k++)
 		if (!p->signer_uris[k])
@@ -143,7 +144,8 @@ static int mode_from_env(int *mode)
 	else if (!strcasecmp(v, "require"))
 		*mode = KERNELS_SIGNATURE_REQUIRE;
 	else
-		return kernels__error(KERNELS_EINVAL, "KERNELS_SIGNATURE is '%.32s'; use off, if-present or require", v);
+		return kernels__error(KERNELS_EINVAL, "KERNELS_SIGNATURE is '%.32s'; use off, if-present or require",
+				      v);
 	return 0;
 }
 
@@ -378,8 +380,8 @@ static long env_seconds(const kernels_options *opts, const char *name, long dflt
 			snprintf(msg, sizeof(msg), "%s='%.40s' is not a number of seconds; using %ld", name, v, dflt);
 			opts->log_cb(KERNELS_LOG_WARNING, msg, opts->log_payload);
 		} else {
-			fprintf(stderr, "libkernels: warning: %s='%.40s' is not a number of seconds; using %ld\n", name, v,
-				dflt);
+			fprintf(stderr, "libkernels: warning: %s='%.40s' is not a number of seconds; using %ld\n",
+				name, v, dflt);
 		}
 		return dflt;
 	}
@@ -436,7 +438,8 @@ static int endpoints_parse(const char *text, const char *source, char ***out, si
 			break;
 		if (n == ENDPOINTS_MAX) {
 			endpoints_free(v);
-			return kernels__error(KERNELS_EINVAL, "%s lists more than %d endpoints; name a few mirrors and the Hub",
+			return kernels__error(KERNELS_EINVAL,
+					      "%s lists more than %d endpoints; name a few mirrors and the Hub",
 					      source, ENDPOINTS_MAX);
 		}
 		if (!(v[n] = strip_slash(strndup(p, len)))) {
@@ -444,7 +447,8 @@ static int endpoints_parse(const char *text, const char *source, char ***out, si
 			return kernels__error_oom();
 		}
 		if (strncmp(v[n], "http://", 7) && strncmp(v[n], "https://", 8)) {
-			int rc = kernels__error(KERNELS_EINVAL, "endpoint '%s' in %s is not an http:// or https:// URL; "
+			int rc = kernels__error(KERNELS_EINVAL,
+						"endpoint '%s' in %s is not an http:// or https:// URL; "
 						"fix the list (comma-separated URLs, a mirror first and the Hub last)",
 						v[n], source);
 			endpoints_free(v);
@@ -503,7 +507,8 @@ static int log_setup(kernels__config *cfg, const kernels_options *opts)
 
 	if (opts->log_level) {
 		if ((cfg->log_level = log_level_parse(opts->log_level)) < 0)
-			return kernels__error(KERNELS_EINVAL, "kernels_options.log_level is '%s'; use \"error\", \"warn\", "
+			return kernels__error(KERNELS_EINVAL,
+					      "kernels_options.log_level is '%s'; use \"error\", \"warn\", "
 					      "\"info\" or \"debug\" (or NULL for $KERNELS_LOG)", opts->log_level);
 	} else if ((cfg->log_level = log_level_parse(env)) < 0) {
 		cfg->log_level = KERNELS_LOG_WARNING;
@@ -608,8 +613,8 @@ static int endpoint_check(const kernels__config *cfg)
 {
 	if (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8))
 		return kernels__error(KERNELS_EINVAL,
-				      "Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or options.endpoint",
-				      cfg->endpoint);
+				      "Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or "
+				      "options.endpoint", cfg->endpoint);
 	return 0;
 }
 

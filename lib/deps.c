@@ -176,7 +176,8 @@ const kernels_lock_entry *kernels__deps_lock_find(const kernels_lock *lock, cons
 		if (strcmp(e->repo_id, d->repo_id))
 			continue;
 		if (e->request == KERNELS_LOCK_REQUEST_NONE ||
-		    (e->request == KERNELS_LOCK_REQUEST_VERSION && !d->revision && (long long)e->version == d->version) ||
+		    (e->request == KERNELS_LOCK_REQUEST_VERSION && !d->revision &&
+		     (long long)e->version == d->version) ||
 		    (e->request == KERNELS_LOCK_REQUEST_REVISION && d->revision && !strcmp(e->revision, d->revision)))
 			return e;
 	}
@@ -251,9 +252,10 @@ static int from_hub(const kernels__config *cfg, ctx *c, const char *self, const 
 		if (!(entry = kernels__deps_lock_find(c->lock, d))) {
 			char what[300];
 			describe(d, what, sizeof(what));
-			return kernels__error(KERNELS_ENOTFOUND, "dependency %s of %s is not in the lock file; lock the "
-					      "project again ('libkernels lock <project>') so it records every kernel the "
-					      "locked ones need", what, self);
+			return kernels__error(KERNELS_ENOTFOUND,
+					      "dependency %s of %s is not in the lock file; lock the "
+					      "project again ('libkernels lock <project>') so it records every kernel "
+					      "the locked ones need", what, self);
 		}
 		revision = entry->commit;
 	} else if (!revision) {
@@ -287,7 +289,8 @@ static int load_one(const kernels__config *cfg, ctx *c, const char *self, const 
 		return rc;
 	if (rc == 1) {
 		rc = settle(c, d->repo_id, local, self);
-		if (rc == 0 && (rc = kernels__loader_open_local(cfg, kernels__deps_load, d->repo_id, local, NULL, out)) < 0)
+		if (rc == 0 &&
+		    (rc = kernels__loader_open_local(cfg, kernels__deps_load, d->repo_id, local, NULL, out)) < 0)
 			kernels__error_prefix("loading %s from LOCAL_KERNELS path '%s'", d->repo_id, local);
 		free(local);
 		return rc;
@@ -330,7 +333,8 @@ static int load_all(const kernels__config *cfg, ctx *c, const char *self, const 
 			break;
 		if (on_stack(c, d.repo_id) || !strcmp(d.repo_id, self)) {
 			path = chain(c, d.repo_id);
-			rc = kernels__error(KERNELS_EINVAL, "cyclic kernel dependency: %s; a kernel cannot need itself, "
+			rc = kernels__error(KERNELS_EINVAL,
+					    "cyclic kernel dependency: %s; a kernel cannot need itself, "
 					    "directly or through others", path ? path : d.repo_id);
 			free(path);
 			break;
@@ -366,7 +370,8 @@ int kernels__deps_load(const kernels__config *cfg, const char *self, const char 
 	}
 	/* The kernel itself is settled at its commit: a dependency on another
 	 * commit of it is a cycle, reported as one below. */
-	rc = commit && !find_settled(c->done, c->ndone, self) ? add_settled(&c->done, &c->ndone, &c->done_cap, self, commit, self) : 0;
+	rc = commit && !find_settled(c->done, c->ndone, self)
+		     ? add_settled(&c->done, &c->ndone, &c->done_cap, self, commit, self) : 0;
 	if (rc == 0)
 		rc = load_all(cfg, c, self, meta, what, v, count);
 	if (created) {
@@ -408,18 +413,21 @@ static int has_one(const kernels__config *cfg, const char *repo_id, const char *
 
 	for (c = up; c; c = c->up)
 		if (!strcmp(c->repo_id, repo_id))
-			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself", repo_id);
+			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself",
+					      repo_id);
 	if ((rc = kernels__local_kernels_lookup(cfg, repo_id, &local)) < 0)
 		return rc;
 	if (rc == 1) { /* a local tree: its decisions and the chosen folder's metadata */
-		if ((rc = kernels__local_trace(cfg, local, NULL, &t)) == 0 && (chosen = kernels_variant_trace_chosen(t))) {
+		if ((rc = kernels__local_trace(cfg, local, NULL, &t)) == 0 &&
+		    (chosen = kernels_variant_trace_chosen(t))) {
 			char *dir = kernels__sprintf("%s/build/%s", local, chosen);
 			if (dir && access(dir, F_OK) != 0) {
 				free(dir);
 				dir = kernels__sprintf("%s/%s", local, chosen);
 			}
 			if (!dir || kernels_metadata_read(&m, dir) < 0)
-				kernels_error_clear(); /* a variant folder itself, or no metadata: no dependencies known */
+				kernels_error_clear(); /* a variant folder itself,
+				or no metadata: no dependencies known */
 			free(dir);
 		}
 		rc = rc < 0 ? rc : kernels_variant_trace_chosen(t) != NULL;

@@ -38,7 +38,8 @@ static int args_check(const char *repo_id, const char *commit)
 	if ((rc = kernels__repo_id_check(repo_id)) < 0)
 		return rc;
 	if (!kernels__is_commit(commit, KERNELS__HEX_LOWER))
-		return kernels__error(KERNELS_EINVAL, "'%.100s' is not a full 40-hex commit id (lower case); resolve the "
+		return kernels__error(KERNELS_EINVAL,
+				      "'%.100s' is not a full 40-hex commit id (lower case); resolve the "
 				      "revision first (kernels_revision_resolve)", commit ? commit : "(null)");
 	return 0;
 }
@@ -197,9 +198,10 @@ static int variants_view(const kernels__tree *all, const char *repo_id, const ch
 		if (!count)
 			return missing_variant(all, repo_id, commit, variants[i]);
 		if (count > VARIANT_FILES_MAX)
-			return kernels__error(KERNELS_EINVAL, "variant %s of %s at %.12s lists %zu files, more than the "
-					      "%d a variant may have; refusing it before fetching anything", variants[i],
-					      repo_id, commit, count, VARIANT_FILES_MAX);
+			return kernels__error(KERNELS_EINVAL,
+					      "variant %s of %s at %.12s lists %zu files, more than the "
+					      "%d a variant may have; refusing it before fetching anything",
+					      variants[i], repo_id, commit, count, VARIANT_FILES_MAX);
 		total += count;
 	}
 	if (!(view->entries = malloc((total ? total : 1) * sizeof(*view->entries))))
@@ -363,7 +365,8 @@ static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, c
 void kernels__download_mark_absent(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 				   const char *commit, const char *path)
 {
-	if (kernels__repo_path_check(path) == 0 && kernels__is_commit(commit, KERNELS__HEX_LOWER) && kernels__repo_id_check(repo_id) == 0 &&
+	if (kernels__repo_path_check(path) == 0 && kernels__is_commit(commit, KERNELS__HEX_LOWER) &&
+	    kernels__repo_id_check(repo_id) == 0 &&
 	    kernels__cache_guard(cfg, type, repo_id) == 0)
 		mark_no_exist(cfg, type, repo_id, commit, path);
 	kernels_error_clear();

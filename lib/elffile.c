@@ -28,7 +28,8 @@ static int read_at(const kernels__elf_file *f, void *buf, uint64_t len, uint64_t
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return kernels__error(KERNELS_EIO, "reading %s: %s", f->what, n < 0 ? strerror(errno) : "short read");
+			return kernels__error(KERNELS_EIO, "reading %s: %s", f->what,
+					      n < 0 ? strerror(errno) : "short read");
 		done += (uint64_t)n;
 	}
 	return 0;

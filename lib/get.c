@@ -239,7 +239,8 @@ int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revis
 	int rc, pinned = 0;
 
 	if (!out)
-		return kernels__error(KERNELS_EINVAL, "kernels_get: out is NULL; pass the address of a kernels_kernel *");
+		return kernels__error(KERNELS_EINVAL,
+				      "kernels_get: out is NULL; pass the address of a kernels_kernel *");
 	*out = NULL;
 	if (!stats)
 		stats = &scratch;
@@ -430,7 +431,8 @@ int kernels_info_get(kernels_info **out, const char *kernel, const char *revisio
 	int rc;
 
 	if (!out || !kernel || !*kernel)
-		return kernels__error(KERNELS_EINVAL, "kernels_info_get: out and kernel (a repo id or a folder) must be given");
+		return kernels__error(KERNELS_EINVAL,
+				      "kernels_info_get: out and kernel (a repo id or a folder) must be given");
 	*out = NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;

@@ -272,8 +272,10 @@ int kernels__git_ls(const kernels__config *cfg, const char *url, kernels__git_re
 		rc = copy_heads(out, heads, n);
 	} else {
 		const git_error *e = git_error_last();
-		rc = kernels__error(KERNELS_EPARSE, "cannot read the git refs advertisement of %s: %s; check HF_ENDPOINT "
-				    "points at a Hugging Face Hub", url, e && e->message ? e->message : "unknown libgit2 error");
+		rc = kernels__error(KERNELS_EPARSE,
+				    "cannot read the git refs advertisement of %s: %s; check HF_ENDPOINT "
+				    "points at a Hugging Face Hub", url, e &&
+				    e->message ? e->message : "unknown libgit2 error");
 	}
 	git_remote_free(remote);
 done:

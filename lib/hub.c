@@ -132,7 +132,8 @@ int kernels__hub_global_init(void)
 {
 	pthread_once(&init_once, global_init);
 	if (init_rc)
-		return kernels__error(init_rc, "cannot initialise libcurl; check that the process is not out of memory");
+		return kernels__error(init_rc, "cannot initialise libcurl; check that the process is not out of "
+				      "memory");
 	return 0;
 }
 
@@ -165,9 +166,9 @@ char *kernels__hub_user_agent(const kernels__config *cfg)
 
 	if (!cfg->telemetry)
 		return kernels__strdup("libkernels/" KERNELS_VERSION_STRING);
-	return kernels__sprintf("%s%slibkernels/%s; os/%s; cpu/%s; platform/%s-%s; file_type/kernel%s%s", app ? app : "",
-				app ? "; " : "", KERNELS_VERSION_STRING, ua_os, ua_cpu, ua_cpu, ua_os, sys ? "; " : "",
-				sys ? sys : "");
+	return kernels__sprintf("%s%slibkernels/%s; os/%s; cpu/%s; platform/%s-%s; file_type/kernel%s%s",
+				app ? app : "", app ? "; " : "", KERNELS_VERSION_STRING, ua_os, ua_cpu, ua_cpu, ua_os,
+				sys ? "; " : "", sys ? sys : "");
 }
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -356,7 +357,8 @@ int kernels__hub_down_check(const char *url)
 	/* Worded like the first failure ("cannot reach the Hub"): which of a
 	 * call's concurrent requests met the failure first is chance. */
 	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s: it did not answer %.1f s ago (%s); not "
-			      "asking again for %.1f s", o, (double)(now - since) / 1000, why, (double)(until - now) / 1000);
+			      "asking again for %.1f s", o, (double)(now - since) / 1000, why,
+			      (double)(until - now) / 1000);
 }
 
 int kernels__hub_transient_curl(CURLcode rc)
@@ -462,7 +464,8 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	{
 		long left = kernels__deadline_left_ms(cfg);
-		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left < cfg->timeout_ms ? (left > 0 ? left : 1L) : cfg->timeout_ms);
+		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+				 left < cfg->timeout_ms ? (left > 0 ? left : 1L) : cfg->timeout_ms);
 	}
 	/* A transfer that moves nothing for the timeout is stalled; a slow
 	 * but moving download of a large file is not an error. */
@@ -717,14 +720,16 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		long ms, left = kernels__deadline_left_ms(cfg);
 
 		if (left <= 0)
-			return kernels__error(KERNELS_ENETWORK, "%s %s: the call's deadline of %ld ms ran out %s%s", method, url,
-					      cfg->deadline_ms, attempt ? "after " : "before it was sent", attempt ? why : "");
+			return kernels__error(KERNELS_ENETWORK, "%s %s: the call's deadline of %ld ms ran out %s%s",
+					      method, url, cfg->deadline_ms, attempt ? "after " : "before it was sent",
+					      attempt ? why : "");
 		cc = do_hop(cfg, url, head, h, errbuf, &waited);
 		if (cc == CURLE_OUT_OF_MEMORY)
 			return kernels__error_oom();
 		if (cc == CURLE_WRITE_ERROR && h->body_overflow)
-			return kernels__error(KERNELS_EHTTP, "the answer to GET %s is larger than %zu MiB; check HF_ENDPOINT",
-					      url, h->body_max >> 20);
+			return kernels__error(KERNELS_EHTTP,
+					      "the answer to GET %s is larger than %zu MiB; check HF_ENDPOINT", url,
+					      h->body_max >> 20);
 		if (cc == CURLE_OK) {
 			snprintf(why, sizeof(why), "HTTP %ld", h->hd.status);
 			down_forget(url);
@@ -732,7 +737,8 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 				return 0;
 			ms = kernels__hub_backoff_ms(attempt, h->hd.retry_after);
 			if (ms >= kernels__deadline_left_ms(cfg)) {
-				kernels__log(cfg, KERNELS_LOG_INFO, "%s %s answered %ld; no time left in the call's deadline "
+				kernels__log(cfg, KERNELS_LOG_INFO,
+					     "%s %s answered %ld; no time left in the call's deadline "
 					     "to wait %ld ms and retry", method, url, h->hd.status, ms);
 				return 0;
 			}
@@ -756,13 +762,15 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT && kernels__deadline_left_ms(cfg) <= 0)
 		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within the call's deadline of %ld ms (%s, %d "
-				      "attempt%s)", method, url, cfg->deadline_ms, why, attempt + 1, attempt ? "s" : "");
+				      "attempt%s)", method, url, cfg->deadline_ms, why, attempt + 1,
+				      attempt ? "s" : "");
 	if (cc == CURLE_OPERATION_TIMEDOUT)
-		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within %lld ms (%s, %d attempt%s); the server "
+		return kernels__error(KERNELS_ENETWORK,
+				      "%s %s: no answer within %lld ms (%s, %d attempt%s); the server "
 				      "accepts connections but does not answer", method, url, waited, why, attempt + 1,
 				      attempt ? "s" : "");
-	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s (%s, %d attempt%s); check the network, HF_ENDPOINT "
-			      "and proxy settings", url, why, attempt + 1, attempt ? "s" : "");
+	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s (%s, %d attempt%s); check the network, "
+			      "HF_ENDPOINT and proxy settings", url, why, attempt + 1, attempt ? "s" : "");
 }
 
 /* kernels__hub_request with a smaller cap on the body (tree pages). */
@@ -783,7 +791,8 @@ static int request_capped(const kernels__config *cfg, const char *url_or_path, i
 		return kernels__error(KERNELS_EOFFLINE,
 				      "offline mode (HF_HUB_OFFLINE) forbids the request %s; unset HF_HUB_OFFLINE "
 				      "or download what is needed first", url_or_path);
-	url = url_or_path[0] == '/' ? kernels__sprintf("%s%s", cfg->endpoint, url_or_path) : kernels__strdup(url_or_path);
+	url = url_or_path[0] == '/' ? kernels__sprintf("%s%s", cfg->endpoint, url_or_path)
+				    : kernels__strdup(url_or_path);
 	if (!url)
 		return KERNELS_ENOMEM;
 	for (redirects = 0;; redirects++) {
@@ -804,7 +813,8 @@ static int request_capped(const kernels__config *cfg, const char *url_or_path, i
 			goto out;
 		}
 		if (!(next = kernels__url_resolve(url, h.hd.location))) {
-			rc = kernels__error(KERNELS_EHTTP, "the Hub redirected %s to an invalid URL '%.200s'", url, h.hd.location);
+			rc = kernels__error(KERNELS_EHTTP, "the Hub redirected %s to an invalid URL '%.200s'", url,
+					    h.hd.location);
 			goto out;
 		}
 		if (head && !kernels__hub_same_origin(cfg, next)) {
@@ -891,7 +901,8 @@ int kernels__hub_status_error(const kernels__hub_response *r, const char *what)
 				      "this repo (HF_TOKEN), and accept its conditions on the Hub if it is gated",
 				      what, detail);
 	if (r->status == 404)
-		return kernels__error(KERNELS_ENOTFOUND, "%s: not found%s; check the repo id and revision", what, detail);
+		return kernels__error(KERNELS_ENOTFOUND, "%s: not found%s; check the repo id and revision", what,
+				      detail);
 	if (r->status == 429)
 		return kernels__error(KERNELS_EHTTP, "%s: the Hub is rate limiting requests%s; wait and try again, "
 				      "or use a token (HF_TOKEN) for a higher limit", what, detail);
@@ -1029,7 +1040,8 @@ int kernels__repo_path_check(const char *path)
 					      "the Hub listed the path '%.300s' with an empty, '.' or '..' component; "
 					      "refusing it", path);
 		if (n > 255)
-			return kernels__error(KERNELS_EUNSAFE, "the Hub listed the path '%.300s' with a name over 255 bytes; "
+			return kernels__error(KERNELS_EUNSAFE,
+					      "the Hub listed the path '%.300s' with a name over 255 bytes; "
 					      "refusing it", path);
 		if (!p)
 			break;
@@ -1119,8 +1131,10 @@ int kernels__tree_entry_check(const kernels__tree_entry *e, const char *prefix, 
 	if (e->lfs_sha256 && (e->is_dir || !kernels__is_hex(e->lfs_sha256, 64, KERNELS__HEX_LOWER)))
 		return BAD("%s: LFS file '%.300s' has no 64-hex \"lfs.oid\"; refusing the listing", where, p);
 	if (e->size > FILE_SIZE_CAP)
-		return kernels__error(KERNELS_EUNSAFE, "%s: file '%.300s' declares %lld bytes, more than the %lld GiB a "
-				      "kernel file may have; refusing the listing", where, p, e->size, FILE_SIZE_CAP >> 30);
+		return kernels__error(KERNELS_EUNSAFE,
+				      "%s: file '%.300s' declares %lld bytes, more than the %lld GiB a "
+				      "kernel file may have; refusing the listing", where, p, e->size,
+				      FILE_SIZE_CAP >> 30);
 	return 0;
 }
 
@@ -1140,15 +1154,16 @@ static int parse_entry(json_t *item, const char *prefix, const char *where, kern
 		return BAD("%s: a tree entry has no string \"path\"; refusing the listing", where);
 	p = json_string_value(path);
 	if (strlen(p) != json_string_length(path))
-		return kernels__error(KERNELS_EUNSAFE, "%s: a tree entry's path contains a NUL byte; refusing the listing",
-				      where);
+		return kernels__error(KERNELS_EUNSAFE,
+				      "%s: a tree entry's path contains a NUL byte; refusing the listing", where);
 	if (kernels__repo_path_check(p) < 0)
 		return kernels__error_prefix("%s", where);
 	if (!json_is_string(type))
 		return BAD("%s: entry '%.300s' has no string \"type\"; refusing the listing", where, p);
 	ty = json_string_value(type);
 	if (strcmp(ty, "directory") && strcmp(ty, "file"))
-		return kernels__error(KERNELS_EUNSAFE, "%s: entry '%.300s' has type '%.40s' (only files and folders are "
+		return kernels__error(KERNELS_EUNSAFE,
+				      "%s: entry '%.300s' has type '%.40s' (only files and folders are "
 				      "accepted); refusing the listing", where, p, ty);
 	if (!(e = kernels__tree_push(t)))
 		return KERNELS_ENOMEM;
@@ -1157,7 +1172,8 @@ static int parse_entry(json_t *item, const char *prefix, const char *where, kern
 		if (!json_is_string(oid) || !kernels__is_hex(json_string_value(oid), 40, KERNELS__HEX_ANY_CASE))
 			return BAD("%s: file '%.300s' has no 40-hex \"oid\"; refusing the listing", where, p);
 		if (!json_is_integer(size) || json_integer_value(size) < 0)
-			return BAD("%s: file '%.300s' has no non-negative integer \"size\"; refusing the listing", where, p);
+			return BAD("%s: file '%.300s' has no non-negative integer \"size\"; refusing the listing",
+				   where, p);
 		e->size = json_integer_value(size);
 	}
 	if (json_is_string(oid) && kernels__is_hex(json_string_value(oid), 40, KERNELS__HEX_ANY_CASE)) {
@@ -1166,10 +1182,12 @@ static int parse_entry(json_t *item, const char *prefix, const char *where, kern
 	}
 	if (lfs && !json_is_null(lfs) && !e->is_dir) {
 		json_t *lo = json_object_get(lfs, "oid"), *ls = json_object_get(lfs, "size");
-		if (!json_is_object(lfs) || !json_is_string(lo) || !kernels__is_hex(json_string_value(lo), 64, KERNELS__HEX_ANY_CASE))
+		if (!json_is_object(lfs) || !json_is_string(lo) ||
+		    !kernels__is_hex(json_string_value(lo), 64, KERNELS__HEX_ANY_CASE))
 			return BAD("%s: LFS file '%.300s' has no 64-hex \"lfs.oid\"; refusing the listing", where, p);
 		if (ls && (!json_is_integer(ls) || json_integer_value(ls) != e->size))
-			return BAD("%s: LFS file '%.300s' declares two different sizes; refusing the listing", where, p);
+			return BAD("%s: LFS file '%.300s' declares two different sizes; refusing the listing", where,
+				   p);
 		if (!(e->lfs_sha256 = kernels__tree_strdup(t, json_string_value(lo), 64)))
 			return KERNELS_ENOMEM;
 		kernels__hex_lower(e->lfs_sha256, 64, e->lfs_sha256);
@@ -1257,7 +1275,8 @@ int kernels__tree_check(kernels__tree *t, const char *where)
 		return rc;
 	for (i = 0; i + 1 < t->n; i++)
 		if (!strcmp(t->entries[i].path, t->entries[i + 1].path))
-			return BAD("%s: the path '%.300s' is listed twice; refusing the listing", where, t->entries[i].path);
+			return BAD("%s: the path '%.300s' is listed twice; refusing the listing", where,
+				   t->entries[i].path);
 	/* No folder of any entry may be listed as a file. Entries of one folder
 	 * sit together, so each folder is looked up once, not once per entry. */
 	for (i = 0; i < t->n; i++) {
@@ -1269,7 +1288,8 @@ int kernels__tree_check(kernels__tree *t, const char *where)
 			continue;
 		for (n = len;;) {
 			if ((f = find_path(t, p, n)) && !f->is_dir)
-				return kernels__error(KERNELS_EUNSAFE, "%s: '%.300s' is listed as a file and as a folder; "
+				return kernels__error(KERNELS_EUNSAFE,
+						      "%s: '%.300s' is listed as a file and as a folder; "
 						      "refusing the listing", where, f->path);
 			while (n > 0 && p[n - 1] != '/')
 				n--;
@@ -1356,8 +1376,8 @@ int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type ty
 		rc = parse_json(&r, where, &list);
 		kernels__hub_response_free(&r);
 		if (rc == 0)
-			rc = append_page(list, path, where, max_entries < TREE_MAX_ENTRIES ? max_entries : TREE_MAX_ENTRIES,
-					 out);
+			rc = append_page(list, path, where,
+					 max_entries < TREE_MAX_ENTRIES ? max_entries : TREE_MAX_ENTRIES, out);
 		json_decref(list);
 		list = NULL;
 		if (rc < 0 || !next)

@@ -186,7 +186,8 @@ static int open_incomplete(fetch *f, job *j)
 	j->fd = open(j->incomplete, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (j->fd < 0)
 		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache folder is writable "
-				      "(shared caches: group-writable) or set KERNELS_CACHE", j->incomplete, strerror(errno));
+				      "(shared caches: group-writable) or set KERNELS_CACHE", j->incomplete,
+				      strerror(errno));
 	if ((rc = md_start(j)) < 0)
 		return rc;
 	if (fstat(j->fd, &st) < 0)
@@ -345,8 +346,9 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 	}
 	if (j->have + (long long)n > j->size) {
 		j->abort_code = kernels__error(KERNELS_EINTEGRITY,
-					       "%s: the server sent more than the %lld bytes the tree listing declares; "
-					       "the damaged download was deleted; try again", j->entry->path, j->size);
+					       "%s: the server sent more than the %lld bytes the tree listing "
+					       "declares; the damaged download was deleted; try again", j->entry->path,
+					       j->size);
 		return 0;
 	}
 	while (off < n) {
@@ -354,7 +356,8 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			j->abort_code = kernels__error(KERNELS_EIO, "cannot write %s: %s; check free space in the cache",
+			j->abort_code = kernels__error(KERNELS_EIO,
+						       "cannot write %s: %s; check free space in the cache",
 						       j->incomplete, strerror(errno));
 			return 0;
 		}
@@ -510,7 +513,8 @@ static void finished(fetch *f, job *j, CURLcode res)
 		res = CURLE_PARTIAL_FILE;
 	}
 	if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
-		kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint, *j->curl_err ? j->curl_err : curl_easy_strerror(res));
+		kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint,
+				       *j->curl_err ? j->curl_err : curl_easy_strerror(res));
 	if ((res != CURLE_OK && kernels__hub_transient_curl(res)) ||
 	    (res == CURLE_OK && kernels__hub_transient_status(status)) ||
 	    (res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size)) {
@@ -518,8 +522,8 @@ static void finished(fetch *f, job *j, CURLcode res)
 			if (res != CURLE_OK || status < 300)
 				fail_job(f, j, kernels__error(KERNELS_ENETWORK,
 							      "downloading %s from %s failed after %d attempts (%s); "
-							      "%lld of %lld bytes are kept in %s and the next try resumes "
-							      "there; check the network and try again",
+							      "%lld of %lld bytes are kept in %s and the next try "
+							      "resumes there; check the network and try again",
 							      j->entry->path, f->repo_id, j->attempts,
 							      res != CURLE_OK ? (*j->curl_err ? j->curl_err :
 										 curl_easy_strerror(res))
@@ -748,7 +752,8 @@ static int disk_check(fetch *f, unsigned long long need)
 
 static int etag_order(const void *a, const void *b)
 {
-	const kernels__tree_entry *x = *(const kernels__tree_entry *const *)a, *y = *(const kernels__tree_entry *const *)b;
+	const kernels__tree_entry *x = *(const kernels__tree_entry *const *)a;
+	const kernels__tree_entry *y = *(const kernels__tree_entry *const *)b;
 	int c = strcmp(entry_etag(x), entry_etag(y));
 
 	return c ? c : (x < y ? -1 : x > y); /* ties in listing order: a blob's first file leads */
@@ -813,7 +818,8 @@ static int plan(fetch *f, const kernels__tree *tree)
 	for (i = 0; i < tree->n; i++)
 		n += !tree->entries[i].is_dir;
 	if (n > FETCH_FILES_MAX)
-		return kernels__error(KERNELS_EINVAL, "%s at %.12s: %zu files asked for in one call, more than the %d a "
+		return kernels__error(KERNELS_EINVAL,
+				      "%s at %.12s: %zu files asked for in one call, more than the %d a "
 				      "variant may have; refusing before fetching anything", f->repo_id, f->commit, n,
 				      FETCH_FILES_MAX);
 	if (n && !(by = malloc(n * sizeof(*by))))
@@ -823,7 +829,8 @@ static int plan(fetch *f, const kernels__tree *tree)
 		if (e->is_dir)
 			continue;
 		if (!kernels__is_etag(entry_etag(e))) {
-			rc = kernels__error(KERNELS_EPARSE, "%s: the hash '%s' cannot name a blob", e->path, entry_etag(e));
+			rc = kernels__error(KERNELS_EPARSE, "%s: the hash '%s' cannot name a blob", e->path,
+					    entry_etag(e));
 			goto out;
 		}
 		if (f->stats) {
@@ -861,7 +868,8 @@ static int plan(fetch *f, const kernels__tree *tree)
 		if (!e)
 			continue;
 		etag = entry_etag(e);
-		if ((!readdir_mode || (n_present && bsearch(&etag, present, n_present, sizeof(*present), name_order))) &&
+		if ((!readdir_mode || (n_present && bsearch(&etag, present, n_present, sizeof(*present),
+							    name_order))) &&
 		    kernels__cache_blob_ok(f->repo_dir, etag, e->size))
 			continue; /* in the cache already: only its links are made */
 		j = &f->jobs[f->n_jobs++];
@@ -956,7 +964,8 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 	any = f.n_jobs > 0;
 	if (any) {
 		if (cfg->offline) {
-			rc = kernels__error(KERNELS_EOFFLINE, "offline: files of %s at %s are not in the cache; download "
+			rc = kernels__error(KERNELS_EOFFLINE,
+					    "offline: files of %s at %s are not in the cache; download "
 					    "them while online (unset HF_HUB_OFFLINE)", repo_id, commit);
 			goto out;
 		}

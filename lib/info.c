@@ -58,7 +58,8 @@ static int take_variants(kernels_info *i, char **names, size_t n)
 {
 	size_t k, b;
 
-	if (!(i->variants = calloc(n + 1, sizeof(*i->variants))) || !(i->backends = calloc(n + 1, sizeof(*i->backends))))
+	if (!(i->variants = calloc(n + 1, sizeof(*i->variants))) ||
+	    !(i->backends = calloc(n + 1, sizeof(*i->backends))))
 		return kernels__error_oom();
 	for (k = 0; k < n; k++) {
 		kernels_variant_info v;
@@ -190,7 +191,8 @@ int kernels__info_get(const kernels__config *cfg, kernels_info **out, const char
 		return kernels__error_oom();
 	if (stat(kernel, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (revision)
-			rc = kernels__error(KERNELS_EINVAL, "--revision and --version cannot be used with a local path");
+			rc = kernels__error(KERNELS_EINVAL,
+					    "--revision and --version cannot be used with a local path");
 		else if (!(i->path = kernels__strdup(kernel)))
 			rc = KERNELS_ENOMEM;
 		else

@@ -246,8 +246,9 @@ static int check_namespace(const char *id, const char *what)
 		if (m->torch && !strcmp(m->id, id))
 			return kernels__error(KERNELS_ELOAD,
 					      "cannot load %s: its ops namespace '%s' is already registered by %s, "
-					      "a different file in this process (torch allows one library per namespace); "
-					      "use one build of this kernel per process", what, id, m->path);
+					      "a different file in this process (torch allows one library per "
+					      "namespace); use one build of this kernel per process", what, id,
+					      m->path);
 	return 0;
 }
 
@@ -403,9 +404,9 @@ static int load_failed(const char *what, const char *library, const char *mapped
 				    pretty ? " (" : "", pretty ? pretty : "", pretty ? ")" : "");
 	} else {
 		rc = kernels__error(KERNELS_ELOAD,
-				    "loading %s failed: %s: %s; the module needs a library or symbol this process lacks "
-				    "(load the torch/CUDA it was built for first, or pick a variant matching this "
-				    "process's torch version and C++ ABI)", what, library, err);
+				    "loading %s failed: %s: %s; the module needs a library or symbol this process "
+				    "lacks (load the torch/CUDA it was built for first, or pick a variant matching "
+				    "this process's torch version and C++ ABI)", what, library, err);
 	}
 	free(pretty);
 	free(text);
@@ -685,7 +686,8 @@ int kernels__local_variants(const char *build, char ***names, size_t *count)
 	if (n < 0)
 		return errno == ENOMEM ? kernels__error_oom() :
 		       kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
-				      "cannot list %s: %s; give a variant folder or a build tree", build, strerror(errno));
+				      "cannot list %s: %s; give a variant folder or a build tree", build,
+				      strerror(errno));
 	if (!(v = calloc((size_t)n + 1, sizeof(*v))))
 		rc = kernels__error_oom();
 	for (i = 0; i < n; i++) {
@@ -694,7 +696,8 @@ int kernels__local_variants(const char *build, char ***names, size_t *count)
 		if (rc == 0 && ents[i]->d_name[0] != '.') {
 			if (!(dir = kernels__sprintf("%s/%s", build, ents[i]->d_name)))
 				rc = KERNELS_ENOMEM;
-			else if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && !(v[k++] = kernels__strdup(ents[i]->d_name)))
+			else if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+				 !(v[k++] = kernels__strdup(ents[i]->d_name)))
 				rc = KERNELS_ENOMEM;
 		}
 		free(dir);

@@ -182,8 +182,10 @@ static int check_repo_commit(const char *repo_id, const char *commit, int allow6
 {
 	if (kernels__repo_id_check(repo_id) < 0)
 		return KERNELS_EINVAL;
-	if (!kernels__is_hex(commit, 40, KERNELS__HEX_ANY_CASE) && !(allow64 && kernels__is_hex(commit, 64, KERNELS__HEX_ANY_CASE)))
-		return kernels__error(KERNELS_EINVAL, "commit '%s' of %s is not a full commit id; expected %s hex digits",
+	if (!kernels__is_hex(commit, 40, KERNELS__HEX_ANY_CASE) &&
+	    !(allow64 && kernels__is_hex(commit, 64, KERNELS__HEX_ANY_CASE)))
+		return kernels__error(KERNELS_EINVAL,
+				      "commit '%s' of %s is not a full commit id; expected %s hex digits",
 				      commit ? commit : "(null)", repo_id, allow64 ? "40 (or 64)" : "40");
 	return 0;
 }
@@ -252,7 +254,8 @@ int kernels_lock_add_entry(kernels_lock *lock, const char *repo_id, const char *
 		return kernels__error(KERNELS_EINVAL, "no lock given");
 	if (lock->format != KERNELS_LOCK_FORMAT_VARIANTS)
 		return kernels__error(KERNELS_EINVAL, "this lock is in the dependency format; use "
-				      "kernels_lock_add_version/_revision, or create a KERNELS_LOCK_FORMAT_VARIANTS lock");
+				      "kernels_lock_add_version/_revision, or create a KERNELS_LOCK_FORMAT_VARIANTS "
+				      "lock");
 	if ((rc = check_repo_commit(repo_id, commit, 0)) < 0)
 		return rc;
 	if (kernels_lock_find(lock, repo_id))
@@ -342,7 +345,8 @@ static int put_json_string(kernels__buf *b, const char *s, int ascii)
 			p += n;
 			if (cp >= 0x10000) {
 				cp -= 0x10000;
-				rc = kernels__buf_printf(b, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+				rc = kernels__buf_printf(b, "\\u%04x\\u%04x", 0xD800 + (cp >> 10),
+							 0xDC00 + (cp & 0x3FF));
 			} else {
 				rc = kernels__buf_printf(b, "\\u%04x", cp);
 			}
@@ -422,7 +426,8 @@ int kernels_lock_to_string(const kernels_lock *lock, char **out)
 	*out = NULL;
 	rc = kernels__buf_puts(&b, "[");
 	if (!rc && lock->count)
-		rc = lock->format == KERNELS_LOCK_FORMAT_DEPENDENCY ? write_dependency(lock, &b) : write_variants(lock, &b);
+		rc = lock->format == KERNELS_LOCK_FORMAT_DEPENDENCY ? write_dependency(lock, &b) : write_variants(lock,
+														  &b);
 	if (!rc)
 		rc = kernels__buf_puts(&b, lock->count ? "\n]" : "]");
 	if (rc) {
@@ -472,9 +477,10 @@ static int bad(const where *w, const char *key, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return kernels__error(KERNELS_EPARSE, "%s: entry %zu%s%s%s%s%s%s: %s; fix or regenerate the lock file (libkernels lock)",
-			      w->name, w->index, w->repo_id ? " (" : "", w->repo_id ? w->repo_id : "",
-			      w->repo_id ? ")" : "", key ? ", key '" : "", key ? key : "", key ? "'" : "", what);
+	return kernels__error(KERNELS_EPARSE, "%s: entry %zu%s%s%s%s%s%s: %s; fix or regenerate the lock file "
+			      "(libkernels lock)", w->name, w->index, w->repo_id ? " (" : "",
+			      w->repo_id ? w->repo_id : "", w->repo_id ? ")" : "", key ? ", key '" : "",
+			      key ? key : "", key ? "'" : "", what);
 }
 
 static const char *json_kind(const json_t *v)
@@ -552,7 +558,8 @@ static int read_dependency(kernels_lock *lock, json_t *item, where *w)
 	if (!json_is_object(dep))
 		return bad(w, "dependency", "is %s; expected an object with 'repo-id' and 'version' or 'revision'",
 			   json_kind(dep));
-	if ((rc = only_keys(w, "'dependency'", dep, dep_keys)) < 0 || (rc = get_string(w, dep, "repo-id", 1, &repo)) < 0)
+	if ((rc = only_keys(w, "'dependency'", dep, dep_keys)) < 0 ||
+	    (rc = get_string(w, dep, "repo-id", 1, &repo)) < 0)
 		return rc;
 	if (kernels__repo_id_check(repo) < 0) {
 		char why[1024];
@@ -638,13 +645,16 @@ static int read_variants(kernels_lock *lock, json_t *item, where *w)
 		if ((rc = get_string(w, v, "hash", 1, &hash)) < 0)
 			return rc == KERNELS_EPARSE ? bad(w, key, "missing or not a string") : rc;
 		if (!hash_ok(hash))
-			return bad(w, key, "'%s' is malformed; expected \"sha256-\" and 64 lower-case hex digits", hash);
+			return bad(w, key, "'%s' is malformed; expected \"sha256-\" and 64 lower-case hex digits",
+				   hash);
 		snprintf(key, sizeof(key), "variants.%s.hash_type", name);
 		if (json_object_get(v, "hash_type") && !json_is_string(json_object_get(v, "hash_type")))
-			return bad(w, key, "is %s; expected \"git_lfs_concat\"", json_kind(json_object_get(v, "hash_type")));
+			return bad(w, key, "is %s; expected \"git_lfs_concat\"",
+				   json_kind(json_object_get(v, "hash_type")));
 		type = json_string_value(json_object_get(v, "hash_type"));
 		if (type && strcmp(type, HASH_TYPE) != 0)
-			return bad(w, key, "unknown hash type '%s'; this libkernels knows only \"git_lfs_concat\"", type);
+			return bad(w, key, "unknown hash type '%s'; this libkernels knows only \"git_lfs_concat\"",
+				   type);
 		if ((rc = kernels_lock_add_variant(lock, repo, name, hash)) < 0)
 			return rc;
 	}
@@ -669,7 +679,8 @@ int kernels_lock_load_string(kernels_lock **out, const char *json, size_t len, c
 	root = json_loadb(json ? json : "", len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return kernels__error(KERNELS_EPARSE, "%s:%d:%d: not valid JSON: %s; the lock file is damaged or "
-				      "truncated: regenerate it (libkernels lock)", name, jerr.line, jerr.column, jerr.text);
+				      "truncated: regenerate it (libkernels lock)", name, jerr.line, jerr.column,
+				      jerr.text);
 	if (!json_is_array(root)) {
 		rc = kernels__error(KERNELS_EPARSE, "%s: the top level is %s; expected an array of locked kernels",
 				    name, json_kind(root));
@@ -679,7 +690,8 @@ int kernels_lock_load_string(kernels_lock **out, const char *json, size_t len, c
 		json_t *first = json_array_get(root, 0);
 		kernels_lock_format fmt = KERNELS_LOCK_FORMAT_DEPENDENCY;
 		if (first && json_is_object(first) && !json_object_get(first, "dependency") &&
-		    !json_object_get(first, "lock") && (json_object_get(first, "repo_id") || json_object_get(first, "sha") ||
+		    !json_object_get(first, "lock") &&
+		    (json_object_get(first, "repo_id") || json_object_get(first, "sha") ||
 							json_object_get(first, "variants")))
 			fmt = KERNELS_LOCK_FORMAT_VARIANTS;
 		if ((rc = kernels_lock_new(&lock, fmt)) < 0)
@@ -718,7 +730,8 @@ int kernels_lock_load(kernels_lock **out, const char *path)
 	*out = NULL;
 	if (kernels__read_file(path, LOCK_FILE_MAX, 0, &text, &len, NULL) < 0) {
 		if (errno == ENOENT)
-			return kernels__error(KERNELS_ENOTFOUND, "no lock file at '%s'; create it with `libkernels lock "
+			return kernels__error(KERNELS_ENOTFOUND,
+					      "no lock file at '%s'; create it with `libkernels lock "
 					      "<project folder>`", path);
 		if (errno == ENOMEM)
 			return kernels__error_oom();

@@ -68,7 +68,8 @@ static int variant_hash(const kernels_lock_file *files, size_t count, int keep_b
 		if (!files[i].path || !*files[i].path)
 			return kernels__error(KERNELS_EINVAL, "file %zu of the variant has no path", i + 1);
 		if (!kernels__is_hex(files[i].hash, want, KERNELS__HEX_ANY_CASE))
-			return kernels__error(KERNELS_EINVAL, "hash '%s' of '%s' is malformed; expected %zu hex digits (%s)",
+			return kernels__error(KERNELS_EINVAL,
+					      "hash '%s' of '%s' is malformed; expected %zu hex digits (%s)",
 					      files[i].hash ? files[i].hash : "(null)", files[i].path, want,
 					      files[i].is_lfs ? "the LFS sha256" : "the git blob sha1");
 	}
@@ -195,8 +196,9 @@ static int visit(const char *full, const char *rel, int depth, const struct stat
 		return 0;
 	/* A cache snapshot: the blob's name says how it was hashed. */
 	if (!(target = realpath(full, NULL)))
-		return kernels__error(KERNELS_EIO, "cannot resolve '%s': %s; the cache entry is damaged, download it again",
-				      full, strerror(errno));
+		return kernels__error(KERNELS_EIO,
+				      "cannot resolve '%s': %s; the cache entry is damaged, download it again", full,
+				      strerror(errno));
 	base = strrchr(target, '/');
 	blen = strlen(base + 1);
 	if (blen == 40 || blen == 64)
@@ -216,7 +218,8 @@ int kernels__lock_variant_hash_dir_as(const char *variant_dir, const char *const
 	int rc;
 
 	if (!variant_dir || !out)
-		return kernels__error(KERNELS_EINVAL, "kernels_lock_variant_hash_dir: `variant_dir` and `out` are required");
+		return kernels__error(KERNELS_EINVAL,
+				      "kernels_lock_variant_hash_dir: `variant_dir` and `out` are required");
 	rc = kernels__walk(variant_dir, 64, visit, &s);
 	if (rc == 0)
 		rc = variant_hash(s.files, s.n, keep_bytecode, out);
@@ -281,7 +284,8 @@ int kernels__lock_add_tree_variants_as(kernels_lock *lock, const char *repo_id, 
 		nfiles = 0;
 		for (i = 0; i < tree->n; i++) {
 			const kernels__tree_entry *e = &tree->entries[i];
-			if (e->is_dir || strncmp(e->path, "build/", 6) != 0 || strncmp(e->path + 6, names[j], vlen) != 0 ||
+			if (e->is_dir || strncmp(e->path, "build/", 6) != 0 ||
+			    strncmp(e->path + 6, names[j], vlen) != 0 ||
 			    e->path[6 + vlen] != '/' || !e->path[7 + vlen])
 				continue;
 			files[nfiles].path = e->path + 7 + vlen;

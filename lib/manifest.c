@@ -118,8 +118,8 @@ static int from_tree(const kernels__toml_value *root, const char *name, kernels_
 		return rc;
 	if (!deps)
 		return kernels__error(KERNELS_ENOTFOUND, "%s has no [tool.kernels.dependencies] table; add one that "
-				      "maps each kernel repo id to a major version, e.g. \"kernels-community/activation\" "
-				      "= 1", name);
+				      "maps each kernel repo id to a major version, e.g. "
+				      "\"kernels-community/activation\" = 1", name);
 	if (!(m = calloc(1, sizeof(*m))) || !(m->path = kernels__strdup(name)) ||
 	    (deps->u.t.n && !(m->deps = calloc(deps->u.t.n, sizeof(*m->deps))))) {
 		kernels_manifest_free(m);
@@ -249,7 +249,8 @@ int kernels__kernel_status_parse(const char *data, size_t len, const char *name,
 	    (rc = status_string(root, "revision", name, &rev)) < 0)
 		goto out;
 	if (!dest || !*dest) {
-		rc = kernels__error(KERNELS_EPARSE, "%s: a redirect needs a non-empty 'destination' (\"org/name\" of the "
+		rc = kernels__error(KERNELS_EPARSE,
+				    "%s: a redirect needs a non-empty 'destination' (\"org/name\" of the "
 				    "repo to load instead)", name);
 		goto out;
 	}
@@ -257,13 +258,15 @@ int kernels__kernel_status_parse(const char *data, size_t len, const char *name,
 		const kernels__toml_value *v = kernels__toml_get(root, "destination");
 		char why[1024];
 		snprintf(why, sizeof(why), "%s", kernels_error_last());
-		rc = kernels__error(KERNELS_EPARSE, "%s:%d:%d: the redirect destination '%s' is not a valid repo id: %s",
-				    name, v->line, v->col, dest, why);
+		rc = kernels__error(KERNELS_EPARSE,
+				    "%s:%d:%d: the redirect destination '%s' is not a valid repo id: %s", name,
+				    v->line, v->col, dest, why);
 		goto out;
 	}
 	if (rev && !*rev) {
 		const kernels__toml_value *v = kernels__toml_get(root, "revision");
-		rc = kernels__error(KERNELS_EPARSE, "%s:%d:%d: the redirect 'revision' is empty; expected a branch, tag "
+		rc = kernels__error(KERNELS_EPARSE,
+				    "%s:%d:%d: the redirect 'revision' is empty; expected a branch, tag "
 				    "or commit (or no 'revision' for \"main\")", name, v->line, v->col);
 		goto out;
 	}

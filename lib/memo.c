@@ -253,7 +253,8 @@ static kernels_kernel *reference(const memo *m)
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
-		if (!hit && all[i] == m->k && kernels_kernel_path(all[i]) && !strcmp(kernels_kernel_path(all[i]), m->path))
+		if (!hit && all[i] == m->k && kernels_kernel_path(all[i]) &&
+		    !strcmp(kernels_kernel_path(all[i]), m->path))
 			hit = all[i];
 		else
 			kernels_kernel_close(all[i]);

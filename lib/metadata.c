@@ -177,7 +177,8 @@ static int parse_dependency(json_t *e, const char *path, size_t i, kernels_kerne
 		return bad(path, label, "must be an object {\"repo-id\": ..., \"version\": N} (or \"revision\")");
 	json_object_foreach(e, key, v)
 		if (strcmp(key, "repo-id") && strcmp(key, "version") && strcmp(key, "revision"))
-			return kernels__error(KERNELS_EPARSE, "%s: %s has the unknown key '%s'; expected repo-id, version, "
+			return kernels__error(KERNELS_EPARSE,
+					      "%s: %s has the unknown key '%s'; expected repo-id, version, "
 					      "revision", path, label, key);
 	repo = json_object_get(e, "repo-id");
 	version = json_object_get(e, "version");
@@ -293,7 +294,8 @@ int kernels__metafields_parse(json_t *root, const char *path, kernels__metafield
 	if (!(f = calloc(1, sizeof(*f))))
 		return kernels__error_oom();
 	if (minver && !json_is_null(minver) &&
-	    (!json_is_string(minver) || kernels__minver_parse(json_string_value(minver), f->minver, sizeof(f->minver)) < 0))
+	    (!json_is_string(minver) ||
+	     kernels__minver_parse(json_string_value(minver), f->minver, sizeof(f->minver)) < 0))
 		rc = bad(path, "kernels-minver", "must be a version of three numbers, e.g. \"0.17.0\"");
 	else if ((rc = optional_url(root, path, "upstream", &f->upstream)) == 0 &&
 		 (rc = optional_url(root, path, "source", &f->source)) == 0 &&
@@ -395,7 +397,8 @@ int kernels__metadata_rules(const kernels__config *cfg, const kernels_metadata *
 	size_t i, n = kernels_metadata_python_depends_count(m);
 
 	if (need && cmp_version(need, KERNELS_COMPAT_KERNELS_VERSION) > 0)
-		return kernels__error(KERNELS_ELOAD, "kernel '%s' variant %s requires kernels>=%s, but libkernels %s is "
+		return kernels__error(KERNELS_ELOAD,
+				      "kernel '%s' variant %s requires kernels>=%s, but libkernels %s is "
 				      "compatible with kernels %s only; use a variant or revision built for an older "
 				      "kernels, or a libkernels that declares compatibility with kernels %s",
 				      m->name, what, need, kernels_version(), KERNELS_COMPAT_KERNELS_VERSION,

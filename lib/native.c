@@ -47,7 +47,8 @@ static int on_dynamic(const Elf64_Dyn *d, const char *v, void *payload)
 	case DT_NEEDED:
 		if (!v)
 			return kernels__error(KERNELS_ELOAD, "%s is not a shared object libkernels can inspect: "
-					      "a DT_NEEDED name is outside the string table", ((reading *)payload)->what);
+					      "a DT_NEEDED name is outside the string table",
+					      ((reading *)payload)->what);
 		return add_needed(e, v);
 	case DT_RUNPATH:
 	case DT_RPATH:

@@ -112,7 +112,8 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 
 /* `first` (may be NULL; taken over) is the revision of the first hop
  * when the caller resolved it already. */
-int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, const char *revision, kernels_revision *first,
+int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, const char *revision,
+			   kernels_revision *first,
 		   plan *p)
 {
 	char *rev_owned = NULL;
@@ -133,7 +134,8 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 		if (first) {
 			p->rev = first;
 			first = NULL;
-		} else if ((rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision, &p->rev)) < 0) {
+		} else if ((rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision,
+							   &p->rev)) < 0) {
 			break;
 		}
 		/* Kernel repo or model repo: decided here, once; every later stage
@@ -193,7 +195,8 @@ static int read_archs(void *ctx, const char *variant, kernels_metadata **m)
 	*m = NULL;
 	if (!path)
 		return KERNELS_ENOMEM;
-	rc = kernels__download_file(a->cfg, a->p->type, a->p->repo_id, kernels_revision_commit(a->p->rev), path, &local);
+	rc = kernels__download_file(a->cfg, a->p->type, a->p->repo_id, kernels_revision_commit(a->p->rev), path,
+				    &local);
 	free(path);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
 		kernels_error_clear();
@@ -325,7 +328,8 @@ static int load_cached(const kernels__config *cfg, plan *p, const char *variant,
 	char *dir = kernels__cache_repo_dir(cfg, p->type, p->repo_id), *folder, *meta;
 	int rc = 1;
 
-	folder = dir ? kernels__sprintf("%s/snapshots/%s/build/%s", dir, kernels_revision_commit(p->rev), variant) : NULL;
+	folder = dir ? kernels__sprintf("%s/snapshots/%s/build/%s", dir, kernels_revision_commit(p->rev), variant)
+		     : NULL;
 	meta = folder ? kernels__sprintf("%s/metadata.json", folder) : NULL;
 	if (!meta) {
 		rc = KERNELS_ENOMEM;

@@ -50,7 +50,8 @@ static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, ker
 	int rc = kernels_lock_add_entry(lock, p->repo_id, kernels_revision_commit(p->rev));
 
 	if (rc == 0)
-		rc = kernels__hub_tree_list(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), "build", 1, &tree);
+		rc = kernels__hub_tree_list(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), "build", 1,
+					    &tree);
 	if (rc == 0)
 		rc = kernels__lock_add_tree_variants_as(lock, p->repo_id, &tree, 1);
 	kernels__tree_free(&tree);
@@ -186,7 +187,8 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
 	rc = kernels_manifest_load(&manifest, project_dir);
 	if (rc == 0 && kernels_manifest_count(manifest) == 0)
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s lists no kernels under [tool.kernels.dependencies]; "
-				    "add one, e.g. \"kernels-community/activation\" = 1", kernels_manifest_path(manifest));
+				    "add one, e.g. \"kernels-community/activation\" = 1",
+				    kernels_manifest_path(manifest));
 	if (rc == 0)
 		rc = lock_format_of(manifest, &format);
 	if (rc == 0)
@@ -232,8 +234,9 @@ static int check_lock_hash(const kernels_lock_entry *entry, const char *variant,
 	if (strcmp(actual, expected) && strcmp(alt, expected))
 		return kernels__error(KERNELS_EINTEGRITY, "%s@%.7s variant %s does not match the lock file: "
 				      "locked %s, files hash to %s; the cache or the Hub content changed, so the "
-				      "variant was not loaded (remove it with 'libkernels cache rm %s' and download again)",
-				      entry->repo_id, entry->commit, variant, expected, actual, entry->repo_id);
+				      "variant was not loaded (remove it with 'libkernels cache rm %s' and download "
+				      "again)", entry->repo_id, entry->commit, variant, expected, actual,
+				      entry->repo_id);
 	return 0;
 }
 
@@ -262,7 +265,8 @@ static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entr
 	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
 	/* exactly the locked commit of the locked repo: never a redirect's destination */
 	if (rc == 0 && strcmp(p.repo_id, entry->repo_id))
-		rc = kernels__error(KERNELS_EINVAL, "%s@%.12s is locked, but that commit redirects to %s; a locked load "
+		rc = kernels__error(KERNELS_EINVAL,
+				    "%s@%.12s is locked, but that commit redirects to %s; a locked load "
 				    "loads exactly the locked commit of the locked repo: depend on %s and lock again",
 				    entry->repo_id, entry->commit, p.repo_id, p.repo_id);
 	if (rc == 0 && !(variant = kernels_variant_trace_chosen(p.trace)))

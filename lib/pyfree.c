@@ -84,7 +84,8 @@ static int memory_copy(int fd, const struct stat *st, const kernels__elf *e, con
 
 	*out = -1;
 	if ((mfd = memfd_create("kernels-module", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
-		return kernels__error(KERNELS_EIO, "loading %s without Python: memfd_create: %s", what, strerror(errno));
+		return kernels__error(KERNELS_EIO, "loading %s without Python: memfd_create: %s", what,
+				      strerror(errno));
 	if (copy_all(fd, mfd, st->st_size) < 0 || weaken(mfd, e, 0) < 0 ||
 	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
 		int err = errno;

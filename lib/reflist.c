@@ -92,7 +92,8 @@ static int table_from_heads(table *t, const kernels__ref *heads, size_t n)
 		if (len <= 3 || strcmp(heads[i].name + len - 3, "^{}"))
 			continue;
 		for (k = 0; k < t->n; k++)
-			if (t->v[k].full && strlen(t->v[k].full) == len - 3 && !strncmp(t->v[k].full, heads[i].name, len - 3))
+			if (t->v[k].full && strlen(t->v[k].full) == len - 3 &&
+			    !strncmp(t->v[k].full, heads[i].name, len - 3))
 				memcpy(t->v[k].commit, heads[i].commit, 41);
 	}
 	return 0;
@@ -160,7 +161,8 @@ static int table_from_rest_list(table *t, json_t *list, kernels_revision_kind ki
 		char lower[41];
 
 		if (!name || !commit || !kernels__is_commit(commit, KERNELS__HEX_ANY_CASE))
-			return kernels__error(KERNELS_EPARSE, "%s: an entry has no \"name\" or no 40-hex \"targetCommit\"; "
+			return kernels__error(KERNELS_EPARSE,
+					      "%s: an entry has no \"name\" or no 40-hex \"targetCommit\"; "
 					      "check the endpoint", where);
 		if (kernels__ref_name_check(name) < 0) {
 			kernels_error_clear();      /* a name git would refuse: never asked for */
@@ -186,7 +188,8 @@ static int table_from_rest(const kernels__config *cfg, const char *repo_id, tabl
 	*status = 0;
 	*missing = 1;
 	for (i = 0; i < 2; i++) {
-		if (!(path = kernels__sprintf("/api/%s/%s/refs", kernels__repo_api_name((kernels__repo_type)i), repo_id)))
+		if (!(path = kernels__sprintf("/api/%s/%s/refs", kernels__repo_api_name((kernels__repo_type)i),
+					      repo_id)))
 			return KERNELS_ENOMEM;
 		snprintf(where, sizeof(where), "%s%s", cfg->endpoint, path);
 		rc = kernels__hub_request(cfg, path, 0, &r);
@@ -199,7 +202,8 @@ static int table_from_rest(const kernels__config *cfg, const char *repo_id, tabl
 			kernels__hub_response_free(&r);
 			if (!json_is_object(doc)) {
 				json_decref(doc);
-				return kernels__error(KERNELS_EPARSE, "%s is not a JSON object; check the endpoint", where);
+				return kernels__error(KERNELS_EPARSE, "%s is not a JSON object; check the endpoint",
+						      where);
 			}
 			t->type = (kernels__repo_type)i;
 			rc = table_from_rest_list(t, json_object_get(doc, "branches"), KERNELS_REVISION_BRANCH, where);
@@ -226,13 +230,13 @@ static int not_found_error(const kernels__config *cfg, const char *repo_id, int 
 	if (auth && cfg->token)
 		return kernels__error(KERNELS_EAUTH,
 				      "the Hub at %s refused the token for %s (HTTP 401/403): check that HF_TOKEN "
-				      "(or kernels_options.token) is valid and has read access to the repo (for a gated "
-				      "repo, request access on its Hub page)", cfg->endpoint, repo_id);
+				      "(or kernels_options.token) is valid and has read access to the repo (for a "
+				      "gated repo, request access on its Hub page)", cfg->endpoint, repo_id);
 	if (auth)
 		return kernels__error(KERNELS_EAUTH,
 				      "%s needs authentication (a private or gated repo on %s): set HF_TOKEN (or "
-				      "kernels_options.token, or log in with `hf auth login`) to a token with read access",
-				      repo_id, cfg->endpoint);
+				      "kernels_options.token, or log in with `hf auth login`) to a token with read "
+				      "access", repo_id, cfg->endpoint);
 	return kernels__error(KERNELS_ENOTFOUND,
 			      "repository %s not found on %s: neither a kernel repo (%s/kernels/%s) nor a "
 			      "model repo (%s/%s); check the name%s", repo_id, cfg->endpoint, cfg->endpoint, repo_id,
@@ -253,7 +257,8 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 	int i, rc, auth = 0, no_smart = 0, missing;
 
 	if (cfg->token && strpbrk(cfg->token, "\r\n"))
-		return kernels__error(KERNELS_EINVAL, "the Hub token contains a line break; fix HF_TOKEN or the token file");
+		return kernels__error(KERNELS_EINVAL,
+				      "the Hub token contains a line break; fix HF_TOKEN or the token file");
 	/* A repo the cache knows as a model repo is asked for as one first:
 	 * a warm call then costs one request, not a 404 and then the answer. */
 	if ((rc = kernels__reflist_cache_pick(cfg, repo_id, &cached)) < 0)
@@ -282,7 +287,8 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 		 * repo has this name: then try the model repo. */
 		if (rc != KERNELS_EHTTP || (res.status != 404 && res.status != 401 && res.status != 403)) {
 			if (rc == KERNELS_EHTTP)
-				rc = kernels__error(KERNELS_EHTTP, "the Hub at %s answered HTTP %ld when listing the refs of %s "
+				rc = kernels__error(KERNELS_EHTTP,
+						    "the Hub at %s answered HTTP %ld when listing the refs of %s "
 						    "(%s); try again later", cfg->endpoint, res.status, repo_id,
 						    kernels_error_last());
 			return rc;
@@ -307,8 +313,8 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 		return not_found_error(cfg, repo_id, rest_status == 401 || rest_status == 403);
 	return kernels__error(KERNELS_EHTTP,
 			      "%s lists no refs for %s: it serves neither git smart HTTP (info/refs: %s) nor the "
-			      "refs API (/api/{kernels,models}/%s/refs: HTTP %ld), as a mirror may not; through it only "
-			      "full commit ids resolve. Pin a full commit id, or list the Hub after it in "
+			      "refs API (/api/{kernels,models}/%s/refs: HTTP %ld), as a mirror may not; through it "
+			      "only full commit ids resolve. Pin a full commit id, or list the Hub after it in "
 			      "KERNELS_ENDPOINTS (kernels_options.endpoints)", cfg->endpoint, repo_id,
 			      no_smart ? "not a smart-HTTP answer" : "HTTP 404", repo_id,
 			      rest_status);

@@ -64,15 +64,17 @@ int kernels__ref_name_check(const char *name)
 	case NAME_EMPTY:
 		return kernels__error(KERNELS_EINVAL, "ref name is empty; name a branch or tag such as \"main\"");
 	case NAME_LONG:
-		return kernels__error(KERNELS_EINVAL, "ref name '%.60s...' is longer than %d bytes; use a shorter branch or tag",
-				      name, KERNELS__REF_NAME_MAX);
+		return kernels__error(KERNELS_EINVAL,
+				      "ref name '%.60s...' is longer than %d bytes; use a shorter branch or tag", name,
+				      KERNELS__REF_NAME_MAX);
 	case NAME_CHAR:
 		return kernels__error(KERNELS_EINVAL,
 				      "ref name '%.*s' has a forbidden character at offset %zu (0x%02x); "
 				      "branch and tag names are printable ASCII without space or \\~^:?*[",
 				      200, name, bad, (unsigned char)name[bad]);
 	case NAME_SEQ:
-		return kernels__error(KERNELS_EINVAL, "ref name '%s' contains '..' or '@{', which git names never do", name);
+		return kernels__error(KERNELS_EINVAL, "ref name '%s' contains '..' or '@{', which git names never do",
+				      name);
 	default:
 		return kernels__error(KERNELS_EINVAL,
 				      "ref name '%s' has an empty part, a part starting with '.' or ending "

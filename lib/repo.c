@@ -30,7 +30,9 @@ int kernels__repo_id_check(const char *repo_id)
 	size_t n;
 
 	if (!repo_id || !*repo_id)
-		return kernels__error(KERNELS_EINVAL, "repo id is empty; pass it as \"org/name\", e.g. \"kernels-community/activation\"");
+		return kernels__error(KERNELS_EINVAL,
+				      "repo id is empty; pass it as \"org/name\", e.g. "
+				      "\"kernels-community/activation\"");
 	n = strlen(repo_id);
 	slash = strchr(repo_id, '/');
 	if (n > REPO_ID_MAX || !slash || strchr(slash + 1, '/') ||

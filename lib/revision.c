@@ -106,7 +106,8 @@ static const entry *find_exact(const table *t, const char *rev)
 	const entry *e;
 	size_t i;
 
-	if ((e = kernels__reflist_find(t, rev, KERNELS_REVISION_BRANCH)) || (e = kernels__reflist_find(t, rev, KERNELS_REVISION_TAG)))
+	if ((e = kernels__reflist_find(t, rev, KERNELS_REVISION_BRANCH)) ||
+	    (e = kernels__reflist_find(t, rev, KERNELS_REVISION_TAG)))
 		return e;
 	for (i = 0; i < t->n; i++)
 		if (t->v[i].full && !strcmp(t->v[i].full, rev))
@@ -133,7 +134,8 @@ static void majors(const table *t, kernels__buf *out, unsigned long *highest, co
 	for (i = 0; i < t->n; i++) {
 		const entry *e = &t->v[i];
 		unsigned long m;
-		if (e->kind != KERNELS_REVISION_BRANCH || e->name[0] != 'v' || !kernels__is_digits(e->name + 1, strlen(e->name + 1)) ||
+		if (e->kind != KERNELS_REVISION_BRANCH || e->name[0] != 'v' ||
+		    !kernels__is_digits(e->name + 1, strlen(e->name + 1)) ||
 		    strlen(e->name + 1) > MAJOR_DIGITS_MAX)
 			continue;
 		m = strtoul(e->name + 1, NULL, 10);
@@ -251,9 +253,9 @@ static int resolve_short(const kernels__config *cfg, const char *repo_id, const 
 		snapshot_matches(t, lower, found, &n);
 	if (n > 1)
 		return kernels__error(KERNELS_EAMBIGUOUS,
-				      "short commit id '%s' is ambiguous in %s (%s, %s%s); give more digits or the full "
-				      "40-hex commit id", lower, where(t, repo_id, w, sizeof(w)), found[0], found[1],
-				      n > 2 ? ", ..." : "");
+				      "short commit id '%s' is ambiguous in %s (%s, %s%s); give more digits or the "
+				      "full 40-hex commit id", lower, where(t, repo_id, w, sizeof(w)), found[0],
+				      found[1], n > 2 ? ", ..." : "");
 	if (n == 1) {
 		memcpy(r->commit, found[0], 41);
 		r->kind = KERNELS_REVISION_SHORT_COMMIT;
@@ -277,7 +279,8 @@ static int tag_versions(const table *t, kernels__named_version **out, size_t *co
 		return kernels__error_oom();
 	for (i = 0; i < t->n; i++) {
 		const entry *e = &t->v[i];
-		if (e->kind != KERNELS_REVISION_TAG || e->name[0] != 'v' || !(v[n].v = kernels__version_try_parse(e->name + 1)))
+		if (e->kind != KERNELS_REVISION_TAG || e->name[0] != 'v' ||
+		    !(v[n].v = kernels__version_try_parse(e->name + 1)))
 			continue;
 		v[n++].name = e->name;
 	}
@@ -354,9 +357,10 @@ static int resolve_in(const kernels__config *cfg, const char *repo_id, const cha
 		/* "1": Python kernels takes a revision as the ref of that name;
 		 * libkernels too when there is one, else the branch v1. */
 		if (kernels__is_digits(rev, strlen(rev)) && len <= MAJOR_DIGITS_MAX)
-			kernels__log(cfg, KERNELS_LOG_WARNING, "%s: revision '%s' is the %s of that name (as Python kernels "
-				     "reads it), not version %s (the branch v%s); pass \"v%s\" for the branch", repo_id, rev,
-				     e->kind == KERNELS_REVISION_TAG ? "tag" : "branch", rev, rev, rev);
+			kernels__log(cfg, KERNELS_LOG_WARNING,
+				     "%s: revision '%s' is the %s of that name (as Python kernels "
+				     "reads it), not version %s (the branch v%s); pass \"v%s\" for the branch",
+				     repo_id, rev, e->kind == KERNELS_REVISION_TAG ? "tag" : "branch", rev, rev, rev);
 		return set_result(r, e, e->kind);
 	}
 	if (kernels__is_digits(rev, strlen(rev)) && len <= MAJOR_DIGITS_MAX)
@@ -389,8 +393,8 @@ int kernels__revision_check(const char *revision)
 	for (p = revision; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return kernels__error(KERNELS_EINVAL,
-					      "revision has a control character (0x%02x) at offset %zu; pass the branch, "
-					      "tag, commit or version as printable text", (unsigned char)*p,
+					      "revision has a control character (0x%02x) at offset %zu; pass the "
+					      "branch, tag, commit or version as printable text", (unsigned char)*p,
 					      (size_t)(p - revision));
 	if (strstr(revision, ".."))
 		return kernels__error(KERNELS_EINVAL, "revision '%s' contains '..', which no branch, tag, commit or "
@@ -431,8 +435,8 @@ static int resolve_cached(const kernels__config *cfg, const char *repo_id, const
 
 	if ((rc = kernels__reflist_cached(cfg, repo_id, &t)) <= 0) {
 		if (rc == 0)
-			rc = kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id, cfg->cache_dir,
-					    todo);
+			rc = kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id,
+					    cfg->cache_dir, todo);
 		goto out;
 	}
 	rc = resolve_in(cfg, repo_id, rev, &t, r);

@@ -67,10 +67,12 @@ static int trustroot_load(const struct kernels__sigconf *c, ks_trustroot *t)
 	int rc;
 
 	if (!c->root_path)
-		return ks_trustroot_parse(t, ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", now);
+		return ks_trustroot_parse(t, ks_public_good_root, ks_public_good_root_size, "(built-in public-good)",
+					  now);
 	rc = read_capped(c->root_path, ROOT_FILE_MAX, "a trusted root", &data, &size, NULL);
 	if (rc == KERNELS_ENOTFOUND)
-		return kernels__error(KERNELS_EINVAL, "%s names %s, which does not exist", c->root_source, c->root_path);
+		return kernels__error(KERNELS_EINVAL, "%s names %s, which does not exist", c->root_source,
+				      c->root_path);
 	if (rc < 0)
 		return rc;
 	rc = ks_trustroot_parse(t, data, size, c->root_path, now);
@@ -177,8 +179,9 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 	if (rc == KERNELS_ENOTFOUND) {
 		rc = c->mode != KERNELS_SIGNATURE_REQUIRE ? 0 :
 		     kernels__error(KERNELS_ESIGNATURE, "%s has no signature (%s) and signatures are required "
-				    "(kernels_options.signature or KERNELS_SIGNATURE=require); it was not loaded. Use a "
-				    "signed build of the kernel, or stop requiring signatures for it", w, BUNDLE_FILE);
+				    "(kernels_options.signature or KERNELS_SIGNATURE=require); it was not loaded. Use "
+				    "a signed build of the kernel, or stop requiring signatures for it", w,
+				    BUNDLE_FILE);
 		goto out;
 	}
 	if (rc < 0)
@@ -200,8 +203,8 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 		char *why = rc == KERNELS_ESIGNATURE ? kernels__strdup(kernels_error_last()) : NULL;
 		if (why)
 			rc = kernels__error(KERNELS_ESIGNATURE, "%s: its signature (%s) is %s: %s. Nothing of it was "
-					    "loaded; it is not what its signer published (or the bundle is broken): fetch "
-					    "it again, and if this stays, do not use it", w, BUNDLE_FILE,
+					    "loaded; it is not what its signer published (or the bundle is broken): "
+					    "fetch it again, and if this stays, do not use it", w, BUNDLE_FILE,
 					    bundle_invalid ? "unreadable" : "not valid", why);
 		free(why);
 		goto out;
@@ -238,7 +241,8 @@ int kernels_signature_verify_bundle(const void *artifact, size_t artifact_size, 
 	int rc;
 
 	if ((!artifact && artifact_size) || !bundle)
-		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_bundle: artifact and bundle must be given");
+		return kernels__error(KERNELS_EINVAL,
+				      "kernels_signature_verify_bundle: artifact and bundle must be given");
 	if (policies && !count)
 		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_bundle: policies given but count is 0");
 	for (i = 0; policies && i < count; i++)

@@ -729,7 +729,8 @@ static int torch_in_versions(torch_info *t, const char *base, const char *ver, c
 
 /* The site folders of an installation at `prefix`, in the order Python
  * puts them on sys.path (user site first, then Debian's and the usual). */
-static int torch_in_prefix(const kernels__config *cfg, torch_info *t, const char *prefix, const char *ver, int user_site, const char *source)
+static int torch_in_prefix(const kernels__config *cfg, torch_info *t, const char *prefix, const char *ver,
+			   int user_site, const char *source)
 {
 	char *lib = kernels__sprintf("%s/lib", prefix), *local = kernels__sprintf("%s/local/lib", prefix);
 	char *debian = kernels__sprintf("%s/lib/python3/dist-packages", prefix), *user = NULL;
@@ -866,7 +867,8 @@ static char *pyenv_python(const kernels__config *cfg, const char *root, int *sys
 		text = file ? read_small_file(file) : NULL;
 		free(file);
 	}
-	for (tok = text ? strtok_r(text, ": \t\r\n", &save) : NULL; tok && !found; tok = strtok_r(NULL, ": \t\r\n", &save)) {
+	for (tok = text ? strtok_r(text, ": \t\r\n", &save) : NULL; tok &&
+	     !found; tok = strtok_r(NULL, ": \t\r\n", &save)) {
 		char *py;
 		if (tok[0] == '#')
 			continue;
@@ -952,9 +954,9 @@ static int detect_torch(const kernels__config *cfg, const loaded_libs *l, int ou
 									     "KERNELS_TORCH_DIR";
 		if (!(root = torch_root_of(cfg->torch_dir)))
 			return kernels__error(KERNELS_EINVAL,
-					      "%s='%s' holds no torch (no version.py or build-version there or above its "
-					      "lib/); name the torch package folder (site-packages/torch) or unset it",
-					      what, cfg->torch_dir);
+					      "%s='%s' holds no torch (no version.py or build-version there or above "
+					      "its lib/); name the torch package folder (site-packages/torch) or unset "
+					      "it", what, cfg->torch_dir);
 		rc = torch_at(t, root, NULL, cfg->torch_dir_source);
 		free(root);
 		return rc < 0 ? rc : 0;
@@ -1085,12 +1087,14 @@ static int chain_torch(const kernels__config *cfg, kernels_system *s, const kern
 		s->torch_version_string = dup_field(t->version_string);
 		s->torch_path = dup_field(t->path);
 		s->torch_source = dup_field(t->path ? t->source : NULL);
-		if ((t->version_string && !s->torch_version_string) || (t->path && (!s->torch_path || !s->torch_source)))
+		if ((t->version_string && !s->torch_version_string) ||
+		    (t->path && (!s->torch_path || !s->torch_source)))
 			return kernels__error_oom();
 	}
 	if (abi) {
 		if (strcmp(abi, "0") && strcmp(abi, "1"))
-			return kernels__error(KERNELS_EINVAL, "KERNELS_CXX11_ABI='%s' must be 0 or 1; fix or unset it", abi);
+			return kernels__error(KERNELS_EINVAL, "KERNELS_CXX11_ABI='%s' must be 0 or 1; fix or unset it",
+					      abi);
 		s->torch_cxx11_abi = abi[0] == '1';
 	}
 	if (!s->torch_version)
@@ -1125,7 +1129,8 @@ static void set_backend(kernels_system *s, const char *backend, int version, con
 	s->backend_source = strdup(source);
 }
 
-static int chain_backend(const kernels__config *cfg, kernels_system *s, const kernels_system *ov, const torch_info *t, int *forced_cpu)
+static int chain_backend(const kernels__config *cfg, kernels_system *s, const kernels_system *ov, const torch_info *t,
+			 int *forced_cpu)
 {
 	const char *eb = env(cfg, "KERNELS_BACKEND");
 	int v = 0, rc;
@@ -1175,17 +1180,19 @@ static int chain_gpus(const kernels__config *cfg, kernels_system *s, const kerne
 		memcpy(s->gpu_archs, ov->gpu_archs, sizeof(int) * (size_t)s->gpu_count);
 		for (i = 0; i < s->gpu_count; i++)
 			if (ov->gpu_arch_names[i]) /* "gfx90a:sramecc+:xnack-": the arch is before the features */
-				snprintf(names[i], sizeof(names[i]), "%.*s", (int)strcspn(ov->gpu_arch_names[i], ":") > 31
+				snprintf(names[i], sizeof(names[i]), "%.*s",
+					 (int)strcspn(ov->gpu_arch_names[i], ":") > 31
 					 ? 31 : (int)strcspn(ov->gpu_arch_names[i], ":"), ov->gpu_arch_names[i]);
 			else
-				snprintf(names[i], sizeof(names[i]), "%d.%d", ov->gpu_archs[i] / 10, ov->gpu_archs[i] % 10);
+				snprintf(names[i], sizeof(names[i]), "%d.%d", ov->gpu_archs[i] / 10,
+					 ov->gpu_archs[i] % 10);
 	} else if (ea) {
 		if (!strcasecmp(ea, "none"))
 			return 0;
 		if ((n = parse_gpu_archs(ea, s->gpu_archs, names, KERNELS_MAX_GPUS)) < 0)
 			return kernels__error(KERNELS_EINVAL,
-					      "KERNELS_GPU_ARCHS='%s' is not a list like 9.0,8.6 or gfx90a,gfx942 (at most "
-					      "%d); fix or unset it", ea, KERNELS_MAX_GPUS);
+					      "KERNELS_GPU_ARCHS='%s' is not a list like 9.0,8.6 or gfx90a,gfx942 (at "
+					      "most %d); fix or unset it", ea, KERNELS_MAX_GPUS);
 		s->gpu_count = n;
 	} else {
 		/* the GPUs of the selected backend, from its row of the table */
@@ -1309,7 +1316,8 @@ size_t kernels_system_format(const kernels_system *sys, char *buf, size_t size)
 				if (sys->gpu_arch_names[i])
 					kernels__buf_printf(&b, " %s", sys->gpu_arch_names[i]);
 				else
-					kernels__buf_printf(&b, " %d.%d", sys->gpu_archs[i] / 10, sys->gpu_archs[i] % 10);
+					kernels__buf_printf(&b, " %d.%d", sys->gpu_archs[i] / 10,
+							    sys->gpu_archs[i] % 10);
 			}
 			if (sys->gpu_count > 1 && sys->current_device >= 0)
 				kernels__buf_printf(&b, " (current: %d)", sys->current_device);

@@ -103,10 +103,11 @@ static int record_trusted(const kernels__config *cfg, kernels__repo_type type, c
 		if (!verdict || !publisher || !endpoint || age < 0)
 			snprintf(why, why_size, "the cache's trust record %s is malformed", path);
 		else if (strcmp(verdict, "trusted") || strcmp(publisher, org))
-			snprintf(why, why_size, "the Hub did not mark '%s' as a trusted publisher when it was last asked", org);
+			snprintf(why, why_size, "the Hub did not mark '%s' as a trusted publisher when it was last "
+				 "asked", org);
 		else if (age > max_age)
-			snprintf(why, why_size, "the Hub's verdict in the cache is %lld days old (older than %lld days)",
-				 age / 86400, max_age / 86400);
+			snprintf(why, why_size, "the Hub's verdict in the cache is %lld days old (older than %lld "
+				 "days)", age / 86400, max_age / 86400);
 		else
 			ok = 1;
 	}
@@ -127,7 +128,8 @@ static int untrusted(const char *repo_id, const char *why)
  * fix (and what a cache-only load reports). */
 static int cached_at_all(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
 {
-	char *dir = kernels__cache_repo_dir(cfg, type, repo_id), *snap = dir ? kernels__sprintf("%s/snapshots", dir) : NULL;
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
+	char *snap = dir ? kernels__sprintf("%s/snapshots", dir) : NULL;
 	struct stat st;
 	int yes = snap && stat(snap, &st) == 0 && S_ISDIR(st.st_mode);
 

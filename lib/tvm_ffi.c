@@ -83,11 +83,12 @@ int kernels_tvm_ffi_function(void **out, const kernels_kernel *k, const char *na
 	if (out)
 		*out = NULL;
 	if (!out || !k || !name)
-		return kernels__error(KERNELS_EINVAL, "kernels_tvm_ffi_function: out, kernel and name must not be NULL");
+		return kernels__error(KERNELS_EINVAL,
+				      "kernels_tvm_ffi_function: out, kernel and name must not be NULL");
 	if (!export_name(name))
 		return kernels__error(KERNELS_EINVAL,
-				      "kernels_tvm_ffi_function: '%s' is not a tvm-ffi export name; pass the name given "
-				      "to TVM_FFI_DLL_EXPORT_TYPED_FUNC (letters, digits, '_'), without the "
+				      "kernels_tvm_ffi_function: '%s' is not a tvm-ffi export name; pass the name "
+				      "given to TVM_FFI_DLL_EXPORT_TYPED_FUNC (letters, digits, '_'), without the "
 				      "'" PREFIX "' prefix", name);
 	variant = kernels_kernel_variant(k) ? kernels_kernel_variant(k) : "?";
 	library = kernels_kernel_library(k);

@@ -306,15 +306,16 @@ static char *check_arch_variant(const kernels_variant_info *i, const kernels_sys
 	} else if (i->kind == KERNELS_VARIANT_TVM_FFI) {
 		if (s->tvm_ffi_version <= 0 || version_cmp(i->framework_major, i->framework_minor,
 							   s->tvm_ffi_version / 100, s->tvm_ffi_version % 100))
-			return kernels__sprintf("tvm-ffi version (%d.%d) does not match environment tvm-ffi version (%s)",
-						i->framework_major, i->framework_minor, v->tvm_ffi);
+			return kernels__sprintf("tvm-ffi version (%d.%d) does not match environment tvm-ffi version "
+						"(%s)", i->framework_major, i->framework_minor, v->tvm_ffi);
 	}
 	/* System CUDA x.y runs variants x.z with z <= y; every other backend
 	 * must match exactly. */
 	if (!strcmp(v->backend, "cuda") && !strcmp(i->backend, "cuda")) {
 		if (i->backend_major != v->backend_major || i->backend_minor > v->backend_minor)
-			return kernels__sprintf("CUDA version (%d.%d) is not compatible with system CUDA version (%d.%d)",
-						i->backend_major, i->backend_minor, v->backend_major, v->backend_minor);
+			return kernels__sprintf("CUDA version (%d.%d) is not compatible with system CUDA version "
+						"(%d.%d)", i->backend_major, i->backend_minor, v->backend_major,
+						v->backend_minor);
 		return NULL;
 	}
 	variant_backend_str(i, bstr, sizeof(bstr));
@@ -371,7 +372,8 @@ static char *check_gpu_archs(entry *e, const kernels_system *s, const sysview *v
 					  s->gpu_count, s->gpu_count == 1 ? "" : "s");
 	else if (here == 0)
 		reason = kernels__sprintf("%s %s of the current device is not supported by the architectures of the "
-					  "build: %s", b->device_word, gpu_arch(s, v->device, buf, sizeof(buf)), list.ptr);
+					  "build: %s", b->device_word, gpu_arch(s, v->device, buf, sizeof(buf)),
+					  list.ptr);
 	e->devices = kernels__buf_detach(&note);
 	kernels__buf_free(&list);
 	return reason;
@@ -530,7 +532,8 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 		char desc[512];
 		kernels_system_format(sys, desc, sizeof(desc));
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s%svariant %s chosen among %zu (%d accepted) for %s",
-			     what ? what : "", what ? ": " : "", t->chosen ? t->chosen : "(none)", t->count, rank, desc);
+			     what ? what : "", what ? ": " : "", t->chosen ? t->chosen : "(none)", t->count, rank,
+			     desc);
 	}
 	if ((rc = build_text(t)) < 0) {
 		kernels_variant_trace_free(t);
@@ -567,7 +570,8 @@ static int resolve_public(kernels_variant_trace **out, const kernels_variant_can
 		return kernels__error(KERNELS_EINVAL, "kernels_variant_resolve: out is NULL");
 	*out = NULL;
 	if (count && !c)
-		return kernels__error(KERNELS_EINVAL, "kernels_variant_resolve: %zu names but the array is NULL", count);
+		return kernels__error(KERNELS_EINVAL, "kernels_variant_resolve: %zu names but the array is NULL",
+				      count);
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	if (!system && (rc = kernels__system_detect(&cfg, &detected)) < 0)
@@ -595,7 +599,8 @@ int kernels_variant_resolve(kernels_variant_trace **out, const char *const *name
 	if (count && !names) {
 		if (out)
 			*out = NULL;
-		return kernels__error(KERNELS_EINVAL, "kernels_variant_resolve: %zu names but the array is NULL", count);
+		return kernels__error(KERNELS_EINVAL, "kernels_variant_resolve: %zu names but the array is NULL",
+				      count);
 	}
 	if (!(c = calloc(count ? count : 1, sizeof(*c))))
 		return kernels__error_oom();
@@ -704,7 +709,8 @@ int kernels__variant_select(const kernels__config *cfg, const char *what, char *
 
 	for (i = 0; rc == 0 && i < count; i++) {
 		cands[i].name = names[i];
-		if (metadata && archs_needed(names[i], sys) && (rc = metadata(ctx, names[i], &metas[i])) == 0 && metas[i])
+		if (metadata && archs_needed(names[i], sys) && (rc = metadata(ctx, names[i], &metas[i])) == 0 &&
+		    metas[i])
 			cands[i].archs = kernels_metadata_archs(metas[i]);
 	}
 	if (rc == 0)

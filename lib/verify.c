@@ -399,7 +399,8 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *root, co
 			break;
 		want = json_string_value(v);
 		if (strcmp(want, got)) {
-			kernels__buf_printf(&msg, "\n  hash mismatch: %s (expected %s, got %s)", w->v[i].rel, want, got);
+			kernels__buf_printf(&msg, "\n  hash mismatch: %s (expected %s, got %s)", w->v[i].rel, want,
+					    got);
 			violations++;
 		}
 	}
@@ -437,13 +438,14 @@ static int check_blobs(walk_state *w, const char *root, const char *dir, const c
 		if (strncmp(real, blobs, n) || (len != 40 && len != 64) || strspn(name, "0123456789abcdef") != len) {
 			rc = kernels__error(KERNELS_EINTEGRITY,
 					    "%s%s%s: %s has no digest in metadata.json and is not a cached blob named "
-					    "by its hash, so it cannot be verified; delete the folder and fetch it again",
-					    what ? what : "", what ? " in " : "", dir, w->v[i].rel);
+					    "by its hash, so it cannot be verified; delete the folder and fetch it "
+					    "again", what ? what : "", what ? " in " : "", dir, w->v[i].rel);
 		} else if ((rc = hash_blob(&w->v[i], len == 40, hex)) == 0 && strcmp(hex, name)) {
 			rc = kernels__error(KERNELS_EINTEGRITY,
-					    "%s%s%s: %s does not match the hash it was downloaded under (blob %s, content "
-					    "%s); the cache is corrupt or was tampered with: delete the folder and fetch it "
-					    "again", what ? what : "", what ? " in " : "", dir, w->v[i].rel, name, hex);
+					    "%s%s%s: %s does not match the hash it was downloaded under (blob %s, "
+					    "content %s); the cache is corrupt or was tampered with: delete the folder "
+					    "and fetch it again", what ? what : "", what ? " in " : "", dir,
+					    w->v[i].rel, name, hex);
 		}
 	}
 	free(blobs);
@@ -487,7 +489,8 @@ static int check_cached(const kernels__config *cfg, kernels_metadata *m, walk_st
 		sts[i] = w->v[i].st;
 	}
 	if (kernels__receipt_matches(root, dir, &m->meta_st, files, sts, w->n)) {
-		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: verified before, unchanged since (receipt)", what ? what : dir);
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: verified before, unchanged since (receipt)",
+			     what ? what : dir);
 		goto done;
 	}
 	if ((rc = check_files(cfg, m, w, root, dir, what, 1)) == 0) {

@@ -25,7 +25,8 @@ static int versions_from(const table *t, char ***versions, size_t *count)
 		return kernels__error_oom();
 	for (i = 0; i < t->n; i++) {
 		const entry *e = &t->v[i];
-		int major = e->kind == KERNELS_REVISION_BRANCH && e->name[0] == 'v' && kernels__is_digits(e->name + 1, strlen(e->name + 1));
+		int major = e->kind == KERNELS_REVISION_BRANCH && e->name[0] == 'v' &&
+			    kernels__is_digits(e->name + 1, strlen(e->name + 1));
 		int tag = e->kind == KERNELS_REVISION_TAG && e->name[0] == 'v';
 		if (!major && !tag)
 			continue;
@@ -68,7 +69,8 @@ static int versions_cached(const kernels__config *cfg, const char *repo_id, tabl
 	if (rc == 0)
 		return kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id, cfg->cache_dir,
 				      code == KERNELS_EOFFLINE ? "list its versions once online (unset HF_HUB_OFFLINE)"
-							       : "check the network connection, HF_ENDPOINT and proxy settings");
+							       : "check the network connection, HF_ENDPOINT and proxy "
+							       "settings");
 	return 0;
 }
 

@@ -67,8 +67,8 @@ static int normalize_name(const char *repo_name, char **out)
 		if (*p != '-' && *p != '_' && *p != '.') {
 			kernels__buf_free(&b);
 			return kernels__error(KERNELS_EINVAL,
-					      "wheel: kernel name '%s' has the character '%c'; only letters, digits, '-', "
-					      "'_' and '.' make a Python package name", repo_name, *p);
+					      "wheel: kernel name '%s' has the character '%c'; only letters, digits, "
+					      "'-', '_' and '.' make a Python package name", repo_name, *p);
 		}
 		if ((!b.len || b.ptr[b.len - 1] != '_') && kernels__buf_put(&b, "_", 1))
 			goto oom;
@@ -95,8 +95,8 @@ static int check_version(const char *v)
 			 *p == '.' || *p == '!';
 		if (!ok)
 			return kernels__error(KERNELS_EINVAL,
-					      "wheel: version '%s' has the character '%c'; a wheel version is a PEP 440 "
-					      "public version such as 0.1.0 or 1.2rc1", v, *p);
+					      "wheel: version '%s' has the character '%c'; a wheel version is a PEP "
+					      "440 public version such as 0.1.0 or 1.2rc1", v, *p);
 	}
 	if (strlen(v) > 64)
 		return kernels__error(KERNELS_EINVAL, "wheel: version '%s' is longer than 64 characters", v);
@@ -165,7 +165,8 @@ static int platform_tag(const kernels_variant_info *vi, const char *manylinux, c
 	else if (!strcmp(vi->os, "darwin"))
 		snprintf(out, size, "macosx_11_0_%s", !strcmp(cpu, "aarch64") ? "arm64" : cpu);
 	else if (!strcmp(vi->os, "windows"))
-		snprintf(out, size, "win_%s", !strcmp(cpu, "x86_64") ? "amd64" : !strcmp(cpu, "aarch64") ? "arm64" : cpu);
+		snprintf(out, size, "win_%s", !strcmp(cpu, "x86_64") ? "amd64" : !strcmp(cpu,
+											 "aarch64") ? "arm64" : cpu);
 	else
 		return kernels__error(KERNELS_EINVAL, "wheel: no wheel platform tag for the OS '%s'", vi->os);
 	return 0;
@@ -216,12 +217,14 @@ static int wheel_info_make(wheel_info *w, const char *repo_name, const char *ver
 			w->requires = kernels__sprintf("torch==%d.%d.*", vi.framework_major, vi.framework_minor);
 			break;
 		case KERNELS_VARIANT_TORCH_STABLE_ABI:
-			snprintf(local, sizeof(local), "torchstable%d%d%s", vi.framework_major, vi.framework_minor, token);
+			snprintf(local, sizeof(local), "torchstable%d%d%s", vi.framework_major, vi.framework_minor,
+				 token);
 			w->requires = kernels__sprintf("torch>=%d.%d", vi.framework_major, vi.framework_minor);
 			break;
 		default:
 			snprintf(local, sizeof(local), "tvmffi%d%d%s", vi.framework_major, vi.framework_minor, token);
-			w->requires = kernels__sprintf("apache-tvm-ffi==%d.%d.*", vi.framework_major, vi.framework_minor);
+			w->requires = kernels__sprintf("apache-tvm-ffi==%d.%d.*", vi.framework_major,
+						       vi.framework_minor);
 			break;
 		}
 		w->version = kernels__sprintf("%s+%s", version, local);
@@ -325,7 +328,8 @@ static int collect(file_list *l, const char *dir, const char *arc, const char *s
 			break;
 		}
 		if (lstat(src, &lst) || stat(src, &st)) {
-			rc = kernels__error(KERNELS_EIO, "wheel: cannot read %s: %s (a broken link?)", src, strerror(errno));
+			rc = kernels__error(KERNELS_EIO, "wheel: cannot read %s: %s (a broken link?)", src,
+					    strerror(errno));
 		} else if (S_ISDIR(st.st_mode)) {
 			if (S_ISLNK(lst.st_mode))
 				rc = kernels__error(KERNELS_EUNSAFE, "wheel: %s is a link to a folder; variants hold "
@@ -334,7 +338,8 @@ static int collect(file_list *l, const char *dir, const char *arc, const char *s
 				rc = collect(l, src, sub, NULL, depth + 1);
 		} else if (S_ISREG(st.st_mode) && !skipped(de->d_name, depth == 0, skip_pkg, 0)) {
 			if (l->n >= MAX_FILES || KERNELS__ARRAY_GROW(l->v, l->cap, l->n) < 0) {
-				rc = l->n >= MAX_FILES ? kernels__error(KERNELS_EIO, "wheel: more than %d files", MAX_FILES)
+				rc = l->n >= MAX_FILES ? kernels__error(KERNELS_EIO, "wheel: more than %d files",
+									MAX_FILES)
 						       : KERNELS_ENOMEM;
 				free(src);
 				free(sub);
@@ -511,7 +516,8 @@ static int write_zip(const char *path, const wheel_info *w, const file_list *l)
 
 	if (!a)
 		return kernels__error_oom();
-	if (archive_write_set_format_zip(a) != ARCHIVE_OK || archive_write_zip_set_compression_deflate(a) != ARCHIVE_OK ||
+	if (archive_write_set_format_zip(a) != ARCHIVE_OK ||
+	    archive_write_zip_set_compression_deflate(a) != ARCHIVE_OK ||
 	    archive_write_open_filename(a, path) != ARCHIVE_OK) {
 		rc = kernels__error(KERNELS_EIO, "wheel: cannot create %s: %s", path, archive_error_string(a));
 		goto out;
@@ -521,8 +527,8 @@ static int write_zip(const char *path, const wheel_info *w, const file_list *l)
 	if (rc)
 		goto out;
 
-	if (kernels__buf_printf(&text, "Wheel-Version: 1.0\nGenerator: libkernels (%s)\nRoot-Is-Purelib: %s\nTag: %s\n\n",
-				kernels_version(), w->purelib ? "true" : "false", w->tag) < 0 ||
+	if (kernels__buf_printf(&text, "Wheel-Version: 1.0\nGenerator: libkernels (%s)\nRoot-Is-Purelib: %s\nTag: "
+				"%s\n\n", kernels_version(), w->purelib ? "true" : "false", w->tag) < 0 ||
 	    !(arc = kernels__sprintf("%s/WHEEL", w->dist_info))) {
 		rc = kernels__error_oom();
 		goto out;

@@ -48,8 +48,9 @@ int kernels__mkdir_p(const char *path, unsigned int mode)
 			continue;
 		*q = '\0';
 		if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
-			rc = kernels__error(KERNELS_EIO, "cannot create folder '%s': %s; check that its parent is writable",
-					    p, strerror(errno));
+			rc = kernels__error(KERNELS_EIO,
+					    "cannot create folder '%s': %s; check that its parent is writable", p,
+					    strerror(errno));
 			break;
 		}
 		*q = c;
@@ -88,10 +89,11 @@ static int walk_in(const char *dir, const char *rel, int depth, int max_depth, k
 	int rc = 0;
 
 	if (depth > max_depth)
-		return kernels__error(KERNELS_EUNSAFE, "%s: folders nested deeper than %d (a link loop?)", dir, max_depth);
+		return kernels__error(KERNELS_EUNSAFE, "%s: folders nested deeper than %d (a link loop?)", dir,
+				      max_depth);
 	if (!(d = opendir(dir)))
-		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "cannot read folder %s: %s", dir,
-				      strerror(errno));
+		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "cannot read folder %s: %s",
+				      dir, strerror(errno));
 	while (rc == 0 && (de = readdir(d))) {
 		char *path, *sub;
 		struct stat lst;

@@ -801,7 +801,8 @@ static int parse_item(const char *text, size_t len, size_t from, size_t to, stru
 		for (k = i; k < to; k++)
 			if (is_space(text[k]) || text[k] == ';' || text[k] == ')')
 				return spec_syntax_error(text, len, k,
-					"no whitespace, ';' or ')' in the version of '===' (it is compared as a literal string)");
+					"no whitespace, ';' or ')' in the version of '===' (it is compared as a "
+					"literal string)");
 		if (!(sp->arbitrary = malloc(to - i + 1)))
 			return kernels__error_oom();
 		for (k = i; k < to; k++)
@@ -821,7 +822,8 @@ static int parse_item(const char *text, size_t len, size_t from, size_t to, stru
 	if (rc == -2)
 		return kernels__error_oom();
 	if (rc < 0)
-		return spec_syntax_error(text, len, i + err.at, expected_after(err.state, sp->op == OP_EQ || sp->op == OP_NE));
+		return spec_syntax_error(text, len, i + err.at,
+					 expected_after(err.state, sp->op == OP_EQ || sp->op == OP_NE));
 	if (sp->v->nlocal && sp->op != OP_EQ && sp->op != OP_NE)
 		return spec_rule_error(text, len, i + sp->v->local_at,
 			"a local version label (+...) is only allowed with == and !=");
@@ -1039,7 +1041,8 @@ static int no_match_error(const kernels__specifier_set *s, kernels__version **pa
 		kernels__buf_free(&b);
 		return rc;
 	}
-	rc = kernels__error(KERNELS_ENOMATCH, "no version satisfies '%.*s'%s; %s; relax the specifier or pin a revision",
+	rc = kernels__error(KERNELS_ENOMATCH, "no version satisfies '%.*s'%s; %s; relax the specifier or pin a "
+			    "revision",
 		QUOTE_MAX, s->text, excluded_pre ? " (matching pre-releases were excluded)" : "", b.ptr);
 	kernels__buf_free(&b);
 	return rc;

@@ -831,7 +831,8 @@ static int parse_datetime(parser *p, kernels__toml_value **out, int depth)
 					int oh, om;
 					if (!digits_at(p, start + n + 1, 2, &oh) || peek(p, n + 3) != ':' ||
 					    !digits_at(p, start + n + 4, 2, &om) || oh > 23 || om > 59)
-						return fail_at(p, start, "invalid time offset; expected +HH:MM or -HH:MM");
+						return fail_at(p, start,
+							       "invalid time offset; expected +HH:MM or -HH:MM");
 					n += 6;
 					kind = KERNELS__TOML_OFFSET_DATETIME;
 				}
@@ -1082,7 +1083,8 @@ static int parse_header(parser *p)
 	if ((rc = parse_key(p, &k)) < 0)
 		goto out;
 	if (peek(p, 0) != ']' || (aot && peek(p, 1) != ']')) {
-		rc = fail_expected(p, aot ? "']]' to close the array-of-tables header" : "']' to close the table header");
+		rc = fail_expected(p, aot ? "']]' to close the array-of-tables header" : "']' to close the table "
+				   "header");
 		goto out;
 	}
 	p->pos += aot ? 2 : 1;
@@ -1147,7 +1149,8 @@ static int parse_header(parser *p)
 		}
 		if (next->flags & T_AOT) {
 			if (last) {
-				rc = fail_at(p, k.part[i].pos, "'%s' is an array of tables; use [[%s]] to add an element",
+				rc = fail_at(p, k.part[i].pos,
+					     "'%s' is an array of tables; use [[%s]] to add an element",
 					     keypath_str(&k, i + 1, buf, sizeof(buf)), buf);
 				goto out;
 			}
