@@ -46,3 +46,21 @@ def test_readme_c_program(hub, tmp_path):
                          env=dict(os.environ, HF_HUB_OFFLINE="", HF_ENDPOINT="http://127.0.0.1:9"))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.strip() == expected[2:].strip()
+
+
+def test_readme_stage_table_names_every_file():
+    """The README's table of stages (and its paragraph on lib/util/) name
+    each source file of lib/ once, and no file that is gone."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("Data flows one way")
+    table = text[start:text.index("\n\n", text.index("|", start))]
+    util = re.search(r"Every stage stands on `lib/util/`.*?\n\n", text, re.S)
+    assert util, "README: the paragraph on lib/util/ moved; update this test"
+    file_column = [row.split("|")[2] for row in table.splitlines() if row.startswith("| ")]
+    staged = [f for cell in file_column for f in re.findall(r"`([\w/]+\.c)`", cell)]
+    assert len(staged) == len(set(staged)), "a file is named by two stages"
+    named = staged + ["util/" + f for f in re.findall(r"`(\w+\.c)`", util.group(0)) if f != "error.c"]
+    lib = ROOT / "lib"
+    files = sorted(str(p.relative_to(lib)) for p in list(lib.glob("*.c")) + list(lib.glob("util/*.c")))
+    assert sorted(set(named)) == files, (sorted(set(files) - set(named)), sorted(set(named) - set(files)))
+    assert "`sigstore/`" in table and (lib / "sigstore").is_dir()
