@@ -426,8 +426,8 @@ static int has_one(const kernels__config *cfg, const char *repo_id, const char *
 				dir = kernels__sprintf("%s/%s", local, chosen);
 			}
 			if (!dir || kernels_metadata_read(&m, dir) < 0)
-				kernels_error_clear(); /* a variant folder itself,
-				or no metadata: no dependencies known */
+				/* a variant folder itself, or no metadata: no dependencies known */
+				kernels_error_clear();
 			free(dir);
 		}
 		rc = rc < 0 ? rc : kernels_variant_trace_chosen(t) != NULL;

@@ -70,7 +70,8 @@ int cmd_cache_ls(cli_ctx *ctx, const cli_command *cmd)
 	if (only && !strchr(only, '/'))
 		return cli_usage_error(cmd, "REPO must be 'org/name', not '%s'", only);
 	if ((rc = kernels_cache_scan(&info, only, &ctx->opts)) < 0)
-		return rc == KERNELS_EINVAL ? cli_usage_error(cmd, "%s", kernels_error_last()) : cli_fail(ctx, rc, "the cache");
+		return rc == KERNELS_EINVAL ? cli_usage_error(cmd, "%s", kernels_error_last())
+					    : cli_fail(ctx, rc, "the cache");
 	if (ctx->json) {
 		json_t *repos = json_array();
 		for (i = 0; i < info->repos_count; i++)
@@ -105,11 +106,13 @@ int cmd_cache_rm(cli_ctx *ctx, const cli_command *cmd)
 	if (r && ctx->json && rc == 0) {
 		cli_json_print(json_pack("{s:s,s:o,s:o,s:b,s:o,s:I}", "repo_id", r->repo_id, "revision", cli_jstr(rev),
 					 "commit", cli_jstr(r->commit), "dry_run", r->dry_run, "removed",
-					 strings_json(r->removed, r->removed_count), "freed_bytes", (json_int_t)r->freed));
+					 strings_json(r->removed, r->removed_count), "freed_bytes",
+					 (json_int_t)r->freed));
 	} else if (r && !ctx->json) {
 		for (i = 0; i < r->removed_count; i++)
 			printf("%s %s\n", r->dry_run ? "would remove" : "removed", r->removed[i]);
-		cli_note(ctx, "%s %s", r->dry_run ? "would free" : "freed", cli_size(ctx, r->freed, size, sizeof(size)));
+		cli_note(ctx, "%s %s", r->dry_run ? "would free" : "freed",
+			 cli_size(ctx, r->freed, size, sizeof(size)));
 	}
 	kernels_cache_removal_free(r);
 	return rc < 0 ? cli_fail(ctx, rc, NULL) : CLI_OK;

@@ -50,7 +50,8 @@ int cmd_lock(cli_ctx *ctx, const cli_command *cmd)
 		json_t *arr = json_array();
 		for (i = 0; i < kernels_lock_count(lock); i++)
 			json_array_append_new(arr, entry_json(kernels_lock_at(lock, i)));
-		rc = cli_json_print(json_pack("{s:s,s:s,s:o}", "lock_file", path, "format", format_name(lock), "kernels", arr));
+		rc = cli_json_print(json_pack("{s:s,s:s,s:o}", "lock_file", path, "format", format_name(lock),
+					      "kernels", arr));
 	} else {
 		for (i = 0; i < kernels_lock_count(lock); i++) {
 			const kernels_lock_entry *e = kernels_lock_at(lock, i);
@@ -171,8 +172,8 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 		return rc;
 	}
 	if (ctx->json) {
-		rc = cli_json_print(json_pack("{s:s,s:s,s:b,s:o}", "project", dir, "lock_file", path, "all_variants", all,
-					      "kernels", arr));
+		rc = cli_json_print(json_pack("{s:s,s:s,s:b,s:o}", "project", dir, "lock_file", path, "all_variants",
+					      all, "kernels", arr));
 	} else {
 		json_decref(arr);
 		cli_note(ctx, "downloaded %zu locked kernel%s of %s", kernels_lock_count(lock),
@@ -231,8 +232,8 @@ static int verify_variant(cli_ctx *ctx, const kernels_lock_entry *e, const char 
 		if (strcmp(want, got)) {
 			ok = 0;
 			if (!ctx->json)
-				printf("FAIL %s %s %s: lock hash %s, cached files hash to %s\n", e->repo_id, e->commit, name,
-				       want, got);
+				printf("FAIL %s %s %s: lock hash %s, cached files hash to %s\n", e->repo_id, e->commit,
+				       name, want, got);
 		}
 	} else {
 		json_object_set_new(o, "hash_ok", e->variant_count ? json_false() : json_null());
@@ -281,16 +282,18 @@ int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 		if (!n) {
 			all_ok = 0;
 			if (!ctx->json)
-				printf("FAIL %s %s: not in the cache; run '" CLI_NAME " download %s'\n", e->repo_id, e->commit, dir);
+				printf("FAIL %s %s: not in the cache; run '" CLI_NAME " download %s'\n", e->repo_id,
+				       e->commit, dir);
 		}
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:b,s:o}", "repo_id", e->repo_id, "commit", e->commit,
-						     "snapshot", cli_jstr(snap), "cached", n > 0, "variants", jv));
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:b,s:o}", "repo_id", e->repo_id, "commit",
+						     e->commit, "snapshot", cli_jstr(snap), "cached", n > 0,
+						     "variants", jv));
 		cli_strings_free(v, n);
 		free(snap);
 	}
 	if (ctx->json)
-		cli_json_print(json_pack("{s:s,s:s,s:b,s:o}", "lock_file", path, "format", format_name(lock), "ok", all_ok,
-					 "kernels", arr));
+		cli_json_print(json_pack("{s:s,s:s,s:b,s:o}", "lock_file", path, "format", format_name(lock), "ok",
+					 all_ok, "kernels", arr));
 	else
 		json_decref(arr);
 	if (!all_ok && !ctx->quiet)

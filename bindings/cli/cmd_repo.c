@@ -97,8 +97,8 @@ static int load_torch(cli_ctx *ctx, const kernels_system *sys, const char *varia
 		if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL)) {
 			const char *err = dlerror();
 			int rc = cli_error(ctx, KERNELS_ELOAD,
-					   "cannot load %s, the torch (found by %s) that %s needs: %s; point --torch-dir "
-					   "at a working torch or install one for python3",
+					   "cannot load %s, the torch (found by %s) that %s needs: %s; point "
+					   "--torch-dir at a working torch or install one for python3",
 					   path, sys->torch_source, variant, err ? err : "dlopen failed");
 			free(path);
 			return rc;
@@ -130,7 +130,8 @@ int cli_prepare_torch(cli_ctx *ctx, const char *repo, const char *revision)
 	    strcmp(sys->torch_source, "process")) {
 		/* The load that follows says whatever this resolution would. */
 		ctx->opts.log_cb = silent;
-		if (kernels_get_variants(&t, repo, revision, &ctx->opts) == 0 && needs_libtorch(kernels_variant_trace_chosen(t)))
+		if (kernels_get_variants(&t, repo, revision, &ctx->opts) == 0 &&
+		    needs_libtorch(kernels_variant_trace_chosen(t)))
 			rc = load_torch(ctx, sys, kernels_variant_trace_chosen(t));
 		ctx->opts.log_cb = log_cb;
 	}
@@ -171,13 +172,13 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 							     kernels_variant_trace_name(t, i), "accepted", acc, "valid",
 							     kernels_variant_trace_valid(t, i) == 1, "rank",
 							     rank >= 0 ? json_integer(rank) : json_null(), "reason",
-							     cli_jstr(kernels_variant_trace_reason(t, i)), "chosen",
-							     chosen && !strcmp(chosen, kernels_variant_trace_name(t, i))));
+							     cli_jstr(kernels_variant_trace_reason(t, i)),
+							     "chosen", chosen && !strcmp(chosen, kernels_variant_trace_name(t, i))));
 		}
 		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
-					      "commit", kernels_revision_commit(r), "ref", cli_jstr(kernels_revision_ref(r)),
-					      "system", sys, "torch", torch_json(detected), "chosen", cli_jstr(chosen),
-					      "variants", arr));
+					      "commit", kernels_revision_commit(r), "ref",
+					      cli_jstr(kernels_revision_ref(r)), "system", sys, "torch",
+					      torch_json(detected), "chosen", cli_jstr(chosen), "variants", arr));
 	} else {
 		printf("repo:     %s\nrevision: %s (commit %s)\nsystem:   %s\n", repo, rev, kernels_revision_commit(r),
 		       sys);
@@ -197,7 +198,8 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	}
 	if (!chosen && rc == CLI_OK) {
 		if (!ctx->quiet)
-			fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)\n", repo, rev, sys);
+			fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)\n", repo, rev,
+				sys);
 		rc = CLI_ERROR;
 	}
 	free(sys);
@@ -212,16 +214,18 @@ static int print_kernel(cli_ctx *ctx, kernels_kernel *k, const kernels_get_stats
 			const char *rev, const char *lock_file)
 {
 	const kernels_metadata *m = kernels_kernel_metadata(k);
-	const char *loaded = st && st->repo_id[0] ? st->repo_id : kernels_kernel_repo(k) ? kernels_kernel_repo(k) : repo;
+	const char *loaded = st && st->repo_id[0] ? st->repo_id
+				 : kernels_kernel_repo(k) ? kernels_kernel_repo(k) : repo;
 
 	if (ctx->json) {
 		json_t *meta = m ? json_pack("{s:s,s:s,s:i,s:s,s:s}", "id", kernels_metadata_id(m), "name",
-					     kernels_metadata_name(m), "version", kernels_metadata_version(m), "license",
-					     kernels_metadata_license(m), "backend", kernels_metadata_backend(m))
+					     kernels_metadata_name(m), "version", kernels_metadata_version(m),
+					     "license", kernels_metadata_license(m), "backend",
+					     kernels_metadata_backend(m))
 				 : json_null();
 		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:o,s:o}", "repo_id", loaded, "requested_repo_id", repo,
-				      "revision", cli_jstr(rev), "commit", cli_jstr(kernels_kernel_commit(k)), "variant",
-				      kernels_kernel_variant(k), "path", kernels_kernel_path(k), "library",
+				      "revision", cli_jstr(rev), "commit", cli_jstr(kernels_kernel_commit(k)),
+				      "variant", kernels_kernel_variant(k), "path", kernels_kernel_path(k), "library",
 				      cli_jstr(kernels_kernel_library(k)), "metadata", meta);
 		if (lock_file)
 			json_object_set_new(o, "lock_file", json_string(lock_file));
@@ -229,8 +233,8 @@ static int print_kernel(cli_ctx *ctx, kernels_kernel *k, const kernels_get_stats
 			json_object_set_new(o, "from_cache", json_boolean(st->from_cache));
 			json_object_set_new(o, "local", json_boolean(st->local));
 			json_object_set_new(o, "timings_ms",
-					    json_pack("{s:f,s:f,s:f,s:f}", "resolve", st->resolve_ms, "select", st->select_ms,
-						      "download", st->download_ms, "load", st->load_ms));
+					    json_pack("{s:f,s:f,s:f,s:f}", "resolve", st->resolve_ms, "select",
+						      st->select_ms, "download", st->download_ms, "load", st->load_ms));
 			json_object_set_new(o, "download",
 					    json_pack("{s:I,s:I,s:I,s:I,s:I}", "files", (json_int_t)st->download.files,
 						      "files_cached", (json_int_t)st->download.files_cached,
@@ -251,9 +255,9 @@ static int print_kernel(cli_ctx *ctx, kernels_kernel *k, const kernels_get_stats
 	       kernels_kernel_commit(k) ? kernels_kernel_commit(k) : "(local)", kernels_kernel_variant(k),
 	       kernels_kernel_path(k), kernels_kernel_library(k) ? kernels_kernel_library(k) : "(noarch)");
 	if (m)
-		printf("id:        %s\nname:      %s\nversion:   %d\nbackend:   %s\nlicense:   %s\n", kernels_metadata_id(m),
-		       kernels_metadata_name(m), kernels_metadata_version(m), kernels_metadata_backend(m),
-		       kernels_metadata_license(m));
+		printf("id:        %s\nname:      %s\nversion:   %d\nbackend:   %s\nlicense:   %s\n",
+		       kernels_metadata_id(m), kernels_metadata_name(m), kernels_metadata_version(m),
+		       kernels_metadata_backend(m), kernels_metadata_license(m));
 	if (st) {
 		char got[32], all[32];
 		if (st->local)
@@ -319,7 +323,8 @@ int cmd_load(cli_ctx *ctx, const cli_command *cmd)
 	int rc;
 
 	/* DIR (holding kernels.lock) or the lock file itself. */
-	lock = !stat(where, &sb) && S_ISDIR(sb.st_mode) ? cli_sprintf("%s/kernels.lock", where) : cli_sprintf("%s", where);
+	lock = !stat(where, &sb) && S_ISDIR(sb.st_mode) ? cli_sprintf("%s/kernels.lock", where)
+							: cli_sprintf("%s", where);
 	if (prepare_locked_torch(ctx, repo, lock, fetch) != CLI_OK) {
 		free(lock);
 		return CLI_ERROR;

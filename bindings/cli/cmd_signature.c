@@ -102,8 +102,8 @@ static int pick_variants(cli_ctx *ctx, const char *repo, const char *commit, int
 	int rc;
 
 	if (all)
-		return kernels_variants_list(names, n, repo, commit, &ctx->opts) ? cli_fail(ctx, kernels_error_last_code(),
-											  repo) : CLI_OK;
+		return kernels_variants_list(names, n, repo, commit, &ctx->opts)
+			       ? cli_fail(ctx, kernels_error_last_code(), repo) : CLI_OK;
 	if ((rc = kernels_get_variants(&t, repo, commit, &ctx->opts)))
 		return cli_fail(ctx, rc, repo);
 	if (!kernels_variant_trace_chosen(t)) {

@@ -222,8 +222,8 @@ static int find_cache_command(int argc, char **argv, int at, int *at2, const cli
 		if (!strncmp(commands[k].name, "cache ", 6) && !strcmp(commands[k].name + 6, argv[*at2]))
 			*cmd = &commands[k];
 	if (!*cmd) {
-		fprintf(stderr, CLI_NAME ": unknown command 'cache %s'; the cache commands are 'cache ls' and 'cache rm'\n",
-			argv[*at2]);
+		fprintf(stderr, CLI_NAME ": unknown command 'cache %s'; the cache commands are 'cache ls' and 'cache "
+			"rm'\n", argv[*at2]);
 		return CLI_USAGE;
 	}
 	return -1;

@@ -158,8 +158,8 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	if (cmd)
-		fprintf(stderr, "\nusage: " CLI_NAME " %s%s%s [options]\nrun '" CLI_NAME " %s --help' for the options\n", cmd->name,
-			cmd->args ? " " : "", cmd->args ? cmd->args : "", cmd->name);
+		fprintf(stderr, "\nusage: " CLI_NAME " %s%s%s [options]\nrun '" CLI_NAME " %s --help' for the "
+			"options\n", cmd->name, cmd->args ? " " : "", cmd->args ? cmd->args : "", cmd->name);
 	else
 		fputs("\nrun '" CLI_NAME " --help' for the commands\n", stderr);
 	return CLI_USAGE;
@@ -367,7 +367,8 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 		}
 	}
 	if (ctx->npos < cmd->min_pos)
-		return cli_usage_error(cmd, "missing argument%s: %s", cmd->min_pos - ctx->npos > 1 ? "s" : "", cmd->args);
+		return cli_usage_error(cmd, "missing argument%s: %s", cmd->min_pos - ctx->npos > 1 ? "s" : "",
+				       cmd->args);
 	set_log_level(ctx);
 	return apply_backend_version(ctx, cmd);
 }
@@ -549,8 +550,9 @@ static void draw_bar(const char *path, size_t all_done, size_t all_total, double
 		snprintf(r, sizeof(r), "-- B/s");
 		eta_text(-1, eta, sizeof(eta));
 	}
-	fprintf(stderr, "\r\033[K%s [%s] %3d%% %s / %s  %s  ETA %s  %.32s", progress.what ? progress.what : "downloading",
-		bar, pct, a, b, r, eta, base ? base + 1 : path ? path : "");
+	fprintf(stderr, "\r\033[K%s [%s] %3d%% %s / %s  %s  ETA %s  %.32s",
+		progress.what ? progress.what : "downloading", bar, pct, a, b, r, eta,
+		base ? base + 1 : path ? path : "");
 	fflush(stderr);
 	progress.drawn = 1;
 	progress.last_draw = t;
