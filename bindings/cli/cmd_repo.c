@@ -168,12 +168,12 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 		json_t *arr = json_array();
 		for (i = 0; i < n; i++) {
 			int acc = kernels_variant_trace_accepted(t, i) == 1, rank = kernels_variant_trace_rank(t, i);
+			int is_chosen = chosen && !strcmp(chosen, kernels_variant_trace_name(t, i));
 			json_array_append_new(arr, json_pack("{s:s,s:b,s:b,s:o,s:o,s:b}", "name",
 							     kernels_variant_trace_name(t, i), "accepted", acc, "valid",
 							     kernels_variant_trace_valid(t, i) == 1, "rank",
 							     rank >= 0 ? json_integer(rank) : json_null(), "reason",
-							     cli_jstr(kernels_variant_trace_reason(t, i)),
-							     "chosen", chosen && !strcmp(chosen, kernels_variant_trace_name(t, i))));
+							     cli_jstr(kernels_variant_trace_reason(t, i)), "chosen", is_chosen));
 		}
 		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
 					      "commit", kernels_revision_commit(r), "ref",
