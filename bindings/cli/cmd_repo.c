@@ -173,7 +173,8 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 							     kernels_variant_trace_name(t, i), "accepted", acc, "valid",
 							     kernels_variant_trace_valid(t, i) == 1, "rank",
 							     rank >= 0 ? json_integer(rank) : json_null(), "reason",
-							     cli_jstr(kernels_variant_trace_reason(t, i)), "chosen", is_chosen));
+							     cli_jstr(kernels_variant_trace_reason(t, i)), "chosen",
+							     is_chosen));
 		}
 		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
 					      "commit", kernels_revision_commit(r), "ref",
