@@ -439,6 +439,15 @@ static int parse_escape(parser *p, kernels__buf *b)
 	return put_utf8(b, cp);
 }
 
+/* Appends the byte at the cursor to `b` and moves past it. */
+static int take_byte(parser *p, kernels__buf *b)
+{
+	if (kernels__buf_put(b, &p->src[p->pos], 1) < 0)
+		return KERNELS_ENOMEM;
+	p->pos++;
+	return 0;
+}
+
 /* Basic ("...") or literal ('...') string on one line; p->pos at the quote. */
 static int parse_string_line(parser *p, int quote, kernels__buf *b)
 {
@@ -462,9 +471,8 @@ static int parse_string_line(parser *p, int quote, kernels__buf *b)
 				return KERNELS_EPARSE;
 			continue;
 		}
-		if (kernels__buf_put(b, &p->src[p->pos], 1) < 0)
+		if (take_byte(p, b) < 0)
 			return KERNELS_ENOMEM;
-		p->pos++;
 	}
 }
 
@@ -519,9 +527,8 @@ static int parse_string_multi(parser *p, int quote, kernels__buf *b)
 				return KERNELS_EPARSE;
 			continue;
 		}
-		if (kernels__buf_put(b, &p->src[p->pos], 1) < 0)
+		if (take_byte(p, b) < 0)
 			return KERNELS_ENOMEM;
-		p->pos++;
 	}
 }
 
