@@ -440,20 +440,58 @@ static int fx_metadata_dir_omit_digest(const char *src)
 	return rc;
 }
 
-/* A build from before metadata.json carried a digest (Python kernels 0.17
- * loads those): each cached file is proven by the hash the Hub listed for
- * its blob, and a tampered blob is refused with the file named. */
-/* LOCAL_KERNELS names the repo and every allocation of the call is made to
- * fail in turn: each time it either reports KERNELS_ENOMEM or answers from
- * the local tree. A lost LOCAL_KERNELS never turns into a Hub request. */
-static void test_local_kernels_survive_allocation_failures(void **state)
+/* One call of an allocation-failure sweep, with the n-th allocation made
+ * to fail: its code, *fired whether that allocation happened, and when it
+ * answered, the local tree's answer checked. */
+typedef int (*local_call)(const kernels_options *o, long n, int *fired);
+
+static int local_variants_call(const kernels_options *o, long n, int *fired)
+{
+	kernels_variant_trace *t = NULL;
+	int rc;
+
+	alloc_fail_nth(n);
+	rc = kernels_get_variants(&t, "acme/answer", "main", o);
+	*fired = alloc_fail_fired();
+	alloc_fail_nth(0);
+	if (rc < 0) {
+		assert_null(t);
+		return rc;
+	}
+	assert_non_null(kernels_variant_trace_chosen(t));
+	assert_string_equal(kernels_variant_trace_chosen(t), "torch29-cxx11-cpu-x86_64-linux");
+	kernels_variant_trace_free(t);
+	return 0;
+}
+
+static int local_get_call(const kernels_options *o, long n, int *fired)
+{
+	kernels_kernel *k = NULL;
+	int rc;
+
+	alloc_fail_nth(n);
+	rc = kernels_get(&k, "acme/answer", "main", o);
+	*fired = alloc_fail_fired();
+	alloc_fail_nth(0);
+	if (rc < 0) {
+		assert_null(k);
+		return rc;
+	}
+	assert_int_equal(call_answer(k), 9009);
+	kernels_kernel_close(k);
+	return 0;
+}
+
+/* LOCAL_KERNELS names the repo (tree number `tree`) and every allocation
+ * of the call is made to fail in turn: each time it either reports
+ * KERNELS_ENOMEM or answers from the local tree. A lost LOCAL_KERNELS
+ * never turns into a Hub request. */
+static void sweep_allocation_failures(int tree, local_call call)
 {
 	kernels_options o;
 	kernels_system s = sys_cpu(209);
-	kernels_variant_trace *t;
-	char *src = make_tree(W.tmp, 8, 0), *env;
+	char *src = make_tree(W.tmp, tree, 0), *env;
 	long n, failed = 0;
-	(void)state;
 
 	assert_int_equal(asprintf(&env, "acme/answer=%s", src) > 0, 1);
 	setenv("LOCAL_KERNELS", env, 1);
@@ -462,22 +500,14 @@ static void test_local_kernels_survive_allocation_failures(void **state)
 	for (n = 1;; n++) {
 		int rc, fired;
 
-		t = NULL;
 		kernels_error_clear();
-		alloc_fail_nth(n);
-		rc = kernels_get_variants(&t, "acme/answer", "main", &o);
-		fired = alloc_fail_fired();
-		alloc_fail_nth(0);
+		rc = call(&o, n, &fired);
 		if (rc < 0) {
 			assert_true(fired);
 			assert_int_equal(rc, KERNELS_ENOMEM);
-			assert_null(t);
 			failed++;
 			continue;
 		}
-		assert_non_null(kernels_variant_trace_chosen(t));
-		assert_string_equal(kernels_variant_trace_chosen(t), "torch29-cxx11-cpu-x86_64-linux");
-		kernels_variant_trace_free(t);
 		if (!fired)
 			break; /* past the last allocation */
 	}
@@ -488,49 +518,23 @@ static void test_local_kernels_survive_allocation_failures(void **state)
 	free(src);
 }
 
+static void test_local_kernels_survive_allocation_failures(void **state)
+{
+	(void)state;
+	sweep_allocation_failures(8, local_variants_call);
+}
+
 /* The same for kernels_get itself: ENOMEM, or the local tree's kernel
  * loaded and answering, never a Hub request. */
 static void test_local_get_survives_allocation_failures(void **state)
 {
-	kernels_options o;
-	kernels_system s = sys_cpu(209);
-	kernels_kernel *k;
-	char *src = make_tree(W.tmp, 9, 0), *env;
-	long n, failed = 0;
 	(void)state;
-
-	assert_int_equal(asprintf(&env, "acme/answer=%s", src) > 0, 1);
-	setenv("LOCAL_KERNELS", env, 1);
-	options(&o, &s);
-	test_hub_log_clear(W.hub);
-	for (n = 1;; n++) {
-		int rc, fired;
-
-		k = NULL;
-		kernels_error_clear();
-		alloc_fail_nth(n);
-		rc = kernels_get(&k, "acme/answer", "main", &o);
-		fired = alloc_fail_fired();
-		alloc_fail_nth(0);
-		if (rc < 0) {
-			assert_true(fired);
-			assert_int_equal(rc, KERNELS_ENOMEM);
-			assert_null(k);
-			failed++;
-			continue;
-		}
-		assert_int_equal(call_answer(k), 9009);
-		kernels_kernel_close(k);
-		if (!fired)
-			break;
-	}
-	assert_true(failed >= 10);
-	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
-	unsetenv("LOCAL_KERNELS");
-	free(env);
-	free(src);
+	sweep_allocation_failures(9, local_get_call);
 }
 
+/* A build from before metadata.json carried a digest (Python kernels 0.17
+ * loads those): each cached file is proven by the hash the Hub listed for
+ * its blob, and a tampered blob is refused with the file named. */
 static void test_variant_without_digest(void **state)
 {
 	kernels_options o;
