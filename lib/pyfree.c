@@ -153,7 +153,6 @@ static int create_tmp(const paths *p, int *named)
 	*named = 0;
 	if (tfd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
 		return tfd;
-	unlink(p->tmp); /* left by a crash of an earlier process with this pid */
 	if ((tfd = open(p->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) >= 0)
 		*named = 1;
 	return tfd;
@@ -213,7 +212,7 @@ int kernels__pyfree_open(const kernels__config *cfg, const char *root, const cha
 	if (!(p.dir = kernels__sprintf("%s/.libkernels/patched", root)) ||
 	    !(p.copy = kernels__sprintf("%s/%s.so", p.dir, blob)) ||
 	    !(p.receipt = kernels__sprintf("%s/%s.json", p.dir, blob)) ||
-	    !(p.tmp = kernels__sprintf("%s/%s.so.%ld.tmp", p.dir, blob, (long)getpid()))) {
+	    !(p.tmp = kernels__tmp_name(p.copy))) {
 		paths_free(&p);
 		return KERNELS_ENOMEM;
 	}
