@@ -51,19 +51,33 @@ static int same_identity(json_t *recorded, const struct stat *st)
 
 static void write_doc(const kernels__config *cfg, const char *path, json_t *doc, int ok);
 
+/* A receipt at `path` (NULL: none) of this format's version, whose string
+ * `key` (NULL: none checked) equals `value`; NULL otherwise. */
+static json_t *load(const char *path, const char *key, const char *value)
+{
+	json_t *doc;
+	struct stat st;
+	const char *recorded;
+
+	if (!path || stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size >= RECEIPT_MAX ||
+	    !(doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)))
+		return NULL;
+	if (json_integer_value(json_object_get(doc, "version")) == 1 &&
+	    (!key || ((recorded = json_string_value(json_object_get(doc, key))) && !strcmp(recorded, value))))
+		return doc;
+	json_decref(doc);
+	return NULL;
+}
+
 int kernels__receipt_matches(const char *root, const char *dir, const struct stat *meta,
 			     const char *const *files, const struct stat *sts, size_t n)
 {
 	char *path = receipt_path(root, dir, "");
-	json_t *doc = NULL, *recorded;
-	struct stat st;
+	json_t *doc = load(path, NULL, NULL), *recorded;
 	size_t i;
 	int ok = 0;
 
-	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
-	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)) &&
-	    json_integer_value(json_object_get(doc, "version")) == 1 &&
-	    same_identity(json_object_get(doc, "metadata"), meta) &&
+	if (doc && same_identity(json_object_get(doc, "metadata"), meta) &&
 	    json_object_size(recorded = json_object_get(doc, "files")) == n) {
 		for (ok = 1, i = 0; ok && i < n; i++)
 			ok = same_identity(json_object_get(recorded, files[i]), &sts[i]);
@@ -105,16 +119,9 @@ static void write_doc(const kernels__config *cfg, const char *path, json_t *doc,
 
 int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy)
 {
-	json_t *doc = NULL;
-	struct stat st;
-	const char *recorded;
-	int ok = 0;
+	json_t *doc = load(path, "source", source);
+	int ok = doc && same_identity(json_object_get(doc, "copy"), copy);
 
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
-	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)))
-		ok = json_integer_value(json_object_get(doc, "version")) == 1 &&
-		     (recorded = json_string_value(json_object_get(doc, "source"))) && !strcmp(recorded, source) &&
-		     same_identity(json_object_get(doc, "copy"), copy);
 	json_decref(doc);
 	return ok;
 }
@@ -147,16 +154,9 @@ void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, c
 int kernels__receipt_blob_matches(const char *root, const char *sha256, const struct stat *blob)
 {
 	char *path = blob_receipt_path(root, sha256);
-	json_t *doc = NULL;
-	struct stat st;
-	const char *recorded;
-	int ok = 0;
+	json_t *doc = load(path, "sha256", sha256);
+	int ok = doc && same_identity(json_object_get(doc, "blob"), blob);
 
-	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
-	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)))
-		ok = json_integer_value(json_object_get(doc, "version")) == 1 &&
-		     (recorded = json_string_value(json_object_get(doc, "sha256"))) && !strcmp(recorded, sha256) &&
-		     same_identity(json_object_get(doc, "blob"), blob);
 	json_decref(doc);
 	free(path);
 	kernels_error_clear();
@@ -167,17 +167,10 @@ int kernels__receipt_signed(const char *dir, const char *fingerprint, const stru
 			    const struct stat *bundle)
 {
 	char *root = root_of(dir), *path = root ? receipt_path(root, dir, ".signature") : NULL;
-	json_t *doc = NULL;
-	struct stat st;
-	int ok = 0;
+	json_t *doc = load(path, "fingerprint", fingerprint);
+	int ok = doc && same_identity(json_object_get(doc, "metadata"), meta) &&
+		 same_identity(json_object_get(doc, "bundle"), bundle);
 
-	if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX &&
-	    (doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)))
-		ok = json_integer_value(json_object_get(doc, "version")) == 1 &&
-		     json_string_value(json_object_get(doc, "fingerprint")) &&
-		     !strcmp(json_string_value(json_object_get(doc, "fingerprint")), fingerprint) &&
-		     same_identity(json_object_get(doc, "metadata"), meta) &&
-		     same_identity(json_object_get(doc, "bundle"), bundle);
 	json_decref(doc);
 	free(path);
 	free(root);
