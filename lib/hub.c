@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RETRY_AFTER_CAP_S 60
 #define BACKOFF_CAP_MS 10000
@@ -429,6 +430,57 @@ long kernels__hub_backoff_ms(int attempt, long retry_after_s)
 	return ms + (long)(jitter() % (unsigned int)(ms / 4 + 1));
 }
 
+/* ---- CA certificates ------------------------------------------------------- */
+
+/* What a caller names first, as Python's clients read them: requests'
+ * variables, then OpenSSL's (httpx, and so huggingface_hub, read it). */
+static const char *const ca_env[] = {"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"};
+
+/* Where distributions keep the system's CA bundle. A libcurl built on one
+ * distribution (the one the Python wheel vendors) knows only that one's
+ * path; on another it would trust nothing. */
+static const char *const ca_files[] = {
+	"/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu, Arch */
+	"/etc/pki/tls/certs/ca-bundle.crt",                  /* RHEL, CentOS, Fedora */
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* RHEL, Fedora (the source of the above) */
+	"/etc/ssl/ca-bundle.pem",                            /* openSUSE, SLES */
+	"/etc/ssl/cert.pem",                                 /* Alpine, the BSDs */
+};
+static pthread_once_t ca_once = PTHREAD_ONCE_INIT;
+static const char *ca_probed; /* NULL: curl's built-in bundle is there, or none of ca_files is */
+
+/* Once per process: the files do not come and go under a running program. */
+static void ca_probe(void)
+{
+	size_t i;
+#if LIBCURL_VERSION_NUM >= 0x074600
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+
+	if (v->age >= CURLVERSION_SEVENTH && v->cainfo && access(v->cainfo, R_OK) == 0)
+		return;
+#endif
+	for (i = 0; i < sizeof(ca_files) / sizeof(ca_files[0]); i++)
+		if (access(ca_files[i], R_OK) == 0) {
+			ca_probed = ca_files[i];
+			return;
+		}
+}
+
+const char *kernels__hub_ca_bundle(const char **from)
+{
+	size_t i;
+	const char *v;
+
+	for (i = 0; i < sizeof(ca_env) / sizeof(ca_env[0]); i++)
+		if ((v = getenv(ca_env[i])) && *v) {
+			*from = ca_env[i];
+			return v;
+		}
+	pthread_once(&ca_once, ca_probe);
+	*from = ca_probed ? "found on this system" : "libcurl's default";
+	return ca_probed;
+}
+
 /* ---- one HTTP exchange ------------------------------------------------------ */
 
 CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
@@ -462,6 +514,12 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 #endif
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	{
+		const char *from, *ca = kernels__hub_ca_bundle(&from);
+
+		if (ca)
+			curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	}
 	{
 		long left = kernels__deadline_left_ms(cfg);
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
@@ -680,6 +738,18 @@ static int says_down(CURLcode rc, const hop *h, long long waited_ms)
 	return rc == CURLE_OPERATION_TIMEDOUT && h->hd.status == 0 && waited_ms >= DOWN_AFTER_SILENT_MS;
 }
 
+/* A certificate that does not verify is no network trouble: say which CA
+ * bundle judged it and how to name another. */
+static int tls_error(const char *method, const char *url, const char *why)
+{
+	const char *from, *ca = kernels__hub_ca_bundle(&from);
+
+	return kernels__error(KERNELS_ENETWORK,
+			      "%s %s: the server's TLS certificate cannot be verified (%s) with the CA bundle %s (%s); "
+			      "set SSL_CERT_FILE (or REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) to a PEM file holding the CA "
+			      "that issued it", method, url, why, ca ? ca : "libcurl was built with", from);
+}
+
 void kernels__hub_response_free(kernels__hub_response *r)
 {
 	if (!r)
@@ -769,6 +839,8 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 				      "%s %s: no answer within %lld ms (%s, %d attempt%s); the server "
 				      "accepts connections but does not answer", method, url, waited, why, attempt + 1,
 				      attempt ? "s" : "");
+	if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE)
+		return tls_error(method, url, why);
 	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s (%s, %d attempt%s); check the network, "
 			      "HF_ENDPOINT and proxy settings", url, why, attempt + 1, attempt ? "s" : "");
 }

@@ -189,6 +189,13 @@ void kernels__hub_headers_clear(kernels__hub_headers *h);
 CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
 			struct curl_slist **headers);
 
+/* The CA bundle every handle is given: the first of $REQUESTS_CA_BUNDLE,
+ * $CURL_CA_BUNDLE, $SSL_CERT_FILE that is set; else, when libcurl's built-in
+ * bundle is missing (a libcurl built on another distribution, as the Python
+ * wheel's), the first of the distributions' usual paths that exists; else
+ * NULL (libcurl's own default). `*from` says which, for messages. */
+const char *kernels__hub_ca_bundle(const char **from);
+
 /* 1 when `url` has the scheme, host and port of cfg->endpoint. */
 int kernels__hub_same_origin(const kernels__config *cfg, const char *url);
 

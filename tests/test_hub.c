@@ -428,6 +428,40 @@ static void test_fx_proxy_env(void **state)
 	unsetenv("NO_PROXY");
 }
 
+/* The CA bundle: the caller's variables first (requests' two, then
+ * OpenSSL's), an empty one as unset; without them libcurl's own bundle when
+ * it is there, else a distribution's usual file that is. */
+static void test_ca_bundle(void **state)
+{
+	const char *from, *ca;
+	(void)state;
+
+	unsetenv("REQUESTS_CA_BUNDLE");
+	unsetenv("CURL_CA_BUNDLE");
+	unsetenv("SSL_CERT_FILE");
+	ca = kernels__hub_ca_bundle(&from);
+	if (ca) {
+		assert_int_equal(access(ca, R_OK), 0);
+		assert_string_equal(from, "found on this system");
+	} else {
+		assert_string_equal(from, "libcurl's default");
+	}
+	setenv("SSL_CERT_FILE", "/s.pem", 1);
+	assert_string_equal(kernels__hub_ca_bundle(&from), "/s.pem");
+	assert_string_equal(from, "SSL_CERT_FILE");
+	setenv("CURL_CA_BUNDLE", "/c.pem", 1);
+	assert_string_equal(kernels__hub_ca_bundle(&from), "/c.pem");
+	assert_string_equal(from, "CURL_CA_BUNDLE");
+	setenv("REQUESTS_CA_BUNDLE", "/r.pem", 1);
+	assert_string_equal(kernels__hub_ca_bundle(&from), "/r.pem");
+	assert_string_equal(from, "REQUESTS_CA_BUNDLE");
+	setenv("REQUESTS_CA_BUNDLE", "", 1);
+	assert_string_equal(kernels__hub_ca_bundle(&from), "/c.pem");
+	unsetenv("REQUESTS_CA_BUNDLE");
+	unsetenv("CURL_CA_BUNDLE");
+	unsetenv("SSL_CERT_FILE");
+}
+
 static long elapsed_ms(const struct timespec *t0)
 {
 	struct timespec t1;
@@ -487,7 +521,7 @@ int main(void)
 		cmocka_unit_test(test_path_check),     cmocka_unit_test(test_retry_timing),
 		cmocka_unit_test(test_user_agent),     cmocka_unit_test(test_origins),
 		cmocka_unit_test(test_offline_refuses), cmocka_unit_test(test_unreachable),
-		cmocka_unit_test(test_status_errors),
+		cmocka_unit_test(test_status_errors),  cmocka_unit_test(test_ca_bundle),
 	};
 	const struct CMUnitTest fixture[] = {
 		cmocka_unit_test_setup(test_fx_model_fallback, fx_reset),
