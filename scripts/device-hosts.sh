@@ -20,10 +20,10 @@ prepare)
   build=$(cd "${2:?build dir}" && pwd)
   rm -rf "$dev"; mkdir -p "$dev/lib" "$dev/cache" "$dev/hub"
   cp "$build/examples/kernels_img2gray_torch" "$build/examples/kernels_img2gray_tvm_ffi" "$dev/"
-  cp -L "$build/lib/libkernels.so.0" "$dev/lib/"
+  cp -L "$build/lib/libkernels.so.1" "$dev/lib/"
   # Everything they link but the C/C++ runtime, what the GPU machine has
   # (ICU, libxml2) and torch with its CUDA libraries (the machine's own torch).
-  for bin in "$dev/lib/libkernels.so.0" "$dev/kernels_img2gray_torch" "$dev/kernels_img2gray_tvm_ffi"; do
+  for bin in "$dev/lib/libkernels.so.1" "$dev/kernels_img2gray_torch" "$dev/kernels_img2gray_tvm_ffi"; do
     ldd "$bin" | awk '$3 ~ /^\// {print $3}' |
       grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libicu[a-z]*|libxml2|libkernels)\.so' |
       grep -v -E '/site-packages/(torch|nvidia)/' |

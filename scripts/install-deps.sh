@@ -28,10 +28,12 @@ fi
 # libkernels links; the test framework and the examples' libpng; clang and
 # its runtime for the fuzzer; valgrind for the end-to-end tests; python3
 # with venv for the environment below; zsh and fish for the completion
-# tests; debhelper and lintian to build and check the Debian packages.
+# tests; debhelper and lintian to build and check the Debian packages;
+# abigail-tools (abidw, abidiff) to check the ABI against abi/libkernels.abi.
 debs=(build-essential cmake pkg-config git python3 python3-venv
       libcurl4-openssl-dev libgit2-dev libjansson-dev libarchive-dev libssl-dev
-      libcmocka-dev libpng-dev clang libclang-rt-14-dev valgrind zsh fish debhelper lintian)
+      libcmocka-dev libpng-dev clang libclang-rt-14-dev valgrind zsh fish debhelper lintian
+      abigail-tools)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

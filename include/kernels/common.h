@@ -14,10 +14,10 @@
 extern "C" {
 #endif
 
-#define KERNELS_VERSION_MAJOR 0
-#define KERNELS_VERSION_MINOR 1
+#define KERNELS_VERSION_MAJOR 1
+#define KERNELS_VERSION_MINOR 0
 #define KERNELS_VERSION_PATCH 0
-#define KERNELS_VERSION_STRING "0.1.0"
+#define KERNELS_VERSION_STRING "1.0.0"
 /** Encoded as MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time checks. */
 #define KERNELS_VERSION_NUMBER \
 	(KERNELS_VERSION_MAJOR * 10000 + KERNELS_VERSION_MINOR * 100 + KERNELS_VERSION_PATCH)
@@ -71,7 +71,7 @@ KERNELS_EXTERN(void) kernels_error_clear(void);
  */
 KERNELS_EXTERN(const char *) kernels_strerror(int code);
 
-/** The library's version at run time, e.g. "0.1.0". Static string. */
+/** The library's version at run time, e.g. "1.0.0". Static string. */
 KERNELS_EXTERN(const char *) kernels_version(void);
 
 /** The library's version at run time as KERNELS_VERSION_NUMBER encodes it. */

@@ -7,13 +7,13 @@ trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
-lib=$(ls "$prefix"/lib*/libkernels.so.0 2>/dev/null || ls "$prefix"/lib/*/libkernels.so.0)
+lib=$(ls "$prefix"/lib*/libkernels.so.1 2>/dev/null || ls "$prefix"/lib/*/libkernels.so.1)
 libdir=$(dirname "$lib")
 test -f "$libdir/libkernels.a" || { echo "static libkernels.a not installed"; exit 1; }
 test -f "$prefix/include/kernels.h" || { echo "kernels.h not installed"; exit 1; }
 
 echo "== SONAME"
-grep -q 'SONAME.*libkernels.so.0' <<<"$(readelf -d "$lib")" || { echo "SONAME is not libkernels.so.0"; exit 1; }
+grep -q 'SONAME.*libkernels.so.1' <<<"$(readelf -d "$lib")" || { echo "SONAME is not libkernels.so.1"; exit 1; }
 
 echo "== exported symbols are kernels_* only"
 # No `cmd | grep -q` here: under pipefail it fails by SIGPIPE whenever grep
@@ -34,7 +34,7 @@ cc -o "$work/version-static" "$src/examples/version.c" $(pkg-config --cflags ker
    "$libdir/libkernels.a" $(pkg-config --libs $deps) -ldl -lpthread
 grep -q "libkernels " <<<"$("$work/version-static")"
 
-echo "== the CLI runs from the prefix (its RUNPATH finds libkernels.so.0), no LD_LIBRARY_PATH"
+echo "== the CLI runs from the prefix (its RUNPATH finds libkernels.so.1), no LD_LIBRARY_PATH"
 cli=$prefix/bin/libkernels
 test -x "$cli" || { echo "bin/libkernels not installed"; exit 1; }
 grep -q 'RUNPATH.*\$ORIGIN/\.\./lib' <<<"$(readelf -d "$cli")" || { echo "bin/libkernels has no \$ORIGIN RUNPATH"; exit 1; }

@@ -21,7 +21,7 @@ for how in subdirectory fetchcontent; do
     out=$(env -u LD_LIBRARY_PATH "$b/$app")
     grep -q "^libkernels " <<<"$out" || { echo "$app printed: $out"; exit 1; }
   done
-  kb=$(find "$b" -name libkernels.so.0 -printf '%h\n' | head -1)/..
+  kb=$(find "$b" -name libkernels.so.1 -printf '%h\n' | head -1)/..
   test -x "$kb/bindings/cli/libkernels" || { echo "the CLI was not built"; exit 1; }
   for unwanted in tests examples variants; do
     if [ -e "$kb/$unwanted" ]; then echo "a subproject built $unwanted/"; exit 1; fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # usage: check_debian.sh SOURCE_DIR
-# Builds the Debian packages of debian/ (libkernels0, libkernels-dev,
+# Builds the Debian packages of debian/ (libkernels1, libkernels-dev,
 # libkernels-tools) with dpkg-buildpackage from a copy of the source tree,
 # checks them with lintian (errors and warnings fail; every override says
 # why), unpacks them into a scratch root, and builds examples/version.c
@@ -39,23 +39,23 @@ lintian --fail-on error,warning --pedantic "$work/libkernels_${ver}_${arch}.chan
   { echo "lintian reports errors or warnings"; exit 1; }
 
 echo "== the packages, unpacked into a scratch root"
-for p in libkernels0 libkernels-dev libkernels-tools; do
+for p in libkernels1 libkernels-dev libkernels-tools; do
   deb=$work/${p}_${ver}_${arch}.deb
   test -f "$deb" || { echo "$p was not built"; exit 1; }
   dpkg-deb -x "$deb" "$work/root"
 done
 lib=$work/root/usr/lib/$multiarch
-dpkg-deb -c "$work/libkernels0_${ver}_${arch}.deb" | grep -q "usr/lib/$multiarch/libkernels.so.0 " ||
-  { echo "libkernels0 lacks libkernels.so.0"; exit 1; }
+dpkg-deb -c "$work/libkernels1_${ver}_${arch}.deb" | grep -q "usr/lib/$multiarch/libkernels.so.1 " ||
+  { echo "libkernels1 lacks libkernels.so.1"; exit 1; }
 for f in usr/include/kernels.h usr/lib/$multiarch/libkernels.a usr/lib/$multiarch/libkernels.so \
          usr/lib/$multiarch/pkgconfig/kernels.pc usr/lib/$multiarch/cmake/kernels/kernelsConfig.cmake \
          usr/bin/libkernels usr/share/man/man1/libkernels.1.gz usr/share/bash-completion/completions/libkernels \
          usr/share/zsh/site-functions/_libkernels usr/share/fish/vendor_completions.d/libkernels.fish; do
   test -e "$work/root/$f" || { echo "not packaged: /$f"; exit 1; }
 done
-deps=$(dpkg-deb -f "$work/libkernels0_${ver}_${arch}.deb" Depends)
+deps=$(dpkg-deb -f "$work/libkernels1_${ver}_${arch}.deb" Depends)
 for d in libcurl4 libgit2 libjansson4 libarchive13 libssl3; do
-  grep -q "$d" <<<"$deps" || { echo "libkernels0 does not depend on $d: $deps"; exit 1; }
+  grep -q "$d" <<<"$deps" || { echo "libkernels1 does not depend on $d: $deps"; exit 1; }
 done
 if readelf -d "$work/root/usr/bin/libkernels" | grep -qE 'RPATH|RUNPATH'; then
   echo "the packaged CLI has a run path"; exit 1

@@ -121,11 +121,11 @@ def test_find_library_order(tmp_path, monkeypatch):
     assert _lib.find_library() == "/from/env/libkernels.so"
     assert _lib.find_library(lib) == lib  # the argument wins over the environment
     monkeypatch.delenv("KERNELS_LIBRARY")
-    assert _lib.find_library() in (ctypes.util.find_library("kernels"), "libkernels.so.0")
+    assert _lib.find_library() in (ctypes.util.find_library("kernels"), "libkernels.so.1")
 
     loaded = _lib.load(lib)
     assert loaded.version().decode() == f"{libkernels.__version__}"
-    assert loaded.version_number() == 100  # 0.1.0
+    assert loaded.version_number() == 10000  # 1.0.0
     missing = tmp_path / "nope.so"
     with pytest.raises(OSError, match="KERNELS_LIBRARY"):
         _lib.load(str(missing))

@@ -19,9 +19,29 @@ TESTING = Path(os.environ["KERNELS_TESTING_LIBRARY"])
 IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
 
+NODE = re.compile(r"^\[(KERNELS_\d+\.\d+)\]$")
+
+
+def _nodes():
+    """{version node: [names listed under it]}, in the file's order."""
+    nodes, node = {}, None
+    for line in EXPORTS.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = NODE.match(line)
+        if m:
+            node = m.group(1)
+            assert node not in nodes, f"lib/kernels.exports opens {node} twice"
+            nodes[node] = []
+        else:
+            assert node, f"lib/kernels.exports: {line} comes before any [KERNELS_x.y] line"
+            nodes[node].append(line)
+    return nodes
+
+
 def _exports():
-    names = [line.strip() for line in EXPORTS.read_text().splitlines()]
-    return [n for n in names if n and not n.startswith("#")]
+    return [n for names in _nodes().values() for n in names]
 
 
 def _strip_c(text):
@@ -47,10 +67,23 @@ def _nm(*args):
     return p.stdout
 
 
+def _versioned():
+    """{name: version node} of the shared library's defined dynamic symbols,
+    less the nodes' own definitions (absolute symbols named after them)."""
+    out = _nm("-D", "--defined-only", "--with-symbol-versions", str(SHARED))
+    found = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) != 3 or parts[1] == "A":
+            continue
+        name, _, node = parts[2].partition("@@")
+        found[name] = node
+    return found
+
+
 def _exported():
     """Defined dynamic symbols of the shared library (version tags dropped)."""
-    out = _nm("-D", "--defined-only", str(SHARED))
-    return [line.split()[2].split("@")[0] for line in out.splitlines() if len(line.split()) == 3]
+    return list(_versioned())
 
 
 def _testing_names():
@@ -76,11 +109,26 @@ def _testing_names():
 
 
 def test_exports_file_is_a_sorted_list_of_names():
+    nodes = _nodes()
+    assert list(nodes)[:1] == ["KERNELS_1.0"], "the first version node is KERNELS_1.0"
     names = _exports()
     assert names, "lib/kernels.exports lists nothing"
     assert all(IDENT.match(n) and n.startswith("kernels_") for n in names), \
         [n for n in names if not (IDENT.match(n) and n.startswith("kernels_"))]
-    assert names == sorted(set(names)), "lib/kernels.exports must be sorted, each name once"
+    assert len(names) == len(set(names)), "lib/kernels.exports lists a name twice"
+    for node, listed in nodes.items():
+        assert listed == sorted(listed), f"the names under [{node}] must be sorted"
+
+
+def test_every_export_carries_its_version_node():
+    """name@@KERNELS_1.0, as the version script made from the list says:
+    no export is unversioned, none in a node other than its list's."""
+    want = {name: node for node, names in _nodes().items() for name in names}
+    got = _versioned()
+    wrong = {n: got[n] for n in got if got[n] != want.get(n)}
+    assert wrong == {}, f"exports whose version node is not their list's: {wrong}"
+    out = subprocess.run(["readelf", "-d", str(SHARED)], capture_output=True, text=True, check=True).stdout
+    assert "Library soname: [libkernels.so.1]" in out, out
 
 
 def test_every_declared_function_is_listed_and_nothing_else():

@@ -1,5 +1,5 @@
 """`pip install bindings/python` as a Python user gets it: scikit-build-core
-runs the project's CMake and the wheel bundles libkernels.so.0 in the
+runs the project's CMake and the wheel bundles libkernels.so.1 in the
 package. Installed into a fresh virtualenv, with no libkernels anywhere else
 the process could find (no KERNELS_LIBRARY, no LD_LIBRARY_PATH, none in the
 loader's search), it imports and fetches a kernel from the local Hub. The
@@ -33,14 +33,14 @@ def build_wheel(out, build_dir):
 def test_wheel_bundles_libkernels_and_fetches(hub, tmp_path):
     assert ctypes.util.find_library("kernels") is None, "a libkernels is installed on this machine: the test needs none"
     wheel = build_wheel(tmp_path / "dist", tmp_path / "build")
-    assert wheel.name == f"libkernels-0.1.0-py3-none-linux_{platform.machine()}.whl"
+    assert wheel.name == f"libkernels-1.0.0-py3-none-linux_{platform.machine()}.whl"
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-        meta = email.parser.Parser().parsestr(z.read("libkernels-0.1.0.dist-info/METADATA").decode())
-    assert "libkernels/lib/libkernels.so.0" in names and "libkernels/_lib.py" in names, sorted(names)
+        meta = email.parser.Parser().parsestr(z.read("libkernels-1.0.0.dist-info/METADATA").decode())
+    assert "libkernels/lib/libkernels.so.1" in names and "libkernels/_lib.py" in names, sorted(names)
     assert not [n for n in names if n.endswith(".so") or "include/" in n or "cmake/" in n], sorted(names)
-    assert meta["Name"] == "libkernels" and meta["Version"] == "0.1.0" and meta["Requires-Python"] == ">=3.9"
-    assert meta["License-Expression"] == "Apache-2.0" and "libkernels-0.1.0.dist-info/licenses/LICENSE" in names
+    assert meta["Name"] == "libkernels" and meta["Version"] == "1.0.0" and meta["Requires-Python"] == ">=3.9"
+    assert meta["License-Expression"] == "Apache-2.0" and "libkernels-1.0.0.dist-info/licenses/LICENSE" in names
     assert meta["Summary"] and meta["Description-Content-Type"] == "text/markdown" and meta.get_payload().strip()
     assert any(c.startswith("Operating System :: POSIX :: Linux") for c in meta.get_all("Classifier"))
 
@@ -61,6 +61,6 @@ def test_wheel_bundles_libkernels_and_fetches(hub, tmp_path):
     p = subprocess.run([str(py), "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     where, fetched = p.stdout.splitlines()
-    assert Path(where).resolve().is_relative_to(venv.resolve()) and where.endswith("libkernels/lib/libkernels.so.0")
+    assert Path(where).resolve().is_relative_to(venv.resolve()) and where.endswith("libkernels/lib/libkernels.so.1")
     # publish_kernel's first variant answers 100 (answer 1 * 100 + its index 0).
     assert fetched.split() == [CPU211, commit, "100"], fetched

@@ -6,7 +6,7 @@ C library libkernels through ctypes.
     gray = img2gray.img2gray(rgb)          # torch.ops.<metadata id>.img2gray
 
 libkernels is found at: set_library(path), else $KERNELS_LIBRARY, else the
-one a wheel of this package bundles (lib/libkernels.so.0), else the system's
+one a wheel of this package bundles (lib/libkernels.so.1), else the system's
 library search (ctypes.util.find_library("kernels")).
 """
 from ._api import (
@@ -54,7 +54,7 @@ from .errors import (
     error_class,
 )
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 
 def library_version():

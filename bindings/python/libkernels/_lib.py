@@ -273,7 +273,7 @@ _by_path = {}  # what load() resolved -> Library (one CDLL and one set of protot
 
 
 # Where a wheel built from bindings/python puts the library it bundles.
-BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libkernels.so.0")
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libkernels.so.1")
 
 
 def find_library(path=None):
@@ -289,7 +289,7 @@ def find_library(path=None):
     if os.path.isfile(BUNDLED):
         return BUNDLED
     found = ctypes.util.find_library("kernels")
-    return found or "libkernels.so.0"
+    return found or "libkernels.so.1"
 
 
 def load(path=None):

@@ -1,0 +1,41 @@
+/*
+ * libkernels: fetch compute kernels from the Hugging Face Kernel Hub and
+ * load them into this process.
+ *
+ * One header per concept lives under kernels/; this one includes them all.
+ * Conventions: functions return 0 or a negative KERNELS_E* code and leave a
+ * thread-local message in kernels_error_last(); every pointer's owner is
+ * documented where it is returned; all functions are thread-safe.
+ *
+ * libcurl: libkernels calls curl_global_init(CURL_GLOBAL_DEFAULT) once per
+ * process and never curl_global_cleanup, so a host may use libcurl too.
+ * With libcurl 7.84 or later built thread-safe (CURL_VERSION_THREADSAFE in
+ * curl_version_info()->features) that call is made on the first request and
+ * nothing more is asked of the host. With an older libcurl, whose global
+ * init must not run while another thread uses libcurl, libkernels makes it
+ * when the library is loaded: a host linked to libkernels is then safe; a
+ * host that loads libkernels with dlopen() while other threads use libcurl
+ * must call curl_global_init() itself before starting them (libkernels' call
+ * then only counts one more user). A host must not call curl_global_cleanup()
+ * while libkernels may still make requests.
+ */
+#ifndef KERNELS_H
+#define KERNELS_H
+
+#include "kernels/common.h"
+#include "kernels/system.h"
+#include "kernels/options.h"
+#include "kernels/revision.h"
+#include "kernels/variant.h"
+#include "kernels/kernel.h"
+#include "kernels/download.h"
+#include "kernels/cache.h"
+#include "kernels/lock.h"
+#include "kernels/get.h"
+#include "kernels/info.h"
+#include "kernels/project.h"
+#include "kernels/wheel.h"
+#include "kernels/tvm_ffi.h"
+#include "kernels/signature.h"
+
+#endif

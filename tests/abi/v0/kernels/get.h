@@ -1,0 +1,98 @@
+/*
+ * libkernels: the main call. kernels_get() runs the whole pipeline:
+ * revision resolution, the publisher trust check, a kernel-status.toml
+ * redirect, variant resolution for this process, download into the shared
+ * cache, verification, and dlopen.
+ */
+#ifndef KERNELS_GET_H
+#define KERNELS_GET_H
+
+#include "common.h"
+#include "options.h"
+#include "variant.h"
+#include "kernel.h"
+#include "download.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Where the time of one kernels_get_ext() call went, and what it did. */
+typedef struct kernels_get_stats {
+	double resolve_ms;       /**< revision, trust check, redirect */
+	double select_ms;        /**< variant listing, system detection, resolution */
+	double download_ms;      /**< fetching (or finding) the variant's files */
+	double load_ms;          /**< digest verification and dlopen */
+	int from_cache;          /**< 1 when nothing was downloaded */
+	int local;               /**< 1 when loaded from LOCAL_KERNELS / a local tree */
+	char commit[41];         /**< the resolved commit ("" for local loads) */
+	char repo_id[128];       /**< the repo actually loaded (after a redirect) */
+	kernels_download_stats download;
+} kernels_get_stats;
+
+/**
+ * Fetches and loads the kernel `repo_id` ("org/name") at `revision`:
+ * a branch or tag ("main", "v1.1.2"), a full or short (7+ hex) commit id,
+ * a PEP 440 specifier set over vX.Y.Z tags (">=1.1.2,<2"), or a major
+ * version "N" meaning the branch vN. NULL or "" is refused.
+ *
+ * The variant that fits this process best (see kernels_get_variants) is
+ * downloaded into the cache shared with Python's huggingface_hub (once;
+ * later calls make no download), its metadata.json digest is verified, and
+ * only then its native module is dlopen'ed. A repo named in $LOCAL_KERNELS
+ * is loaded from that local tree instead, with no network ($LOCAL_KERNELS
+ * is "org/a=/path/a:org/b=/path/b"; an entry without '=' is KERNELS_EINVAL,
+ * as in Python kernels 0.17; it applies to dependencies,
+ * kernels_get_variants() and kernels_has_kernel() too).
+ *
+ * Kernel dependencies: the kernels a variant's metadata.json lists under
+ * `kernel-depends` (repo id and major version N, the branch vN, or a
+ * revision) are loaded first, as Python kernels 0.17 loads them: each
+ * resolved for this system by the same rules (LOCAL_KERNELS, then the Hub,
+ * or the cache offline), fetched, verified and loaded with its own
+ * dependencies before it (kernels_kernel_dependency_at()). A dependency
+ * is loaded once and shared (a diamond loads its base once). Stricter
+ * than 0.17: one repo is loaded at one commit per process, so two kernels
+ * needing different commits of one repo fail with KERNELS_ENOMATCH naming
+ * both (their modules would define the same symbols and torch ops); a
+ * cycle is KERNELS_EINVAL. A dependent whose native module uses symbols of
+ * a dependency without linking it (DT_NEEDED by its SONAME) gets that
+ * dependency promoted to RTLD_GLOBAL before it is mapped; any other stays
+ * RTLD_LOCAL. A locked load (kernels/project.h) takes each dependency's
+ * commit from the lock.
+ *
+ * `*out` is owned by the caller: kernels_kernel_close(). Loading the same
+ * variant twice returns the same handle with one more reference.
+ * Returns 0 or: KERNELS_EINVAL (malformed repo id or revision),
+ * KERNELS_ENOTFOUND, KERNELS_ENOMATCH (no version satisfies the spec, or
+ * no variant fits: the message carries the whole decision trace),
+ * KERNELS_EUNTRUSTED, KERNELS_EAUTH, KERNELS_ENETWORK, KERNELS_EOFFLINE,
+ * KERNELS_EINTEGRITY, KERNELS_ELOAD, KERNELS_EIO, KERNELS_ENOMEM.
+ */
+KERNELS_EXTERN(int) kernels_get(kernels_kernel **out, const char *repo_id, const char *revision,
+				const kernels_options *opts);
+
+/** kernels_get() that also fills `stats` (may be NULL) with timings. */
+KERNELS_EXTERN(int) kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revision,
+				    const kernels_options *opts, kernels_get_stats *stats);
+
+/**
+ * The decision trace of variant resolution for `repo_id` at `revision`
+ * on this system (or opts->system): every variant under build/ with
+ * accepted or the reason it was rejected, and the chosen one. Downloads
+ * nothing but the metadata.json of CUDA candidates (for the GPU arch
+ * check). `*out` is owned by the caller: kernels_variant_trace_free().
+ * Errors as kernels_get() up to the download.
+ */
+KERNELS_EXTERN(int) kernels_get_variants(kernels_variant_trace **out, const char *repo_id,
+					 const char *revision, const kernels_options *opts);
+
+/** 1 when `repo_id` at `revision` has a variant for this system, 0 when it
+ * has none, or a negative error code (as kernels_get_variants()). */
+KERNELS_EXTERN(int) kernels_has_kernel(const char *repo_id, const char *revision, const kernels_options *opts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
