@@ -8,7 +8,7 @@
 #include "kernels/signature.h"
 #include "clock.h"
 
-#define KERNELS__ENV_VARS 16
+#define KERNELS__ENV_VARS 17
 
 typedef struct {
 	char *endpoint;        /* no trailing slash */

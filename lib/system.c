@@ -6,6 +6,7 @@
  * is only read (version.py, libc10's ELF symbol table), never loaded. */
 #include "system.h"
 #include "backend.h"
+#include "cuda_facts.h"
 #include "elffile.h"
 #include "error.h"
 #include "util.h"
@@ -209,207 +210,25 @@ static char *py_string_assignment(const char *text, const char *name)
 
 /* ---- facts fixed for the life of the process --------------------------- */
 
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-
 static struct {
 	char cpu[64];
 	char os[64];
 	char glibc[32];
 	int macos_version;
-	int cudart_version;
-	int driver_version;
-	int gpu_count;
-	int gpu_archs[KERNELS_MAX_GPUS];
-} machine; /* written once, under machine_once / cuda_once; read-only after */
+} machine; /* written once, under machine_once; read-only after */
 static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
 
-/* CUDA encodes versions as major*1000 + minor*10. */
-static int cuda_version_code(int v)
-{
-	return (v / 1000) * 100 + (v % 1000) / 10;
-}
-
-static void detect_cudart(void)
-{
-	static const char *const names[] = { "libcudart.so", "libcudart.so.13", "libcudart.so.12",
-					     "libcudart.so.11.0" };
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-		int (*get)(int *);
-		int v = 0;
-
-		if (!h)
-			continue;
-		/* The handle is kept: unloading a CUDA runtime is not safe. */
-		*(void **)&get = dlsym(h, "cudaRuntimeGetVersion");
-		if (get && get(&v) == 0 && v > 0) {
-			machine.cudart_version = cuda_version_code(v);
-			return;
-		}
-	}
-}
-
-/* NVML answers the GPUs' compute capabilities without creating a CUDA
- * context (cuInit costs about 100 ms on a fresh H200 process). 1 when it
- * answered. */
-static int gpus_from_nvml(void)
-{
-	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-	int (*init)(void), (*shutdown)(void), (*count)(unsigned *), (*get)(unsigned, void **),
-		(*cc)(void *, int *, int *);
-	unsigned n = 0, i;
-
-	if (!h)
-		return 0;
-	*(void **)&init = dlsym(h, "nvmlInit_v2");
-	*(void **)&shutdown = dlsym(h, "nvmlShutdown");
-	*(void **)&count = dlsym(h, "nvmlDeviceGetCount_v2");
-	*(void **)&get = dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
-	*(void **)&cc = dlsym(h, "nvmlDeviceGetCudaComputeCapability");
-	if (!init || !shutdown || !count || !get || !cc || init() != 0)
-		return 0; /* the handle stays: unloading NVML mid-process is not worth the risk */
-	if (count(&n) == 0) {
-		for (i = 0; i < n && machine.gpu_count < KERNELS_MAX_GPUS; i++) {
-			void *dev = NULL;
-			int major = 0, minor = 0;
-			if (get(i, &dev) == 0 && cc(dev, &major, &minor) == 0)
-				machine.gpu_archs[machine.gpu_count++] = major * 10 + minor;
-		}
-	}
-	shutdown();
-	return 1;
-}
-
-/* CUDA_VISIBLE_DEVICES as the configuration of the first call that
- * looked at the GPUs captured it: the GPU list is a fact of the process,
- * as it is for the CUDA driver, which reads it once too. */
-static char visible_devices[256];
-static pthread_mutex_t visible_mu = PTHREAD_MUTEX_INITIALIZER;
-static int visible_set;
-
-static void visible_devices_from(const kernels__config *cfg)
-{
-	const char *v = kernels__config_env(cfg, "CUDA_VISIBLE_DEVICES");
-
-	pthread_mutex_lock(&visible_mu);
-	if (!visible_set)
-		snprintf(visible_devices, sizeof(visible_devices), "%s", v ? v : "");
-	visible_set = 1;
-	pthread_mutex_unlock(&visible_mu);
-}
-
-/* NVML numbers every GPU of the machine; CUDA only those
- * CUDA_VISIBLE_DEVICES lists, in its order. Indices only (a UUID list
- * leaves NVML's order: the driver path honours those itself). */
-static void apply_visible_devices(int from_nvml)
-{
-	const char *v = visible_devices[0] ? visible_devices : NULL;
-	int archs[KERNELS_MAX_GPUS], n = 0;
-	char *end;
-
-	if (!from_nvml || !v)
-		return;
-	while (*v && n < KERNELS_MAX_GPUS) {
-		long i = strtol(v, &end, 10);
-		if (end == v)
-			return; /* not a list of indices */
-		if (i < 0 || i >= machine.gpu_count)
-			break; /* CUDA stops at the first invalid entry */
-		archs[n++] = machine.gpu_archs[i];
-		v = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			break;
-	}
-	memcpy(machine.gpu_archs, archs, sizeof(int) * (size_t)n);
-	machine.gpu_count = n;
-}
-
-/* No driver, no GPU, a broken install: all of them simply leave zeros.
- * A process that already initialised CUDA pays nothing for cuInit; one
- * that did not asks NVML first. */
-static void detect_driver(void)
-{
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	int (*init)(unsigned), (*version)(int *), (*count)(int *), (*get)(int *, int),
-		(*attr)(int *, int, int);
-	int v = 0, n = 0, i, loaded = h != NULL;
-
-	if (!h && !(h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)))
-		return;
-	*(void **)&init = dlsym(h, "cuInit");
-	*(void **)&version = dlsym(h, "cuDriverGetVersion");
-	*(void **)&count = dlsym(h, "cuDeviceGetCount");
-	*(void **)&get = dlsym(h, "cuDeviceGet");
-	*(void **)&attr = dlsym(h, "cuDeviceGetAttribute");
-	if (version && version(&v) == 0 && v > 0)
-		machine.driver_version = cuda_version_code(v);
-	if (!loaded && gpus_from_nvml()) {
-		apply_visible_devices(1);
-		return;
-	}
-	if (!init || !count || !get || !attr || init(0) != 0 || count(&n) != 0)
-		return;
-	for (i = 0; i < n && machine.gpu_count < KERNELS_MAX_GPUS; i++) {
-		int dev, major = 0, minor = 0;
-		if (get(&dev, i) || attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
-		    attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
-			continue;
-		machine.gpu_archs[machine.gpu_count++] = major * 10 + minor;
-	}
-}
-
-/* CUDA facts are looked up only when a call needs them: never when the
- * backend is forced to cpu. */
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-
-static void detect_cuda(void)
-{
-	detect_cudart();
-	detect_driver();
-}
-
-static void need_cuda(void)
-{
-	pthread_once(&cuda_once, detect_cuda);
-}
-
-/* The CUDA row of the backend table (backend.c). */
+/* The CUDA row of the backend table (backend.c). CUDA facts are looked up
+ * only when a call needs them: never when the backend is forced to cpu. */
 void kernels__cuda_gpus(kernels__gpu_list *out)
 {
+	const kernels__cuda_facts *f = kernels__cuda_facts_get();
 	int i;
 
-	need_cuda();
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < machine.gpu_count; i++)
-		snprintf(out->arch[out->count++], sizeof(out->arch[0]), "%d.%d", machine.gpu_archs[i] / 10,
-			 machine.gpu_archs[i] % 10);
-}
-
-/* The device this process runs on: CUDA's current device when a CUDA
- * runtime is already loaded (cudaGetDevice creates no context), else 0,
- * the first visible device, as torch.cuda.current_device() says before
- * anything chose another. */
-static int current_cuda_device(void)
-{
-	static const char *const names[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so" };
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		void *h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
-		int (*get)(int *), dev = 0;
-
-		if (!h)
-			continue;
-		*(void **)&get = dlsym(h, "cudaGetDevice");
-		if (get && get(&dev) != 0)
-			dev = 0;
-		dlclose(h);
-		return dev;
-	}
-	return 0;
+	for (i = 0; i < f->gpu_count; i++)
+		snprintf(out->arch[out->count++], sizeof(out->arch[0]), "%d.%d", f->gpu_archs[i] / 10,
+			 f->gpu_archs[i] % 10);
 }
 
 static void detect_machine(void)
@@ -1133,6 +952,7 @@ static int chain_backend(const kernels__config *cfg, kernels_system *s, const ke
 			 int *forced_cpu)
 {
 	const char *eb = env(cfg, "KERNELS_BACKEND");
+	const kernels__cuda_facts *cuda;
 	int v = 0, rc;
 
 	*forced_cpu = 0;
@@ -1152,12 +972,12 @@ static int chain_backend(const kernels__config *cfg, kernels_system *s, const ke
 		set_backend(s, name, v, "environment");
 	} else if (t->backend && t->version) {
 		set_backend(s, t->backend, t->backend_version, "torch");
-	} else if ((need_cuda(), machine.cudart_version && machine.gpu_count > 0)) {
+	} else if ((cuda = kernels__cuda_facts_get())->runtime_version && cuda->gpu_count > 0) {
 		/* Without torch, a CUDA runtime alone (a toolkit on a machine
 		 * with no driver or no GPU) does not make a CUDA machine. */
-		set_backend(s, "cuda", machine.cudart_version, "cudart");
-	} else if (machine.driver_version && machine.gpu_count > 0) {
-		set_backend(s, "cuda", machine.driver_version, "driver");
+		set_backend(s, "cuda", cuda->runtime_version, "cudart");
+	} else if (cuda->driver_version && cuda->gpu_count > 0) {
+		set_backend(s, "cuda", cuda->driver_version, "driver");
 	} else {
 		set_backend(s, "cpu", 0, "default");
 	}
@@ -1212,7 +1032,7 @@ static int chain_gpus(const kernels__config *cfg, kernels_system *s, const kerne
 			return kernels__error_oom();
 	if (s->gpu_count > 0) {
 		s->current_device = ov->current_device > 0 ? ov->current_device
-				    : s->backend && !strcmp(s->backend, "cuda") ? current_cuda_device() : 0;
+				    : s->backend && !strcmp(s->backend, "cuda") ? kernels__cuda_current_device() : 0;
 		if (s->current_device >= s->gpu_count)
 			s->current_device = 0;
 	}
@@ -1231,7 +1051,7 @@ int kernels__system_detect(const kernels__config *cfg, kernels_system **out)
 		return kernels__error(KERNELS_EINVAL, "kernels_system_detect: out is NULL");
 	*out = NULL;
 	pthread_once(&machine_once, detect_machine);
-	visible_devices_from(cfg);
+	kernels__cuda_env_from(cfg);
 	if (!(s = calloc(1, sizeof(*s))))
 		return kernels__error_oom();
 	s->version = KERNELS_SYSTEM_VERSION;
@@ -1246,10 +1066,11 @@ int kernels__system_detect(const kernels__config *cfg, kernels_system **out)
 	s->os = strdup(ov->os ? ov->os : env(cfg, "KERNELS_OS") ? env(cfg, "KERNELS_OS") : machine.os);
 	s->glibc = machine.glibc[0] ? strdup(machine.glibc) : NULL;
 	s->macos_version = ov->macos_version ? ov->macos_version : machine.macos_version;
-	if (!forced_cpu)
-		need_cuda();
-	s->cuda_runtime_version = machine.cudart_version;
-	s->cuda_driver_version = machine.driver_version;
+	if (!forced_cpu) {
+		const kernels__cuda_facts *cuda = kernels__cuda_facts_get();
+		s->cuda_runtime_version = cuda->runtime_version;
+		s->cuda_driver_version = cuda->driver_version;
+	}
 	if (!s->cpu || !s->os || !s->backend || !s->backend_source) {
 		rc = kernels__error_oom();
 		goto fail;

@@ -796,6 +796,167 @@ static void test_torch_dir(void **state)
 	free(dir);
 }
 
+/* ---- CUDA through stand-in libraries --------------------------------------- */
+
+/* Stand-ins of the three libraries detection may meet, built at test time
+ * into {tmp}/cuda: a libcuda whose cuInit logs each call (and whose
+ * cuDeviceGetCount fails until one, as the real driver's), a libcudart
+ * 12.9 that brings libcuda in as the real runtime does, and an NVML that
+ * sees two GPUs (9.0, 10.0) where the driver sees one (8.6), so each check
+ * tells which answered. A child re-executes this test with LD_LIBRARY_PATH
+ * naming the folder (the loader reads it only at start). */
+static const char standin_cuda[] =
+	"#include <stdio.h>\n#include <stdlib.h>\n"
+	"static int inited;\n"
+	"int cuInit(unsigned f) { const char *m = getenv(\"STANDIN_CUINIT_LOG\"); FILE *fp;\n"
+	"  (void)f; inited = 1; if (m && (fp = fopen(m, \"a\"))) { fputs(\"cuInit\\n\", fp); fclose(fp); } return 0; }\n"
+	"int cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n"
+	"int cuDeviceGetCount(int *n) { if (!inited) return 3; *n = 1; return 0; }\n"
+	"int cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
+	"int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 6; return 0; }\n";
+static const char standin_cudart[] =
+	"int cuDeviceGetCount(int *n);\n"
+	"void *standin_needs_driver = (void *)cuDeviceGetCount;\n"
+	"int cudaRuntimeGetVersion(int *v) { *v = 12090; return 0; }\n"
+	"int cudaGetDevice(int *d) { *d = 0; return 0; }\n";
+static const char standin_nvml[] =
+	"#include <stdlib.h>\n"
+	"int nvmlInit_v2(void) { return getenv(\"STANDIN_NVML_FAIL\") ? 999 : 0; }\n"
+	"int nvmlShutdown(void) { return 0; }\n"
+	"int nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return 0; }\n"
+	"int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) { *h = (void *)(unsigned long)(i + 1); return 0; }\n"
+	"int nvmlDeviceGetCudaComputeCapability(void *h, int *ma, int *mi) {\n"
+	"  *ma = h == (void *)1 ? 9 : 10; *mi = 0; return 0; }\n"
+	"int nvmlSystemGetCudaDriverVersion_v2(int *v) { *v = 13010; return 0; }\n";
+
+static void build_standin(const char *dir, const char *file, const char *soname, const char *src,
+			  const char *flags)
+{
+	char *c, *so;
+	assert_true(asprintf(&c, "%s/%s.c", dir, file) > 0);
+	assert_true(asprintf(&so, "%s/%s", dir, file) > 0);
+	assert_int_equal(test_write_file(c, src, strlen(src)), 0);
+	assert_int_equal(test_system("cc -shared -fPIC -o '%s' '%s' -Wl,-soname,%s %s", so, c, soname, flags), 0);
+	free(c);
+	free(so);
+}
+
+static char *standin_dir(void)
+{
+	char *dir, *flags;
+	assert_true(asprintf(&dir, "%s/cuda", tmp) > 0);
+	assert_true(asprintf(&flags, "-L'%s' -l:libcuda.so.1", dir) > 0);
+	test_system("mkdir -p '%s'", dir);
+	build_standin(dir, "libcuda.so.1", "libcuda.so.1", standin_cuda, "");
+	build_standin(dir, "libnvidia-ml.so.1", "libnvidia-ml.so.1", standin_nvml, "");
+	build_standin(dir, "libcudart.so.12.9.79", "libcudart.so.12", standin_cudart, flags);
+	free(flags);
+	assert_int_equal(test_system("cd '%s' && ln -sf libcudart.so.12.9.79 libcudart.so.12 && "
+				     "ln -sf libcudart.so.12 libcudart.so", dir), 0);
+	return dir;
+}
+
+static int loaded(const char *name)
+{
+	void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
+/* The child: what the host did first (mode), then detection; exits 0 when
+ * all holds. */
+static int cuda_child(const char *mode)
+{
+	int (*init)(unsigned) = NULL, want;
+	kernels_system *s;
+	void *h;
+
+	if (!strcmp(mode, "cudart")) /* the host loaded the runtime: libcuda came in, uninitialised */
+		CHILD_ASSERT(dlopen("libcudart.so.12", RTLD_NOW) && loaded("libcuda.so.1"));
+	if (!strcmp(mode, "host-init")) {
+		CHILD_ASSERT((h = dlopen("libcuda.so.1", RTLD_NOW)) != NULL);
+		*(void **)&init = dlsym(h, "cuInit");
+		CHILD_ASSERT(init && init(0) == 0);
+	}
+	CHILD_ASSERT(kernels_system_detect(&s, NULL) == 0);
+	if (!strcmp(mode, "host-init") || !strcmp(mode, "no-nvml")) {
+		/* the driver answered: one GPU 8.6, its version */
+		CHILD_ASSERT(s->gpu_count == 1 && s->gpu_archs[0] == 86);
+		CHILD_ASSERT(s->cuda_driver_version == 1208);
+	} else if (!strcmp(mode, "visible")) {
+		CHILD_ASSERT(s->gpu_count == 1 && s->gpu_archs[0] == 100);
+	} else {
+		/* NVML answered; nothing of CUDA was loaded for it */
+		CHILD_ASSERT(s->gpu_count == 2 && s->gpu_archs[0] == 90 && s->gpu_archs[1] == 100);
+		CHILD_ASSERT(s->cuda_driver_version == 1301);
+		CHILD_ASSERT(!strcmp(mode, "cudart") || (!loaded("libcuda.so.1") && !loaded("libcudart.so.12")));
+	}
+	want = strcmp(mode, "wheel") ? 1209 : 1301;
+	CHILD_ASSERT(s->cuda_runtime_version == want);
+	CHILD_ASSERT(!strcmp(s->backend, "cuda") && s->backend_version == want);
+	CHILD_ASSERT(!strcmp(s->backend_source, "cudart"));
+	kernels_system_free(s);
+	return 0;
+}
+
+/* Runs the child in `mode` with the stand-ins; the number of cuInit calls
+ * it logged. */
+static int run_cuda_child(const char *dir, const char *mode, const char *name, const char *value)
+{
+	char *log, line[64];
+	int status, calls = 0;
+	FILE *f;
+	pid_t pid;
+
+	assert_true(asprintf(&log, "%s/cuinit-%s.log", tmp, mode) > 0);
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0) {
+		setenv("LD_LIBRARY_PATH", dir, 1);
+		setenv("STANDIN_CUINIT_LOG", log, 1);
+		if (name)
+			setenv(name, value, 1);
+		execl("/proc/self/exe", "test_system", "--cuda-child", mode, (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	if ((f = fopen(log, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			calls++;
+		fclose(f);
+	}
+	free(log);
+	return calls;
+}
+
+/* Detection never initialises the driver for a host that did not: GPUs and
+ * the driver's version from NVML, the runtime's version from its file
+ * name, nothing of CUDA loaded; a host that initialised is asked through
+ * the driver; only a machine without a working NVML pays cuInit. */
+static void test_cuda_standins(void **state)
+{
+	char *dir = standin_dir();
+	(void)state;
+
+	assert_int_equal(run_cuda_child(dir, "fresh", NULL, NULL), 0);
+	assert_int_equal(run_cuda_child(dir, "cudart", NULL, NULL), 0);
+	assert_int_equal(run_cuda_child(dir, "visible", "CUDA_VISIBLE_DEVICES", "1"), 0);
+	assert_int_equal(run_cuda_child(dir, "host-init", NULL, NULL), 1); /* the host's own call only */
+	assert_int_equal(run_cuda_child(dir, "no-nvml", "STANDIN_NVML_FAIL", "1"), 1);
+	free(dir);
+	/* A runtime from a pip wheel: libcudart.so.13 (and a link to it), its
+	 * version only in the wheel's dist-info three folders up. */
+	assert_int_equal(test_system("w='%s/wheel/site-packages' && mkdir -p \"$w/nvidia/cu13/lib\" "
+				     "\"$w/nvidia_cuda_runtime-13.1.80.dist-info\" && cd \"$w/nvidia/cu13/lib\" && "
+				     "cp ../../../../../cuda/libcudart.so.12.9.79 libcudart.so.13 && ln -s libcudart.so.13 libcudart.so && "
+				     "ln -s ../../../../../cuda/libcuda.so.1 ../../../../../cuda/libnvidia-ml.so.1 .", tmp), 0);
+	assert_true(asprintf(&dir, "%s/wheel/site-packages/nvidia/cu13/lib", tmp) > 0);
+	assert_int_equal(run_cuda_child(dir, "wheel", NULL, NULL), 0);
+	free(dir);
+}
+
 static void *detect_thread(void *arg)
 {
 	kernels_system *s;
@@ -820,7 +981,7 @@ static void test_concurrent_detect(void **state)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_this_machine),
@@ -832,7 +993,11 @@ int main(void)
 		cmocka_unit_test(test_real_torch),
 		cmocka_unit_test(test_outside_torch_search),
 		cmocka_unit_test(test_torch_dir),
+		cmocka_unit_test(test_cuda_standins),
 		cmocka_unit_test(test_concurrent_detect),
 	};
+
+	if (argc == 3 && !strcmp(argv[1], "--cuda-child"))
+		return cuda_child(argv[2]);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

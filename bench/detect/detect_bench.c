@@ -7,7 +7,10 @@
  *   detect_bench --one MODE     one measurement in this process (ms)
  *
  * MODE: nvml | cuinit | detect | detect-cpu | cuinit+detect (detect in a
- * process whose host already initialised CUDA). */
+ * process whose host already initialised CUDA) | cudart+detect (the host
+ * loaded the CUDA runtime, which brings libcuda in, but initialised
+ * nothing). Each detect line ends with what CUDA the process holds
+ * afterwards: "[libcuda: none]" means detection loaded no driver. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -64,23 +67,50 @@ static int detect(const char *backend, char *line, size_t size)
 	return rc;
 }
 
+/* Whether libcuda is in the process, and initialised (cuDeviceGetCount
+ * fails until cuInit was called, and asking initialises nothing). */
+static const char *driver_state(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	int (*count)(int *), n = 0;
+	if (!h)
+		return "none";
+	*(void **)&count = dlsym(h, "cuDeviceGetCount");
+	return count && count(&n) == 0 ? "initialised" : "loaded, not initialised";
+}
+
+static double timed_detect(char *line, size_t size)
+{
+	double t0 = now_ms(), t;
+	size_t n;
+	detect(NULL, line, size);
+	t = now_ms() - t0;
+	n = strlen(line);
+	snprintf(line + n, size - n, " [libcuda: %s]", driver_state());
+	return t;
+}
+
 static double one(const char *mode, char *line, size_t size)
 {
 	double t0;
 	*line = 0;
 	if (!strcmp(mode, "cuinit+detect")) {
 		cuinit();
-		t0 = now_ms();
-		detect(NULL, line, size);
-		return now_ms() - t0;
+		return timed_detect(line, size);
 	}
+	if (!strcmp(mode, "cudart+detect")) {
+		if (!dlopen("libcudart.so", RTLD_NOW) && !dlopen("libcudart.so.13", RTLD_NOW) &&
+		    !dlopen("libcudart.so.12", RTLD_NOW))
+			snprintf(line, size, "(no libcudart) ");
+		return timed_detect(line + strlen(line), size - strlen(line));
+	}
+	if (!strcmp(mode, "detect"))
+		return timed_detect(line, size);
 	t0 = now_ms();
 	if (!strcmp(mode, "nvml"))
 		snprintf(line, size, "%d GPUs", nvml());
 	else if (!strcmp(mode, "cuinit"))
 		snprintf(line, size, "%d GPUs", cuinit());
-	else if (!strcmp(mode, "detect"))
-		detect(NULL, line, size);
 	else if (!strcmp(mode, "detect-cpu"))
 		detect("cpu", line, size);
 	return now_ms() - t0;
@@ -94,7 +124,7 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "nvml", "cuinit", "detect", "detect-cpu", "cuinit+detect" };
+	static const char *const modes[] = { "nvml", "cuinit", "detect", "detect-cpu", "cuinit+detect", "cudart+detect" };
 	int runs = argc > 1 && strcmp(argv[1], "--one") ? atoi(argv[1]) : 7;
 	size_t m;
 
