@@ -1,9 +1,10 @@
 /* CUDA facts of the process, found without creating what the host did not:
  * a host that already initialised the driver is asked through it (free);
  * any other process asks NVML for the GPUs and the driver's version and
- * reads the runtime's version from the file the dynamic loader would pick,
- * never loading libcudart (it brings libcuda in) nor calling cuInit (about
- * 100-200 ms and a driver instance on a fresh H200 process). Only a
+ * reads the runtime's version from the file the dynamic loader would pick
+ * (or the host loaded), never calling cuInit nor loading or calling a
+ * CUDA runtime (each of its entry points initialises the driver first:
+ * about 200 ms and a driver instance on a fresh H200 process). Only a
  * machine with no working NVML (Jetson) still pays cuInit, the one way left
  * to see its GPUs. */
 #include "cuda_facts.h"
@@ -15,6 +16,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -359,23 +361,39 @@ static int version_of_runtime_file(const char *path)
 static const char *const cudart_names[] = { "libcudart.so", "libcudart.so.13", "libcudart.so.12",
 					    "libcudart.so.11.0" };
 
-/* A runtime the host loaded answers for itself (cudaRuntimeGetVersion
- * touches no driver); else the file the loader would pick tells. */
-static void detect_runtime(void)
+/* The version of a runtime the host loaded, from its file; the runtime
+ * itself is asked only once the driver is initialised (host_init): its
+ * every entry point, cudaRuntimeGetVersion included, initialises the
+ * driver first (200 ms on the H200). 1 when one is loaded. */
+static int loaded_runtime(int host_init)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(cudart_names) / sizeof(cudart_names[0]); i++) {
 		void *h = dlopen(cudart_names[i], RTLD_LAZY | RTLD_NOLOAD);
+		struct link_map *map = NULL;
 		int (*get)(int *), v = 0;
+
 		if (!h)
 			continue;
+		if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name)
+			facts.runtime_version = version_of_runtime_file(map->l_name);
 		*(void **)&get = dlsym(h, "cudaRuntimeGetVersion");
-		if (get && get(&v) == 0)
+		if (!facts.runtime_version && host_init && get && get(&v) == 0)
 			facts.runtime_version = cuda_version_code(v);
 		dlclose(h);
-		return;
+		return 1;
 	}
+	return 0;
+}
+
+/* A runtime the host loaded, else the file the loader would pick. */
+static void detect_runtime(int host_init)
+{
+	size_t i;
+
+	if (loaded_runtime(host_init))
+		return;
 	for (i = 0; i < sizeof(cudart_names) / sizeof(cudart_names[0]) && !facts.runtime_version; i++) {
 		char *path = loader_find(cudart_names[i]);
 		if (path)
@@ -392,7 +410,7 @@ static void detect(void)
 	driver_api d;
 	int host_init = cuda && driver_api_of(cuda, &d) && gpus_from_driver(&d);
 
-	detect_runtime();
+	detect_runtime(host_init);
 	if (host_init)
 		goto out;
 	if (gpus_from_nvml()) {
@@ -416,13 +434,32 @@ const kernels__cuda_facts *kernels__cuda_facts_get(void)
 	return &facts;
 }
 
-/* CUDA's current device when a runtime is already loaded (cudaGetDevice
- * creates no context), else 0, the first visible device, as
+/* Whether the host initialised the driver: libcuda mapped and
+ * cuDeviceGetCount answering (it fails until cuInit, and asking
+ * initialises nothing). */
+static int driver_initialised(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+	int (*count)(int *), n = 0, yes;
+
+	if (!h)
+		return 0;
+	*(void **)&count = dlsym(h, "cuDeviceGetCount");
+	yes = count && count(&n) == CUDA_SUCCESS;
+	dlclose(h);
+	return yes;
+}
+
+/* CUDA's current device when the host loaded a runtime and initialised
+ * the driver (cudaGetDevice creates no context, but on an uninitialised
+ * driver it would initialise it), else 0, the first visible device, as
  * torch.cuda.current_device() says before anything chose another. */
 int kernels__cuda_current_device(void)
 {
 	size_t i;
 
+	if (!driver_initialised())
+		return 0;
 	for (i = 0; i < sizeof(cudart_names) / sizeof(cudart_names[0]); i++) {
 		void *h = dlopen(cudart_names[i], RTLD_LAZY | RTLD_NOLOAD);
 		int (*get)(int *), dev = 0;

@@ -801,7 +801,8 @@ static void test_torch_dir(void **state)
 /* Stand-ins of the three libraries detection may meet, built at test time
  * into {tmp}/cuda: a libcuda whose cuInit logs each call (and whose
  * cuDeviceGetCount fails until one, as the real driver's), a libcudart
- * 12.9 that brings libcuda in as the real runtime does, and an NVML that
+ * 12.9 that brings libcuda in and calls cuInit from each entry point, as
+ * the real runtime does, and an NVML that
  * sees two GPUs (9.0, 10.0) where the driver sees one (8.6), so each check
  * tells which answered. A child re-executes this test with LD_LIBRARY_PATH
  * naming the folder (the loader reads it only at start). */
@@ -814,11 +815,10 @@ static const char standin_cuda[] =
 	"int cuDeviceGetCount(int *n) { if (!inited) return 3; *n = 1; return 0; }\n"
 	"int cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
 	"int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 8 : 6; return 0; }\n";
-static const char standin_cudart[] =
-	"int cuDeviceGetCount(int *n);\n"
-	"void *standin_needs_driver = (void *)cuDeviceGetCount;\n"
-	"int cudaRuntimeGetVersion(int *v) { *v = 12090; return 0; }\n"
-	"int cudaGetDevice(int *d) { *d = 0; return 0; }\n";
+static const char standin_cudart[] = /* every entry point initialises the driver first, as the real one's */
+	"int cuInit(unsigned f);\n"
+	"int cudaRuntimeGetVersion(int *v) { cuInit(0); *v = 12090; return 0; }\n"
+	"int cudaGetDevice(int *d) { cuInit(0); *d = 0; return 0; }\n";
 static const char standin_nvml[] =
 	"#include <stdlib.h>\n"
 	"int nvmlInit_v2(void) { return getenv(\"STANDIN_NVML_FAIL\") ? 999 : 0; }\n"
