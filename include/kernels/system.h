@@ -46,7 +46,7 @@ typedef struct kernels_system {
 	/* Added by the detection stage; 0/NULL in an override means "detect".
 	 * Read-only facts shown by kernels_system_format(). */
 	int macos_version;         /**< macOS major*100+minor (Metal needs 26.0); 0: not macOS */
-	int cuda_runtime_version;  /**< libcudart's version, e.g. 1208; 0: none loadable */
+	int cuda_runtime_version;  /**< libcudart's version, e.g. 1208, read from the file (never loaded for this); 0: none found */
 	int cuda_driver_version;   /**< highest CUDA the driver supports, e.g. 1300; 0: no driver */
 	const char *glibc;         /**< "2.39"; NULL: not glibc */
 	const char *torch_version_string; /**< e.g. "2.11.0+cu130", as the torch files say */
@@ -127,8 +127,11 @@ typedef struct kernels_system {
  * torch.version.cuda etc.), else (when the CUDA driver sees a GPU)
  * libcudart's runtime version or else the driver's version, else cpu; cpu/os
  * from uname. GPUs: from the backend's row of the backend table
- * (lib/backend.c): CUDA through NVML or the driver (CUDA_VISIBLE_DEVICES
- * honoured when it lists indices), ROCm through the amdgpu driver's KFD
+ * (lib/backend.c): CUDA through NVML, or through the driver when the host
+ * already initialised it (CUDA_VISIBLE_DEVICES honoured when it lists
+ * indices); detection never initialises the driver nor loads or calls a
+ * CUDA runtime (lib/cuda_facts.c says how), except on a machine whose NVML
+ * cannot answer (Jetson), where cuInit is the only way to see its GPUs. ROCm through the amdgpu driver's KFD
  * topology in sysfs (/sys/class/kfd/kfd/topology, gfx_target_version), no
  * ROCm library needed; XPU, Metal, CANN, Neuron and TPU have no detection
  * yet: name their devices in KERNELS_GPU_ARCHS.
@@ -142,7 +145,10 @@ typedef struct kernels_system {
  *    metadata.json archs match none of the GPUs the driver reports.
  *  - Without torch, Python takes libcudart's version whenever one loads,
  *    even with no driver or GPU; libkernels requires a GPU the driver sees,
- *    and falls back to the driver's version when no libcudart loads.
+ *    reads the version of the libcudart the loader would pick (its file
+ *    name, the toolkit's version.json or the wheel's dist-info; one found
+ *    only through an RPATH counts once the host loads it), and falls back
+ *    to the driver's version when none tells.
  *  - Python only knows the torch it imports; libkernels finds one outside
  *    the process only as listed above (and reads, never imports, it).
  *  - Torch backends Python asks the imported torch about (TPU, Neuron, MPS,
