@@ -171,8 +171,8 @@ const kernels_lock_entry *kernels__deps_lock_find(const kernels_lock *lock, cons
 {
 	size_t i;
 
-	for (i = 0; i < kernels_lock_count(lock); i++) {
-		const kernels_lock_entry *e = kernels_lock_at(lock, i);
+	for (i = 0; i < kernels_lock_entry_count(lock); i++) {
+		const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);
 		if (strcmp(e->repo_id, d->repo_id))
 			continue;
 		if (e->request == KERNELS_LOCK_REQUEST_NONE ||
@@ -329,7 +329,7 @@ static int load_all(const kernels__config *cfg, ctx *c, const char *self, const 
 		kernels_kernel_dependency d;
 		char *path;
 
-		if ((rc = kernels_metadata_kernel_depend(meta, i, &d)) < 0)
+		if ((rc = kernels_metadata_kernel_depend_at(&d, meta, i)) < 0)
 			break;
 		if (on_stack(c, d.repo_id) || !strcmp(d.repo_id, self)) {
 			path = chain(c, d.repo_id);
@@ -353,7 +353,7 @@ static int load_all(const kernels__config *cfg, ctx *c, const char *self, const 
 int kernels__deps_load(const kernels__config *cfg, const char *self, const char *commit,
 		       const kernels_metadata *meta, const char *what, struct kernels_kernel ***deps, size_t *n)
 {
-	size_t count = kernels_metadata_kernel_depends_count(meta);
+	size_t count = kernels_metadata_kernel_depend_count(meta);
 	kernels_kernel **v;
 	ctx *c = current;
 	int rc, created = !c;
@@ -460,11 +460,11 @@ static int has_deps(const kernels__config *cfg, const kernels_metadata *m, const
 	size_t i;
 	int rc = 1;
 
-	for (i = 0; rc == 1 && i < kernels_metadata_kernel_depends_count(m); i++) {
+	for (i = 0; rc == 1 && i < kernels_metadata_kernel_depend_count(m); i++) {
 		kernels_kernel_dependency d;
 		char major[32];
 
-		if ((rc = kernels_metadata_kernel_depend(m, i, &d)) < 0)
+		if ((rc = kernels_metadata_kernel_depend_at(&d, m, i)) < 0)
 			break;
 		snprintf(major, sizeof(major), "%lld", d.version);
 		rc = has_one(cfg, d.repo_id, d.revision ? d.revision : major, up);

@@ -543,7 +543,7 @@ int kernels_snapshot_is_kernel_repo(const kernels_snapshot *snapshot)
 	return snapshot ? snapshot->kernel_repo : 0;
 }
 
-void kernels_snapshot_stats(const kernels_snapshot *snapshot, kernels_download_stats *stats)
+void kernels_snapshot_stats(kernels_download_stats *stats, const kernels_snapshot *snapshot)
 {
 	if (snapshot && stats)
 		*stats = snapshot->stats;

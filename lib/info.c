@@ -63,7 +63,7 @@ static int take_variants(kernels_info *i, char **names, size_t n)
 		return kernels__error_oom();
 	for (k = 0; k < n; k++) {
 		kernels_variant_info v;
-		if (kernels_variant_parse(names[k], &v) < 0) {
+		if (kernels_variant_parse(&v, names[k]) < 0) {
 			kernels_error_clear(); /* not a variant: 0.17 skips it */
 			continue;
 		}
@@ -233,22 +233,22 @@ const kernels_metadata *kernels_info_metadata(const kernels_info *i)
 	return i ? i->meta : NULL;
 }
 
-size_t kernels_info_backends_count(const kernels_info *i)
+size_t kernels_info_backend_count(const kernels_info *i)
 {
 	return i ? i->nbackends : 0;
 }
 
-const char *kernels_info_backend(const kernels_info *i, size_t k)
+const char *kernels_info_backend_at(const kernels_info *i, size_t k)
 {
 	return i && k < i->nbackends ? i->backends[k] : NULL;
 }
 
-size_t kernels_info_variants_count(const kernels_info *i)
+size_t kernels_info_variant_count(const kernels_info *i)
 {
 	return i ? i->nvariants : 0;
 }
 
-const char *kernels_info_variant(const kernels_info *i, size_t k)
+const char *kernels_info_variant_at(const kernels_info *i, size_t k)
 {
 	return i && k < i->nvariants ? i->variants[k] : NULL;
 }

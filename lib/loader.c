@@ -574,7 +574,7 @@ static int signed_is_parsed(const struct stat *signed_meta, const kernels_metada
 static int load_deps(const kernels__config *cfg, kernels__deps_fn deps, kernels_kernel *k, const char *real,
 		     const char *what)
 {
-	if (!kernels_metadata_kernel_depends_count(k->meta))
+	if (!kernels_metadata_kernel_depend_count(k->meta))
 		return 0;
 	if (!deps)
 		return kernels__error(KERNELS_EINVAL, "%s depends on other kernels (kernel-depends), which this call "
@@ -921,7 +921,7 @@ const kernels_metadata *kernels_kernel_metadata(const kernels_kernel *k)
 	return k ? k->meta : NULL;
 }
 
-size_t kernels_kernel_dependencies_count(const kernels_kernel *k)
+size_t kernels_kernel_dependency_count(const kernels_kernel *k)
 {
 	return k ? k->ndeps : 0;
 }

@@ -27,12 +27,12 @@
 #define LOCK_FILE_MAX (64u << 20)
 
 typedef struct {
-	kernels_lock_entry pub;  /* first: kernels_lock_at hands out &entry.pub */
+	kernels_lock_entry pub;  /* first: kernels_lock_entry_at hands out &entry.pub */
 	size_t variant_cap;
 } entry;
 
 struct kernels_lock {
-	kernels_lock_format format;
+	kernels_lock_format_t format;
 	entry *entries;
 	size_t count, cap;
 };
@@ -99,7 +99,7 @@ void kernels_lock_free(kernels_lock *lock)
 	free(lock);
 }
 
-int kernels_lock_new(kernels_lock **out, kernels_lock_format format)
+int kernels_lock_new(kernels_lock **out, kernels_lock_format_t format)
 {
 	if (!out)
 		return kernels__error(KERNELS_EINVAL, "kernels_lock_new: `out` is NULL");
@@ -113,17 +113,17 @@ int kernels_lock_new(kernels_lock **out, kernels_lock_format format)
 	return 0;
 }
 
-kernels_lock_format kernels_lock_get_format(const kernels_lock *lock)
+kernels_lock_format_t kernels_lock_format(const kernels_lock *lock)
 {
 	return lock ? lock->format : KERNELS_LOCK_FORMAT_DEPENDENCY;
 }
 
-size_t kernels_lock_count(const kernels_lock *lock)
+size_t kernels_lock_entry_count(const kernels_lock *lock)
 {
 	return lock ? lock->count : 0;
 }
 
-const kernels_lock_entry *kernels_lock_at(const kernels_lock *lock, size_t i)
+const kernels_lock_entry *kernels_lock_entry_at(const kernels_lock *lock, size_t i)
 {
 	return lock && i < lock->count ? &lock->entries[i].pub : NULL;
 }
@@ -416,7 +416,7 @@ static int write_variants(const kernels_lock *lock, kernels__buf *b)
 	return rc;
 }
 
-int kernels_lock_to_string(const kernels_lock *lock, char **out)
+int kernels_lock_to_string(char **out, const kernels_lock *lock)
 {
 	kernels__buf b = { 0 };
 	int rc;
@@ -451,7 +451,7 @@ int kernels_lock_save(const kernels_lock *lock, const char *path)
 
 	if (!path)
 		return kernels__error(KERNELS_EINVAL, "kernels_lock_save: `path` is NULL");
-	if ((rc = kernels_lock_to_string(lock, &text)) < 0)
+	if ((rc = kernels_lock_to_string(&text, lock)) < 0)
 		return rc;
 	/* A lock file that exists keeps its mode; a new one is 0644. */
 	rc = kernels__write_atomic(path, text, strlen(text), stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : 0644,
@@ -688,7 +688,7 @@ int kernels_lock_load_string(kernels_lock **out, const char *json, size_t len, c
 	}
 	{
 		json_t *first = json_array_get(root, 0);
-		kernels_lock_format fmt = KERNELS_LOCK_FORMAT_DEPENDENCY;
+		kernels_lock_format_t fmt = KERNELS_LOCK_FORMAT_DEPENDENCY;
 		if (first && json_is_object(first) && !json_object_get(first, "dependency") &&
 		    !json_object_get(first, "lock") &&
 		    (json_object_get(first, "repo_id") || json_object_get(first, "sha") ||

@@ -111,7 +111,7 @@ out:
 	return rc;
 }
 
-int kernels_lock_variant_hash(const kernels_lock_file *files, size_t count, char out[KERNELS_LOCK_HASH_SIZE])
+int kernels_lock_variant_hash(char out[KERNELS_LOCK_HASH_SIZE], const kernels_lock_file *files, size_t count)
 {
 	return variant_hash(files, count, 0, out);
 }
@@ -234,8 +234,7 @@ int kernels__lock_variant_hash_dir_as(const char *variant_dir, const char *const
  * byte-code next to them as plain files), so committed byte-code counts
  * there, as in kernels 0.9's validate_kernel; a build folder on disk may
  * hold the interpreter's, so it does not. */
-int kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lfs_paths,
-				  char out[KERNELS_LOCK_HASH_SIZE])
+int kernels_lock_variant_hash_dir(char out[KERNELS_LOCK_HASH_SIZE], const char *variant_dir, const char *const *lfs_paths)
 {
 	return kernels__lock_variant_hash_dir_as(variant_dir, lfs_paths, lfs_paths == NULL, out);
 }

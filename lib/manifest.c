@@ -179,12 +179,12 @@ int kernels_manifest_load(kernels_manifest **out, const char *path)
 	return rc;
 }
 
-size_t kernels_manifest_count(const kernels_manifest *m)
+size_t kernels_manifest_dependency_count(const kernels_manifest *m)
 {
 	return m ? m->count : 0;
 }
 
-const kernels_dependency *kernels_manifest_at(const kernels_manifest *m, size_t i)
+const kernels_dependency *kernels_manifest_dependency_at(const kernels_manifest *m, size_t i)
 {
 	return m && i < m->count ? &m->deps[i] : NULL;
 }

@@ -1,5 +1,5 @@
 /* Internal: the TOML documents a kernels client reads besides lock files:
- * the project manifest (public API in kernels/lock.h) and the
+ * the project manifest (public API in kernels/manifest.h) and the
  * kernel-status.toml a Hub repo may hold at its root (Python kernels reads it
  * to redirect a repo or mark it deprecated). */
 #ifndef KERNELS_LIB_MANIFEST_H
@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "kernels/lock.h"
+#include "kernels/manifest.h"
 
 typedef enum {
 	KERNELS__STATUS_REDIRECT = 1  /* the only kind the Python client knows */

@@ -331,36 +331,36 @@ const char *kernels_metadata_kernels_minver(const kernels_metadata *m)
 	return fields(m) && fields(m)->minver[0] ? fields(m)->minver : NULL;
 }
 
-size_t kernels_metadata_python_depends_count(const kernels_metadata *m)
+size_t kernels_metadata_python_depend_count(const kernels_metadata *m)
 {
 	return fields(m) ? fields(m)->n_python : 0;
 }
 
-const char *kernels_metadata_python_depend(const kernels_metadata *m, size_t i)
+const char *kernels_metadata_python_depend_at(const kernels_metadata *m, size_t i)
 {
-	return i < kernels_metadata_python_depends_count(m) ? fields(m)->python_depends[i] : NULL;
+	return i < kernels_metadata_python_depend_count(m) ? fields(m)->python_depends[i] : NULL;
 }
 
-size_t kernels_metadata_kernel_depends_count(const kernels_metadata *m)
+size_t kernels_metadata_kernel_depend_count(const kernels_metadata *m)
 {
 	return fields(m) ? fields(m)->n_deps : 0;
 }
 
-int kernels_metadata_kernel_depend(const kernels_metadata *m, size_t i, kernels_kernel_dependency *out)
+int kernels_metadata_kernel_depend_at(kernels_kernel_dependency *out, const kernels_metadata *m, size_t i)
 {
-	if (!out || i >= kernels_metadata_kernel_depends_count(m))
-		return kernels__error(KERNELS_EINVAL, "kernels_metadata_kernel_depend: index %zu out of range (%zu "
-				      "dependencies)", i, kernels_metadata_kernel_depends_count(m));
+	if (!out || i >= kernels_metadata_kernel_depend_count(m))
+		return kernels__error(KERNELS_EINVAL, "kernels_metadata_kernel_depend_at: index %zu out of range (%zu "
+				      "dependencies)", i, kernels_metadata_kernel_depend_count(m));
 	*out = fields(m)->deps[i];
 	return 0;
 }
 
-int kernels_metadata_provenance_get(const kernels_metadata *m, kernels_metadata_provenance *out)
+int kernels_metadata_provenance(kernels_provenance *out, const kernels_metadata *m)
 {
 	const kernels__metafields *f = fields(m);
 
 	if (!out)
-		return kernels__error(KERNELS_EINVAL, "kernels_metadata_provenance_get: out is NULL");
+		return kernels__error(KERNELS_EINVAL, "kernels_metadata_provenance: out is NULL");
 	memset(out, 0, sizeof(*out));
 	out->builder_dirty = out->kernel_dirty = -1;
 	if (!f || !f->has_provenance)
@@ -394,7 +394,7 @@ static int cmp_version(const char *a, const char *b)
 int kernels__metadata_rules(const kernels__config *cfg, const kernels_metadata *m, const char *what)
 {
 	const char *need = kernels_metadata_kernels_minver(m);
-	size_t i, n = kernels_metadata_python_depends_count(m);
+	size_t i, n = kernels_metadata_python_depend_count(m);
 
 	if (need && cmp_version(need, KERNELS_COMPAT_KERNELS_VERSION) > 0)
 		return kernels__error(KERNELS_ELOAD,
@@ -408,7 +408,7 @@ int kernels__metadata_rules(const kernels__config *cfg, const kernels_metadata *
 	if (n) {
 		kernels__buf b = { 0 };
 		for (i = 0; i < n; i++)
-			kernels__buf_printf(&b, "%s%s", i ? ", " : "", kernels_metadata_python_depend(m, i));
+			kernels__buf_printf(&b, "%s%s", i ? ", " : "", kernels_metadata_python_depend_at(m, i));
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s declares python-depends %s: Python packages its Python code "
 			     "needs (the Python binding checks them as kernels 0.17 does); not checked for a C host",
 			     what, b.ptr ? b.ptr : "");

@@ -3,7 +3,7 @@
 #ifndef KERNELS_LIB_METADATA_H
 #define KERNELS_LIB_METADATA_H
 
-#include "kernels/kernel.h"
+#include "kernels/metadata.h"
 #include "config.h"
 
 #include <jansson.h>

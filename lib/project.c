@@ -30,12 +30,12 @@ static char *lock_path_of(const char *project_dir)
  * kernels 0.17 locks integer majors (dependency + commit), kernels 0.9
  * locked specifier sets (commit + git_lfs_concat hash of every torch
  * variant). A manifest gets the format of the client that reads it. */
-static int lock_format_of(const kernels_manifest *m, kernels_lock_format *format)
+static int lock_format_of(const kernels_manifest *m, kernels_lock_format_t *format)
 {
-	size_t i, specs = 0, n = kernels_manifest_count(m);
+	size_t i, specs = 0, n = kernels_manifest_dependency_count(m);
 
 	for (i = 0; i < n; i++)
-		specs += kernels_manifest_at(m, i)->kind == KERNELS_DEPENDENCY_SPECIFIER;
+		specs += kernels_manifest_dependency_at(m, i)->kind == KERNELS_DEPENDENCY_SPECIFIER;
 	if (specs && specs != n)
 		return kernels__error(KERNELS_EINVAL, "%s mixes major versions (integers) and version specifiers "
 				      "(strings) under [tool.kernels.dependencies]; no kernels.lock format holds "
@@ -103,9 +103,9 @@ static int lock_variant_deps(const kernels__config *cfg, kernels__plan *p, const
 		*slash = '\0';
 		rc = kernels_metadata_read(&m, local);
 	}
-	for (i = 0; rc == 0 && i < kernels_metadata_kernel_depends_count(m); i++) {
+	for (i = 0; rc == 0 && i < kernels_metadata_kernel_depend_count(m); i++) {
 		kernels_kernel_dependency d;
-		if ((rc = kernels_metadata_kernel_depend(m, i, &d)) == 0)
+		if ((rc = kernels_metadata_kernel_depend_at(&d, m, i)) == 0)
 			rc = lock_kernel(cfg, &d, lock, chain);
 	}
 	kernels_metadata_free(m);
@@ -175,7 +175,7 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
 	kernels__config cfg;
 	kernels_manifest *manifest = NULL;
 	kernels_lock *lock = NULL;
-	kernels_lock_format format = KERNELS_LOCK_FORMAT_DEPENDENCY;
+	kernels_lock_format_t format = KERNELS_LOCK_FORMAT_DEPENDENCY;
 	char *path = NULL;
 	size_t i;
 	int rc;
@@ -185,7 +185,7 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	rc = kernels_manifest_load(&manifest, project_dir);
-	if (rc == 0 && kernels_manifest_count(manifest) == 0)
+	if (rc == 0 && kernels_manifest_dependency_count(manifest) == 0)
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s lists no kernels under [tool.kernels.dependencies]; "
 				    "add one, e.g. \"kernels-community/activation\" = 1",
 				    kernels_manifest_path(manifest));
@@ -194,9 +194,9 @@ int kernels_project_lock(const char *project_dir, const kernels_options *opts)
 	if (rc == 0)
 		rc = kernels_lock_new(&lock, format);
 	/* Each kernel gets the call's whole budget (kernels_options.deadline_ms). */
-	for (i = 0; rc == 0 && i < kernels_manifest_count(manifest); i++) {
+	for (i = 0; rc == 0 && i < kernels_manifest_dependency_count(manifest); i++) {
 		kernels__config_deadline_restart(&cfg);
-		rc = lock_dependency(&cfg, kernels_manifest_at(manifest, i), lock);
+		rc = lock_dependency(&cfg, kernels_manifest_dependency_at(manifest, i), lock);
 	}
 	if (rc == 0 && !(path = lock_path_of(project_dir)))
 		rc = KERNELS_ENOMEM;
@@ -226,7 +226,7 @@ static int check_lock_hash(const kernels_lock_entry *entry, const char *variant,
 		return kernels__error(KERNELS_EINTEGRITY, "%s@%.7s: variant %s is not in the lock file; "
 				      "lock the project again on this system, or pick a locked variant",
 				      entry->repo_id, entry->commit, variant);
-	if ((rc = kernels_lock_variant_hash_dir(folder, NULL, actual)) < 0)
+	if ((rc = kernels_lock_variant_hash_dir(actual, folder, NULL)) < 0)
 		return rc;
 	/* kernels 0.16 wrote its hashes without committed byte-code */
 	if (strcmp(actual, expected) && (rc = kernels__lock_variant_hash_dir_as(folder, NULL, 0, alt)) < 0)
@@ -336,10 +336,10 @@ static int download_entry(const kernels__config *cfg, const kernels_lock_entry *
 	if (rc == 0 && !all_variants && !kernels_variant_trace_chosen(p.trace))
 		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
 	for (i = 0; rc == 0 && i < n; i++) {
-		const char *variant = kernels_variant_trace_name(p.trace, i);
+		const char *variant = kernels_variant_trace_name_at(p.trace, i);
 		char *folder = NULL;
 
-		if (all_variants ? !kernels_variant_trace_valid(p.trace, i)
+		if (all_variants ? !kernels_variant_trace_valid_at(p.trace, i)
 				 : strcmp(variant, kernels_variant_trace_chosen(p.trace)))
 			continue;
 		rc = kernels__plan_fetch(cfg, &p, variant, &stats, &folder);
@@ -368,9 +368,9 @@ int kernels_project_download(const char *project_dir, int all_variants, const ke
 		return rc;
 	}
 	rc = kernels_lock_load(&lock, path);
-	for (i = 0; rc == 0 && i < kernels_lock_count(lock); i++) {
+	for (i = 0; rc == 0 && i < kernels_lock_entry_count(lock); i++) {
 		kernels__config_deadline_restart(&cfg);
-		rc = download_entry(&cfg, kernels_lock_at(lock, i), all_variants);
+		rc = download_entry(&cfg, kernels_lock_entry_at(lock, i), all_variants);
 	}
 	kernels_lock_free(lock);
 	kernels__config_free(&cfg);

@@ -32,7 +32,7 @@ void kernels__reflist_free(table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static int table_add(table *t, const char *name, const char *full, const char *commit, kernels_revision_kind kind)
+static int table_add(table *t, const char *name, const char *full, const char *commit, kernels_revision_kind_t kind)
 {
 	entry *e;
 
@@ -101,7 +101,7 @@ static int table_from_heads(table *t, const kernels__ref *heads, size_t n)
 
 /* The cache does not say branch or tag: "v" + a dotted version is a tag
  * (the seed era's vX.Y.Z), anything else a branch (main, vN). */
-static kernels_revision_kind guess_kind(const char *name)
+static kernels_revision_kind_t guess_kind(const char *name)
 {
 	kernels__version *v;
 
@@ -143,7 +143,7 @@ static char *repo_url(const kernels__config *cfg, kernels__repo_type type, const
 }
 
 /* One "branches"/"tags" list of the REST refs listing into `t`. */
-static int table_from_rest_list(table *t, json_t *list, kernels_revision_kind kind, const char *where)
+static int table_from_rest_list(table *t, json_t *list, kernels_revision_kind_t kind, const char *where)
 {
 	size_t i;
 	json_t *item;
@@ -352,7 +352,7 @@ int kernels__reflist_cached(const kernels__config *cfg, const char *repo_id, tab
 	return (rc = read_cache(t)) < 0 ? rc : 1;
 }
 
-const entry *kernels__reflist_find(const table *t, const char *name, kernels_revision_kind kind)
+const entry *kernels__reflist_find(const table *t, const char *name, kernels_revision_kind_t kind)
 {
 	size_t i;
 

@@ -14,7 +14,7 @@ typedef struct {
 	char *name;                 /* "main", "v1.1.2"; the full name for other refs ("refs/pr/1") */
 	char *full;                 /* "refs/heads/main"; NULL for cache entries */
 	char commit[41];
-	kernels_revision_kind kind; /* BRANCH or TAG */
+	kernels_revision_kind_t kind; /* BRANCH or TAG */
 } kernels__ref_entry;
 
 /* A zeroed struct is empty; free with kernels__reflist_free. */
@@ -45,7 +45,7 @@ int kernels__reflist_cached(const kernels__config *cfg, const char *repo_id, ker
 
 /* Looks a name up among the refs of one kind; NULL when absent. */
 const kernels__ref_entry *kernels__reflist_find(const kernels__reflist *t, const char *name,
-						kernels_revision_kind kind);
+						kernels_revision_kind_t kind);
 
 /* Why a call answers from the cache, for messages, and the code a miss
  * becomes: KERNELS_EOFFLINE when the caller asked for offline,

@@ -115,7 +115,7 @@ static const entry *find_exact(const table *t, const char *rev)
 	return NULL;
 }
 
-static int set_result(kernels_revision *r, const entry *e, kernels_revision_kind kind)
+static int set_result(kernels_revision *r, const entry *e, kernels_revision_kind_t kind)
 {
 	memcpy(r->commit, e->commit, 41);
 	r->kind = kind;
@@ -518,7 +518,7 @@ int kernels_revision_is_model_repo(const kernels_revision *r)
 	return r && r->type == KERNELS__REPO_MODEL;
 }
 
-kernels_revision_kind kernels_revision_kind_of(const kernels_revision *r)
+kernels_revision_kind_t kernels_revision_kind(const kernels_revision *r)
 {
 	return r ? r->kind : KERNELS_REVISION_COMMIT;
 }

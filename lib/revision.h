@@ -11,7 +11,7 @@ struct kernels_revision {
 	char *repo_id;
 	char commit[41];             /* lower-case 40-hex */
 	char *ref;                   /* branch/tag name resolved through, or NULL */
-	kernels_revision_kind kind;
+	kernels_revision_kind_t kind;
 	kernels__repo_type type;     /* where the repo was found (or guessed from the cache) */
 	int from_cache;              /* 1 when answered from refs/ (offline or Hub unreachable) */
 };

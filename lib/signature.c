@@ -262,8 +262,7 @@ static int set_status(kernels_signature_status *status, kernels_signature_status
 	return rc;
 }
 
-int kernels_signature_verify_variant(const char *variant_dir, const kernels_options *opts,
-				     kernels_signature_status *status)
+int kernels_signature_verify_variant(kernels_signature_status *status, const char *variant_dir, const kernels_options *opts)
 {
 	kernels__config cfg;
 	char *bpath = NULL, *mpath = NULL, *bundle = NULL, *meta = NULL;

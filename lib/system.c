@@ -1105,7 +1105,7 @@ int kernels_system_detect(kernels_system **out, const kernels_options *opts)
 	return rc;
 }
 
-size_t kernels_system_format(const kernels_system *sys, char *buf, size_t size)
+size_t kernels_system_format(char *buf, size_t size, const kernels_system *sys)
 {
 	kernels__buf b = { 0 };
 	size_t n;

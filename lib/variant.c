@@ -156,7 +156,7 @@ static int parse_parts(const char *name, char **parts, size_t n, kernels_variant
 	return kernels__error(KERNELS_EINVAL, "Unknown framework in variant string: '%s'", name);
 }
 
-int kernels_variant_parse(const char *name, kernels_variant_info *out)
+int kernels_variant_parse(kernels_variant_info *out, const char *name)
 {
 	char *copy, *parts[MAX_PARTS], *p;
 	size_t n = 0;
@@ -501,7 +501,7 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 		e->archs = c[i].archs;
 		if (!(e->name = kernels__strdup(c[i].name)))
 			goto oom;
-		if ((rc = kernels_variant_parse(c[i].name, &e->info)) == KERNELS_ENOMEM) {
+		if ((rc = kernels_variant_parse(&e->info, c[i].name)) == KERNELS_ENOMEM) {
 			goto oom; /* not "an invalid name": it would be skipped */
 		} else if (rc == 0) {
 			e->valid = 1;
@@ -530,7 +530,7 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 	t->chosen = t->count && t->entries[0].accepted ? t->entries[0].name : NULL;
 	{
 		char desc[512];
-		kernels_system_format(sys, desc, sizeof(desc));
+		kernels_system_format(desc, sizeof(desc), sys);
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s%svariant %s chosen among %zu (%d accepted) for %s",
 			     what ? what : "", what ? ": " : "", t->chosen ? t->chosen : "(none)", t->count, rank,
 			     desc);
@@ -550,7 +550,7 @@ int kernels__variant_no_match(const kernels_variant_trace *t, const char *what, 
 {
 	char desc[512];
 
-	kernels_system_format(sys, desc, sizeof(desc));
+	kernels_system_format(desc, sizeof(desc), sys);
 	if (!t || t->count == 0)
 		return kernels__error(KERNELS_ENOMATCH, "%s has no build variants (no folders under build/); "
 				      "check the repo and revision", what ? what : "the kernel");
@@ -634,37 +634,37 @@ static const entry *at(const kernels_variant_trace *t, size_t i)
 	return t && i < t->count ? &t->entries[i] : NULL;
 }
 
-const char *kernels_variant_trace_name(const kernels_variant_trace *t, size_t i)
+const char *kernels_variant_trace_name_at(const kernels_variant_trace *t, size_t i)
 {
 	const entry *e = at(t, i);
 	return e ? e->name : NULL;
 }
 
-int kernels_variant_trace_accepted(const kernels_variant_trace *t, size_t i)
+int kernels_variant_trace_accepted_at(const kernels_variant_trace *t, size_t i)
 {
 	const entry *e = at(t, i);
 	return e ? e->accepted : KERNELS_EINVAL;
 }
 
-int kernels_variant_trace_valid(const kernels_variant_trace *t, size_t i)
+int kernels_variant_trace_valid_at(const kernels_variant_trace *t, size_t i)
 {
 	const entry *e = at(t, i);
 	return e ? e->valid : KERNELS_EINVAL;
 }
 
-const char *kernels_variant_trace_devices(const kernels_variant_trace *t, size_t i)
+const char *kernels_variant_trace_devices_at(const kernels_variant_trace *t, size_t i)
 {
 	const entry *e = at(t, i);
 	return e ? e->devices : NULL;
 }
 
-const char *kernels_variant_trace_reason(const kernels_variant_trace *t, size_t i)
+const char *kernels_variant_trace_reason_at(const kernels_variant_trace *t, size_t i)
 {
 	const entry *e = at(t, i);
 	return e && !e->accepted ? e->reason : NULL;
 }
 
-int kernels_variant_trace_rank(const kernels_variant_trace *t, size_t i)
+int kernels_variant_trace_rank_at(const kernels_variant_trace *t, size_t i)
 {
 	const entry *e = at(t, i);
 	return e ? e->rank : -1;
@@ -690,7 +690,7 @@ static int archs_needed(const char *name, const kernels_system *s)
 	const kernels__backend *b;
 	kernels_variant_info i;
 
-	if (s->gpu_count <= 0 || kernels_variant_parse(name, &i) < 0) {
+	if (s->gpu_count <= 0 || kernels_variant_parse(&i, name) < 0) {
 		kernels_error_clear();
 		return 0;
 	}

@@ -650,12 +650,12 @@ const char *kernels_metadata_backend(const kernels_metadata *m)
 	return m ? m->backend : NULL;
 }
 
-size_t kernels_metadata_archs_count(const kernels_metadata *m)
+size_t kernels_metadata_arch_count(const kernels_metadata *m)
 {
 	return m ? m->narchs : 0;
 }
 
-const char *kernels_metadata_arch(const kernels_metadata *m, size_t i)
+const char *kernels_metadata_arch_at(const kernels_metadata *m, size_t i)
 {
 	return m && i < m->narchs ? m->archs[i] : NULL;
 }

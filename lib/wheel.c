@@ -192,7 +192,7 @@ static int wheel_info_make(wheel_info *w, const char *repo_name, const char *ver
 	    (rc = dotted("Python version", py, 0, pyflat, sizeof(pyflat))) ||
 	    (rc = dotted("manylinux version", ml, '_', mlflat, sizeof(mlflat))))
 		goto fail;
-	if ((rc = kernels_variant_parse(variant, &vi))) {
+	if ((rc = kernels_variant_parse(&vi, variant))) {
 		rc = kernels__error_prefix("wheel for variant '%s'", variant);
 		goto fail;
 	}

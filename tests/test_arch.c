@@ -66,9 +66,9 @@ static void test_current_device_and_option(void **state)
 	 * though GPU 1 would: rejected, as 0.17 rejects it */
 	t = resolve(&ov, CU130, a80, &o);
 	assert_null(kernels_variant_trace_chosen(t));
-	assert_string_equal(kernels_variant_trace_reason(t, 0), "CUDA capability 9.0 of the current device is not "
+	assert_string_equal(kernels_variant_trace_reason_at(t, 0), "CUDA capability 9.0 of the current device is not "
 			    "supported by the architectures of the build: 8.0");
-	assert_string_equal(kernels_variant_trace_devices(t, 0), "GPU 0 (9.0): not supported [the device checked]; "
+	assert_string_equal(kernels_variant_trace_devices_at(t, 0), "GPU 0 (9.0): not supported [the device checked]; "
 			    "GPU 1 (8.0): supported; build archs: 8.0");
 	kernels_variant_trace_free(t);
 
@@ -76,7 +76,7 @@ static void test_current_device_and_option(void **state)
 	o.device = "1";
 	t = resolve(&ov, CU130, a80, &o);
 	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
-	assert_non_null(strstr(kernels_variant_trace_devices(t, 0), "GPU 1 (8.0): supported [the device checked]"));
+	assert_non_null(strstr(kernels_variant_trace_devices_at(t, 0), "GPU 1 (8.0): supported [the device checked]"));
 	kernels_variant_trace_free(t);
 
 	/* ... said by the environment, or by the process (its current device) */
@@ -96,7 +96,7 @@ static void test_current_device_and_option(void **state)
 	o.device = "5";
 	t = resolve(&ov, CU130, a80, &o);
 	assert_null(kernels_variant_trace_chosen(t));
-	assert_string_equal(kernels_variant_trace_reason(t, 0), "device 5 does not exist: this machine has 2 GPUs");
+	assert_string_equal(kernels_variant_trace_reason_at(t, 0), "device 5 does not exist: this machine has 2 GPUs");
 	kernels_variant_trace_free(t);
 	o.device = "gpu one";
 	o.system = &ov;
@@ -120,7 +120,7 @@ static void test_check_off(void **state)
 	o.skip_arch_check = 1;
 	t = resolve(&ov, CU130, a80, &o);
 	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
-	assert_non_null(strstr(kernels_variant_trace_devices(t, 0), "arch check off"));
+	assert_non_null(strstr(kernels_variant_trace_devices_at(t, 0), "arch check off"));
 	kernels_variant_trace_free(t);
 
 	o.skip_arch_check = 0;
@@ -152,7 +152,7 @@ static void test_rocm(void **state)
 	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
 	t = resolve(&ov, ROCM63, mi300, &o);
 	assert_null(kernels_variant_trace_chosen(t));
-	assert_string_equal(kernels_variant_trace_reason(t, 0), "ROCm arch gfx90a of the current "
+	assert_string_equal(kernels_variant_trace_reason_at(t, 0), "ROCm arch gfx90a of the current "
 			    "device is not supported by the architectures of the build: gfx942");
 	kernels_variant_trace_free(t);
 	t = resolve(&ov, ROCM63, both, &o);
@@ -217,7 +217,7 @@ static void test_backend_table_and_system(void **state)
 	assert_int_equal(sys->current_device, 0);
 	{
 		char buf[512];
-		kernels_system_format(sys, buf, sizeof(buf));
+		kernels_system_format(buf, sizeof(buf), sys);
 		assert_non_null(strstr(buf, "GPUs 9.0 8.0 (current: 0)"));
 	}
 	kernels_system_free(sys);

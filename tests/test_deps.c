@@ -145,7 +145,7 @@ static void test_one_dependency_made_global(void **state)
 	log = load_log();
 	assert_string_equal(log, "base\ntop\n"); /* the dependency first */
 	free(log);
-	assert_int_equal(kernels_kernel_dependencies_count(k), 1);
+	assert_int_equal(kernels_kernel_dependency_count(k), 1);
 	dep = kernels_kernel_dependency_at(k, 0);
 	assert_string_equal(kernels_kernel_repo(dep), "acme/base");
 	assert_null(kernels_kernel_dependency_at(k, 1));
@@ -155,12 +155,12 @@ static void test_one_dependency_made_global(void **state)
 	{
 		kernels_kernel_dependency d;
 		const kernels_metadata *m = kernels_kernel_metadata(k);
-		assert_int_equal(kernels_metadata_kernel_depends_count(m), 1);
-		assert_int_equal(kernels_metadata_kernel_depend(m, 0, &d), 0);
+		assert_int_equal(kernels_metadata_kernel_depend_count(m), 1);
+		assert_int_equal(kernels_metadata_kernel_depend_at(&d, m, 0), 0);
 		assert_string_equal(d.repo_id, "acme/base");
 		assert_int_equal(d.version, 1);
 		assert_null(d.revision);
-		assert_int_equal(kernels_metadata_kernel_depend(m, 1, &d), KERNELS_EINVAL);
+		assert_int_equal(kernels_metadata_kernel_depend_at(&d, m, 1), KERNELS_EINVAL);
 	}
 	/* the dependent holds its dependency: closing it releases both */
 	assert_int_equal(kernels_kernel_refcount(dep), 1);
@@ -235,7 +235,7 @@ static void test_diamond(void **state)
 	log = load_log();
 	assert_string_equal(log, "dbase\ndleft\ndright\ndtop\n"); /* base once, before both */
 	free(log);
-	assert_int_equal(kernels_kernel_dependencies_count(k), 2);
+	assert_int_equal(kernels_kernel_dependency_count(k), 2);
 	left = kernels_kernel_dependency_at(k, 0);
 	right = kernels_kernel_dependency_at(k, 1);
 	assert_string_equal(kernels_kernel_repo(left), "acme/dleft");
@@ -352,11 +352,11 @@ static void test_lock_and_offline_locked_load(void **state)
 	options(&o, &s);
 	assert_int_equal(kernels_project_lock(project, &o), 0);
 	assert_int_equal(kernels_lock_load(&lock, lockfile), 0);
-	assert_int_equal(kernels_lock_count(lock), 4);
+	assert_int_equal(kernels_lock_entry_count(lock), 4);
 	{
 		static const char *const want[] = { "acme/kbase", "acme/kleft", "acme/kright", "acme/ktop" };
 		for (i = 0; i < 4; i++) {
-			const kernels_lock_entry *e = kernels_lock_at(lock, i);
+			const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);
 			assert_string_equal(e->repo_id, want[i]);
 			assert_int_equal(e->request, KERNELS_LOCK_REQUEST_VERSION);
 			assert_int_equal(e->version, 1);

@@ -211,7 +211,7 @@ static int download(env *e, const kernels_options *o, const char *repo, const ch
 		assert_non_null(kernels_snapshot_path(s));
 		assert_string_equal(kernels_snapshot_commit(s), commit);
 		if (stats)
-			kernels_snapshot_stats(s, stats);
+			kernels_snapshot_stats(stats, s);
 	} else {
 		assert_null(s);
 	}

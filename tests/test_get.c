@@ -203,9 +203,9 @@ static void test_trace_and_has_kernel(void **state)
 	assert_int_equal(kernels_variant_trace_count(t), 5);
 	assert_string_equal(kernels_variant_trace_chosen(t), "torch211-cxx11-cpu-x86_64-linux");
 	for (i = 0; i < kernels_variant_trace_count(t); i++) {
-		accepted += kernels_variant_trace_accepted(t, i) != 0;
-		if (!kernels_variant_trace_accepted(t, i))
-			assert_true(strlen(kernels_variant_trace_reason(t, i)) > 0);
+		accepted += kernels_variant_trace_accepted_at(t, i) != 0;
+		if (!kernels_variant_trace_accepted_at(t, i))
+			assert_true(strlen(kernels_variant_trace_reason_at(t, i)) > 0);
 	}
 	assert_int_equal(accepted, 1);
 	kernels_variant_trace_free(t);

@@ -39,7 +39,7 @@
 static int print_lock(const kernels_lock *lock)
 {
 	char *s;
-	if (kernels_lock_to_string(lock, &s) < 0) {
+	if (kernels_lock_to_string(&s, lock) < 0) {
 		fprintf(stderr, "%s\n", kernels_error_last());
 		return 2;
 	}
@@ -119,11 +119,11 @@ static int mode_lock_project(const char *dir, const char *map_path)
 		return 2;
 	}
 	/* a manifest of specifiers is a seed-era project */
-	for (i = 0; i < kernels_manifest_count(m); i++)
-		variants |= kernels_manifest_at(m, i)->kind == KERNELS_DEPENDENCY_SPECIFIER;
+	for (i = 0; i < kernels_manifest_dependency_count(m); i++)
+		variants |= kernels_manifest_dependency_at(m, i)->kind == KERNELS_DEPENDENCY_SPECIFIER;
 	kernels_lock_new(&lock, variants ? KERNELS_LOCK_FORMAT_VARIANTS : KERNELS_LOCK_FORMAT_DEPENDENCY);
-	for (i = 0; i < kernels_manifest_count(m) && rc == 0; i++) {
-		const kernels_dependency *d = kernels_manifest_at(m, i);
+	for (i = 0; i < kernels_manifest_dependency_count(m) && rc == 0; i++) {
+		const kernels_dependency *d = kernels_manifest_dependency_at(m, i);
 		json_t *info = json_object_get(map, d->repo_id);
 		const char *commit = json_string_value(json_object_get(info, "commit"));
 		if (!variants) {
@@ -143,7 +143,7 @@ static int mode_lock_project(const char *dir, const char *map_path)
 					files[k].is_lfs = json_is_true(json_object_get(f, "is_lfs"));
 				}
 				if (rc == 0)
-					rc = kernels_lock_variant_hash(files, json_array_size(fl), hash);
+					rc = kernels_lock_variant_hash(hash, files, json_array_size(fl));
 				if (rc == 0)
 					rc = kernels_lock_add_variant(lock, d->repo_id, json_string_value(json_array_get(v, 0)),
 								      hash);
@@ -178,7 +178,7 @@ static int mode_hash(const char *files_path)
 		list[i].hash = json_string_value(json_object_get(f, "hash"));
 		list[i].is_lfs = json_is_true(json_object_get(f, "is_lfs"));
 	}
-	rc = kernels_lock_variant_hash(list, json_array_size(files), out);
+	rc = kernels_lock_variant_hash(out, list, json_array_size(files));
 	if (rc == 0)
 		printf("%s\n", out);
 	else
@@ -199,7 +199,7 @@ static int mode_hash_dir(int argc, char **argv)
 		for (i = 4; i < argc; i++)
 			lfs[i - 4] = argv[i];
 	}
-	rc = kernels_lock_variant_hash_dir(argv[2], lfs, out);
+	rc = kernels_lock_variant_hash_dir(out, argv[2], lfs);
 	free(lfs);
 	if (rc < 0) {
 		fprintf(stderr, "%s\n", kernels_error_last());
@@ -214,7 +214,7 @@ static int mode_hash_dir(int argc, char **argv)
 static char *to_string(const kernels_lock *lock)
 {
 	char *s = NULL;
-	assert_int_equal(kernels_lock_to_string(lock, &s), 0);
+	assert_int_equal(kernels_lock_to_string(&s, lock), 0);
 	return s;
 }
 
@@ -239,14 +239,14 @@ static void test_build_dependency_format(void **state)
 	assert_int_equal(kernels_lock_add_version(lock, "a/b", 1, "1234"), KERNELS_EINVAL);
 	assert_int_equal(kernels_lock_add_revision(lock, "a/b", "", C1), KERNELS_EINVAL);
 	assert_int_equal(kernels_lock_add_entry(lock, "a/b", C1), KERNELS_EINVAL);
-	assert_int_equal(kernels_lock_count(lock), 4);
+	assert_int_equal(kernels_lock_entry_count(lock), 4);
 	/* sorted: repo id, then versions numerically, then revisions */
-	assert_string_equal(kernels_lock_at(lock, 0)->repo_id, "a/y");
-	assert_int_equal(kernels_lock_at(lock, 1)->version, 2);
-	assert_string_equal(kernels_lock_at(lock, 1)->commit, C3L);
-	assert_int_equal(kernels_lock_at(lock, 2)->version, 10);
-	assert_string_equal(kernels_lock_at(lock, 3)->revision, "main");
-	assert_null(kernels_lock_at(lock, 4));
+	assert_string_equal(kernels_lock_entry_at(lock, 0)->repo_id, "a/y");
+	assert_int_equal(kernels_lock_entry_at(lock, 1)->version, 2);
+	assert_string_equal(kernels_lock_entry_at(lock, 1)->commit, C3L);
+	assert_int_equal(kernels_lock_entry_at(lock, 2)->version, 10);
+	assert_string_equal(kernels_lock_entry_at(lock, 3)->revision, "main");
+	assert_null(kernels_lock_entry_at(lock, 4));
 	e = kernels_lock_find(lock, "b/x");
 	assert_int_equal(e->request, KERNELS_LOCK_REQUEST_VERSION);
 	assert_int_equal(e->version, 2);
@@ -285,7 +285,7 @@ static void test_build_variants_format(void **state)
 	assert_int_equal(kernels_lock_add_variant(lock, "q/none", "v", H1), KERNELS_EINVAL);
 	assert_string_equal(kernels_lock_entry_variant_hash(kernels_lock_find(lock, "z/last"), "torch-universal"), H1);
 	assert_null(kernels_lock_entry_variant_hash(kernels_lock_find(lock, "z/last"), "torch-cpu"));
-	assert_int_equal(kernels_lock_at(lock, 0)->request, KERNELS_LOCK_REQUEST_NONE);
+	assert_int_equal(kernels_lock_entry_at(lock, 0)->request, KERNELS_LOCK_REQUEST_NONE);
 	s = to_string(lock);
 	/* insertion order kept, as kernels 0.9 writes the manifest's order */
 	assert_string_equal(s, "[\n  {\n    \"repo_id\": \"z/last\",\n    \"sha\": \"" C1 "\",\n    \"variants\": {\n"
@@ -395,8 +395,8 @@ static void test_save_atomic(void **state)
 	assert_non_null(text);
 	assert_int_not_equal(text[len - 1], '\n');
 	assert_int_equal(kernels_lock_load(&back, path), 0);
-	assert_int_equal(kernels_lock_count(back), 2);
-	assert_string_equal(kernels_lock_at(back, 1)->revision, "v1.2.3");
+	assert_int_equal(kernels_lock_entry_count(back), 2);
+	assert_string_equal(kernels_lock_entry_at(back, 1)->revision, "v1.2.3");
 	kernels_lock_free(back);
 	free(text);
 	/* no temporary files left behind */
@@ -424,7 +424,7 @@ static void test_variant_hash(void **state)
 	char out[KERNELS_LOCK_HASH_SIZE], expect[KERNELS_LOCK_HASH_SIZE] = "sha256-", cmd[2048];
 	FILE *p;
 	(void)state;
-	assert_int_equal(kernels_lock_variant_hash(files, 5, out), 0);
+	assert_int_equal(kernels_lock_variant_hash(out, files, 5), 0);
 	snprintf(cmd, sizeof(cmd),
 		 "%s -c \"import hashlib; print(hashlib.sha256(b'a.txt' + bytes.fromhex('%s') + b'b/c.so' + "
 		 "bytes.fromhex('%s')).hexdigest())\"", KERNELS_PYTHON, "da39a3ee5e6b4b0d3255bfef95601890afd80709",
@@ -444,22 +444,22 @@ static void test_variant_hash(void **state)
 	{
 		kernels_lock_file rev[] = { files[2], files[0] };
 		char out2[KERNELS_LOCK_HASH_SIZE];
-		assert_int_equal(kernels_lock_variant_hash(rev, 2, out2), 0);
+		assert_int_equal(kernels_lock_variant_hash(out2, rev, 2), 0);
 		assert_string_equal(out, out2);
 		rev[0].hash = "da39a3ee5e6b4b0d3255bfef95601890afd80708";
-		assert_int_equal(kernels_lock_variant_hash(rev, 2, out2), 0);
+		assert_int_equal(kernels_lock_variant_hash(out2, rev, 2), 0);
 		assert_string_not_equal(out, out2);
 	}
 	/* empty variant: sha256 of nothing */
-	assert_int_equal(kernels_lock_variant_hash(NULL, 0, out), 0);
+	assert_int_equal(kernels_lock_variant_hash(out, NULL, 0), 0);
 	assert_string_equal(out, "sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	{
 		kernels_lock_file bad1[] = { { "x", C1, 1 } }, bad2[] = { { "x", "zz", 0 } }, bad3[] = { { "", C1, 0 } },
 				  dup[] = { { "x", C1, 0 }, { "x", C2, 0 } };
-		assert_int_equal(kernels_lock_variant_hash(bad1, 1, out), KERNELS_EINVAL);
-		assert_int_equal(kernels_lock_variant_hash(bad2, 1, out), KERNELS_EINVAL);
-		assert_int_equal(kernels_lock_variant_hash(bad3, 1, out), KERNELS_EINVAL);
-		assert_int_equal(kernels_lock_variant_hash(dup, 2, out), KERNELS_EINVAL);
+		assert_int_equal(kernels_lock_variant_hash(out, bad1, 1), KERNELS_EINVAL);
+		assert_int_equal(kernels_lock_variant_hash(out, bad2, 1), KERNELS_EINVAL);
+		assert_int_equal(kernels_lock_variant_hash(out, bad3, 1), KERNELS_EINVAL);
+		assert_int_equal(kernels_lock_variant_hash(out, dup, 2), KERNELS_EINVAL);
 	}
 }
 
@@ -491,32 +491,32 @@ static void test_variant_hash_dir(void **state)
 	assert_int_equal(test_system("mkdir -p '%s/lib' '%s/__pycache__' && ln -s ../../../../blobs/%s '%s/a.py' && "
 				     "ln -s ../../../../../blobs/%s '%s/lib/x.so' && echo junk > '%s/__pycache__/a.pyc' && "
 				     "echo stray > '%s/stray.txt'", var, var, sha1, var, real256, var, var, var), 0);
-	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(out, var, NULL), 0);
 	files[0] = (kernels_lock_file){ "a.py", sha1, 0 };
 	files[1] = (kernels_lock_file){ "lib/x.so", real256, 1 };
-	assert_int_equal(kernels_lock_variant_hash(files, 2, out2), 0);
+	assert_int_equal(kernels_lock_variant_hash(out2, files, 2), 0);
 	assert_string_equal(out, out2); /* stray plain files and byte-code are not part of it */
 	/* the same folder as plain files, LFS named explicitly: the stray file now counts */
-	assert_int_equal(kernels_lock_variant_hash_dir(var, lfs, out2), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(out2, var, lfs), 0);
 	assert_string_not_equal(out, out2);
 	assert_int_equal(test_system("rm '%s/stray.txt'", var), 0);
-	assert_int_equal(kernels_lock_variant_hash_dir(var, lfs, out2), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(out2, var, lfs), 0);
 	assert_string_equal(out, out2);
 	/* tampering with a blob changes the hash */
 	snprintf(path, sizeof(path), "%s/blobs/%s", dir, sha1);
 	assert_int_equal(test_write_file(path, "hellO\n", 6), 0);
-	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out2), 0);
+	assert_int_equal(kernels_lock_variant_hash_dir(out2, var, NULL), 0);
 	assert_string_not_equal(out, out2);
 	/* a link to a blob with a strange name, a dangling link, a missing folder */
 	snprintf(target, sizeof(target), "%s/blobs/notahash", dir);
 	assert_int_equal(test_write_file(target, "x", 1), 0);
 	assert_int_equal(test_system("ln -s ../../../../blobs/notahash '%s/odd'", var), 0);
-	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out2), KERNELS_EINVAL);
+	assert_int_equal(kernels_lock_variant_hash_dir(out2, var, NULL), KERNELS_EINVAL);
 	assert_non_null(strstr(kernels_error_last(), "notahash"));
 	assert_int_equal(test_system("rm '%s/odd' && ln -s ../../../../blobs/%s '%s/gone'", var, sha1 + 1, var), 0);
-	assert_int_equal(kernels_lock_variant_hash_dir(var, NULL, out2), KERNELS_EIO);
+	assert_int_equal(kernels_lock_variant_hash_dir(out2, var, NULL), KERNELS_EIO);
 	snprintf(path, sizeof(path), "%s/nope", dir);
-	assert_int_equal(kernels_lock_variant_hash_dir(path, NULL, out2), KERNELS_ENOTFOUND);
+	assert_int_equal(kernels_lock_variant_hash_dir(out2, path, NULL), KERNELS_ENOTFOUND);
 	test_rmtree(dir);
 	free(dir);
 }
@@ -545,8 +545,8 @@ static void test_tree_variants(void **state)
 	const kernels_lock_entry *entry;
 	kernels_lock *lock;
 	(void)state;
-	assert_int_equal(kernels_lock_variant_hash(cu, 2, h_cu), 0);
-	assert_int_equal(kernels_lock_variant_hash(uni, 1, h_uni), 0);
+	assert_int_equal(kernels_lock_variant_hash(h_cu, cu, 2), 0);
+	assert_int_equal(kernels_lock_variant_hash(h_uni, uni, 1), 0);
 	assert_int_equal(kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_VARIANTS), 0);
 	assert_int_equal(kernels__lock_add_tree_variants(lock, "org/k", &tree), KERNELS_EINVAL); /* no entry yet */
 	assert_int_equal(kernels_lock_add_entry(lock, "org/k", C1), 0);

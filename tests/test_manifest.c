@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "kernels/lock.h"
+#include "kernels/manifest.h"
 #include "manifest.h"
 #include "testutil.h"
 
@@ -39,28 +39,28 @@ static void test_real_project_file(void **state)
 	const kernels_dependency *d;
 	(void)state;
 	assert_int_equal(kernels_manifest_load(&m, DATA "/valid/kernels-user-project.toml"), 0);
-	assert_int_equal(kernels_manifest_count(m), 3);
-	d = kernels_manifest_at(m, 0);
+	assert_int_equal(kernels_manifest_dependency_count(m), 3);
+	d = kernels_manifest_dependency_at(m, 0);
 	assert_string_equal(d->repo_id, "kernels-community/activation");
 	assert_int_equal(d->kind, KERNELS_DEPENDENCY_VERSION);
 	assert_int_equal(d->version, 1);
 	assert_null(d->specifier);
 	assert_int_equal(d->line, 16);
 	assert_int_equal(d->col, 1);
-	d = kernels_manifest_at(m, 1);
+	d = kernels_manifest_dependency_at(m, 1);
 	assert_string_equal(d->repo_id, "kernels-community/flash-attn");
 	assert_int_equal(d->version, 2);
-	d = kernels_manifest_at(m, 2);
+	d = kernels_manifest_dependency_at(m, 2);
 	assert_string_equal(d->repo_id, "drbh/img2gray");
 	assert_int_equal(d->kind, KERNELS_DEPENDENCY_SPECIFIER);
 	assert_string_equal(d->specifier, ">=0.1.2,<0.2.0");
-	assert_null(kernels_manifest_at(m, 3));
+	assert_null(kernels_manifest_dependency_at(m, 3));
 	assert_string_equal(kernels_manifest_path(m), DATA "/valid/kernels-user-project.toml");
 	kernels_manifest_free(m);
 	/* CRLF file with a dependency */
 	assert_int_equal(kernels_manifest_load(&m, DATA "/valid/crlf-line-endings.toml"), 0);
-	assert_int_equal(kernels_manifest_count(m), 1);
-	assert_string_equal(kernels_manifest_at(m, 0)->repo_id, "kernels-community/relu");
+	assert_int_equal(kernels_manifest_dependency_count(m), 1);
+	assert_string_equal(kernels_manifest_dependency_at(m, 0)->repo_id, "kernels-community/relu");
 	kernels_manifest_free(m);
 }
 
@@ -75,8 +75,8 @@ static void test_project_folder(void **state)
 	snprintf(path, sizeof(path), "%s/pyproject.toml", dir);
 	assert_int_equal(test_write_file(path, toml, strlen(toml)), 0);
 	assert_int_equal(kernels_manifest_load(&m, dir), 0);
-	assert_int_equal(kernels_manifest_count(m), 1);
-	assert_int_equal(kernels_manifest_at(m, 0)->version, 0);
+	assert_int_equal(kernels_manifest_dependency_count(m), 1);
+	assert_int_equal(kernels_manifest_dependency_at(m, 0)->version, 0);
 	assert_string_equal(kernels_manifest_path(m), path);
 	kernels_manifest_free(m);
 	test_rmtree(dir);
@@ -89,16 +89,16 @@ static void test_forms(void **state)
 	(void)state;
 	/* dotted keys and inline tables reach the same table */
 	m = load_ok("tool.kernels.dependencies.\"a/b\" = 3\n");
-	assert_int_equal(kernels_manifest_count(m), 1);
-	assert_int_equal(kernels_manifest_at(m, 0)->version, 3);
+	assert_int_equal(kernels_manifest_dependency_count(m), 1);
+	assert_int_equal(kernels_manifest_dependency_at(m, 0)->version, 3);
 	kernels_manifest_free(m);
 	m = load_ok("[tool.kernels]\ndependencies = { \"a/b\" = \"~=1.1\", 'c/d' = 0x10 }\n");
-	assert_int_equal(kernels_manifest_count(m), 2);
-	assert_string_equal(kernels_manifest_at(m, 0)->specifier, "~=1.1");
-	assert_int_equal(kernels_manifest_at(m, 1)->version, 16);
+	assert_int_equal(kernels_manifest_dependency_count(m), 2);
+	assert_string_equal(kernels_manifest_dependency_at(m, 0)->specifier, "~=1.1");
+	assert_int_equal(kernels_manifest_dependency_at(m, 1)->version, 16);
 	kernels_manifest_free(m);
 	m = load_ok("[tool.kernels.dependencies]\n");
-	assert_int_equal(kernels_manifest_count(m), 0);
+	assert_int_equal(kernels_manifest_dependency_count(m), 0);
 	kernels_manifest_free(m);
 }
 

@@ -35,7 +35,7 @@ static char *variant(const char *tag, int answer, const char *marker, const char
 static void test_accessors(void **state)
 {
 	kernels_metadata *m = NULL;
-	kernels_metadata_provenance p;
+	kernels_provenance p;
 	kernels_kernel_dependency d;
 	char *dir;
 	(void)state;
@@ -52,18 +52,18 @@ static void test_accessors(void **state)
 	assert_string_equal(kernels_metadata_upstream(m), "git@github.com:org/repo.git");
 	assert_string_equal(kernels_metadata_source(m), "https://github.com/org/src");
 	assert_string_equal(kernels_metadata_kernels_minver(m), "0.16.2");
-	assert_int_equal(kernels_metadata_python_depends_count(m), 2);
-	assert_string_equal(kernels_metadata_python_depend(m, 1), "tvm-ffi");
-	assert_null(kernels_metadata_python_depend(m, 2));
-	assert_int_equal(kernels_metadata_kernel_depends_count(m), 2);
-	assert_int_equal(kernels_metadata_kernel_depend(m, 0, &d), 0);
+	assert_int_equal(kernels_metadata_python_depend_count(m), 2);
+	assert_string_equal(kernels_metadata_python_depend_at(m, 1), "tvm-ffi");
+	assert_null(kernels_metadata_python_depend_at(m, 2));
+	assert_int_equal(kernels_metadata_kernel_depend_count(m), 2);
+	assert_int_equal(kernels_metadata_kernel_depend_at(&d, m, 0), 0);
 	assert_string_equal(d.repo_id, "org/base");
 	assert_int_equal(d.version, 2);
 	assert_null(d.revision);
-	assert_int_equal(kernels_metadata_kernel_depend(m, 1, &d), 0);
+	assert_int_equal(kernels_metadata_kernel_depend_at(&d, m, 1), 0);
 	assert_int_equal(d.version, -1);
 	assert_string_equal(d.revision, "main");
-	assert_int_equal(kernels_metadata_provenance_get(m, &p), 1);
+	assert_int_equal(kernels_metadata_provenance(&p, m), 1);
 	assert_string_equal(p.builder_version, "0.17.0");
 	assert_string_equal(p.builder_commit, "abcdefabcdefabcdefabcdefabcdefabcdefabcd"); /* "sha", lower-cased */
 	assert_int_equal(p.builder_dirty, 0);
@@ -79,16 +79,16 @@ static void test_accessors(void **state)
 	assert_null(kernels_metadata_upstream(m));
 	assert_null(kernels_metadata_source(m));
 	assert_null(kernels_metadata_kernels_minver(m));
-	assert_int_equal(kernels_metadata_python_depends_count(m), 0);
-	assert_int_equal(kernels_metadata_kernel_depends_count(m), 0);
-	assert_int_equal(kernels_metadata_provenance_get(m, &p), 0);
+	assert_int_equal(kernels_metadata_python_depend_count(m), 0);
+	assert_int_equal(kernels_metadata_kernel_depend_count(m), 0);
+	assert_int_equal(kernels_metadata_provenance(&p, m), 0);
 	assert_null(p.builder_version);
 	assert_int_equal(p.builder_dirty, -1);
-	assert_int_equal(kernels_metadata_provenance_get(m, NULL), KERNELS_EINVAL);
+	assert_int_equal(kernels_metadata_provenance(NULL, m), KERNELS_EINVAL);
 	kernels_metadata_free(m);
 	/* NULL metadata */
 	assert_null(kernels_metadata_upstream(NULL));
-	assert_int_equal(kernels_metadata_kernel_depends_count(NULL), 0);
+	assert_int_equal(kernels_metadata_kernel_depend_count(NULL), 0);
 	free(dir);
 }
 

@@ -188,7 +188,7 @@ static void test_variant_hash_lock(void **state)
 		char hash[KERNELS_LOCK_HASH_SIZE], *dir;
 		assert_int_equal(asprintf(&dir, "%s/kernels--acme--pinned/snapshots/%s/build/%s", W.cache, W.commit[1],
 					  VARIANTS[0]) > 0, 1);
-		assert_int_equal(kernels_lock_variant_hash_dir(dir, NULL, hash), 0);
+		assert_int_equal(kernels_lock_variant_hash_dir(hash, dir, NULL), 0);
 		assert_int_equal(kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_VARIANTS), 0);
 		assert_int_equal(kernels_lock_add_entry(lock, "acme/pinned", W.commit[1]), 0);
 		assert_int_equal(kernels_lock_add_variant(lock, "acme/pinned", VARIANTS[0], hash), 0);

@@ -92,7 +92,7 @@ static void ctx_free(ctx *c)
 }
 
 /* Resolves and checks commit/kind/ref (ref NULL: none expected). */
-static void expect(ctx *c, const char *repo, const char *rev, const char *commit, kernels_revision_kind kind,
+static void expect(ctx *c, const char *repo, const char *rev, const char *commit, kernels_revision_kind_t kind,
 		   const char *ref)
 {
 	kernels_revision *r = NULL;
@@ -103,7 +103,7 @@ static void expect(ctx *c, const char *repo, const char *rev, const char *commit
 	assert_int_equal(rc, 0);
 	assert_string_equal(kernels_revision_commit(r), commit);
 	assert_string_equal(kernels_revision_repo_id(r), repo);
-	assert_int_equal(kernels_revision_kind_of(r), kind);
+	assert_int_equal(kernels_revision_kind(r), kind);
 	if (ref)
 		assert_string_equal(kernels_revision_ref(r), ref);
 	else

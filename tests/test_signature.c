@@ -339,12 +339,12 @@ static void test_verify_variant_statuses(void **state)
 	(void)state;
 
 	options(&o, 0);
-	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), 0);
+	assert_int_equal(kernels_signature_verify_variant(&st, dir, &o), 0);
 	assert_int_equal(st, KERNELS_SIGNATURE_VALID);
 	/* The module changed after signing: the signature holds, the digest not. */
 	so = path("%s/_local_1.abi3.so", dir);
 	assert_int_equal(fx_build_so(so, 2, marker, NULL, NULL), 0);
-	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_EINTEGRITY);
+	assert_int_equal(kernels_signature_verify_variant(&st, dir, &o), KERNELS_EINTEGRITY);
 	assert_int_equal(st, KERNELS_SIGNATURE_DIGEST_MISMATCH);
 	/* Signed metadata without a digest covers nothing. */
 	assert_int_equal(fx_metadata(dir, "--name local --id _local_1 --omit digest"), 0);
@@ -354,17 +354,17 @@ static void test_verify_variant_statuses(void **state)
 		free(meta);
 		free(bundle);
 	}
-	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_ESIGNATURE);
+	assert_int_equal(kernels_signature_verify_variant(&st, dir, &o), KERNELS_ESIGNATURE);
 	assert_int_equal(st, KERNELS_SIGNATURE_DIGEST_MISSING);
 	assert_int_equal(test_system("rm '%s/metadata.json.sigstore'", dir), 0);
-	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_ESIGNATURE);
+	assert_int_equal(kernels_signature_verify_variant(&st, dir, &o), KERNELS_ESIGNATURE);
 	assert_int_equal(st, KERNELS_SIGNATURE_BUNDLE_MISSING);
 	{
 		char *bundle = path("%s/metadata.json.sigstore", dir);
 		assert_int_equal(test_write_file(bundle, "{}", 2), 0);
 		free(bundle);
 	}
-	assert_int_equal(kernels_signature_verify_variant(dir, &o, &st), KERNELS_ESIGNATURE);
+	assert_int_equal(kernels_signature_verify_variant(&st, dir, &o), KERNELS_ESIGNATURE);
 	assert_int_equal(st, KERNELS_SIGNATURE_BUNDLE_INVALID);
 	assert_false(test_exists(marker)); /* verifying never loads */
 	free(so);

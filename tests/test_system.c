@@ -79,10 +79,10 @@ static void test_this_machine(void **state)
 		assert_int_equal(s->backend_version, s->cuda_runtime_version ? s->cuda_runtime_version :
 						     s->cuda_driver_version);
 	}
-	assert_true(kernels_system_format(s, text, sizeof(text)) < sizeof(text));
+	assert_true(kernels_system_format(text, sizeof(text), s) < sizeof(text));
 	assert_non_null(strstr(text, "no torch"));
 	assert_non_null(strstr(text, "x86_64-linux"));
-	assert_int_equal(kernels_system_format(s, text, 8), kernels_system_format(s, NULL, 0));
+	assert_int_equal(kernels_system_format(text, 8, s), kernels_system_format(NULL, 0, s));
 	assert_int_equal(strlen(text), 7);
 	kernels_system_free(s);
 	kernels_system_free(NULL);
@@ -158,7 +158,7 @@ static void test_environment(void **state)
 	assert_int_equal(s->gpu_archs[0], 90);
 	assert_int_equal(s->gpu_archs[1], 86);
 	assert_string_equal(s->os, "darwin");
-	kernels_system_format(s, text, sizeof(text));
+	kernels_system_format(text, sizeof(text), s);
 	assert_non_null(strstr(text, "torch 2.9 (cxx11 ABI)"));
 	assert_non_null(strstr(text, "backend cuda 12.8 (from environment)"));
 	assert_non_null(strstr(text, "GPUs 9.0 8.6"));
@@ -493,7 +493,7 @@ static void test_real_tvm_ffi(void **state)
 	snprintf(variant, sizeof(variant), "tvm-ffi%d%d-cpu-x86_64-linux", expect_tvm / 100, expect_tvm % 100);
 	{
 		kernels_variant_info info;
-		assert_int_equal(kernels_variant_parse(variant, &info), 0);
+		assert_int_equal(kernels_variant_parse(&info, variant), 0);
 		assert_int_equal(info.framework_major * 100 + info.framework_minor, expect_tvm);
 	}
 
@@ -772,7 +772,7 @@ static void test_torch_dir(void **state)
 	assert_int_equal(s->backend_version, 1204);
 	{
 		char text[1024];
-		kernels_system_format(s, text, sizeof(text));
+		kernels_system_format(text, sizeof(text), s);
 		assert_non_null(strstr(text, "torch 2.5 (cxx11 ABI) from option at /"));
 		assert_non_null(strstr(text, "/archive/libtorch/lib, backend cuda 12.4 (from torch)"));
 	}

@@ -96,28 +96,28 @@ static int run_case(json_t *c)
 		const char *name = json_string_value(json_object_get(e, "name"));
 		const char *reason = json_string_value(json_object_get(e, "reason"));
 		int accepted = json_is_true(json_object_get(e, "accepted"));
-		const char *got = kernels_variant_trace_name(t, k), *got_reason = kernels_variant_trace_reason(t, k);
+		const char *got = kernels_variant_trace_name_at(t, k), *got_reason = kernels_variant_trace_reason_at(t, k);
 
 		CHECK(got && !strcmp(got, name), "entry %zu is %s, expected %s", k, got ? got : "(none)", name);
-		CHECK(kernels_variant_trace_accepted(t, k) == accepted, "%s accepted %d, expected %d", name,
-		      kernels_variant_trace_accepted(t, k), accepted);
-		CHECK(kernels_variant_trace_valid(t, k) == 1, "%s should be valid", name);
+		CHECK(kernels_variant_trace_accepted_at(t, k) == accepted, "%s accepted %d, expected %d", name,
+		      kernels_variant_trace_accepted_at(t, k), accepted);
+		CHECK(kernels_variant_trace_valid_at(t, k) == 1, "%s should be valid", name);
 		CHECK((!reason && !got_reason) || (reason && got_reason && !strcmp(reason, got_reason)),
 		      "%s reason '%s', expected '%s'", name, got_reason ? got_reason : "(null)",
 		      reason ? reason : "(null)");
-		CHECK(kernels_variant_trace_rank(t, k) == (accepted ? rank : -1), "%s rank %d", name,
-		      kernels_variant_trace_rank(t, k));
+		CHECK(kernels_variant_trace_rank_at(t, k) == (accepted ? rank : -1), "%s rank %d", name,
+		      kernels_variant_trace_rank_at(t, k));
 		if (accepted)
 			rank++;
 	}
 	json_array_foreach(invalid, k, e) {
 		size_t at = json_array_size(trace) + k;
 		const char *name = json_string_value(json_object_get(e, "name"));
-		const char *got = kernels_variant_trace_name(t, at), *reason = kernels_variant_trace_reason(t, at);
+		const char *got = kernels_variant_trace_name_at(t, at), *reason = kernels_variant_trace_reason_at(t, at);
 		char want[1024];
 		snprintf(want, sizeof(want), "invalid build variant: %s", json_string_value(json_object_get(e, "error")));
 		CHECK(got && !strcmp(got, name), "invalid entry %zu is %s, expected %s", at, got ? got : "(none)", name);
-		CHECK(kernels_variant_trace_valid(t, at) == 0, "%s should be invalid", name);
+		CHECK(kernels_variant_trace_valid_at(t, at) == 0, "%s should be invalid", name);
 		CHECK(reason && !strcmp(reason, want), "%s: reason '%s', expected '%s'", name, reason ? reason : "",
 		      want);
 	}
@@ -163,7 +163,7 @@ static void test_parse(void **state)
 	kernels_variant_info v;
 	(void)state;
 
-	assert_int_equal(kernels_variant_parse("torch27-cxx11-cu126-x86_64-linux", &v), 0);
+	assert_int_equal(kernels_variant_parse(&v, "torch27-cxx11-cu126-x86_64-linux"), 0);
 	assert_int_equal(v.kind, KERNELS_VARIANT_TORCH);
 	assert_int_equal(v.framework_major, 2);
 	assert_int_equal(v.framework_minor, 7);
@@ -174,29 +174,29 @@ static void test_parse(void **state)
 	assert_string_equal(v.cpu, "x86_64");
 	assert_string_equal(v.os, "linux");
 
-	assert_int_equal(kernels_variant_parse("torch211-cu130-aarch64-linux", &v), 0);
+	assert_int_equal(kernels_variant_parse(&v, "torch211-cu130-aarch64-linux"), 0);
 	assert_int_equal(v.framework_minor, 11);
 	assert_int_equal(v.cxx11_abi, -1);
 	assert_int_equal(v.backend_major, 13);
 	assert_int_equal(v.backend_minor, 0);
 
-	assert_int_equal(kernels_variant_parse("torch-stable-abi210-rocm63-x86_64-linux", &v), 0);
+	assert_int_equal(kernels_variant_parse(&v, "torch-stable-abi210-rocm63-x86_64-linux"), 0);
 	assert_int_equal(v.kind, KERNELS_VARIANT_TORCH_STABLE_ABI);
 	assert_int_equal(v.framework_minor, 10);
 	assert_string_equal(v.backend, "rocm");
 
-	assert_int_equal(kernels_variant_parse("tvm-ffi01-xpu20251-x86_64-linux", &v), 0);
+	assert_int_equal(kernels_variant_parse(&v, "tvm-ffi01-xpu20251-x86_64-linux"), 0);
 	assert_int_equal(v.kind, KERNELS_VARIANT_TVM_FFI);
 	assert_int_equal(v.framework_major, 0);
 	assert_int_equal(v.framework_minor, 1);
 	assert_int_equal(v.backend_major, 2025);
 	assert_int_equal(v.backend_minor, 1);
 
-	assert_int_equal(kernels_variant_parse("torch-universal", &v), 0);
+	assert_int_equal(kernels_variant_parse(&v, "torch-universal"), 0);
 	assert_int_equal(v.kind, KERNELS_VARIANT_NOARCH);
 	assert_string_equal(v.backend, "universal");
 	assert_string_equal(v.cpu, "");
-	assert_int_equal(kernels_variant_parse("torch29-metal-aarch64-darwin", &v), 0);
+	assert_int_equal(kernels_variant_parse(&v, "torch29-metal-aarch64-darwin"), 0);
 	assert_int_equal(v.backend_major, -1);
 
 	/* Never a crash, always a message naming the bad part. */
@@ -204,15 +204,15 @@ static void test_parse(void **state)
 				     "torch-stable-abi", "torch-stable-abi-", "torch99999999999-cu126-x86_64-linux",
 				     "torch211-cu99999999999999-x86_64-linux", "a-b-c-d-e-f-g-h-i-j-k-l-m" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(kernels_variant_parse(bad[i], &v), KERNELS_EINVAL);
+		assert_int_equal(kernels_variant_parse(&v, bad[i]), KERNELS_EINVAL);
 		assert_true(strlen(kernels_error_last()) > 10);
 	}
 	char longname[600];
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	memcpy(longname, "torch-", 6);
-	assert_int_equal(kernels_variant_parse(longname, &v), KERNELS_EINVAL);
-	assert_int_equal(kernels_variant_parse(NULL, &v), KERNELS_EINVAL);
+	assert_int_equal(kernels_variant_parse(&v, longname), KERNELS_EINVAL);
+	assert_int_equal(kernels_variant_parse(&v, NULL), KERNELS_EINVAL);
 }
 
 static void test_trace_api(void **state)
@@ -232,10 +232,10 @@ static void test_trace_api(void **state)
 	assert_int_equal(kernels_variant_resolve(&t, names, 5, &sys, NULL), 0);
 	assert_int_equal(kernels_variant_trace_count(t), 4); /* the NULL name is ignored */
 	assert_string_equal(kernels_variant_trace_chosen(t), "torch211-cu128-x86_64-linux");
-	assert_string_equal(kernels_variant_trace_name(t, 1), "torch-cuda");
-	assert_null(kernels_variant_trace_reason(t, 0));
-	assert_null(kernels_variant_trace_name(t, 4));
-	assert_int_equal(kernels_variant_trace_accepted(t, 4), KERNELS_EINVAL);
+	assert_string_equal(kernels_variant_trace_name_at(t, 1), "torch-cuda");
+	assert_null(kernels_variant_trace_reason_at(t, 0));
+	assert_null(kernels_variant_trace_name_at(t, 4));
+	assert_int_equal(kernels_variant_trace_accepted_at(t, 4), KERNELS_EINVAL);
 	assert_non_null(strstr(kernels_variant_trace_string(t),
 			       "torch211-cu128-x86_64-linux compatible, preferred"));
 	assert_non_null(strstr(kernels_variant_trace_string(t),
@@ -268,8 +268,8 @@ static void test_detected_system(void **state)
 	opts.system = &force;
 	assert_int_equal(kernels_variant_resolve(&t, names, 3, NULL, &opts), 0);
 	assert_string_equal(kernels_variant_trace_chosen(t), "torch-cpu");
-	assert_int_equal(kernels_variant_trace_accepted(t, 1), 1);
-	assert_int_equal(kernels_variant_trace_accepted(t, 2), 0);
+	assert_int_equal(kernels_variant_trace_accepted_at(t, 1), 1);
+	assert_int_equal(kernels_variant_trace_accepted_at(t, 2), 0);
 	kernels_variant_trace_free(t);
 }
 

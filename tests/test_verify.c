@@ -54,9 +54,9 @@ static void test_good(void **state)
 	assert_int_equal(kernels_metadata_version(m), 3);
 	assert_string_equal(kernels_metadata_license(m), "MIT");
 	assert_string_equal(kernels_metadata_backend(m), "cuda");
-	assert_int_equal(kernels_metadata_archs_count(m), 2);
-	assert_string_equal(kernels_metadata_arch(m, 1), "9.0+PTX");
-	assert_null(kernels_metadata_arch(m, 2));
+	assert_int_equal(kernels_metadata_arch_count(m), 2);
+	assert_string_equal(kernels_metadata_arch_at(m, 1), "9.0+PTX");
+	assert_null(kernels_metadata_arch_at(m, 2));
 	assert_string_equal(kernels_metadata_archs(m)[0], "8.0");
 	assert_null(kernels_metadata_archs(m)[2]);
 	assert_int_equal(kernels_metadata_dirty(m), 0);
@@ -191,7 +191,7 @@ static void test_metadata_keys(void **state)
 	/* archs may be absent (unknown) */
 	assert_int_equal(fx_metadata(dir, "--name keys --omit backend.archs"), 0);
 	assert_int_equal(kernels_metadata_read(&m, dir), 0);
-	assert_int_equal(kernels_metadata_archs_count(m), 0);
+	assert_int_equal(kernels_metadata_arch_count(m), 0);
 	assert_null(kernels_metadata_archs(m));
 	kernels_metadata_free(m);
 

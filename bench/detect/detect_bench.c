@@ -62,7 +62,7 @@ static int detect(const char *backend, char *line, size_t size)
 	o.system = backend ? &sys : NULL;
 	rc = kernels_system_detect(&s, &o);
 	if (rc == 0)
-		kernels_system_format(s, line, size);
+		kernels_system_format(line, size, s);
 	kernels_system_free(s);
 	return rc;
 }

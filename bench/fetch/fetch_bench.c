@@ -96,7 +96,7 @@ static int run(test_hub *hub, const char *commit, const char *variant, int paral
 		}
 		dt = clock_s(CLOCK_MONOTONIC) - t0;
 		cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-		kernels_snapshot_stats(s, &st);
+		kernels_snapshot_stats(&st, s);
 		kernels_snapshot_free(s);
 		test_rmtree(cache);
 		free(cache);

@@ -200,7 +200,7 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < runs; i++) {
 		double t0 = now_ms();
-		if (kernels_signature_verify_variant(dir, &o, NULL)) {
+		if (kernels_signature_verify_variant(NULL, dir, &o)) {
 			fprintf(stderr, "sig+digest: %s\n", kernels_error_last());
 			return 1;
 		}

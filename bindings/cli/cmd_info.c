@@ -27,8 +27,8 @@ static json_t *info_json(const kernels_info *info)
 	}
 	if (m) {
 		json_t *py = json_array();
-		for (i = 0; i < kernels_metadata_python_depends_count(m); i++)
-			json_array_append_new(py, json_string(kernels_metadata_python_depend(m, i)));
+		for (i = 0; i < kernels_metadata_python_depend_count(m); i++)
+			json_array_append_new(py, json_string(kernels_metadata_python_depend_at(m, i)));
 		json_object_set_new(o, "name", json_string(kernels_metadata_name(m)));
 		json_object_set_new(o, "version", json_integer(kernels_metadata_version(m)));
 		json_object_set_new(o, "kernels_minver", cli_jstr(kernels_metadata_kernels_minver(m)));
@@ -37,8 +37,8 @@ static json_t *info_json(const kernels_info *info)
 		json_object_set_new(o, "source", cli_jstr(kernels_metadata_source(m)));
 		json_object_set_new(o, "python_depends", py);
 	}
-	for (i = 0; i < kernels_info_backends_count(info); i++)
-		json_array_append_new(b, json_string(kernels_info_backend(info, i)));
+	for (i = 0; i < kernels_info_backend_count(info); i++)
+		json_array_append_new(b, json_string(kernels_info_backend_at(info, i)));
 	json_object_set_new(o, "backends", b);
 	return o;
 }
@@ -68,14 +68,14 @@ static void print_human(const kernels_info *info)
 	printf("License: %s\n", m ? kernels_metadata_license(m) : "-");
 	printf("Upstream: %s\n", m ? dash(kernels_metadata_upstream(m)) : "-");
 	printf("Source: %s\n", m ? dash(kernels_metadata_source(m)) : "-");
-	n = m ? kernels_metadata_python_depends_count(m) : 0;
+	n = m ? kernels_metadata_python_depend_count(m) : 0;
 	printf("Python dependencies: ");
 	for (i = 0; i < n; i++)
-		printf("%s%s", i ? ", " : "", kernels_metadata_python_depend(m, i));
+		printf("%s%s", i ? ", " : "", kernels_metadata_python_depend_at(m, i));
 	printf("%s\n", n ? "" : "-");
 	printf("Backends: ");
-	for (i = 0; i < kernels_info_backends_count(info); i++)
-		printf("%s%s", i ? ", " : "", kernels_info_backend(info, i));
+	for (i = 0; i < kernels_info_backend_count(info); i++)
+		printf("%s%s", i ? ", " : "", kernels_info_backend_at(info, i));
 	printf("\n");
 }
 

@@ -30,7 +30,7 @@ static json_t *entry_json(const kernels_lock_entry *e)
 
 static const char *format_name(const kernels_lock *lock)
 {
-	return kernels_lock_get_format(lock) == KERNELS_LOCK_FORMAT_VARIANTS ? "variants" : "dependency";
+	return kernels_lock_format(lock) == KERNELS_LOCK_FORMAT_VARIANTS ? "variants" : "dependency";
 }
 
 int cmd_lock(cli_ctx *ctx, const cli_command *cmd)
@@ -48,13 +48,13 @@ int cmd_lock(cli_ctx *ctx, const cli_command *cmd)
 	}
 	if (ctx->json) {
 		json_t *arr = json_array();
-		for (i = 0; i < kernels_lock_count(lock); i++)
-			json_array_append_new(arr, entry_json(kernels_lock_at(lock, i)));
+		for (i = 0; i < kernels_lock_entry_count(lock); i++)
+			json_array_append_new(arr, entry_json(kernels_lock_entry_at(lock, i)));
 		rc = cli_json_print(json_pack("{s:s,s:s,s:o}", "lock_file", path, "format", format_name(lock),
 					      "kernels", arr));
 	} else {
-		for (i = 0; i < kernels_lock_count(lock); i++) {
-			const kernels_lock_entry *e = kernels_lock_at(lock, i);
+		for (i = 0; i < kernels_lock_entry_count(lock); i++) {
+			const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);
 			if (e->request == KERNELS_LOCK_REQUEST_VERSION)
 				printf("%s %s (version %llu)\n", e->repo_id, e->commit, e->version);
 			else if (e->request == KERNELS_LOCK_REQUEST_REVISION)
@@ -141,8 +141,8 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 		return cli_fail(ctx, rc, dir);
 	}
 	arr = json_array();
-	for (i = 0; i < kernels_lock_count(lock); i++) {
-		const kernels_lock_entry *e = kernels_lock_at(lock, i);
+	for (i = 0; i < kernels_lock_entry_count(lock); i++) {
+		const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);
 		char *snap = snapshot_dir(ctx, e->repo_id, e->commit);
 		size_t n = 0;
 		char **v = snap ? cached_variants(snap, &n) : NULL;
@@ -176,8 +176,8 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 					      all, "kernels", arr));
 	} else {
 		json_decref(arr);
-		cli_note(ctx, "downloaded %zu locked kernel%s of %s", kernels_lock_count(lock),
-			 kernels_lock_count(lock) == 1 ? "" : "s", path);
+		cli_note(ctx, "downloaded %zu locked kernel%s of %s", kernels_lock_entry_count(lock),
+			 kernels_lock_entry_count(lock) == 1 ? "" : "s", path);
 		rc = CLI_OK;
 	}
 	kernels_lock_free(lock);
@@ -218,7 +218,7 @@ static int verify_variant(cli_ctx *ctx, const kernels_lock_entry *e, const char 
 			printf("FAIL %s %s %s: digest: %s\n", e->repo_id, e->commit, name, msg);
 	}
 	free(msg);
-	rc = kernels_lock_variant_hash_dir(vdir, NULL, got);
+	rc = kernels_lock_variant_hash_dir(got, vdir, NULL);
 	json_object_set_new(o, "hash", rc ? json_null() : json_string(got));
 	json_object_set_new(o, "lock_hash", cli_jstr(want));
 	if (rc) {
@@ -266,8 +266,8 @@ int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 		return cli_fail(ctx, rc, dir);
 	}
 	arr = json_array();
-	for (i = 0; i < kernels_lock_count(lock); i++) {
-		const kernels_lock_entry *e = kernels_lock_at(lock, i);
+	for (i = 0; i < kernels_lock_entry_count(lock); i++) {
+		const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);
 		char *snap = snapshot_dir(ctx, e->repo_id, e->commit);
 		size_t n = 0;
 		char **v = snap ? cached_variants(snap, &n) : NULL;
@@ -300,7 +300,7 @@ int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 		fprintf(stderr, CLI_NAME ": error: verification of %s failed\n", path);
 	else
 		cli_note(ctx, "%zu cached variant%s of %zu locked kernel%s verified", checked, checked == 1 ? "" : "s",
-			 kernels_lock_count(lock), kernels_lock_count(lock) == 1 ? "" : "s");
+			 kernels_lock_entry_count(lock), kernels_lock_entry_count(lock) == 1 ? "" : "s");
 	kernels_lock_free(lock);
 	free(path);
 	return all_ok ? CLI_OK : CLI_ERROR;

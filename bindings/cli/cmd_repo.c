@@ -44,9 +44,9 @@ static char *system_line(cli_ctx *ctx, kernels_system **sys)
 		*sys = NULL;
 	if (kernels_system_detect(&s, &ctx->opts))
 		return NULL;
-	n = kernels_system_format(s, NULL, 0);
+	n = kernels_system_format(NULL, 0, s);
 	if ((line = malloc(n + 1)))
-		kernels_system_format(s, line, n + 1);
+		kernels_system_format(line, n + 1, s);
 	if (sys)
 		*sys = s;
 	else
@@ -82,7 +82,7 @@ static int needs_libtorch(const char *variant)
 {
 	kernels_variant_info info;
 
-	return variant && !kernels_variant_parse(variant, &info) &&
+	return variant && !kernels_variant_parse(&info, variant) &&
 	       (info.kind == KERNELS_VARIANT_TORCH || info.kind == KERNELS_VARIANT_TORCH_STABLE_ABI);
 }
 
@@ -167,13 +167,13 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	if (ctx->json) {
 		json_t *arr = json_array();
 		for (i = 0; i < n; i++) {
-			int acc = kernels_variant_trace_accepted(t, i) == 1, rank = kernels_variant_trace_rank(t, i);
-			int is_chosen = chosen && !strcmp(chosen, kernels_variant_trace_name(t, i));
+			int acc = kernels_variant_trace_accepted_at(t, i) == 1, rank = kernels_variant_trace_rank_at(t, i);
+			int is_chosen = chosen && !strcmp(chosen, kernels_variant_trace_name_at(t, i));
 			json_array_append_new(arr, json_pack("{s:s,s:b,s:b,s:o,s:o,s:b}", "name",
-							     kernels_variant_trace_name(t, i), "accepted", acc, "valid",
-							     kernels_variant_trace_valid(t, i) == 1, "rank",
+							     kernels_variant_trace_name_at(t, i), "accepted", acc, "valid",
+							     kernels_variant_trace_valid_at(t, i) == 1, "rank",
 							     rank >= 0 ? json_integer(rank) : json_null(), "reason",
-							     cli_jstr(kernels_variant_trace_reason(t, i)), "chosen",
+							     cli_jstr(kernels_variant_trace_reason_at(t, i)), "chosen",
 							     is_chosen));
 		}
 		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
@@ -186,13 +186,13 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 		print_torch(detected);
 		printf("\n");
 		for (i = 0; i < n; i++) {
-			const char *name = kernels_variant_trace_name(t, i);
+			const char *name = kernels_variant_trace_name_at(t, i);
 			int is_chosen = chosen && !strcmp(chosen, name);
-			if (kernels_variant_trace_accepted(t, i) == 1)
+			if (kernels_variant_trace_accepted_at(t, i) == 1)
 				printf("%s %-44s accepted%s (rank %d)\n", is_chosen ? "*" : " ", name,
-				       is_chosen ? ", chosen" : "", kernels_variant_trace_rank(t, i));
+				       is_chosen ? ", chosen" : "", kernels_variant_trace_rank_at(t, i));
 			else
-				printf("  %-44s rejected: %s\n", name, kernels_variant_trace_reason(t, i));
+				printf("  %-44s rejected: %s\n", name, kernels_variant_trace_reason_at(t, i));
 		}
 		printf("\nchosen:   %s\n", chosen ? chosen : "(none: no variant fits this system)");
 		rc = CLI_OK;

@@ -149,7 +149,7 @@ int cmd_verify_signature(cli_ctx *ctx, const cli_command *cmd)
 	for (i = 0; i < n; i++) {
 		char *dir = cli_sprintf("%s/build/%s", kernels_snapshot_path(snap), names[i]);
 		kernels_signature_status st = KERNELS_SIGNATURE_FAILED;
-		int vrc = kernels_signature_verify_variant(dir, &ctx->opts, &st);
+		int vrc = kernels_signature_verify_variant(&st, dir, &ctx->opts);
 
 		if (vrc && vrc != KERNELS_ESIGNATURE && vrc != KERNELS_EINTEGRITY) {
 			/* Not a verdict on the variant: the check itself failed. */
@@ -183,7 +183,7 @@ int cli_require_signed(cli_ctx *ctx, const char *snapshot_dir, char *const *vari
 		return CLI_OK;
 	for (i = 0; i < n; i++) {
 		char *dir = cli_sprintf("%s/build/%s", snapshot_dir, variants[i]);
-		int rc = kernels_signature_verify_variant(dir, &ctx->opts, NULL);
+		int rc = kernels_signature_verify_variant(NULL, dir, &ctx->opts);
 		free(dir);
 		if (rc)
 			return cli_fail(ctx, rc, variants[i]);

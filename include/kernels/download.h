@@ -120,7 +120,7 @@ KERNELS_EXTERN(const char *) kernels_snapshot_commit(const kernels_snapshot *sna
 KERNELS_EXTERN(int) kernels_snapshot_is_kernel_repo(const kernels_snapshot *snapshot);
 
 /** Copies the statistics of the download that made `snapshot` into `*stats`. */
-KERNELS_EXTERN(void) kernels_snapshot_stats(const kernels_snapshot *snapshot, kernels_download_stats *stats);
+KERNELS_EXTERN(void) kernels_snapshot_stats(kernels_download_stats *stats, const kernels_snapshot *snapshot);
 
 /** Frees a snapshot (the cache is untouched). NULL is a no-op. */
 KERNELS_EXTERN(void) kernels_snapshot_free(kernels_snapshot *snapshot);

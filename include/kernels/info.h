@@ -44,11 +44,11 @@ KERNELS_EXTERN(const char *) kernels_info_commit(const kernels_info *info);
  *  readable metadata.json. Owned by the info. */
 KERNELS_EXTERN(const kernels_metadata *) kernels_info_metadata(const kernels_info *info);
 /** The backends of its variants ("cpu", "cuda", "universal", ...), sorted, each once. */
-KERNELS_EXTERN(size_t) kernels_info_backends_count(const kernels_info *info);
-KERNELS_EXTERN(const char *) kernels_info_backend(const kernels_info *info, size_t i);
+KERNELS_EXTERN(size_t) kernels_info_backend_count(const kernels_info *info);
+KERNELS_EXTERN(const char *) kernels_info_backend_at(const kernels_info *info, size_t i);
 /** The variant names found (sorted). */
-KERNELS_EXTERN(size_t) kernels_info_variants_count(const kernels_info *info);
-KERNELS_EXTERN(const char *) kernels_info_variant(const kernels_info *info, size_t i);
+KERNELS_EXTERN(size_t) kernels_info_variant_count(const kernels_info *info);
+KERNELS_EXTERN(const char *) kernels_info_variant_at(const kernels_info *info, size_t i);
 /** Frees an info; NULL is fine. */
 KERNELS_EXTERN(void) kernels_info_free(kernels_info *info);
 

@@ -1,13 +1,7 @@
 /*
- * libkernels: project manifests (pyproject.toml) and lock files
- * (kernels.lock), read and written exactly as the Python `kernels` package
- * does, so a project can be locked by either and used by both.
- *
- * The manifest: the [tool.kernels.dependencies] table of pyproject.toml,
- *
- *     [tool.kernels.dependencies]
- *     "kernels-community/activation" = 1        # major version: branch v1
- *     "drbh/img2gray" = ">=0.1.2,<0.2.0"        # PEP 440 specifier over vX.Y.Z tags
+ * libkernels: lock files (kernels.lock), read and written exactly as the
+ * Python `kernels` package does, so a project can be locked by either and
+ * used by both. The manifest they lock is kernels/manifest.h's.
  *
  * The lock file exists in two formats, both JSON arrays:
  *
@@ -54,7 +48,7 @@
  * garbage) is refused with KERNELS_EPARSE and a message naming the file,
  * the entry and the key.
  *
- * Ownership: every kernels_lock / kernels_manifest is freed by the caller
+ * Ownership: every kernels_lock is freed by the caller
  * with its _free function; pointers read out of one (entries, strings)
  * belong to it and stay valid until it is freed or, for a lock, until the
  * next kernels_lock_add_* call on it. A lock may be read from several
@@ -64,56 +58,11 @@
 #define KERNELS_LOCK_H
 
 #include "common.h"
+#include "manifest.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- the manifest ---- */
-
-typedef struct kernels_manifest kernels_manifest;
-
-/** How a manifest dependency names its version. */
-typedef enum {
-	KERNELS_DEPENDENCY_VERSION = 0,   /**< an integer major version N: branch vN */
-	KERNELS_DEPENDENCY_SPECIFIER = 1  /**< a PEP 440 specifier set over vX.Y.Z tags */
-} kernels_dependency_kind;
-
-/** One [tool.kernels.dependencies] entry. Strings belong to the manifest. */
-typedef struct {
-	const char *repo_id;            /**< "org/name", already validated */
-	kernels_dependency_kind kind;
-	unsigned long long version;     /**< VERSION: the major version */
-	const char *specifier;          /**< SPECIFIER: the string as written; NULL otherwise */
-	int line, col;                  /**< where the key is written in pyproject.toml */
-} kernels_dependency;
-
-/**
- * Reads [tool.kernels.dependencies] from `path`: a pyproject.toml file, or
- * a project folder holding one. `*out` is the caller's (kernels_manifest_free).
- * Errors: KERNELS_ENOTFOUND (no pyproject.toml, or no
- * [tool.kernels.dependencies] table in it), KERNELS_EPARSE (invalid TOML, a
- * value that is neither an integer >= 0 nor a string, an invalid repo id:
- * the message gives file:line:col), KERNELS_EIO, KERNELS_ENOMEM.
- * An empty table is not an error: the count is 0.
- */
-KERNELS_EXTERN(int) kernels_manifest_load(kernels_manifest **out, const char *path);
-
-/** Like kernels_manifest_load for TOML text in memory; `name` is used in messages. */
-KERNELS_EXTERN(int) kernels_manifest_load_string(kernels_manifest **out, const char *toml, size_t len,
-						  const char *name);
-
-/** Number of dependencies, in the order the file lists them. */
-KERNELS_EXTERN(size_t) kernels_manifest_count(const kernels_manifest *manifest);
-
-/** The i-th dependency, or NULL past the end. Owned by the manifest. */
-KERNELS_EXTERN(const kernels_dependency *) kernels_manifest_at(const kernels_manifest *manifest, size_t i);
-
-/** The path of the pyproject.toml that was read (or the `name`). */
-KERNELS_EXTERN(const char *) kernels_manifest_path(const kernels_manifest *manifest);
-
-/** Frees a manifest; NULL is fine. */
-KERNELS_EXTERN(void) kernels_manifest_free(kernels_manifest *manifest);
 
 /* ---- the lock file ---- */
 
@@ -122,7 +71,7 @@ typedef struct kernels_lock kernels_lock;
 typedef enum {
 	KERNELS_LOCK_FORMAT_DEPENDENCY = 0,  /**< kernels 0.17: dependency + commit */
 	KERNELS_LOCK_FORMAT_VARIANTS = 1     /**< kernels 0.9: commit + variant hashes */
-} kernels_lock_format;
+} kernels_lock_format_t;
 
 /** What a DEPENDENCY-format entry asked for. */
 typedef enum {
@@ -150,7 +99,7 @@ typedef struct {
 } kernels_lock_entry;
 
 /** An empty lock of `format`. */
-KERNELS_EXTERN(int) kernels_lock_new(kernels_lock **out, kernels_lock_format format);
+KERNELS_EXTERN(int) kernels_lock_new(kernels_lock **out, kernels_lock_format_t format);
 
 /**
  * Reads a lock file (either format; an empty array "[]" reads as
@@ -164,13 +113,13 @@ KERNELS_EXTERN(int) kernels_lock_load(kernels_lock **out, const char *path);
 KERNELS_EXTERN(int) kernels_lock_load_string(kernels_lock **out, const char *json, size_t len, const char *name);
 
 /** The lock's format. */
-KERNELS_EXTERN(kernels_lock_format) kernels_lock_get_format(const kernels_lock *lock);
+KERNELS_EXTERN(kernels_lock_format_t) kernels_lock_format(const kernels_lock *lock);
 
 /** Number of entries, in file order (sorted for DEPENDENCY, see above). */
-KERNELS_EXTERN(size_t) kernels_lock_count(const kernels_lock *lock);
+KERNELS_EXTERN(size_t) kernels_lock_entry_count(const kernels_lock *lock);
 
 /** The i-th entry, or NULL past the end. */
-KERNELS_EXTERN(const kernels_lock_entry *) kernels_lock_at(const kernels_lock *lock, size_t i);
+KERNELS_EXTERN(const kernels_lock_entry *) kernels_lock_entry_at(const kernels_lock *lock, size_t i);
 
 /** The first entry for `repo_id` (as the Python package picks it), or NULL. */
 KERNELS_EXTERN(const kernels_lock_entry *) kernels_lock_find(const kernels_lock *lock, const char *repo_id);
@@ -210,7 +159,7 @@ KERNELS_EXTERN(int) kernels_lock_add_variant(kernels_lock *lock, const char *rep
  * The lock as the Python package would write it. `*out` is malloc'ed and
  * NUL-terminated: release it with kernels_lock_string_free.
  */
-KERNELS_EXTERN(int) kernels_lock_to_string(const kernels_lock *lock, char **out);
+KERNELS_EXTERN(int) kernels_lock_to_string(char **out, const kernels_lock *lock);
 KERNELS_EXTERN(void) kernels_lock_string_free(char *s);
 
 /**
@@ -240,8 +189,7 @@ typedef struct {
  * of the wrong length or not hex, an empty or duplicate path).
  */
 #define KERNELS_LOCK_HASH_SIZE 72
-KERNELS_EXTERN(int) kernels_lock_variant_hash(const kernels_lock_file *files, size_t count,
-					      char out[KERNELS_LOCK_HASH_SIZE]);
+KERNELS_EXTERN(int) kernels_lock_variant_hash(char out[KERNELS_LOCK_HASH_SIZE], const kernels_lock_file *files, size_t count);
 
 /**
  * The same hash computed from a variant folder on disk
@@ -257,8 +205,7 @@ KERNELS_EXTERN(int) kernels_lock_variant_hash(const kernels_lock_file *files, si
  * regular file counts, links followed, and those listed are LFS files.
  * Errors: KERNELS_ENOTFOUND (no such folder), KERNELS_EIO, KERNELS_EINVAL.
  */
-KERNELS_EXTERN(int) kernels_lock_variant_hash_dir(const char *variant_dir, const char *const *lfs_paths,
-						  char out[KERNELS_LOCK_HASH_SIZE]);
+KERNELS_EXTERN(int) kernels_lock_variant_hash_dir(char out[KERNELS_LOCK_HASH_SIZE], const char *variant_dir, const char *const *lfs_paths);
 
 #ifdef __cplusplus
 }

@@ -147,7 +147,7 @@ typedef struct kernels_options {
 	 * The device the kernel will run on, whose arch the check uses: a GPU
 	 * index ("1", or "cuda:1"/"rocm:1"). NULL: $KERNELS_DEVICE, else the
 	 * process's current device (kernels_system.current_device). The trace
-	 * (kernels_variant_trace_devices) shows every GPU's result.
+	 * (kernels_variant_trace_devices_at) shows every GPU's result.
 	 */
 	const char *device;
 	/**

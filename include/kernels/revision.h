@@ -64,7 +64,7 @@ typedef enum {
 	KERNELS_REVISION_SHORT_COMMIT = 3,  /**< a short commit id ("4148918") */
 	KERNELS_REVISION_VERSION_SPEC = 4,  /**< a PEP 440 specifier set over vX.Y.Z tags */
 	KERNELS_REVISION_MAJOR = 5          /**< a bare major version N: branch vN */
-} kernels_revision_kind;
+} kernels_revision_kind_t;
 
 /** One resolved revision. Opaque; free with kernels_revision_free. */
 typedef struct kernels_revision kernels_revision;
@@ -119,7 +119,7 @@ KERNELS_EXTERN(int) kernels_revision_is_model_repo(const kernels_revision *r);
  * was a branch or a tag: "v" + a dotted version ("v1.1.2") is reported
  * as a tag and any other name as a branch.
  */
-KERNELS_EXTERN(kernels_revision_kind) kernels_revision_kind_of(const kernels_revision *r);
+KERNELS_EXTERN(kernels_revision_kind_t) kernels_revision_kind(const kernels_revision *r);
 
 /**
  * The branch or tag name the revision resolved through ("main", "v1",

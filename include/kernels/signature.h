@@ -101,8 +101,7 @@ typedef enum {
  * KERNELS_EINTEGRITY for files that do not match the digest, with a message
  * naming what failed; KERNELS_EINVAL for bad arguments or options.
  */
-KERNELS_EXTERN(int) kernels_signature_verify_variant(const char *variant_dir, const kernels_options *opts,
-						     kernels_signature_status *status);
+KERNELS_EXTERN(int) kernels_signature_verify_variant(kernels_signature_status *status, const char *variant_dir, const kernels_options *opts);
 
 /**
  * Verifies a sigstore bundle (`bundle`, `bundle_size` bytes of JSON) over

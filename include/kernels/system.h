@@ -175,7 +175,7 @@ KERNELS_EXTERN(void) kernels_system_free(kernels_system *sys);
  * NUL-terminated when size > 0). Returns the length the whole text needs,
  * like snprintf.
  */
-KERNELS_EXTERN(size_t) kernels_system_format(const kernels_system *sys, char *buf, size_t size);
+KERNELS_EXTERN(size_t) kernels_system_format(char *buf, size_t size, const kernels_system *sys);
 
 #ifdef __cplusplus
 }

@@ -65,7 +65,7 @@ typedef struct kernels_variant_info {
  * which part is not understood (an unknown or malformed name: callers skip
  * it with a warning).
  */
-KERNELS_EXTERN(int) kernels_variant_parse(const char *name, kernels_variant_info *out);
+KERNELS_EXTERN(int) kernels_variant_parse(kernels_variant_info *out, const char *name);
 
 /** A variant to resolve, with what its metadata.json says when known. */
 typedef struct kernels_variant_candidate {
@@ -107,11 +107,11 @@ KERNELS_EXTERN(int) kernels_variant_fits(const char *const *names, size_t count,
  */
 KERNELS_EXTERN(size_t) kernels_variant_trace_count(const kernels_variant_trace *trace);
 /** The variant name of entry `i` (owned by the trace); NULL when out of range. */
-KERNELS_EXTERN(const char *) kernels_variant_trace_name(const kernels_variant_trace *trace, size_t i);
+KERNELS_EXTERN(const char *) kernels_variant_trace_name_at(const kernels_variant_trace *trace, size_t i);
 /** 1 accepted, 0 rejected, KERNELS_EINVAL when out of range. */
-KERNELS_EXTERN(int) kernels_variant_trace_accepted(const kernels_variant_trace *trace, size_t i);
+KERNELS_EXTERN(int) kernels_variant_trace_accepted_at(const kernels_variant_trace *trace, size_t i);
 /** 1 when the name parsed as a variant, 0 for an unknown name. */
-KERNELS_EXTERN(int) kernels_variant_trace_valid(const kernels_variant_trace *trace, size_t i);
+KERNELS_EXTERN(int) kernels_variant_trace_valid_at(const kernels_variant_trace *trace, size_t i);
 /**
  * The arch check of entry `i`, GPU by GPU, for a CUDA or ROCm variant whose
  * metadata.json lists backend.archs ("GPU 0 (9.0): supported [the device
@@ -119,11 +119,11 @@ KERNELS_EXTERN(int) kernels_variant_trace_valid(const kernels_variant_trace *tra
  * check was off; NULL when it did not apply (other backends, no archs, no
  * GPU). Owned by the trace.
  */
-KERNELS_EXTERN(const char *) kernels_variant_trace_devices(const kernels_variant_trace *trace, size_t i);
+KERNELS_EXTERN(const char *) kernels_variant_trace_devices_at(const kernels_variant_trace *trace, size_t i);
 /** Why entry `i` was rejected (owned by the trace); NULL when accepted. */
-KERNELS_EXTERN(const char *) kernels_variant_trace_reason(const kernels_variant_trace *trace, size_t i);
+KERNELS_EXTERN(const char *) kernels_variant_trace_reason_at(const kernels_variant_trace *trace, size_t i);
 /** Preference rank among the accepted (0 = chosen); -1 when rejected. */
-KERNELS_EXTERN(int) kernels_variant_trace_rank(const kernels_variant_trace *trace, size_t i);
+KERNELS_EXTERN(int) kernels_variant_trace_rank_at(const kernels_variant_trace *trace, size_t i);
 /** The chosen (most preferred accepted) variant name; NULL when none fits. */
 KERNELS_EXTERN(const char *) kernels_variant_trace_chosen(const kernels_variant_trace *trace);
 /** The whole trace, one line per variant, as the Python client prints it. */

@@ -286,12 +286,12 @@ static void check_tree(kernels__tree *t)
 			n++;
 		}
 		CHECK(n > 0);
-		CHECK(kernels_lock_variant_hash(files, n, hash) == 0);
+		CHECK(kernels_lock_variant_hash(hash, files, n) == 0);
 		CHECK(!strcmp(hash, e->variants[k].hash));
 	}
-	CHECK(kernels_lock_to_string(lock, &text) == 0);
+	CHECK(kernels_lock_to_string(&text, lock) == 0);
 	CHECK(kernels_lock_load_string(&again, text, strlen(text), "tree.lock") == 0);
-	CHECK(kernels_lock_count(again) == 1 && kernels_lock_at(again, 0)->variant_count == e->variant_count);
+	CHECK(kernels_lock_entry_count(again) == 1 && kernels_lock_entry_at(again, 0)->variant_count == e->variant_count);
 out:
 	kernels_lock_string_free(text);
 	kernels_lock_free(lock);

@@ -32,17 +32,17 @@ static int cmp_dep(const kernels_lock_entry *a, const kernels_lock_entry *b)
 	return strcmp(a->revision, b->revision);
 }
 
-static void check_entry(const kernels_lock *lock, kernels_lock_format fmt, size_t i)
+static void check_entry(const kernels_lock *lock, kernels_lock_format_t fmt, size_t i)
 {
-	const kernels_lock_entry *e = kernels_lock_at(lock, i), *first;
+	const kernels_lock_entry *e = kernels_lock_entry_at(lock, i), *first;
 	size_t k, j;
 
 	CHECK(e != NULL && e->repo_id && e->commit);
 	CHECK(kernels__repo_id_check(e->repo_id) == 0);
 	first = kernels_lock_find(lock, e->repo_id);
 	CHECK(first != NULL && !strcmp(first->repo_id, e->repo_id));
-	for (k = 0; kernels_lock_at(lock, k) != first; k++)
-		CHECK(strcmp(kernels_lock_at(lock, k)->repo_id, e->repo_id));
+	for (k = 0; kernels_lock_entry_at(lock, k) != first; k++)
+		CHECK(strcmp(kernels_lock_entry_at(lock, k)->repo_id, e->repo_id));
 	CHECK(k <= i);
 	if (fmt == KERNELS_LOCK_FORMAT_DEPENDENCY) {
 		CHECK(fuzz_is_lower_hex(e->commit, 40) || fuzz_is_lower_hex(e->commit, 64));
@@ -51,7 +51,7 @@ static void check_entry(const kernels_lock *lock, kernels_lock_format fmt, size_
 		CHECK(!e->revision || e->revision[0]);
 		CHECK(e->variant_count == 0);
 		if (i > 0)
-			CHECK(cmp_dep(kernels_lock_at(lock, i - 1), e) < 0);
+			CHECK(cmp_dep(kernels_lock_entry_at(lock, i - 1), e) < 0);
 		return;
 	}
 	CHECK(fuzz_is_lower_hex(e->commit, 40));
@@ -71,23 +71,23 @@ static void check_entry(const kernels_lock *lock, kernels_lock_format fmt, size_
 
 static void check_lock(const kernels_lock *lock)
 {
-	kernels_lock_format fmt = kernels_lock_get_format(lock);
-	size_t i, n = kernels_lock_count(lock);
+	kernels_lock_format_t fmt = kernels_lock_format(lock);
+	size_t i, n = kernels_lock_entry_count(lock);
 
 	CHECK(fmt == KERNELS_LOCK_FORMAT_DEPENDENCY || fmt == KERNELS_LOCK_FORMAT_VARIANTS);
 	for (i = 0; i < n; i++)
 		check_entry(lock, fmt, i);
-	CHECK(kernels_lock_at(lock, n) == NULL);
+	CHECK(kernels_lock_entry_at(lock, n) == NULL);
 }
 
 static void check_same(const kernels_lock *a, const kernels_lock *b)
 {
-	size_t i, k, n = kernels_lock_count(a);
+	size_t i, k, n = kernels_lock_entry_count(a);
 
-	CHECK(kernels_lock_get_format(a) == kernels_lock_get_format(b) || n == 0);
-	CHECK(kernels_lock_count(b) == n);
+	CHECK(kernels_lock_format(a) == kernels_lock_format(b) || n == 0);
+	CHECK(kernels_lock_entry_count(b) == n);
 	for (i = 0; i < n; i++) {
-		const kernels_lock_entry *x = kernels_lock_at(a, i), *y = kernels_lock_at(b, i);
+		const kernels_lock_entry *x = kernels_lock_entry_at(a, i), *y = kernels_lock_entry_at(b, i);
 		CHECK(!strcmp(x->repo_id, y->repo_id) && !strcmp(x->commit, y->commit));
 		CHECK(x->request == y->request && x->version == y->version);
 		CHECK((!x->revision && !y->revision) || (x->revision && y->revision && !strcmp(x->revision, y->revision)));
@@ -102,14 +102,14 @@ static void check_same(const kernels_lock *a, const kernels_lock *b)
 /* The entries of `lock`, added one by one to a new lock of its format. */
 static kernels_lock *rebuild(const kernels_lock *lock)
 {
-	kernels_lock_format fmt = kernels_lock_get_format(lock);
+	kernels_lock_format_t fmt = kernels_lock_format(lock);
 	kernels_lock *copy = NULL;
 	size_t i, k;
 
 	CHECK(kernels_lock_new(&copy, fmt) == 0);
 	/* in reverse, so the DEPENDENCY sort has work to do */
-	for (i = kernels_lock_count(lock); i-- > 0;) {
-		const kernels_lock_entry *e = kernels_lock_at(lock, i);
+	for (i = kernels_lock_entry_count(lock); i-- > 0;) {
+		const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);
 		if (fmt == KERNELS_LOCK_FORMAT_DEPENDENCY) {
 			if (e->request == KERNELS_LOCK_REQUEST_VERSION)
 				CHECK(kernels_lock_add_version(copy, e->repo_id, e->version, e->commit) == 0);
@@ -117,8 +117,8 @@ static kernels_lock *rebuild(const kernels_lock *lock)
 				CHECK(kernels_lock_add_revision(copy, e->repo_id, e->revision, e->commit) == 0);
 		}
 	}
-	for (i = 0; fmt == KERNELS_LOCK_FORMAT_VARIANTS && i < kernels_lock_count(lock); i++) {
-		const kernels_lock_entry *e = kernels_lock_at(lock, i);
+	for (i = 0; fmt == KERNELS_LOCK_FORMAT_VARIANTS && i < kernels_lock_entry_count(lock); i++) {
+		const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);
 		CHECK(kernels_lock_add_entry(copy, e->repo_id, e->commit) == 0);
 		for (k = 0; k < e->variant_count; k++)
 			CHECK(kernels_lock_add_variant(copy, e->repo_id, e->variants[k].name, e->variants[k].hash) == 0);
@@ -145,19 +145,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(rc == 0 && lock != NULL);
 	check_lock(lock);
 
-	CHECK(kernels_lock_to_string(lock, &text) == 0 && text != NULL);
+	CHECK(kernels_lock_to_string(&text, lock) == 0 && text != NULL);
 	rc = kernels_lock_load_string(&again, text, strlen(text), "written.lock");
 	if (rc < 0)
 		fprintf(stderr, "the written lock does not read back: %s\n%s\n", kernels_error_last(), text);
 	CHECK(rc == 0);
 	check_lock(again);
 	check_same(lock, again);
-	CHECK(kernels_lock_to_string(again, &text2) == 0);
+	CHECK(kernels_lock_to_string(&text2, again) == 0);
 	CHECK(!strcmp(text, text2));
 
 	copy = rebuild(lock);
 	check_same(lock, copy);
-	CHECK(kernels_lock_to_string(copy, &text3) == 0);
+	CHECK(kernels_lock_to_string(&text3, copy) == 0);
 	CHECK(!strcmp(text, text3));
 
 	kernels_lock_string_free(text);

@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "fuzz_common.h"
-#include "kernels/kernel.h"
+#include "kernels/metadata.h"
 #include "verify.h"
 
 static const char *const backends[] = { "cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu" };
@@ -34,15 +34,15 @@ static void check_ok(const kernels_metadata *m)
 	for (i = 0; i < nb; i++)
 		known |= !strcmp(kernels_metadata_backend(m), backends[i]);
 	CHECK(known);
-	n = kernels_metadata_archs_count(m);
+	n = kernels_metadata_arch_count(m);
 	archs = kernels_metadata_archs(m);
 	CHECK((n == 0) == (archs == NULL));
 	for (i = 0; i < n; i++) {
 		CHECK(archs[i] != NULL);
-		CHECK(kernels_metadata_arch(m, i) == archs[i]);
+		CHECK(kernels_metadata_arch_at(m, i) == archs[i]);
 	}
 	CHECK(!archs || archs[n] == NULL);
-	CHECK(kernels_metadata_arch(m, n) == NULL);
+	CHECK(kernels_metadata_arch_at(m, n) == NULL);
 	CHECK(kernels_metadata_dirty(m) == 0 || kernels_metadata_dirty(m) == 1);
 	CHECK(kernels__metadata_file_count(m) == 0);
 }
@@ -62,9 +62,9 @@ static void check_same(const kernels_metadata *a, const kernels_metadata *b)
 	CHECK(same_str(kernels_metadata_backend(a), kernels_metadata_backend(b)));
 	CHECK(kernels_metadata_version(a) == kernels_metadata_version(b));
 	CHECK(kernels_metadata_dirty(a) == kernels_metadata_dirty(b));
-	CHECK(kernels_metadata_archs_count(a) == kernels_metadata_archs_count(b));
-	for (i = 0; i < kernels_metadata_archs_count(a); i++)
-		CHECK(same_str(kernels_metadata_arch(a, i), kernels_metadata_arch(b, i)));
+	CHECK(kernels_metadata_arch_count(a) == kernels_metadata_arch_count(b));
+	for (i = 0; i < kernels_metadata_arch_count(a); i++)
+		CHECK(same_str(kernels_metadata_arch_at(a, i), kernels_metadata_arch_at(b, i)));
 }
 
 static int parse(const char *buf, size_t len, kernels_metadata **m)

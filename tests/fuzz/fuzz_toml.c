@@ -261,11 +261,11 @@ static int manifest_read(const char *data, size_t len, const kernels__toml_value
 		return rc;
 	}
 	CHECK(tree != NULL && deps != NULL && deps->type == KERNELS__TOML_TABLE);
-	n = kernels_manifest_count(*out);
+	n = kernels_manifest_dependency_count(*out);
 	CHECK(n == deps->u.t.n);
-	CHECK(kernels_manifest_at(*out, n) == NULL);
+	CHECK(kernels_manifest_dependency_at(*out, n) == NULL);
 	for (i = 0; i < n; i++) {
-		const kernels_dependency *d = kernels_manifest_at(*out, i);
+		const kernels_dependency *d = kernels_manifest_dependency_at(*out, i);
 		const kernels__toml_entry *e = &deps->u.t.items[i];
 		CHECK(d && d->repo_id && !strcmp(d->repo_id, e->key));
 		CHECK(kernels__repo_id_check(d->repo_id) == 0);
@@ -338,9 +338,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int rc2 = manifest_read(text, len, again, &m2);
 		CHECK(rc2 == rc_m || rc2 == KERNELS_ENOMEM);
 		if (rc_m == 0 && rc2 == 0) {
-			CHECK(kernels_manifest_count(m) == kernels_manifest_count(m2));
-			for (i = 0; i < kernels_manifest_count(m); i++) {
-				const kernels_dependency *x = kernels_manifest_at(m, i), *y = kernels_manifest_at(m2, i);
+			CHECK(kernels_manifest_dependency_count(m) == kernels_manifest_dependency_count(m2));
+			for (i = 0; i < kernels_manifest_dependency_count(m); i++) {
+				const kernels_dependency *x = kernels_manifest_dependency_at(m, i), *y = kernels_manifest_dependency_at(m2, i);
 				CHECK(!strcmp(x->repo_id, y->repo_id) && x->kind == y->kind && x->version == y->version);
 				CHECK((!x->specifier && !y->specifier) || !strcmp(x->specifier, y->specifier));
 			}

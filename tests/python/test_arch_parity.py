@@ -93,8 +93,8 @@ def ours_arch(backend, archs, devices, current, skip=False):
     trace = _lib.TraceP()
     try:
         assert fn(ctypes.byref(trace), ctypes.byref(cand), 1, detected, ctypes.byref(o)) == 0
-        reason = lib.variant_trace_reason(trace, 0)
-        devices_note = lib.variant_trace_devices(trace, 0)
+        reason = lib.variant_trace_reason_at(trace, 0)
+        devices_note = lib.variant_trace_devices_at(trace, 0)
         return (reason.decode() if reason else None), (devices_note.decode() if devices_note else None)
     finally:
         lib.variant_trace_free(trace)

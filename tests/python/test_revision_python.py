@@ -25,7 +25,7 @@ lib.kernels_error_last.restype = ctypes.c_char_p
 for f in ("kernels_revision_commit", "kernels_revision_ref"):
     getattr(lib, f).restype = ctypes.c_char_p
     getattr(lib, f).argtypes = [ctypes.c_void_p]
-for f in ("kernels_revision_kind_of", "kernels_revision_is_model_repo", "kernels_revision_free"):
+for f in ("kernels_revision_kind", "kernels_revision_is_model_repo", "kernels_revision_free"):
     getattr(lib, f).argtypes = [ctypes.c_void_p]
 lib.kernels_revision_resolve.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p,
                                          ctypes.c_void_p]
@@ -38,7 +38,7 @@ for rev in sys.argv[3:]:
         e["commit"] = lib.kernels_revision_commit(r).decode()
         ref = lib.kernels_revision_ref(r)
         e["ref"] = ref.decode() if ref else None
-        e["kind"] = lib.kernels_revision_kind_of(r)
+        e["kind"] = lib.kernels_revision_kind(r)
         e["model"] = lib.kernels_revision_is_model_repo(r)
         lib.kernels_revision_free(r)
     out.append(e)

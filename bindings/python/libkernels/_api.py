@@ -194,7 +194,7 @@ def system(library_path=None, backend=None):
             if isinstance(v, bytes):
                 d[k] = v.decode("utf-8", "replace")
         buf = ctypes.create_string_buffer(512)
-        lib.system_format(out, buf, len(buf))
+        lib.system_format(buf, len(buf), out)
         d["description"] = buf.value.decode("utf-8", "replace")
         return d
     finally:

@@ -46,15 +46,15 @@ class Metadata:
     def _from_handle(cls, lib, m):
         from . import _lib
 
-        archs = tuple(_s(lib.metadata_arch(m, i)) for i in range(lib.metadata_archs_count(m)))
+        archs = tuple(_s(lib.metadata_arch_at(m, i)) for i in range(lib.metadata_arch_count(m)))
         deps = []
-        for i in range(lib.metadata_kernel_depends_count(m)):
+        for i in range(lib.metadata_kernel_depend_count(m)):
             d = _lib.KernelDependency()
-            lib.metadata_kernel_depend(m, i, ctypes.byref(d))
+            lib.metadata_kernel_depend_at(ctypes.byref(d), m, i)
             deps.append(KernelDependency(_s(d.repo_id), d.version if d.version >= 0 else None, _s(d.revision)))
         p = _lib.Provenance()
         provenance = None
-        if lib.metadata_provenance_get(m, ctypes.byref(p)) == 1:
+        if lib.metadata_provenance(ctypes.byref(p), m) == 1:
             tri = {1: True, 0: False}
             provenance = {"kernel_builder_version": _s(p.builder_version),
                           "kernel_builder_commit": _s(p.builder_commit),
@@ -64,8 +64,8 @@ class Metadata:
                    license=_s(lib.metadata_license(m)), backend=_s(lib.metadata_backend(m)), archs=archs,
                    dirty=bool(lib.metadata_dirty(m)), upstream=_s(lib.metadata_upstream(m)),
                    source=_s(lib.metadata_source(m)), kernels_minver=_s(lib.metadata_kernels_minver(m)),
-                   python_depends=tuple(_s(lib.metadata_python_depend(m, i))
-                                        for i in range(lib.metadata_python_depends_count(m))),
+                   python_depends=tuple(_s(lib.metadata_python_depend_at(m, i))
+                                        for i in range(lib.metadata_python_depend_count(m))),
                    kernel_depends=tuple(deps), provenance=provenance)
 
 
@@ -97,7 +97,7 @@ class Kernel:
         objects that live as long as this one)."""
         self._check_open()
         return [Kernel(self._lib, self._lib.kernel_dependency_at(self._handle, i), owner=self)
-                for i in range(self._lib.kernel_dependencies_count(self._handle))]
+                for i in range(self._lib.kernel_dependency_count(self._handle))]
 
     @property
     def closed(self):
@@ -185,10 +185,10 @@ class VariantRejected:
 def decisions_from_trace(lib, trace):
     out = []
     for i in range(lib.variant_trace_count(trace)):
-        v = Variant(_s(lib.variant_trace_name(trace, i)))
-        if lib.variant_trace_accepted(trace, i) == 1:
-            out.append(VariantAccepted(v, lib.variant_trace_rank(trace, i)))
+        v = Variant(_s(lib.variant_trace_name_at(trace, i)))
+        if lib.variant_trace_accepted_at(trace, i) == 1:
+            out.append(VariantAccepted(v, lib.variant_trace_rank_at(trace, i)))
         else:
-            out.append(VariantRejected(v, _s(lib.variant_trace_reason(trace, i)) or "",
-                                       bool(lib.variant_trace_valid(trace, i))))
+            out.append(VariantRejected(v, _s(lib.variant_trace_reason_at(trace, i)) or "",
+                                       bool(lib.variant_trace_valid_at(trace, i))))
     return out

@@ -123,7 +123,7 @@ class GetStats(ctypes.Structure):
 
 
 class KernelDependency(ctypes.Structure):
-    """struct kernels_kernel_dependency (include/kernels/kernel.h)."""
+    """struct kernels_kernel_dependency (include/kernels/metadata.h)."""
 
     _fields_ = [
         ("repo_id", _c_char_p),
@@ -133,7 +133,7 @@ class KernelDependency(ctypes.Structure):
 
 
 class Provenance(ctypes.Structure):
-    """struct kernels_metadata_provenance (include/kernels/kernel.h)."""
+    """struct kernels_provenance (include/kernels/metadata.h)."""
 
     _fields_ = [
         ("builder_version", _c_char_p),
@@ -176,7 +176,7 @@ _PROTOTYPES = {
     "kernels_options_init": (_INT_STATUS, [OptionsP, ctypes.c_uint]),
     "kernels_system_detect": (_INT_STATUS, [ctypes.POINTER(SystemP), OptionsP]),
     "kernels_system_free": (None, [SystemP]),
-    "kernels_system_format": (_c_size_t, [SystemP, ctypes.c_char_p, _c_size_t]),
+    "kernels_system_format": (_c_size_t, [ctypes.c_char_p, _c_size_t, SystemP]),
     "kernels_get": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, _c_char_p, OptionsP]),
     "kernels_get_ext": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, _c_char_p, OptionsP,
                                       ctypes.POINTER(GetStats)]),
@@ -201,28 +201,28 @@ _PROTOTYPES = {
     "kernels_metadata_version": (_c_int, [MetadataP]),
     "kernels_metadata_license": (_c_char_p, [MetadataP]),
     "kernels_metadata_backend": (_c_char_p, [MetadataP]),
-    "kernels_metadata_archs_count": (_c_size_t, [MetadataP]),
-    "kernels_metadata_arch": (_c_char_p, [MetadataP, _c_size_t]),
+    "kernels_metadata_arch_count": (_c_size_t, [MetadataP]),
+    "kernels_metadata_arch_at": (_c_char_p, [MetadataP, _c_size_t]),
     "kernels_metadata_dirty": (_c_int, [MetadataP]),
     "kernels_metadata_read": (_INT_STATUS, [ctypes.POINTER(MetadataP), _c_char_p]),
     "kernels_metadata_free": (None, [MetadataP]),
     "kernels_metadata_upstream": (_c_char_p, [MetadataP]),
     "kernels_metadata_source": (_c_char_p, [MetadataP]),
     "kernels_metadata_kernels_minver": (_c_char_p, [MetadataP]),
-    "kernels_metadata_python_depends_count": (_c_size_t, [MetadataP]),
-    "kernels_metadata_python_depend": (_c_char_p, [MetadataP, _c_size_t]),
-    "kernels_metadata_kernel_depends_count": (_c_size_t, [MetadataP]),
-    "kernels_metadata_kernel_depend": (_INT_STATUS, [MetadataP, _c_size_t, ctypes.POINTER(KernelDependency)]),
-    "kernels_metadata_provenance_get": (_INT_STATUS, [MetadataP, ctypes.POINTER(Provenance)]),
-    "kernels_kernel_dependencies_count": (_c_size_t, [KernelP]),
+    "kernels_metadata_python_depend_count": (_c_size_t, [MetadataP]),
+    "kernels_metadata_python_depend_at": (_c_char_p, [MetadataP, _c_size_t]),
+    "kernels_metadata_kernel_depend_count": (_c_size_t, [MetadataP]),
+    "kernels_metadata_kernel_depend_at": (_INT_STATUS, [ctypes.POINTER(KernelDependency), MetadataP, _c_size_t]),
+    "kernels_metadata_provenance": (_INT_STATUS, [ctypes.POINTER(Provenance), MetadataP]),
+    "kernels_kernel_dependency_count": (_c_size_t, [KernelP]),
     "kernels_kernel_dependency_at": (KernelP, [KernelP, _c_size_t]),
     "kernels_variant_trace_count": (_c_size_t, [TraceP]),
-    "kernels_variant_trace_name": (_c_char_p, [TraceP, _c_size_t]),
-    "kernels_variant_trace_accepted": (_c_int, [TraceP, _c_size_t]),
-    "kernels_variant_trace_valid": (_c_int, [TraceP, _c_size_t]),
-    "kernels_variant_trace_reason": (_c_char_p, [TraceP, _c_size_t]),
-    "kernels_variant_trace_devices": (_c_char_p, [TraceP, _c_size_t]),
-    "kernels_variant_trace_rank": (_c_int, [TraceP, _c_size_t]),
+    "kernels_variant_trace_name_at": (_c_char_p, [TraceP, _c_size_t]),
+    "kernels_variant_trace_accepted_at": (_c_int, [TraceP, _c_size_t]),
+    "kernels_variant_trace_valid_at": (_c_int, [TraceP, _c_size_t]),
+    "kernels_variant_trace_reason_at": (_c_char_p, [TraceP, _c_size_t]),
+    "kernels_variant_trace_devices_at": (_c_char_p, [TraceP, _c_size_t]),
+    "kernels_variant_trace_rank_at": (_c_int, [TraceP, _c_size_t]),
     "kernels_variant_trace_chosen": (_c_char_p, [TraceP]),
     "kernels_variant_trace_string": (_c_char_p, [TraceP]),
     "kernels_variant_trace_free": (None, [TraceP]),

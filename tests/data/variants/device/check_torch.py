@@ -17,14 +17,14 @@ class System(ctypes.Structure):
 
 lib = ctypes.CDLL(sys.argv[1])
 lib.kernels_system_detect.argtypes = [ctypes.POINTER(ctypes.POINTER(System)), ctypes.c_void_p]
-lib.kernels_system_format.argtypes = [ctypes.POINTER(System), ctypes.c_char_p, ctypes.c_size_t]
+lib.kernels_system_format.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(System)]
 
 
 def detect():
     p = ctypes.POINTER(System)()
     assert lib.kernels_system_detect(ctypes.byref(p), None) == 0
     buf = ctypes.create_string_buffer(1024)
-    lib.kernels_system_format(p, buf, 1024)
+    lib.kernels_system_format(buf, 1024, p)
     return p.contents, buf.value.decode()
 
 

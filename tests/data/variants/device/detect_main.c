@@ -11,7 +11,7 @@ int main(void)
 		fprintf(stderr, "detect failed: %s\n", kernels_error_last());
 		return 1;
 	}
-	kernels_system_format(s, text, sizeof(text));
+	kernels_system_format(text, sizeof(text), s);
 	printf("C (no torch): %s\n", text);
 	kernels_system_free(s);
 	return 0;
