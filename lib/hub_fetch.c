@@ -375,9 +375,12 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 
 /* ---- finishing a transfer --------------------------------------------------------- */
 
-static void retry_later(fetch *f, job *j, long retry_after_s)
+/* Returns the wait before the next try, in ms, for the log. */
+static long retry_later(fetch *f, job *j, long retry_after_s)
 {
-	j->not_before = kernels__now_ms() + kernels__hub_backoff_ms(j->attempts - 1, retry_after_s);
+	long wait = kernels__hub_backoff_ms(j->attempts - 1, retry_after_s);
+
+	j->not_before = kernels__now_ms() + wait;
 	/* Back to the Hub: a CDN link may be signed and short-lived. */
 	free(j->url);
 	j->url = NULL;
@@ -385,6 +388,7 @@ static void retry_later(fetch *f, job *j, long retry_after_s)
 	j->state = J_READY;
 	if (f->stats)
 		f->stats->retries++;
+	return wait;
 }
 
 static int hub_error(fetch *f, job *j)
@@ -459,6 +463,39 @@ static void verify_and_publish(fetch *f, job *j)
 	link_blob_done(f, j);
 }
 
+/* A transient failure: tried again after the backoff (or the server's
+ * Retry-After), or the job fails once its retries are spent. */
+static void retry_or_fail(fetch *f, job *j, CURLcode res, long status)
+{
+	char why[128];
+	long wait;
+
+	if (++j->attempts > f->cfg->max_retries) {
+		if (res != CURLE_OK || status < 300)
+			fail_job(f, j, kernels__error(KERNELS_ENETWORK,
+						      "downloading %s from %s failed after %d attempts (%s); "
+						      "%lld of %lld bytes are kept in %s and the next try "
+						      "resumes there; check the network and try again",
+						      j->entry->path, f->repo_id, j->attempts,
+						      res != CURLE_OK ? (*j->curl_err ? j->curl_err :
+									 curl_easy_strerror(res))
+								      : "the body ended early",
+						      j->have, j->size, j->incomplete));
+		else
+			fail_job(f, j, hub_error(f, j));
+		return;
+	}
+	if (res == CURLE_OK && status < 300)
+		snprintf(why, sizeof(why), "the body ended early");
+	else if (res == CURLE_OK)
+		snprintf(why, sizeof(why), "answered %ld", status);
+	else
+		snprintf(why, sizeof(why), "%s", curl_easy_strerror(res));
+	wait = retry_later(f, j, status == 429 || status == 503 ? j->hd.retry_after : -1);
+	kernels__log(f->cfg, KERNELS_LOG_INFO, "%s: %s; retrying in %ld ms (attempt %d of %d), resuming at "
+		     "byte %lld", j->entry->path, why, wait, j->attempts + 1, f->cfg->max_retries + 1, j->have);
+}
+
 static void finished(fetch *f, job *j, CURLcode res)
 {
 	long status = j->hd.status;
@@ -518,25 +555,7 @@ static void finished(fetch *f, job *j, CURLcode res)
 	if ((res != CURLE_OK && kernels__hub_transient_curl(res)) ||
 	    (res == CURLE_OK && kernels__hub_transient_status(status)) ||
 	    (res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size)) {
-		if (++j->attempts > f->cfg->max_retries) {
-			if (res != CURLE_OK || status < 300)
-				fail_job(f, j, kernels__error(KERNELS_ENETWORK,
-							      "downloading %s from %s failed after %d attempts (%s); "
-							      "%lld of %lld bytes are kept in %s and the next try "
-							      "resumes there; check the network and try again",
-							      j->entry->path, f->repo_id, j->attempts,
-							      res != CURLE_OK ? (*j->curl_err ? j->curl_err :
-										 curl_easy_strerror(res))
-									      : "the body ended early",
-							      j->have, j->size, j->incomplete));
-			else
-				fail_job(f, j, hub_error(f, j));
-			return;
-		}
-		kernels__log(f->cfg, KERNELS_LOG_INFO, "%s: %s; retrying (attempt %d of %d), resuming at byte %lld",
-			     j->entry->path, res != CURLE_OK ? curl_easy_strerror(res) : "transient answer",
-			     j->attempts + 1, f->cfg->max_retries + 1, j->have);
-		retry_later(f, j, status == 429 || status == 503 ? j->hd.retry_after : -1);
+		retry_or_fail(f, j, res, status);
 		return;
 	}
 	if (res != CURLE_OK) {
