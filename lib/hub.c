@@ -274,6 +274,18 @@ void kernels__hub_down_forget_all(void)
 	memset(down, 0, sizeof(down));
 	pthread_mutex_unlock(&down_lock);
 }
+
+void kernels__hub_down_age_all(long ms)
+{
+	int i;
+
+	pthread_mutex_lock(&down_lock);
+	for (i = 0; i < DOWN_SLOTS; i++) {
+		down[i].since -= ms;
+		down[i].until -= ms;
+	}
+	pthread_mutex_unlock(&down_lock);
+}
 #endif
 
 /* The memory's key: the origin, and the proxy settings curl reads for it

@@ -238,6 +238,9 @@ void kernels__hub_down_mark(const char *url, const char *why);
 /* The test build only: the memory's expiry (ms; 0 turns it off) and forgetting it all. */
 void kernels__hub_set_down_ttl_ms(long ms);
 void kernels__hub_down_forget_all(void);
+/* A fake clock for the memory: every entry `ms` older, as if that much
+ * time had passed, so a test sees it expire without sleeping. */
+void kernels__hub_down_age_all(long ms);
 #endif
 
 #endif

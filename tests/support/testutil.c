@@ -47,17 +47,28 @@ void test_fresh_dir(char **path, const char *tag)
 char test_logged[16384];
 static pthread_mutex_t logged_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void test_log_warnings(kernels_log_level level, const char *message, void *payload)
+static void log_line(const char *message)
 {
-	(void)payload;
-	if (level < KERNELS_LOG_WARNING)
-		return;
 	pthread_mutex_lock(&logged_lock);
 	if (strlen(test_logged) + strlen(message) + 2 < sizeof(test_logged)) {
 		strcat(test_logged, message);
 		strcat(test_logged, "\n");
 	}
 	pthread_mutex_unlock(&logged_lock);
+}
+
+void test_log_warnings(kernels_log_level level, const char *message, void *payload)
+{
+	(void)payload;
+	if (level >= KERNELS_LOG_WARNING)
+		log_line(message);
+}
+
+void test_log_all(kernels_log_level level, const char *message, void *payload)
+{
+	(void)level;
+	(void)payload;
+	log_line(message);
 }
 
 void test_logged_clear(void)

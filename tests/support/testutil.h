@@ -49,6 +49,9 @@ int test_exists(const char *path);
  * it. The payload is unused. */
 extern char test_logged[16384];
 void test_log_warnings(kernels_log_level level, const char *message, void *payload);
+/* The same sink for every level (debug and info too): what a call decided
+ * to do, such as the wait it announced before a retry. */
+void test_log_all(kernels_log_level level, const char *message, void *payload);
 void test_logged_clear(void);
 
 #endif
