@@ -18,7 +18,6 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -83,13 +82,6 @@ static void expect_nothing_left(held before)
 	if (after.threads != before.threads || after.sockets != before.sockets)
 		fail_msg("left behind: %d thread(s) (had %d), %d socket(s) (had %d)", after.threads, before.threads,
 			 after.sockets, before.sockets);
-}
-
-static double ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
 /* ---- the world ---- */
@@ -176,42 +168,33 @@ static int answer_of(kernels_kernel *k)
 	return answer();
 }
 
-/* kernels_get that must succeed with `answer`; returns its wall time. */
-static double get_ok(const kernels_options *o, const char *rev, int answer)
+/* kernels_get that must succeed with `answer`. No test here reads a clock:
+ * a busy machine makes any bound on a duration flaky. What a deadline or a
+ * stall decides is checked by its outcome instead (which answer, which
+ * message, which requests the Hub saw, nothing left behind); ctest's
+ * timeout guards against a hang. */
+static void get_ok(const kernels_options *o, const char *rev, int answer)
 {
-	struct timespec t0;
 	kernels_kernel *k = NULL;
-	double ms;
-	int rc;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = kernels_get(&k, REPO, rev, o);
-	ms = ms_since(&t0);
-	if (rc < 0)
-		fail_msg("kernels_get(%s) after %.0f ms: %s", rev, ms, kernels_error_last());
+	if (kernels_get(&k, REPO, rev, o) < 0)
+		fail_msg("kernels_get(%s): %s", rev, kernels_error_last());
 	assert_int_equal(answer_of(k), answer);
 	kernels_kernel_close(k);
-	return ms;
 }
 
 /* kernels_get that must fail with `code` and every needle in the message. */
-static double get_fails(const kernels_options *o, const char *rev, int code, const char *const *needles)
+static void get_fails(const kernels_options *o, const char *rev, int code, const char *const *needles)
 {
-	struct timespec t0;
 	kernels_kernel *k = NULL;
-	double ms;
-	int rc;
+	int rc = kernels_get(&k, REPO, rev, o);
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = kernels_get(&k, REPO, rev, o);
-	ms = ms_since(&t0);
 	if (rc != code)
-		fail_msg("kernels_get(%s) gave %d after %.0f ms, not %d: %s", rev, rc, ms, code, kernels_error_last());
+		fail_msg("kernels_get(%s) gave %d, not %d: %s", rev, rc, code, kernels_error_last());
 	assert_null(k);
 	for (; *needles; needles++)
 		if (!strstr(kernels_error_last(), *needles))
-			fail_msg("'%s' not in (after %.0f ms): %s", *needles, ms, kernels_error_last());
-	return ms;
+			fail_msg("'%s' not in: %s", *needles, kernels_error_last());
 }
 
 static void warm(void)
@@ -239,7 +222,7 @@ static void test_config_timeouts_deadline_endpoints(void **state)
 	assert_int_equal(c.timeout_ms, 10000);          /* huggingface_hub's defaults */
 	assert_int_equal(c.download_timeout_ms, 10000);
 	assert_int_equal(c.deadline_ms, 10000);
-	assert_true(kernels__deadline_left_ms(&c) > 9000 && kernels__deadline_left_ms(&c) <= 10000);
+	assert_true(kernels__deadline_left_ms(&c) > 0 && kernels__deadline_left_ms(&c) <= 10000);
 	assert_int_equal(c.n_endpoints, 1);
 	assert_string_equal(c.endpoints[0], c.endpoint);
 	kernels__config_free(&c);
@@ -291,15 +274,15 @@ static void test_config_timeouts_deadline_endpoints(void **state)
 /* ---- the Hub down ---- */
 
 /* Defaults, warm cache, then the Hub goes away (nothing listens on its
- * port): the first call answers from the cache within 2 s, the next one at
- * once (the process remembers). */
+ * port): the first call answers from the cache, and the process remembers
+ * the Hub as down, so the next call answers from the cache without trying
+ * it again. */
 static void test_hub_down_defaults(void **state)
 {
 	kernels_options o;
 	test_hub *gone;
 	char *endpoint;
 	held before;
-	double first, second;
 	(void)state;
 
 	assert_non_null(gone = test_hub_start());
@@ -312,12 +295,15 @@ static void test_hub_down_defaults(void **state)
 	test_hub_stop(gone);
 	test_logged_clear();
 	before = now_held();
-	first = get_ok(&o, "v1.0.0", 1001);
+	get_ok(&o, "v1.0.0", 1001);
 	assert_non_null(strstr(test_logged, "cache"));
-	second = get_ok(&o, "v1.0.0", 1001);
-	print_message("hub down, warm cache: first call %.1f ms, second %.1f ms\n", first, second);
-	assert_true(first <= 2000);
-	assert_true(second <= 50);
+	assert_null(strstr(test_logged, "not asking again"));
+	assert_true(kernels__hub_down_check(endpoint) < 0);   /* remembered */
+	test_logged_clear();
+	o.log_cb = test_log_all;
+	get_ok(&o, "v1.0.0", 1001);
+	assert_non_null(strstr(test_logged, "not asking again"));
+	o.log_cb = test_log_warnings;
 	/* What the cache lacks: said once, without "offline". */
 	get_fails(&o, "v1.1.0", KERNELS_ENETWORK, NEEDLES("cannot be reached", "v1.1.0"));
 	assert_null(strstr(kernels_error_last(), "HF_HUB_OFFLINE"));
@@ -326,21 +312,22 @@ static void test_hub_down_defaults(void **state)
 	free(endpoint);
 }
 
-/* The memory expires: the call after it tries the Hub again. */
+/* The memory expires: the call after it tries the Hub again. Time passes
+ * by the memory's fake clock (kernels__hub_down_age_all), not by sleeping,
+ * so a busy machine cannot make the memory expire early or late. */
 static void test_down_memory_expires(void **state)
 {
 	kernels_options o;
 	kernels_revision *r = NULL;
 	(void)state;
 
-	kernels__hub_set_down_ttl_ms(300);
 	options(&o);
 	o.endpoint = W.dead;
 	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
 	assert_null(strstr(kernels_error_last(), "not asking again"));
 	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
 	assert_non_null(strstr(kernels_error_last(), "not asking again"));
-	usleep(400 * 1000);
+	kernels__hub_down_age_all(30001);        /* the default memory: 30 s */
 	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
 	assert_null(strstr(kernels_error_last(), "not asking again"));
 	/* Any answer clears it at once: the live Hub is a different origin,
@@ -348,27 +335,24 @@ static void test_down_memory_expires(void **state)
 	o.endpoint = test_hub_endpoint(W.hub);
 	assert_int_equal(kernels_revision_resolve(&r, REPO, "main", &o), 0);
 	kernels_revision_free(r);
-	kernels__hub_set_down_ttl_ms(30000);
 }
 
 /* ---- the Hub hangs ---- */
 
 /* Defaults, warm cache, info/refs accepts and says nothing: the cached
- * answer within 15 s (the 10 s default deadline). */
+ * answer once the default deadline has run out, and the log says so. */
 static void test_hang_info_refs_defaults(void **state)
 {
 	kernels_options o;
 	held before;
-	double ms;
 	(void)state;
 
 	warm();
 	before = now_held();
 	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/info/refs\", \"mode\": \"hang\", \"count\": -1}"), 0);
 	options(&o);
-	ms = get_ok(&o, "v1.0.0", 1001);
-	print_message("hang on info/refs, defaults, warm cache: %.0f ms\n", ms);
-	assert_true(ms <= 15000);
+	get_ok(&o, "v1.0.0", 1001);
+	assert_true(test_hub_log_count(W.hub, "GET", "/info/refs") >= 1);
 	assert_non_null(strstr(test_logged, "deadline"));
 	test_hub_faults_clear(W.hub);
 	expect_nothing_left(before);
@@ -378,14 +362,15 @@ static void test_hang_info_refs_small_deadline(void **state)
 {
 	kernels_options o;
 	held before = now_held();
-	double ms;
 	(void)state;
 
 	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/info/refs\", \"mode\": \"hang\", \"count\": -1}"), 0);
 	options(&o);
 	o.deadline_ms = 1000;
-	ms = get_fails(&o, "v1.0.0", KERNELS_ENETWORK, NEEDLES("info/refs", "deadline of 1000 ms", "not in the cache"));
-	assert_true(ms <= 2500);
+	get_fails(&o, "v1.0.0", KERNELS_ENETWORK, NEEDLES("info/refs", "deadline of 1000 ms", "not in the cache"));
+	/* Given up at the deadline: nothing was asked after the refs. */
+	assert_int_equal(test_hub_log_count(W.hub, NULL, "/api/"), 0);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, "/resolve/"), 0);
 	test_hub_faults_clear(W.hub);
 	expect_nothing_left(before);
 }
@@ -396,7 +381,6 @@ static void test_hang_api(void **state)
 {
 	kernels_options o;
 	held before;
-	double ms;
 	(void)state;
 
 	warm();
@@ -404,11 +388,10 @@ static void test_hang_api(void **state)
 	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/api/\", \"mode\": \"hang\", \"count\": -1}"), 0);
 	options(&o);
 	o.deadline_ms = 1000;
-	ms = get_ok(&o, "v1.0.0", 1001);
-	assert_true(ms <= 2500);
+	get_ok(&o, "v1.0.0", 1001);
 	kernels__hub_down_forget_all();
-	ms = get_fails(&o, "v1.1.0", KERNELS_ENETWORK, NEEDLES("deadline", "/api/"));
-	assert_true(ms <= 2500);
+	get_fails(&o, "v1.1.0", KERNELS_ENETWORK, NEEDLES("deadline", "/api/"));
+	assert_int_equal(test_hub_log_count(W.hub, NULL, "/resolve/"), 0);
 	assert_null(strstr(kernels_error_last(), "offline"));
 	test_hub_faults_clear(W.hub);
 	expect_nothing_left(before);
@@ -420,14 +403,12 @@ static void test_hang_cdn(void **state)
 {
 	kernels_options o;
 	held before = now_held();
-	double ms;
 	(void)state;
 
 	assert_int_equal(test_hub_fault(W.hub, "{\"listener\": \"cdn\", \"mode\": \"hang\", \"count\": -1}"), 0);
 	options(&o);
 	o.deadline_ms = 1500;
-	ms = get_fails(&o, "v1.0.0", KERNELS_ENETWORK, NEEDLES("no byte", "deadline of 1500 ms", ".so", "lacks"));
-	assert_true(ms <= 3000);
+	get_fails(&o, "v1.0.0", KERNELS_ENETWORK, NEEDLES("no byte", "deadline of 1500 ms", ".so", "lacks"));
 	assert_true(test_hub_log_count_ex(W.hub, "GET", "/lfs/", "cdn", 0, -1) >= 1);
 	test_hub_faults_clear(W.hub);
 	expect_nothing_left(before);
@@ -442,25 +423,29 @@ static void test_retries(void **state)
 {
 	kernels_options o;
 	held before = now_held();
-	double ms;
 	(void)state;
 
-	/* 5xx with Retry-After: waited for, then answered. */
-	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/tree/\", \"mode\": \"502\", \"retry_after\": 1, \"count\": 1}"), 0);
+	/* 5xx with Retry-After: waited for (the wait the log announces is the
+	 * server's second, not the short test backoff), then answered. */
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/overview\", \"mode\": \"502\", \"retry_after\": 1, \"count\": 1}"), 0);
 	/* A reset in the middle of an API answer: retried. */
-	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/overview\", \"mode\": \"reset\", \"after_bytes\": 5}"), 0);
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/tree/\", \"mode\": \"reset\", \"after_bytes\": 5}"), 0);
 	options(&o);
-	ms = get_ok(&o, "v1.0.0", 1001);
-	assert_true(ms >= 1000);
-	assert_int_equal(test_hub_log_count_ex(W.hub, "GET", "/tree/", "hub", 502, -1), 1);
+	o.log_cb = test_log_all;
+	get_ok(&o, "v1.0.0", 1001);
+	if (!strstr(test_logged, "answered 502; retrying in 1050 ms"))
+		fail_msg("no wait of the server's Retry-After in the log:\n%s", test_logged);
+	o.log_cb = test_log_warnings;
+	assert_int_equal(test_hub_log_count_ex(W.hub, "GET", "/overview", "hub", 502, -1), 1);
 	assert_true(test_hub_log_count(W.hub, "GET", "/overview") >= 2);
+	assert_true(test_hub_log_count(W.hub, "GET", "/tree/") >= 2);
 
 	/* A Retry-After longer than the deadline left is not waited for. */
 	test_hub_log_clear(W.hub);
 	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/info/refs\", \"mode\": \"429\", \"retry_after\": 30, \"count\": -1}"), 0);
 	o.deadline_ms = 1000;
-	ms = get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES("429"));
-	assert_true(ms <= 1500);
+	get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES("429"));
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/info/refs"), 1);     /* not retried */
 	test_hub_faults_clear(W.hub);
 	expect_nothing_left(before);
 }
@@ -505,7 +490,6 @@ static void test_endpoints_in_turn(void **state)
 	kernels_options o;
 	test_hub *empty;
 	char *list;
-	double ms;
 	held before;
 	(void)state;
 
@@ -516,9 +500,9 @@ static void test_endpoints_in_turn(void **state)
 	assert_true(asprintf(&list, "%s,%s", W.dead, test_hub_endpoint(W.hub)) > 0);
 	o.endpoints = list;
 	before = now_held();
-	ms = get_ok(&o, "v1.0.0", 1001);
-	assert_true(ms <= 3000);
+	get_ok(&o, "v1.0.0", 1001);
 	assert_null(strstr(test_logged, "from the cache"));
+	assert_true(test_hub_log_count(W.hub, "GET", "/info/refs") >= 1);
 	free(list);
 
 	/* A mirror that lacks the repo: the Hub after it. */

@@ -45,7 +45,7 @@ class Hub:
         self._owns_root = owns_root
 
     @classmethod
-    def start(cls, root=None, page_size=None, timeout=20.0):
+    def start(cls, root=None, page_size=None, timeout=60.0):  # a hang guard; it starts in ~1 s
         owns_root = root is None
         root = root or tempfile.mkdtemp(prefix="kernels-test-hub-")
         port_file = os.path.join(root, "server.json")

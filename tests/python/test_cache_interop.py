@@ -26,6 +26,8 @@ LIBRARY = os.environ.get("KERNELS_LIBRARY")
 # so everything comes from the environment, like an embedding application.
 WAIT_FOR_GO = r"""
 import os, time
+if os.environ.get("READY_DIR"):
+    open(os.path.join(os.environ["READY_DIR"], str(os.getpid())), "w").close()
 while os.environ.get("GO_FILE") and not os.path.exists(os.environ["GO_FILE"]):
     time.sleep(0.002)
 """
@@ -203,10 +205,13 @@ def test_libkernels_and_hf_fetching_at_once_share_each_download(hub, tmp_path, p
     files, commit = published
     cache = tmp_path / "shared"
     go = tmp_path / "go"
+    ready = tmp_path / "ready"
+    ready.mkdir()
     procs = []
     for i in range(6):
         env = env_for(hub, cache)
         env["GO_FILE"] = str(go)
+        env["READY_DIR"] = str(ready)
         if i % 2 == 0:
             cmd = [sys.executable, "-c", DRIVER, LIBRARY, "org/k", commit, V1]
         else:
@@ -214,7 +219,11 @@ def test_libkernels_and_hf_fetching_at_once_share_each_download(hub, tmp_path, p
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     import time
 
-    time.sleep(1.5)  # let every interpreter start and wait at the barrier
+    # Every interpreter started and waits at the barrier (60 s: a hang guard).
+    deadline = time.monotonic() + 60
+    while len(list(ready.iterdir())) < 6 and time.monotonic() < deadline and all(p.poll() is None for p in procs):
+        time.sleep(0.01)
+    assert len(list(ready.iterdir())) == 6, [p.poll() for p in procs]
     hub.log_clear()
     go.write_text("")
     for i, p in enumerate(procs):

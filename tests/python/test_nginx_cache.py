@@ -111,7 +111,7 @@ http {{
     proc = subprocess.Popen([nginx_binary(), "-p", str(prefix), "-c", str(main), "-g", "daemon off;"],
                             stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a hang guard: nginx starts in well under a second
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

@@ -90,7 +90,8 @@ test_hub *test_hub_start(void)
 		_exit(127);
 	}
 
-	for (waited_ms = 0; waited_ms < 20000; waited_ms += 20) {
+	/* A hang guard, not a figure: the server is up in about a second. */
+	for (waited_ms = 0; waited_ms < 60000; waited_ms += 20) {
 		if (access(port_file, R_OK) == 0 && read_port_file(hub, port_file))
 			break;
 		if (waitpid(hub->pid, &status, WNOHANG) == hub->pid) {
@@ -101,7 +102,7 @@ test_hub *test_hub_start(void)
 		kernels__sleep_ms(20);
 	}
 	if (!hub->endpoint) {
-		fprintf(stderr, "test_hub_start: %s not ready after 20 s\n", script);
+		fprintf(stderr, "test_hub_start: %s not ready after 60 s\n", script);
 		goto fail;
 	}
 	free(script);
