@@ -33,45 +33,188 @@ char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type typ
 	return dir;
 }
 
-/* One folder the cache owns must be a real folder, or absent. */
-static int guard_one(const char *path, const char *what)
-{
-	struct stat st;
+/* ---- containment ------------------------------------------------------------------ */
 
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 :
-			kernels__error(KERNELS_EIO, "cannot inspect %s: %s", path, strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return 0;
+/* The refusal of `shown` (the path of `name` in `dirfd`), saying what is
+ * there: the walk stops at it, before anything is made below it. */
+static int refuse_at(int dirfd, const char *name, const char *shown)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) &&
+	    (n = readlinkat(dirfd, name, target, sizeof(target) - 1)) >= 0) {
+		target[n] = '\0';
+		return kernels__error(KERNELS_EUNSAFE,
+				      "%s is a symbolic link (to %s), not a folder: libkernels wrote nothing through "
+				      "it and loads nothing through it (a planted link could send downloads, or "
+				      "load code, from outside the cache); remove it, or point the cache "
+				      "(HF_HUB_CACHE/KERNELS_CACHE) at a folder of your own", shown, target);
+	}
 	return kernels__error(KERNELS_EUNSAFE,
-			      "%s is %s, not a folder; libkernels writes and loads nothing through it (%s). Remove "
-			      "it, or point the cache (HF_HUB_CACHE/KERNELS_CACHE) at a folder of your own",
-			      path, S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder", what);
+			      "%s is a file, not a folder: libkernels wrote nothing through it and loads nothing "
+			      "through it; remove it, or point the cache (HF_HUB_CACHE/KERNELS_CACHE) at a folder "
+			      "of your own", shown);
 }
 
+/* One step of the walk: the folder `part` of `fd`, made first when
+ * `create` and missing. Closes fd; the new descriptor, or an error. */
+static int step(int fd, const char *part, const char *root, const char *rel, size_t upto, int create)
+{
+	char *shown = NULL;
+	int next, err, rc;
+
+	if (strcmp(part, ".") && strcmp(part, "..")) {
+		next = openat(fd, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && create &&
+		    (mkdirat(fd, part, 0777) == 0 || errno == EEXIST))
+			next = openat(fd, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next >= 0) {
+			close(fd);
+			return next;
+		}
+	} else {
+		errno = ELOOP; /* never walked: every caller builds its names */
+	}
+	err = errno;
+	if (!(shown = kernels__sprintf("%s/%.*s", root, (int)upto, rel)))
+		rc = KERNELS_ENOMEM;
+	else if (err == ENOTDIR || err == ELOOP)
+		rc = refuse_at(fd, part, shown);
+	else if (err == ENOENT)
+		rc = kernels__error(KERNELS_ENOTFOUND, "%s does not exist", shown);
+	else
+		rc = kernels__error(KERNELS_EIO, "cannot %s folder %s: %s; check that the cache is writable for "
+				    "this user (shared caches: group-writable) or use a cache of your own "
+				    "(KERNELS_CACHE)", create ? "create" : "open", shown, strerror(err));
+	free(shown);
+	close(fd);
+	errno = err;
+	return rc;
+}
+
+int kernels__cache_dir_open(const char *root, const char *rel, int create)
+{
+	char part[NAME_MAX + 1];
+	size_t at = 0, len;
+	int fd, err;
+
+	/* The root itself is trusted as it is (a link, a mount). */
+	if ((fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 && errno == ENOENT && create &&
+	    kernels__mkdir_p(root, 0777) == 0)
+		fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		fd = kernels__error(err == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
+				    "cannot open the cache %s (for %s/%s): %s; check the cache setting "
+				    "(HF_HUB_CACHE/KERNELS_CACHE) and its permissions", root, root, rel, strerror(err));
+		errno = err;
+		return fd;
+	}
+	while (rel[at]) {
+		len = strcspn(rel + at, "/");
+		if (len > NAME_MAX) {
+			close(fd);
+			return kernels__error(KERNELS_EINVAL, "a folder name in %s/%s is too long", root, rel);
+		}
+		if (len) {
+			memcpy(part, rel + at, len);
+			part[len] = '\0';
+			if ((fd = step(fd, part, root, rel, at + len, create)) < 0)
+				return fd;
+		}
+		at += len + (rel[at + len] == '/');
+	}
+	return fd;
+}
+
+/* The cache root of a repo folder, and the repo folder's name below it. */
+static int split_repo(const char *repo_dir, char **root, const char **name)
+{
+	const char *slash = strrchr(repo_dir, '/');
+
+	*name = slash ? slash + 1 : repo_dir;
+	*root = slash ? strndup(repo_dir, slash == repo_dir ? 1 : (size_t)(slash - repo_dir))
+		      : strdup(".");
+	return *root ? 0 : kernels__error_oom();
+}
+
+int kernels__cache_repo_dir_open(const char *repo_dir, const char *sub, int create)
+{
+	const char *name;
+	char *root, *rel;
+	int fd;
+
+	if (split_repo(repo_dir, &root, &name) < 0)
+		return KERNELS_ENOMEM;
+	rel = sub && *sub ? kernels__sprintf("%s/%s", name, sub) : kernels__strdup(name);
+	fd = rel ? kernels__cache_dir_open(root, rel, create) : KERNELS_ENOMEM;
+	free(root);
+	free(rel);
+	return fd;
+}
+
+int kernels__cache_mkdirs(const char *repo_dir, const char *sub)
+{
+	int fd = kernels__cache_repo_dir_open(repo_dir, sub, 1);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+int kernels__cache_write(const char *repo_dir, const char *path, const void *data, size_t len, unsigned int flags)
+{
+	size_t n = strlen(repo_dir);
+	const char *slash = strrchr(path, '/');
+	char *sub;
+	int rc;
+
+	if (strncmp(path, repo_dir, n) || path[n] != '/' || !slash || slash < path + n)
+		return kernels__error(KERNELS_EINVAL, "%s is not in the repo folder %s", path, repo_dir);
+	if (!(sub = strndup(path + n + 1, slash > path + n ? (size_t)(slash - path - n - 1) : 0)))
+		return KERNELS_ENOMEM;
+	rc = kernels__cache_mkdirs(repo_dir, sub);
+	free(sub);
+	return rc < 0 ? rc : kernels__write_atomic(path, data, len, -1, flags & ~(unsigned int)KERNELS__WRITE_MKDIR);
+}
+
+/* The folders of a repo the guard looks at before any write or load;
+ * deeper ones (snapshots/{commit}/..., .no_exist/{commit}/...) are walked
+ * by each write (kernels__cache_dir_open). */
 int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
 {
-	static const char *const subs[] = { "", "/blobs", "/snapshots", "/refs", "/.libkernels" };
-	char *name = kernels__repo_cache_name(type, repo_id), *path = NULL;
+	static const char *const subs[] = { "blobs", "snapshots", "refs", ".libkernels", ".no_exist" };
+	char *name = kernels__repo_cache_name(type, repo_id), *rel = NULL, *shown;
+	struct stat st;
 	size_t i;
-	int rc = name ? 0 : KERNELS_ENOMEM;
+	int fd, rc = 0;
 
-	for (i = 0; rc == 0 && i < sizeof(subs) / sizeof(subs[0]); i++) {
-		if (!(path = kernels__sprintf("%s/%s%s", cfg->cache_dir, name, subs[i])))
-			rc = KERNELS_ENOMEM;
-		else
-			rc = guard_one(path, "a planted link could send downloads, or load code, from outside the "
-				       "cache");
-		free(path);
-	}
-	if (rc == 0 && (path = kernels__sprintf("%s/.locks", cfg->cache_dir))) {
-		rc = guard_one(path, "lock files would land outside the cache");
-		free(path);
-		if (rc == 0 && (path = kernels__sprintf("%s/.locks/%s", cfg->cache_dir, name))) {
-			rc = guard_one(path, "lock files would land outside the cache");
-			free(path);
+	if (!name)
+		return KERNELS_ENOMEM;
+	if ((fd = kernels__cache_dir_open(cfg->cache_dir, name, 0)) >= 0) {
+		for (i = 0; rc == 0 && i < sizeof(subs) / sizeof(subs[0]); i++) {
+			if (fstatat(fd, subs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
+				continue;
+			shown = kernels__sprintf("%s/%s/%s", cfg->cache_dir, name, subs[i]);
+			rc = shown ? refuse_at(fd, subs[i], shown) : KERNELS_ENOMEM;
+			free(shown);
 		}
+		close(fd);
+	} else if (fd != KERNELS_ENOTFOUND) {
+		rc = fd;
 	}
+	if (rc == 0 && !(rel = kernels__sprintf(".locks/%s", name)))
+		rc = KERNELS_ENOMEM;
+	if (rc == 0 && (fd = kernels__cache_dir_open(cfg->cache_dir, rel, 0)) >= 0)
+		close(fd);
+	else if (rc == 0 && fd != KERNELS_ENOTFOUND)
+		rc = fd;
+	if (rc == 0)
+		kernels_error_clear();
+	free(rel);
 	free(name);
 	return rc;
 }
@@ -191,42 +334,58 @@ char *kernels__cache_repo_of(const char *variant_dir)
 	return NULL;
 }
 
-static char *parent_of(const char *path)
-{
-	char *p = kernels__strdup(path), *slash;
-
-	if (p && (slash = strrchr(p, '/')))
-		*slash = '\0';
-	return p;
-}
-
 /* ---- locks ---------------------------------------------------------------------- */
+
+/* The folder of a lock file, {root}/.locks/{repo folder}/{file}, walked
+ * from the cache root without following links and made where missing;
+ * *leaf points at {file}. */
+static int lock_dir_open(const char *lock_path, const char **leaf)
+{
+	const char *end = lock_path + strlen(lock_path), *s[3];
+	char *root, *rel;
+	int i, fd;
+
+	for (i = 0; i < 3; i++) {
+		s[i] = memrchr(lock_path, '/', (size_t)(end - lock_path));
+		if (!s[i])
+			return kernels__error(KERNELS_EINVAL, "%s is not a lock file of the cache", lock_path);
+		end = s[i];
+	}
+	*leaf = s[0] + 1;
+	root = strndup(lock_path, s[2] == lock_path ? 1 : (size_t)(s[2] - lock_path));
+	rel = strndup(s[2] + 1, (size_t)(s[0] - s[2] - 1));
+	fd = root && rel ? kernels__cache_dir_open(root, rel, 1) : kernels__error_oom();
+	free(root);
+	free(rel);
+	return fd;
+}
 
 /* Opens (creating it and its folder) a lock file: the descriptor, or an
  * error. *unwritable is set when neither could be made for lack of rights
- * or a read-only file system. */
+ * or a read-only file system. A link planted at the lock file is not
+ * followed (O_NOFOLLOW): nothing is created where it points. */
 static int lock_open(const char *lock_path, int *unwritable)
 {
-	char *dir = parent_of(lock_path);
-	int fd, rc, err;
+	const char *leaf = NULL;
+	int dfd, fd = -1, err;
 
 	*unwritable = 0;
-	if (!dir)
-		return KERNELS_ENOMEM;
-	rc = kernels__mkdir_p(dir, 0777);
-	free(dir);
-	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if ((dfd = lock_dir_open(lock_path, &leaf)) < 0)
+		return dfd; /* the folder could not be made, or is a link: that message says why */
+	fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
 	err = errno;
 	/* A lock file another user made is opened read-only; when there is
 	 * none, the first failure is the one to report. */
 	if (fd < 0 && (err == EACCES || err == EPERM || err == EROFS) &&
-	    (fd = open(lock_path, O_RDONLY | O_CLOEXEC)) < 0 && errno != ENOENT)
+	    (fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 && errno != ENOENT)
 		err = errno;
+	close(dfd);
 	if (fd >= 0)
 		return fd;
 	*unwritable = err == EACCES || err == EPERM || err == EROFS;
-	if (rc < 0)
-		return rc; /* the folder could not be made: that message says why */
+	if (err == ELOOP)
+		return kernels__error(KERNELS_EUNSAFE, "the lock file %s is a symbolic link: libkernels wrote "
+				      "nothing through it; remove it", lock_path);
 	return kernels__error(KERNELS_EIO,
 			      "cannot open the lock file %s: %s; make the cache's .locks folder writable for "
 			      "this user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)",
@@ -332,77 +491,48 @@ int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char 
 	return ok;
 }
 
-/* Creates `rel` (folders under `root`, '/'-separated) one component at a
- * time and refuses any component that is not a real folder: a symlink
- * planted in a shared cache must not redirect where links are written.
- * huggingface_hub never puts folder links in a snapshot, so nothing valid
- * is refused. */
-static int mkdirs_nofollow(const char *root, const char *rel)
-{
-	char *p = kernels__sprintf("%s/%s", root, rel), *q;
-	size_t skip = strlen(root) + 1;
-	struct stat st;
-	int rc = 0;
-
-	if (!p)
-		return KERNELS_ENOMEM;
-	for (q = p + skip;; q++) {
-		char c = *q;
-		if (c != '/' && c != '\0')
-			continue;
-		*q = '\0';
-		if (mkdir(p, 0777) < 0 && errno != EEXIST)
-			rc = kernels__error(KERNELS_EIO,
-					    "cannot create folder '%s': %s; check that the cache is writable", p,
-					    strerror(errno));
-		else if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-			rc = kernels__error(KERNELS_EUNSAFE, "'%s' in the snapshot is not a folder (a link or a file); "
-					    "refusing to write through it; remove the snapshot folder and download "
-					    "again", p);
-		*q = c;
-		if (rc < 0 || c == '\0')
-			break;
-	}
-	free(p);
-	return rc;
-}
-
 int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag)
 {
-	char *root = kernels__sprintf("%s/snapshots/%s", repo_dir, commit);
 	char *snap = kernels__sprintf("%s/snapshots/%s/%s", repo_dir, commit, path);
-	char *target = kernels__cache_link_target(path, etag), *dir = NULL, *tmp = NULL, *blob_tmp = NULL;
+	char *target = kernels__cache_link_target(path, etag), *sub = NULL, *base = NULL, *tmp = NULL;
+	const char *leaf = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char buf[PATH_MAX];
+	int sfd = -1, bfd = -1, rc = 0;
 	ssize_t n;
-	int rc = 0;
 
 	/* The temporary link lives in blobs/, not beside the final one: a
 	 * reader walking the variant folder meanwhile (another thread verifying
 	 * it) must never see a stray name there. */
-	if (!root || !snap || !target || !(dir = parent_of(path)) ||
-	    !(blob_tmp = kernels__sprintf("%s/blobs/%s.link", repo_dir, etag)) ||
-	    !(tmp = kernels__tmp_name(blob_tmp))) {
+	if (!snap || !target || !(sub = kernels__sprintf("snapshots/%s/%.*s", commit, (int)(leaf - path), path)) ||
+	    !(base = kernels__sprintf("%s.link", etag)) || !(tmp = kernels__tmp_name(base))) {
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
 	if ((n = readlink(snap, buf, sizeof(buf) - 1)) > 0 && (buf[n] = '\0', !strcmp(buf, target)))
 		goto out; /* already there, as another caller linked it */
-	if ((rc = kernels__mkdir_p(root, 0777)) < 0)
+	/* Every folder from the cache root down to the link's, and blobs/,
+	 * opened without following links: a link planted in a shared cache
+	 * must not redirect where links are written. huggingface_hub never
+	 * puts folder links in a snapshot, so nothing valid is refused. */
+	if ((sfd = rc = kernels__cache_repo_dir_open(repo_dir, sub, 1)) < 0 ||
+	    (bfd = rc = kernels__cache_repo_dir_open(repo_dir, "blobs", 1)) < 0)
 		goto out;
-	if (strchr(path, '/') && (rc = mkdirs_nofollow(root, dir)) < 0)
-		goto out;
-	if (symlink(target, tmp) < 0 || rename(tmp, snap) < 0) {
+	rc = 0;
+	if (symlinkat(target, bfd, tmp) < 0 || renameat(bfd, tmp, sfd, leaf) < 0) {
 		rc = kernels__error(KERNELS_EIO, "cannot link %s to %s: %s; check that the cache is writable", snap,
 				    target, strerror(errno));
-		unlink(tmp);
+		unlinkat(bfd, tmp, 0);
 	}
 out:
-	free(root);
+	if (sfd >= 0)
+		close(sfd);
+	if (bfd >= 0)
+		close(bfd);
 	free(snap);
 	free(target);
-	free(dir);
+	free(sub);
+	free(base);
 	free(tmp);
-	free(blob_tmp);
 	return rc;
 }
 

@@ -20,11 +20,33 @@
 char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
 
 /* The cache root is the only path trusted as it is (it may be a link, or a
- * mount): below it, the repo folder, its blobs/, snapshots/, refs/ and
- * .libkernels/, and .locks/ with the repo's lock folder must be real
- * folders or absent. KERNELS_EUNSAFE naming the planted link otherwise:
- * nothing is written or loaded through one. */
+ * mount): below it, the repo folder, its blobs/, snapshots/, refs/,
+ * .libkernels/ and .no_exist/, and .locks/ with the repo's lock folder
+ * must be real folders or absent. KERNELS_EUNSAFE naming the planted link
+ * otherwise: checked before anything is written or loaded, nothing is
+ * written or loaded through one. */
 int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
+
+/* Containment of every write: opens the folder `rel` ('/'-separated)
+ * below the cache root `root`, each component with O_NOFOLLOW from the
+ * descriptor of the one above, made (mkdirat) where missing when
+ * `create`. Returns an O_PATH descriptor of the folder (for the *at calls
+ * that write in it), or KERNELS_EUNSAFE naming the first component that is
+ * a link or a file (nothing is made below it), KERNELS_ENOTFOUND (missing,
+ * without create), KERNELS_EIO with errno kept. */
+int kernels__cache_dir_open(const char *root, const char *rel, int create);
+
+/* The same for {repo_dir}/{sub} (sub may be NULL or ""), the cache root
+ * being repo_dir's parent. */
+int kernels__cache_repo_dir_open(const char *repo_dir, const char *sub, int create);
+
+/* Makes {repo_dir}/{sub} as kernels__cache_repo_dir_open does: 0 or an error. */
+int kernels__cache_mkdirs(const char *repo_dir, const char *sub);
+
+/* kernels__write_atomic of `path`, a file below `repo_dir`, after its
+ * folders are walked and made without following links. `flags`: the
+ * KERNELS__WRITE_* of util/fs.h (MKDIR is implied). */
+int kernels__cache_write(const char *repo_dir, const char *path, const void *data, size_t len, unsigned int flags);
 
 /* The relative link target of snapshots/{commit}/{path}: "../" for every
  * folder between the link and the repo folder, then "blobs/{etag}". */
@@ -75,7 +97,7 @@ int kernels__cache_repo_lock(const kernels__config *cfg, kernels__repo_type type
 
 /* Links snapshots/{commit}/{path} to blobs/{etag} (relative), atomically
  * replacing what is there. Refuses (KERNELS_EUNSAFE) when a folder on the
- * way inside the snapshot is not a real folder (e.g. a planted symlink). */
+ * way from the cache root is not a real folder (e.g. a planted symlink). */
 int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag);
 
 /* 1 when snapshots/{commit}/{path} is our link to blobs/{etag} and the blob

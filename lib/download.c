@@ -349,11 +349,12 @@ static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, c
 	int code = kernels_error_last_code(), fd;
 
 	snprintf(saved, sizeof(saved), "%s", kernels_error_last());
+	/* Its folders walked from the cache root without following links. */
 	if (slash) {
 		*slash = '\0';
-		if (kernels__mkdir_p(marker, 0777) == 0) {
+		if (kernels__cache_mkdirs(dir, marker + strlen(dir) + 1) == 0) {
 			*slash = '/';
-			if ((fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0666)) >= 0)
+			if ((fd = open(marker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666)) >= 0)
 				close(fd);
 		}
 	}

@@ -183,7 +183,9 @@ static int open_incomplete(fetch *f, job *j)
 	ssize_t n;
 	int rc;
 
-	j->fd = open(j->incomplete, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	/* blobs/ was walked from the cache root (disk_check); a link planted
+	 * at the .incomplete name is not followed. */
+	j->fd = open(j->incomplete, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (j->fd < 0)
 		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache folder is writable "
 				      "(shared caches: group-writable) or set KERNELS_CACHE", j->incomplete,
@@ -758,7 +760,7 @@ static int disk_check(fetch *f, unsigned long long need)
 
 	if (!blobs)
 		return KERNELS_ENOMEM;
-	if ((rc = kernels__mkdir_p(blobs, 0777)) == 0 && statvfs(blobs, &vs) == 0) {
+	if ((rc = kernels__cache_mkdirs(f->repo_dir, "blobs")) == 0 && statvfs(blobs, &vs) == 0) {
 		unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
 		if (need > avail)
 			rc = kernels__error(KERNELS_EIO,

@@ -150,7 +150,7 @@ int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, c
 static void record(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *commit,
 		   const kernels__tree *t)
 {
-	char *path = NULL;
+	char *path = NULL, *dir = NULL;
 	kernels__buf b = { 0 };
 	size_t i;
 	int ok = 0;
@@ -166,7 +166,7 @@ static void record(const kernels__config *cfg, kernels__repo_type type, const ch
 	}
 	if (kernels__buf_printf(&b, "end %zu\n", t->n) < 0 || b.len > RECORD_BYTES_MAX)
 		goto out;
-	ok = kernels__write_atomic(path, b.ptr, b.len, -1, KERNELS__WRITE_MKDIR) == 0;
+	ok = (dir = kernels__cache_repo_dir(cfg, type, repo_id)) && kernels__cache_write(dir, path, b.ptr, b.len, 0) == 0;
 out:
 	if (!ok)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "the listing of %s at %.12s was not recorded in the cache%s%s",
@@ -175,6 +175,7 @@ out:
 	kernels_error_clear();
 	kernels__buf_free(&b);
 	free(path);
+	free(dir);
 }
 
 int kernels__listing_recorded(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,

@@ -118,6 +118,7 @@ static int blob_of(int fd, const char *root, char *blob, size_t size)
 }
 
 typedef struct {
+	const char *root; /* the repo folder (not owned) */
 	char *dir, *copy, *receipt, *tmp;
 } paths;
 
@@ -169,7 +170,7 @@ static int write_copy(const kernels__config *cfg, const paths *p, const char *so
 	struct stat cst;
 	int tfd, rfd = -1, named = 0, err;
 
-	if (kernels__mkdir_p(p->dir, 0777) < 0 || (tfd = create_tmp(p, &named)) < 0)
+	if (kernels__cache_mkdirs(p->root, ".libkernels/patched") < 0 || (tfd = create_tmp(p, &named)) < 0)
 		return -1;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", tfd);
 	if (copy_all(fd, tfd, st->st_size) < 0 || weaken(tfd, e, 1) < 0 || fsync(tfd) < 0 ||
@@ -182,7 +183,7 @@ static int write_copy(const kernels__config *cfg, const paths *p, const char *so
 	if ((rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0 || fstat(rfd, &cst) < 0)
 		goto fail;
 	close(tfd);
-	kernels__receipt_copy_write(cfg, p->receipt, source, &cst);
+	kernels__receipt_copy_write(cfg, p->root, p->receipt, source, &cst);
 	return rfd;
 fail:
 	err = errno;
@@ -209,6 +210,7 @@ int kernels__pyfree_open(const kernels__config *cfg, const char *root, const cha
 		snprintf(by_name, sizeof(by_name), "blob:%s", blob);
 		source = by_name;
 	}
+	p.root = root;
 	if (!(p.dir = kernels__sprintf("%s/.libkernels/patched", root)) ||
 	    !(p.copy = kernels__sprintf("%s/%s.so", p.dir, blob)) ||
 	    !(p.receipt = kernels__sprintf("%s/%s.json", p.dir, blob)) ||

@@ -4,6 +4,7 @@
  * .libkernels/patched/{blob}.json beside each Python-free copy, and
  * .libkernels/blobs/{sha256}.json for a large blob hashed at download. */
 #include "receipt.h"
+#include "cache.h"
 #include "error.h"
 #include "util.h"
 
@@ -49,7 +50,7 @@ static int same_identity(json_t *recorded, const struct stat *st)
 	return same;
 }
 
-static void write_doc(const kernels__config *cfg, const char *path, json_t *doc, int ok);
+static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok);
 
 /* A receipt at `path` (NULL: none) of this format's version, whose string
  * `key` (NULL: none checked) equals `value`; NULL otherwise. */
@@ -97,7 +98,7 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
 
 	for (i = 0; ok && i < n; i++)
 		ok = json_object_set_new(json_object_get(doc, "files"), files[i], identity(&sts[i])) == 0;
-	write_doc(cfg, path, doc, ok);
+	write_doc(cfg, root, path, doc, ok);
 	json_decref(doc);
 	free(path);
 }
@@ -105,12 +106,12 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
 /* Durable, as the trust record is: a receipt vouches for files that are then
  * not hashed again, so it must not outlive a crash as a name whose bytes
  * never reached the disk. */
-static void write_doc(const kernels__config *cfg, const char *path, json_t *doc, int ok)
+static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok)
 {
 	char *text = ok ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	if (text &&
-	    kernels__write_atomic(path, text, strlen(text), -1, KERNELS__WRITE_MKDIR | KERNELS__WRITE_DURABLE) < 0)
+	    kernels__cache_write(root, path, text, strlen(text), KERNELS__WRITE_DURABLE) < 0)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", path,
 			     kernels_error_last());
 	kernels_error_clear();
@@ -126,12 +127,12 @@ int kernels__receipt_copy_matches(const char *path, const char *source, const st
 	return ok;
 }
 
-void kernels__receipt_copy_write(const kernels__config *cfg, const char *path, const char *source,
-				 const struct stat *copy)
+void kernels__receipt_copy_write(const kernels__config *cfg, const char *root, const char *path,
+				 const char *source, const struct stat *copy)
 {
 	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "source", source, "copy", identity(copy));
 
-	write_doc(cfg, path, doc, doc != NULL);
+	write_doc(cfg, root, path, doc, doc != NULL);
 	json_decref(doc);
 }
 
@@ -146,7 +147,7 @@ void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, c
 	char *path = blob_receipt_path(root, sha256);
 	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "sha256", sha256, "blob", identity(blob));
 
-	write_doc(cfg, path, doc, path && doc);
+	write_doc(cfg, root, path, doc, path && doc);
 	json_decref(doc);
 	free(path);
 }
@@ -184,7 +185,7 @@ void kernels__receipt_sign(const kernels__config *cfg, const char *dir, const ch
 	json_t *doc = json_pack("{s:i, s:s, s:o, s:o}", "version", 1, "fingerprint", fingerprint, "metadata",
 				identity(meta), "bundle", identity(bundle));
 
-	write_doc(cfg, path, doc, path && doc);
+	write_doc(cfg, root, path, doc, path && doc);
 	json_decref(doc);
 	free(path);
 	free(root);

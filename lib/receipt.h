@@ -35,8 +35,8 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
  * the copy's identity once written, synced and renamed into place. 1 when
  * the receipt at `path` records exactly `source` and `copy`. */
 int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy);
-void kernels__receipt_copy_write(const kernels__config *cfg, const char *path, const char *source,
-				 const struct stat *copy);
+void kernels__receipt_copy_write(const kernels__config *cfg, const char *root, const char *path,
+				 const char *source, const struct stat *copy);
 
 /* Download receipts ({root}/.libkernels/blobs/{sha256}.json): an LFS blob
  * of at least KERNELS__BLOB_RECEIPT_MIN bytes whose bytes hashed to its

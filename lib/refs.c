@@ -2,6 +2,7 @@
  * time with openat(O_NOFOLLOW) so a planted symlink cannot redirect a read
  * or a write outside the folder. */
 #include "refs.h"
+#include "cache.h"
 #include "error.h"
 #include "util.h"
 
@@ -105,12 +106,17 @@ static int open_parent(const char *repo_dir, const char *name, int create, const
 
 	if (!refs)
 		return KERNELS_ENOMEM;
-	if (create && kernels__mkdir_p(refs, 0777) < 0) {
+	/* Written: every folder from the cache root down walked without
+	 * following links, so a planted repo folder or refs/ link is refused
+	 * before anything is made through it. */
+	if (create) {
 		free(refs);
-		return kernels_error_last_code();
+		if ((fd = kernels__cache_repo_dir_open(repo_dir, "refs", 1)) < 0)
+			return fd;
+	} else {
+		fd = open(refs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		free(refs);
 	}
-	fd = open(refs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	free(refs);
 	if (fd < 0)
 		return errno == ENOENT ? kernels__error(KERNELS_ENOTFOUND, "no refs folder in '%s'", repo_dir)
 				       : io_error(create ? "writing" : "reading", repo_dir, name);

@@ -65,18 +65,20 @@ static char *record_path(const kernels__config *cfg, kernels__repo_type type, co
 static void record_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			 const char *org, int trusted)
 {
-	char *path = record_path(cfg, type, repo_id), *text = NULL;
+	char *path = record_path(cfg, type, repo_id), *text = NULL, *dir = kernels__cache_repo_dir(cfg, type, repo_id);
 	json_t *doc = json_pack("{s:s, s:s, s:I, s:s}", "publisher", org, "verdict", trusted ? "trusted" : "untrusted",
 				"checked_at", (json_int_t)time(NULL), "endpoint", cfg->endpoint);
 
-	if (path && doc && kernels__cache_guard(cfg, type, repo_id) == 0 && (text = json_dumps(doc, JSON_SORT_KEYS)) &&
-	    kernels__write_atomic(path, text, strlen(text), -1, KERNELS__WRITE_MKDIR | KERNELS__WRITE_DURABLE) < 0)
+	if (path && dir && doc && kernels__cache_guard(cfg, type, repo_id) == 0 &&
+	    (text = json_dumps(doc, JSON_SORT_KEYS)) &&
+	    kernels__cache_write(dir, path, text, strlen(text), KERNELS__WRITE_DURABLE) < 0)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot record the trust verdict for %s in %s: %s", repo_id, path,
 			     kernels_error_last());
 	kernels_error_clear();
 	free(text);
 	json_decref(doc);
 	free(path);
+	free(dir);
 }
 
 /* 1 when the cache holds a "trusted" verdict for this repo from this

@@ -1,6 +1,7 @@
 /* The cache root is the only trusted path (lib/cache.c): a symbolic link
- * planted at the repo folder, blobs/, snapshots/, refs/, .libkernels/ or
- * .locks/ is refused by name, nothing is written outside the root, and no
+ * planted at the repo folder, blobs/, snapshots/ (and every folder below
+ * it), refs/, .no_exist/, .libkernels/ or .locks/ is refused by name,
+ * nothing is written outside the root (byte for byte), and no
  * code from behind the link runs (the variant's constructor leaves a
  * marker when it runs). And the cache API (kernels/cache.h): a scan says
  * what the files on disk say; a removal during a download refuses, or
@@ -146,6 +147,106 @@ static void test_planted_locks(void **state)
 	free(link);
 	free(outside);
 	free(cache);
+}
+
+static char *read_line(const char *path);
+
+/* Everything under `dir`, names, kinds, link targets and bytes, as one
+ * line of sha256 (malloc'ed): equal before and after means nothing there
+ * changed. */
+static char *digest(const char *dir)
+{
+	char *out, *line;
+
+	assert_true(asprintf(&out, "%s.digest", dir) > 0);
+	assert_int_equal(test_system("cd '%s' && { find . -printf '%%p %%y %%s %%m %%l\\n' | LC_ALL=C sort; "
+				     "find . -type f | LC_ALL=C sort | xargs -r cat; } | sha256sum > '%s'",
+				     dir, out), 0);
+	line = read_line(out);
+	remove(out);
+	free(out);
+	return line;
+}
+
+/* A link planted at any folder libkernels writes below the root, pointing
+ * at a folder outside the cache that already holds something: an online
+ * load from a cold cache writes nothing there (byte for byte) and loads
+ * nothing. Levels a load needs are refused naming the link; the records
+ * kept only to save work (.libkernels/trees/, .libkernels/receipts/) are
+ * skipped and the load goes on inside the cache. */
+static void test_planted_links_write_nothing(void **state)
+{
+	static const struct {
+		const char *rel; /* below the cache root; C: the commit, V: the variant */
+		int must_refuse;
+	} levels[] = {
+		{ "kernels--acme--guard", 1 },
+		{ "kernels--acme--guard/refs", 1 },
+		{ "kernels--acme--guard/blobs", 1 },
+		{ "kernels--acme--guard/snapshots", 1 },
+		{ "kernels--acme--guard/snapshots/C", 1 },
+		{ "kernels--acme--guard/snapshots/C/build", 1 },
+		{ "kernels--acme--guard/snapshots/C/build/V", 1 },
+		{ "kernels--acme--guard/.no_exist", 1 },
+		{ "kernels--acme--guard/.libkernels", 1 },
+		{ "kernels--acme--guard/.libkernels/trees", 0 },
+		{ "kernels--acme--guard/.libkernels/trees/C", 0 },
+		{ "kernels--acme--guard/.libkernels/receipts", 0 },
+		{ ".locks", 1 },
+		{ ".locks/kernels--acme--guard", 1 },
+	};
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		char *cache = make_cache("level-link"), *outside = make_cache("level-outside"), *rel, *link, *before,
+		     *after, *p;
+		kernels_options o;
+		kernels_kernel *k = NULL;
+		int rc;
+
+		assert_non_null(rel = strdup(levels[i].rel));
+		if ((p = strstr(rel, "/C")) && (p[2] == '/' || !p[2])) {
+			char *full;
+			*p = '\0';
+			assert_true(asprintf(&full, "%s/%s%s", rel, commit, p + 2) > 0);
+			free(rel);
+			rel = full;
+		}
+		if ((p = strstr(rel, "/V")) && !p[2]) {
+			char *full;
+			*p = '\0';
+			assert_true(asprintf(&full, "%s/%s", rel, VARIANT) > 0);
+			free(rel);
+			rel = full;
+		}
+		assert_true(asprintf(&link, "%s/%s", cache, rel) > 0);
+		assert_int_equal(test_system("mkdir -p '%s/sub' && printf keep > '%s/sub/keep.txt' && ln -s keep.txt "
+					     "'%s/sub/keep.lnk' && mkdir -p \"$(dirname '%s')\" && ln -s '%s' '%s'",
+					     outside, outside, outside, link, outside, link), 0);
+		before = digest(outside);
+		remove(marker);
+		options(&o, cache);
+		rc = kernels_get(&k, "acme/guard", "v1.0.0", &o);
+		if (levels[i].must_refuse && (rc != KERNELS_EUNSAFE || !strstr(kernels_error_last(), link) ||
+					      !strstr(kernels_error_last(), "symbolic link")))
+			fail_msg("%s: %d, not a refusal naming the link: %s", rel, rc, kernels_error_last());
+		if (!levels[i].must_refuse && rc != 0)
+			fail_msg("%s: %d: %s", rel, rc, kernels_error_last());
+		if (levels[i].must_refuse)
+			assert_int_not_equal(access(marker, F_OK), 0);
+		kernels_kernel_close(k);
+		after = digest(outside);
+		if (strcmp(before, after))
+			fail_msg("%s: the folder outside the cache changed", rel);
+		test_system("rm -rf '%s' '%s'", cache, outside);
+		free(before);
+		free(after);
+		free(link);
+		free(rel);
+		free(outside);
+		free(cache);
+	}
 }
 
 /* A lock folder this process may not write (an immutable folder: EPERM
@@ -427,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_planted_repo_folder),
 		cmocka_unit_test(test_planted_subfolders),
 		cmocka_unit_test(test_planted_locks),
+		cmocka_unit_test(test_planted_links_write_nothing),
 		cmocka_unit_test(test_lock_folder_errno),
 		cmocka_unit_test(test_root_may_be_a_link),
 	};
