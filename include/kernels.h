@@ -39,5 +39,6 @@
 #include "kernels/wheel.h"
 #include "kernels/tvm_ffi.h"
 #include "kernels/signature.h"
+#include "kernels/bundle.h"
 
 #endif

@@ -134,4 +134,10 @@ int cmd_cache(cli_ctx *, const cli_command *);
 int cmd_cache_ls(cli_ctx *, const cli_command *);
 int cmd_cache_rm(cli_ctx *, const cli_command *);
 
+/* cmd_bundle.c: `bundle`, `bundle import`, `bundle ls`. */
+extern const cli_opt cli_bundle_opts[];
+int cmd_bundle(cli_ctx *, const cli_command *);
+int cmd_bundle_import(cli_ctx *, const cli_command *);
+int cmd_bundle_ls(cli_ctx *, const cli_command *);
+
 #endif

@@ -96,6 +96,17 @@ static const cli_command commands[] = {
 	  "uses any more are removed too. While the repo is being downloaded (by any process) nothing is removed "
 	  "and the command fails: run it again when the download is done.",
 	  rm_opts, 1, 1, cmd_cache_rm, CLI_NAME " cache rm kernels-community/activation --revision v1 --dry-run" },
+	{ "bundle", "[DIR]", "Write one verified file (-o FILE) holding every kernel DIR/kernels.lock pins.",
+	  "DIR defaults to the current folder. A tar archive (zstd when libarchive has it) with a manifest of every "
+	  "file's size and sha256, the lock, the refs naming the locked commits, and every variant (or those given "
+	  "with --variant). Files come from the cache; missing ones are downloaded into it first.",
+	  cli_bundle_opts, 0, 1, cmd_bundle, CLI_NAME " bundle myproject -o kernels.bundle" },
+	{ "bundle import", "FILE", "Import a bundle into the cache, verified before anything is published.",
+	  "No network call. Every entry is checked against the manifest, every variant against its metadata digest "
+	  "(and the signature mode); a hostile archive is refused whole. Importing twice is a no-op.",
+	  NULL, 1, 1, cmd_bundle_import, CLI_NAME " bundle import kernels.bundle --cache-dir /srv/kernels" },
+	{ "bundle ls", "FILE", "List what a bundle holds (variants, sizes, refs) without importing it.", NULL, NULL,
+	  1, 1, cmd_bundle_ls, CLI_NAME " bundle ls kernels.bundle" },
 	{ "version", NULL, "Print the version of the tool and library (also -V, --version).", NULL, NULL, 0, 0,
 	  cmd_version, NULL },
 };
@@ -229,6 +240,27 @@ static int find_cache_command(int argc, char **argv, int at, int *at2, const cli
 	return -1;
 }
 
+/* `bundle import FILE` and `bundle ls FILE`: the first argument after
+ * `bundle` that is neither an option nor an option's value names them;
+ * anything else is `bundle [DIR]`. */
+static int bundle_subcommand(int argc, char **argv, int at, int *at2)
+{
+	int i;
+
+	for (i = at + 1; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			i += global_takes_value(argv[i]) || !strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
+			     !strcmp(argv[i], "--variant");
+			continue;
+		}
+		if (strcmp(argv[i], "import") && strcmp(argv[i], "ls"))
+			return 0;
+		*at2 = i;
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static cli_ctx ctx;
@@ -252,7 +284,11 @@ int main(int argc, char **argv)
 	}
 	if (at < 0)
 		return usage(stderr);
-	if (!strcmp(argv[at], "cache")) {
+	if (!strcmp(argv[at], "bundle") && bundle_subcommand(argc, argv, at, &at2)) {
+		for (k = 0; k < NCOMMANDS; k++)
+			if (!strncmp(commands[k].name, "bundle ", 7) && !strcmp(commands[k].name + 7, argv[at2]))
+				cmd = &commands[k];
+	} else if (!strcmp(argv[at], "cache")) {
 		if ((rc = find_cache_command(argc, argv, at, &at2, &cmd)) >= 0)
 			return rc;
 	} else {

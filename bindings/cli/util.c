@@ -362,6 +362,9 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 		if (global) {
 			if ((rc = apply_global(ctx, cmd, o->name, value ? value : "1")) >= 0)
 				return rc;
+		} else if (value && ctx->val[idx] && strstr(o->arg, "...")) {
+			/* a repeatable option ("NAME..."): the values joined by commas; lives as long as the process */
+			ctx->val[idx] = cli_sprintf("%s,%s", ctx->val[idx], value);
 		} else {
 			ctx->val[idx] = value ? value : "1";
 		}

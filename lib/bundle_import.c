@@ -1,0 +1,491 @@
+/* Importing a bundle: every byte is checked against the manifest as it is
+ * read, into a staging folder inside each repo's cache folder
+ * ({repo}/.libkernels/import.tmp-{pid}-{n}/, laid out as a repo folder:
+ * blobs/, snapshots/{commit}/build/{variant}/ with the cache's own relative
+ * links). Only when the whole archive has been read and every staged variant
+ * verifies (signature mode, metadata digest) is anything published: blobs
+ * renamed into blobs/, then each variant folder renamed into
+ * snapshots/{commit}/build/ whole (its links keep their depth, so they
+ * resolve the same there), then refs. A kill leaves a staging folder, which
+ * no reader looks into and the next import removes. */
+#include "bundle.h"
+
+#include <archive.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "config.h"
+#include "error.h"
+#include "receipt.h"
+#include "refs.h"
+#include "signature.h"
+#include "util.h"
+#include "verify.h"
+
+#define STAGE_PREFIX "import.tmp-"
+
+typedef struct {
+	kernels__repo_type type;
+	const char *repo_id;
+	char *dir, *stage;
+	kernels__cache_lock lock;
+	int made_dir; /* this import created the repo folder */
+} imp_repo;
+
+typedef struct {
+	const kernels__config *cfg;
+	kernels_bundle *b;
+	const char *name;
+	imp_repo *repos;
+	size_t nrepos, caprepos;
+	size_t *repo_of;          /* per variant */
+	unsigned char *present;   /* per variant: already whole in the cache */
+	int fd;                   /* the blob being staged, or -1 */
+	char *inc, *blob;
+	kernels_bundle_import_stats st;
+} importer;
+
+/* ---- staging folders -------------------------------------------------------- */
+
+/* Removes `name` under the folder `dfd`, never following a link. */
+static void rm_at(int dfd, const char *name)
+{
+	int fd;
+	DIR *d;
+	struct dirent *de;
+
+	if (unlinkat(dfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM))
+		return;
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			rm_at(dirfd(d), de->d_name);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void rm_tree(const char *path)
+{
+	rm_at(AT_FDCWD, path);
+}
+
+/* Staging folders of imports whose process is gone (killed, crashed). */
+static void remove_stale(const char *libdir)
+{
+	DIR *d = opendir(libdir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		long pid;
+		if (strncmp(de->d_name, STAGE_PREFIX, strlen(STAGE_PREFIX)))
+			continue;
+		pid = strtol(de->d_name + strlen(STAGE_PREFIX), NULL, 10);
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			rm_at(dirfd(d), de->d_name);
+	}
+	closedir(d);
+}
+
+static int repo_begin(importer *im, imp_repo *r)
+{
+	char *libdir = NULL, *base = NULL;
+	struct stat st;
+	int rc = kernels__cache_guard(im->cfg, r->type, r->repo_id);
+
+	r->made_dir = rc == 0 && lstat(r->dir, &st) < 0;
+	if (rc == 0 && (rc = kernels__cache_repo_lock(im->cfg, r->type, r->repo_id, LOCK_SH, &r->lock)) == 2)
+		rc = 0; /* no lock file can be made: the writes below say why */
+	if (rc == 0 && (!(libdir = kernels__sprintf("%s/.libkernels", r->dir)) ||
+			!(base = kernels__sprintf("%s/" STAGE_PREFIX, libdir))))
+		rc = KERNELS_ENOMEM;
+	if (rc == 0)
+		rc = kernels__mkdir_p(libdir, 0777);
+	if (rc == 0) {
+		remove_stale(libdir);
+		/* {libdir}/import.tmp-{pid}-{n}: the name kernels__tmp_name gives "import" */
+		free(base);
+		base = kernels__sprintf("%s/import", libdir);
+		if (!base || !(r->stage = kernels__tmp_name(base)))
+			rc = KERNELS_ENOMEM;
+	}
+	if (rc == 0 && mkdir(r->stage, 0777) < 0)
+		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable", r->stage,
+				    strerror(errno));
+	if (rc == 0 && !(base = (free(base), kernels__sprintf("%s/blobs", r->stage))))
+		rc = KERNELS_ENOMEM;
+	if (rc == 0 && mkdir(base, 0777) < 0)
+		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s", base, strerror(errno));
+	free(base);
+	free(libdir);
+	return rc;
+}
+
+/* The staging folder goes; so do the folders this import made for nothing. */
+static void repo_end(imp_repo *r)
+{
+	char *p;
+
+	if (r->stage)
+		rm_tree(r->stage);
+	if (r->made_dir && (p = kernels__sprintf("%s/.libkernels", r->dir))) {
+		rmdir(p);
+		rmdir(r->dir);
+		free(p);
+	}
+	kernels__cache_unlock(&r->lock);
+	free(r->dir);
+	free(r->stage);
+}
+
+static int repo_add(importer *im, const kernels__bundle_variant *v, size_t *at)
+{
+	size_t i;
+
+	for (i = 0; i < im->nrepos; i++)
+		if (im->repos[i].type == v->type && !strcmp(im->repos[i].repo_id, v->repo_id)) {
+			*at = i;
+			return 0;
+		}
+	if (KERNELS__ARRAY_GROW(im->repos, im->caprepos, im->nrepos) < 0)
+		return KERNELS_ENOMEM;
+	memset(&im->repos[i], 0, sizeof(im->repos[i]));
+	im->repos[i].type = v->type;
+	im->repos[i].repo_id = v->repo_id;
+	im->repos[i].lock.fd = -1;
+	if (!(im->repos[i].dir = kernels__cache_repo_dir(im->cfg, v->type, v->repo_id)))
+		return KERNELS_ENOMEM;
+	im->nrepos++;
+	*at = i;
+	return repo_begin(im, &im->repos[i]);
+}
+
+/* Whole in the cache already: every file linked as a download links it. */
+static int variant_present(const imp_repo *r, const kernels_bundle *b, const kernels__bundle_variant *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++) {
+		const kernels__bundle_entry *e = &b->files[v->first + i];
+		char *rel = kernels__sprintf("build/%s/%s", v->name, e->f.path);
+		int ok = rel && kernels__cache_link_ok(r->dir, v->commit, rel, e->f.etag, (long long)e->f.size);
+		free(rel);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+static int plan(importer *im)
+{
+	size_t i, n = im->b->nvariants;
+	int rc = 0;
+
+	im->repo_of = calloc(n + 1, sizeof(*im->repo_of));
+	im->present = calloc(n + 1, 1);
+	if (!im->repo_of || !im->present)
+		return kernels__error_oom();
+	for (i = 0; rc == 0 && i < n; i++)
+		if ((rc = repo_add(im, &im->b->variants[i], &im->repo_of[i])) == 0)
+			im->present[i] = variant_present(&im->repos[im->repo_of[i]], im->b, &im->b->variants[i]);
+	kernels_error_clear();
+	return rc;
+}
+
+/* ---- entries into the staging folder ------------------------------------------ */
+
+static int on_begin(void *payload, const kernels__bundle_entry *e)
+{
+	importer *im = payload;
+	const imp_repo *r;
+	char *real;
+	struct stat st;
+
+	im->fd = -1;
+	if (e->variant == (size_t)-1 || im->present[e->variant])
+		return 0; /* the lock is checked, not imported; a cached variant stays as it is */
+	r = &im->repos[im->repo_of[e->variant]];
+	free(im->blob);
+	if (!(im->blob = kernels__sprintf("%s/blobs/%s", r->stage, e->f.etag)))
+		return KERNELS_ENOMEM;
+	if (lstat(im->blob, &st) == 0)
+		return 0; /* the same bytes, staged for another file */
+	/* A blob the cache has already is linked into the staging folder, not written again. */
+	if ((real = kernels__sprintf("%s/blobs/%s", r->dir, e->f.etag)) &&
+	    kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size) && link(real, im->blob) == 0) {
+		free(real);
+		return 0;
+	}
+	free(real);
+	free(im->inc);
+	if (!(im->inc = kernels__sprintf("%s.incomplete", im->blob)))
+		return KERNELS_ENOMEM;
+	if ((im->fd = open(im->inc, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0)
+		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable and has "
+				      "room", im->inc, strerror(errno));
+	return 0;
+}
+
+static int on_data(void *payload, const void *buf, size_t n)
+{
+	importer *im = payload;
+	const char *p = buf;
+
+	while (im->fd >= 0 && n) {
+		ssize_t w = write(im->fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return kernels__error(KERNELS_EIO, "cannot write %s: %s; check free space", im->inc,
+					      strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int on_end(void *payload, const kernels__bundle_entry *e)
+{
+	importer *im = payload;
+	int fd = im->fd;
+
+	(void)e;
+	im->fd = -1;
+	return fd < 0 ? 0 : kernels__cache_publish(fd, im->inc, im->blob, NULL, 0);
+}
+
+static void on_abort(void *payload, const kernels__bundle_entry *e)
+{
+	importer *im = payload;
+
+	(void)e;
+	if (im->fd >= 0) {
+		close(im->fd);
+		unlink(im->inc);
+	}
+	im->fd = -1;
+}
+
+/* ---- verification of the staged variants ----------------------------------------- */
+
+static int stage_variant(importer *im, size_t vi)
+{
+	const kernels__bundle_variant *v = &im->b->variants[vi];
+	const imp_repo *r = &im->repos[im->repo_of[vi]];
+	char *dir = kernels__sprintf("%s/snapshots/%s/build/%s", r->stage, v->commit, v->name);
+	char *what = kernels__sprintf("%s@%.7s variant %s (bundle %s)", v->repo_id, v->commit, v->name, im->name);
+	struct stat signed_meta;
+	size_t i;
+	int rc = dir && what ? 0 : KERNELS_ENOMEM;
+
+	for (i = 0; rc == 0 && i < v->n; i++) {
+		const kernels__bundle_entry *e = &im->b->files[v->first + i];
+		char *rel = kernels__sprintf("build/%s/%s", v->name, e->f.path);
+		rc = rel ? kernels__cache_link(r->stage, v->commit, rel, e->f.etag) : KERNELS_ENOMEM;
+		free(rel);
+	}
+	if (rc == 0 && (rc = kernels__signature_check(im->cfg, dir, what, &signed_meta)) == 0)
+		rc = kernels__verify_variant(im->cfg, dir, r->stage, what, NULL);
+	if (rc < 0)
+		kernels__error_prefix("nothing was imported");
+	free(dir);
+	free(what);
+	return rc;
+}
+
+/* ---- publishing ------------------------------------------------------------------ */
+
+static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_entry *e)
+{
+	char *from = kernels__sprintf("%s/blobs/%s", r->stage, e->f.etag);
+	char *to = kernels__sprintf("%s/blobs/%s", r->dir, e->f.etag), real[PATH_MAX];
+	struct stat st;
+	int rc = 0;
+
+	if (!from || !to)
+		rc = KERNELS_ENOMEM;
+	else if (lstat(from, &st) < 0 || kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size))
+		; /* published for an earlier file, or cached already */
+	else if (rename(from, to) < 0)
+		rc = kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(errno));
+	else if (im->st.blobs_added++, strlen(e->f.etag) == 64 && stat(to, &st) == 0 && kernels__realpath(r->dir, real, NULL))
+		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st); /* the first load need not hash it again */
+	free(from);
+	free(to);
+	return rc;
+}
+
+/* snapshots/{commit}/build as real folders (a planted link is refused). */
+static int build_dir(const imp_repo *r, const char *commit, char **out)
+{
+	char *snap = kernels__sprintf("%s/snapshots/%s", r->dir, commit);
+	char *build = snap ? kernels__sprintf("%s/build", snap) : NULL;
+	struct stat a, c;
+	int rc = build ? kernels__mkdir_p(build, 0777) : KERNELS_ENOMEM;
+
+	if (rc == 0 && (lstat(snap, &a) < 0 || !S_ISDIR(a.st_mode) || lstat(build, &c) < 0 || !S_ISDIR(c.st_mode)))
+		rc = kernels__error(KERNELS_EUNSAFE, "%s or its build/ is not a real folder (a link?); refusing to "
+				    "write through it: remove the snapshot and import again", snap);
+	free(snap);
+	if (rc < 0)
+		free(build);
+	else
+		*out = build;
+	return rc;
+}
+
+/* One rename makes the variant appear whole. A variant folder the cache
+ * already has in part gets its missing links one by one, as a download
+ * adds them. */
+static int publish_variant(importer *im, size_t vi)
+{
+	const kernels__bundle_variant *v = &im->b->variants[vi];
+	const imp_repo *r = &im->repos[im->repo_of[vi]];
+	char *build = NULL, *from = NULL, *to = NULL;
+	size_t i;
+	int rc = build_dir(r, v->commit, &build);
+
+	if (rc == 0 && (!(from = kernels__sprintf("%s/snapshots/%s/build/%s", r->stage, v->commit, v->name)) ||
+			!(to = kernels__sprintf("%s/%s", build, v->name))))
+		rc = KERNELS_ENOMEM;
+	if (rc == 0 && rename(from, to) < 0) {
+		if (errno != ENOTEMPTY && errno != EEXIST)
+			rc = kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(errno));
+		for (i = 0; rc == 0 && i < v->n; i++) {
+			const kernels__bundle_entry *e = &im->b->files[v->first + i];
+			char *rel = kernels__sprintf("build/%s/%s", v->name, e->f.path);
+			rc = rel ? kernels__cache_link(r->dir, v->commit, rel, e->f.etag) : KERNELS_ENOMEM;
+			free(rel);
+		}
+	}
+	if (rc == 0) {
+		kernels__cache_sync_folder(build, NULL);
+		im->st.variants_added++;
+	}
+	free(build);
+	free(from);
+	free(to);
+	return rc;
+}
+
+static int publish_refs(importer *im)
+{
+	size_t i, j;
+	int rc = 0;
+
+	for (i = 0; rc == 0 && i < im->b->nrefs; i++) {
+		const kernels_bundle_ref *ref = &im->b->refs[i];
+		kernels__ref *have = NULL;
+		size_t n = 0, found = 0;
+		for (j = 0; j < im->nrepos && strcmp(im->repos[j].repo_id, ref->repo_id); j++)
+			;
+		if (j == im->nrepos)
+			continue; /* a repo with no variant in the bundle: nothing to name */
+		if ((rc = kernels__refs_list(im->repos[j].dir, &have, &n)) < 0)
+			break;
+		while (found < n && strcmp(have[found].name, ref->name))
+			found++;
+		if (found == n || strcmp(have[found].commit, ref->commit)) {
+			rc = kernels__refs_write(im->repos[j].dir, ref->name, ref->commit);
+			im->st.refs_written += rc == 0;
+		}
+		kernels__refs_free(have, n);
+	}
+	return rc;
+}
+
+static int publish(importer *im)
+{
+	size_t i, j;
+	int rc = 0;
+
+	for (i = 0; rc == 0 && i < im->nrepos; i++) {
+		char *blobs = kernels__sprintf("%s/blobs", im->repos[i].dir);
+		rc = blobs ? kernels__mkdir_p(blobs, 0777) : KERNELS_ENOMEM;
+		free(blobs);
+	}
+	for (i = 0; rc == 0 && i < im->b->nvariants; i++)
+		for (j = 0; rc == 0 && !im->present[i] && j < im->b->variants[i].n; j++)
+			rc = publish_blob(im, &im->repos[im->repo_of[i]], &im->b->files[im->b->variants[i].first + j]);
+	for (i = 0; rc == 0 && i < im->nrepos; i++)
+		kernels__cache_sync_folder(im->repos[i].dir, "blobs");
+	for (i = 0; rc == 0 && i < im->b->nvariants; i++)
+		if (!im->present[i])
+			rc = publish_variant(im, i);
+	return rc == 0 ? publish_refs(im) : rc;
+}
+
+/* ---- the call ----------------------------------------------------------------------- */
+
+static int import(importer *im, kernels__bundle_reader *r)
+{
+	kernels__bundle_sink sink = { on_begin, on_data, on_end, on_abort, im };
+	size_t i;
+	int rc = kernels__bundle_read_manifest(r, &im->b);
+
+	if (rc == 0)
+		rc = plan(im);
+	if (rc == 0)
+		rc = kernels__bundle_scan(r, im->b, &sink, &im->st.bytes);
+	for (i = 0; rc == 0 && i < im->b->nvariants; i++)
+		if (!im->present[i])
+			rc = stage_variant(im, i);
+	if (rc == 0)
+		rc = publish(im);
+	if (im->b) {
+		im->st.files = im->b->nfiles;
+		im->st.variants = im->b->nvariants;
+	}
+	return rc;
+}
+
+int kernels_bundle_import(kernels_bundle_import_stats *stats, const char *path, const kernels_options *opts)
+{
+	kernels__config cfg;
+	kernels__bundle_reader r;
+	importer im;
+	size_t i;
+	int rc;
+
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
+	if (!path)
+		return kernels__error(KERNELS_EINVAL, "kernels_bundle_import: path is NULL");
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	memset(&im, 0, sizeof(im));
+	im.cfg = &cfg;
+	im.name = path;
+	im.fd = -1;
+	if ((rc = kernels__bundle_reader_open(&r, path, NULL, 0, path)) == 0)
+		rc = import(&im, &r);
+	on_abort(&im, NULL);
+	for (i = 0; i < im.nrepos; i++)
+		repo_end(&im.repos[i]);
+	if (stats)
+		*stats = im.st;
+	kernels__bundle_reader_close(&r);
+	kernels_bundle_free(im.b);
+	free(im.repos);
+	free(im.repo_of);
+	free(im.present);
+	free(im.inc);
+	free(im.blob);
+	kernels__config_free(&cfg);
+	return rc;
+}
