@@ -4,7 +4,7 @@
 
 _libkernels() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="lock download info versions variants get load verify verify-signature to-wheel cache version"
+	local commands="lock download info versions variants get load verify verify-signature to-wheel bundle cache version"
 	local global="--endpoint --cache-dir --offline --trust-remote-code --trusted-orgs --require-signature --timeout --retries
 		--max-parallel --backend --backend-version --torch --torch-dir --no-find-torch --cxx11-abi --tvm-ffi
 		--gpu-archs --device --skip-arch-check --json --quiet -q --verbose -v --bytes --progress --no-progress --help -h"
@@ -27,7 +27,7 @@ _libkernels() {
 		[[ $w == -* ]] && continue
 		if [[ -z $cmd ]]; then
 			cmd=$w
-		elif [[ $cmd == cache && -z $sub ]]; then
+		elif [[ $cmd == cache && -z $sub ]] || [[ $cmd == bundle && -z $sub && ($w == import || $w == ls) ]]; then
 			sub=$w
 		else
 			((npos++))
@@ -36,7 +36,7 @@ _libkernels() {
 
 	case $prev in
 	--cache-dir | --torch-dir | --out | -o)
-		COMPREPLY=($(compgen -d -- "$cur"))
+		[[ $cmd == bundle ]] && COMPREPLY=($(compgen -f -- "$cur")) || COMPREPLY=($(compgen -d -- "$cur"))
 		return
 		;;
 	--backend)
@@ -67,6 +67,7 @@ _libkernels() {
 		load) opts+=" --fetch" ;;
 		to-wheel) opts+=" --out -o --python-version --manylinux-version --variant" ;;
 		cacherm) opts+=" --revision --dry-run -n" ;;
+		bundle) opts+=" --out -o --variant" ;;
 		"") opts+=" --version -V" ;;
 		esac
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
@@ -75,6 +76,13 @@ _libkernels() {
 	case $cmd in
 	"") COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
 	cache) [[ -z $sub ]] && COMPREPLY=($(compgen -W "ls rm" -- "$cur")) ;;
+	bundle) # bundle [DIR] -o FILE; bundle import FILE; bundle ls FILE
+		if [[ -z $sub ]] && ((npos == 0)); then
+			COMPREPLY=($(compgen -W "import ls" -- "$cur") $(compgen -d -- "$cur"))
+		elif ((npos == 0)); then
+			COMPREPLY=($(compgen -f -- "$cur"))
+		fi
+		;;
 	lock | download | verify) ((npos == 0)) && COMPREPLY=($(compgen -d -- "$cur")) ;;
 	load) ((npos == 1)) && COMPREPLY=($(compgen -f -- "$cur")) ;; # DIR or its kernels.lock
 	info) ((npos == 0)) && COMPREPLY=($(compgen -d -- "$cur")) ;; # a repo id, or a kernel folder

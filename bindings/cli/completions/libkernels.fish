@@ -2,7 +2,7 @@
 # Installed as share/fish/vendor_completions.d/libkernels.fish.
 # tests/python/test_completions.py checks it against `libkernels --help`.
 
-set -l commands lock download info versions variants get load verify verify-signature to-wheel cache version
+set -l commands lock download info versions variants get load verify verify-signature to-wheel bundle cache version
 complete -c libkernels -f
 
 # Commands.
@@ -16,6 +16,11 @@ complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a load -d
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a verify -d "Check the cached kernels kernels.lock pins"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a verify-signature -d "Verify the sigstore signature of a kernel"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a to-wheel -d "One Python wheel per build variant"
+complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a bundle -d "Locked kernels in one verified file: write, import, ls"
+complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -a import -d "Import a bundle into the cache"
+complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -a ls -d "List what a bundle holds"
+complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -s o -l out -r -d "The bundle to write"
+complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -l variant -x -d "Only this variant (repeatable)"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a cache -d "List (ls) or remove (rm) cached kernels"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a version -d "Print the version"
 complete -c libkernels -n "__fish_seen_subcommand_from cache; and not __fish_seen_subcommand_from ls rm" -a ls -d "List the kernels in the cache"
