@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -59,7 +60,138 @@ static int read_capped(const char *path, size_t max, const char *what, char **ou
 	}
 }
 
-static int trustroot_load(const struct kernels__sigconf *c, ks_trustroot *t)
+/* ---- the trusted root, parsed once per content ------------------------------ */
+
+/* A parsed root shared by the verifications that use it: keyed by the
+ * SHA-256 of its bytes (a file is read again on every call, a few
+ * kilobytes, so a changed file is a new key and nothing is trusted by
+ * name or time stamp), held until a key or CA it left out starts. */
+typedef struct root_entry {
+	unsigned char sha[32];
+	ks_trustroot t;
+	int refs; /* the cache's own, while listed, and one per verification using it */
+	struct root_entry *next;
+} root_entry;
+
+#define ROOTS_MAX 4 /* the built-in root and a few files */
+
+static pthread_mutex_t roots_mu = PTHREAD_MUTEX_INITIALIZER;
+static root_entry *roots; /* most recently used first; under roots_mu */
+static size_t root_parses; /* under roots_mu; what the test build reads */
+
+#ifdef KERNELS_TESTING
+size_t kernels__signature_root_parses(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&roots_mu);
+	n = root_parses;
+	pthread_mutex_unlock(&roots_mu);
+	return n;
+}
+#endif
+
+/* Drops one reference; under roots_mu. */
+static void root_unref(root_entry *e)
+{
+	if (--e->refs == 0) {
+		ks_trustroot_free(&e->t);
+		free(e);
+	}
+}
+
+static void root_release(root_entry *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&roots_mu);
+	root_unref(e);
+	pthread_mutex_unlock(&roots_mu);
+}
+
+/* The listed entry for `sha` still good at `now`, with a reference for the
+ * caller, moved to the front; a stale one is unlisted. NULL when none. */
+static root_entry *roots_take(const unsigned char sha[32], int64_t now)
+{
+	root_entry **p, *e;
+
+	for (p = &roots; (e = *p); p = &e->next) {
+		if (memcmp(e->sha, sha, 32))
+			continue;
+		*p = e->next;
+		if (now >= e->t.next_start) {
+			root_unref(e);
+			return NULL;
+		}
+		e->next = roots;
+		roots = e;
+		e->refs++;
+		return e;
+	}
+	return NULL;
+}
+
+/* Lists `e` (refs 1, the caller's), unless another thread listed the same
+ * root meanwhile: then that one, and `e` is freed. Trims to ROOTS_MAX. */
+static root_entry *roots_put(root_entry *e, int64_t now)
+{
+	root_entry *have, **p;
+	int n = 0;
+
+	pthread_mutex_lock(&roots_mu);
+	root_parses++;
+	if ((have = roots_take(e->sha, now))) {
+		root_unref(e);
+		e = have;
+	} else {
+		e->refs++;
+		e->next = roots;
+		roots = e;
+	}
+	for (p = &roots; *p; n++) {
+		root_entry *old = *p;
+		if (n < ROOTS_MAX) {
+			p = &old->next;
+			continue;
+		}
+		*p = old->next;
+		root_unref(old);
+	}
+	pthread_mutex_unlock(&roots_mu);
+	return e;
+}
+
+/* The parsed root of `data`: the shared one, or parsed now (outside the
+ * lock: a parse takes milliseconds) and shared from then on. */
+static int root_parsed(const void *data, size_t size, const char *what, int64_t now, root_entry **out)
+{
+	root_entry *e;
+	unsigned char sha[32];
+	int rc;
+
+	*out = NULL;
+	if (!EVP_Digest(data, size, sha, NULL, EVP_sha256(), NULL))
+		return kernels__error(KERNELS_ESIGNATURE, "trusted root %s: SHA-256 failed (OpenSSL)", what);
+	pthread_mutex_lock(&roots_mu);
+	e = roots_take(sha, now);
+	pthread_mutex_unlock(&roots_mu);
+	if (e) {
+		*out = e;
+		return 0;
+	}
+	if (!(e = calloc(1, sizeof(*e))))
+		return kernels__error_oom();
+	if ((rc = ks_trustroot_parse(&e->t, data, size, what, now)) < 0) {
+		free(e);
+		return rc;
+	}
+	memcpy(e->sha, sha, 32);
+	e->refs = 1;
+	*out = roots_put(e, now);
+	return 0;
+}
+
+static int trustroot_load(const struct kernels__sigconf *c, root_entry **out)
 {
 	int64_t now = (int64_t)time(NULL) * 1000000;
 	char *data;
@@ -67,15 +199,14 @@ static int trustroot_load(const struct kernels__sigconf *c, ks_trustroot *t)
 	int rc;
 
 	if (!c->root_path)
-		return ks_trustroot_parse(t, ks_public_good_root, ks_public_good_root_size, "(built-in public-good)",
-					  now);
+		return root_parsed(ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", now, out);
 	rc = read_capped(c->root_path, ROOT_FILE_MAX, "a trusted root", &data, &size, NULL);
 	if (rc == KERNELS_ENOTFOUND)
 		return kernels__error(KERNELS_EINVAL, "%s names %s, which does not exist", c->root_source,
 				      c->root_path);
 	if (rc < 0)
 		return rc;
-	rc = ks_trustroot_parse(t, data, size, c->root_path, now);
+	rc = root_parsed(data, size, c->root_path, now, out);
 	free(data);
 	/* A trusted root that does not read is the caller's mistake, not the
 	 * variant's: say so with EINVAL. */
@@ -92,7 +223,7 @@ static int trustroot_load(const struct kernels__sigconf *c, ks_trustroot *t)
 static int verify_bytes(const struct kernels__sigconf *c, const void *artifact, size_t size, const void *bundle,
 			size_t bundle_size, const kernels_signature_policy *policies, size_t n, int *bundle_invalid)
 {
-	ks_trustroot t;
+	root_entry *root;
 	ks_bundle b;
 	int rc;
 
@@ -103,12 +234,12 @@ static int verify_bytes(const struct kernels__sigconf *c, const void *artifact, 
 			*bundle_invalid = 1;
 		return rc;
 	}
-	if ((rc = trustroot_load(c, &t)) < 0) {
+	if ((rc = trustroot_load(c, &root)) < 0) {
 		ks_bundle_free(&b);
 		return rc;
 	}
-	rc = ks_verify(&t, &b, artifact, size, policies ? policies : c->policies, policies ? n : c->npolicies);
-	ks_trustroot_free(&t);
+	rc = ks_verify(&root->t, &b, artifact, size, policies ? policies : c->policies, policies ? n : c->npolicies);
+	root_release(root);
 	ks_bundle_free(&b);
 	return rc;
 }

@@ -18,4 +18,10 @@ struct stat;
  * can make sure verification parses that very file. */
 int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what, struct stat *signed_meta);
 
+#ifdef KERNELS_TESTING
+/* The test build only: how many trusted roots this process has parsed (each
+ * distinct content once, while it stays among the few kept). */
+size_t kernels__signature_root_parses(void);
+#endif
+
 #endif

@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,68 @@ static void test_trusted_root_sources(void **state)
 	free(bad);
 }
 
+/* ---- the trusted root, parsed once per content ------------------------------ */
+
+size_t kernels__signature_root_parses(void);
+
+static void *verify_thread(void *arg)
+{
+	kernels_options o;
+	int i;
+
+	options(&o, 0);
+	for (i = 0; i < 5; i++)
+		if (verify_file(arg, &o) != 0)
+			return (void *)1;
+	return NULL;
+}
+
+/* A root is parsed once per content and shared (across threads too); a
+ * file rewritten with other content is parsed again, and going back finds
+ * the first parse. */
+static void test_trusted_root_is_parsed_once(void **state)
+{
+	char *b = path("%s/once.json", W.tmp), *keys2 = path("%s/keys2", W.tmp);
+	char *root2 = path("%s/trusted_root.json", keys2), *file = path("%s/root-copy.json", W.tmp);
+	kernels_options o;
+	pthread_t t[8];
+	size_t parses;
+	void *ret;
+	int i;
+	(void)state;
+
+	assert_int_equal(sign(W.artifact, b, NULL), 0);
+	assert_int_equal(test_system("%s '%s/tests/data/sigstore/testsign.py' init '%s'", KERNELS_PYTHON,
+				     KERNELS_SOURCE_DIR, keys2), 0);
+	options(&o, 0);
+	assert_int_equal(verify_file(b, &o), 0);
+	parses = kernels__signature_root_parses();
+	assert_int_equal(verify_file(b, &o), 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, verify_thread, b), 0);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(t[i], &ret), 0);
+		assert_null(ret);
+	}
+	assert_int_equal(kernels__signature_root_parses(), parses);
+	/* The same bytes under another name: no parse. */
+	o.sigstore_trusted_root = file;
+	assert_int_equal(test_system("cp '%s' '%s'", W.root, file), 0);
+	assert_int_equal(verify_file(b, &o), 0);
+	assert_int_equal(kernels__signature_root_parses(), parses);
+	/* Other content at that name: parsed, and it judges. */
+	assert_int_equal(test_system("cp '%s' '%s'", root2, file), 0);
+	assert_int_equal(verify_file(b, &o), KERNELS_ESIGNATURE);
+	assert_int_equal(kernels__signature_root_parses(), parses + 1);
+	assert_int_equal(test_system("cp '%s' '%s'", W.root, file), 0);
+	assert_int_equal(verify_file(b, &o), 0);
+	assert_int_equal(kernels__signature_root_parses(), parses + 1);
+	free(b);
+	free(keys2);
+	free(root2);
+	free(file);
+}
+
 static void test_bad_options_are_refused(void **state)
 {
 	kernels_options o;
@@ -529,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_each_broken_bundle_is_refused_for_its_reason),
 		cmocka_unit_test(test_policies_decide_who_may_sign),
 		cmocka_unit_test(test_trusted_root_sources),
+		cmocka_unit_test(test_trusted_root_is_parsed_once),
 		cmocka_unit_test(test_bad_options_are_refused),
 		cmocka_unit_test(test_verify_variant_statuses),
 		cmocka_unit_test(test_require_from_the_environment),

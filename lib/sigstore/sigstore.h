@@ -104,11 +104,17 @@ typedef struct {
 	ks_keyring rekor, ct;
 	X509 **fulcio;               /* every CA certificate, intermediates included */
 	size_t nfulcio;
+	unsigned char (*fulcio_ids)[32]; /* their keys' ids (ks_key_id), as SCTs name issuers */
+	X509_STORE *fulcio_store;    /* the anchors of the chain check, made once */
 	ks_authority *tsas;
 	size_t ntsas;
+	int64_t next_start;          /* the earliest start after `now` of what was left out
+				      * (INT64_MAX: none): the parse holds until then */
 } ks_trustroot;
 
-/* Parses a trusted_root.json. `now` decides which keys have started. */
+/* Parses a trusted_root.json. `now` decides which keys have started. The
+ * result is only read by verification (ks_verify and below), so threads
+ * may share one. */
 int ks_trustroot_parse(ks_trustroot *t, const void *json, size_t size, const char *what, int64_t now);
 void ks_trustroot_free(ks_trustroot *t);
 /* The built-in public-good trusted_root.json (lib/sigstore/trusted_root.json). */

@@ -15,7 +15,15 @@
 typedef struct {
 	const char *what;  /* the file, for messages */
 	int64_t now;
+	int64_t *next_start; /* the root's next_start */
 } ctx;
+
+/* Left out because it starts after `now`: the parse holds until then. */
+static void starts_later(const ctx *c, int64_t start)
+{
+	if (start < *c->next_start)
+		*c->next_start = start;
+}
 
 static int bad(const ctx *c, const char *fmt, const char *a)
 {
@@ -200,6 +208,8 @@ static int logs(const ctx *c, json_t *list, const char *name, ks_keyring *r)
 			return rc;
 		if ((rc = need_bytes(c, pk, "publicKey", "rawBytes", 0, &raw)) < 0)
 			return rc;
+		if (raw.n && vf && c->now < start)
+			starts_later(c, start);
 		add_key(r, &raw, details, vf ? start : INT64_MIN, c->now);
 		ks_bytes_free(&raw);
 	}
@@ -298,8 +308,10 @@ static int parse(ks_trustroot *t, const ctx *c, json_t *root)
 	 * anchor: intermediates too (the chain is built from these alone). */
 	for (i = 0; rc == 0 && i < ncas; i++) {
 		X509 **more;
-		if (c->now < cas[i].start)
+		if (c->now < cas[i].start) {
+			starts_later(c, cas[i].start);
 			continue;
+		}
 		if (!(more = realloc(t->fulcio, (t->nfulcio + cas[i].n) * sizeof(*more)))) {
 			rc = kernels__error_oom();
 			break;
@@ -319,14 +331,31 @@ static int parse(ks_trustroot *t, const ctx *c, json_t *root)
 	return rc;
 }
 
+/* What every verification would otherwise derive again from the Fulcio
+ * certificates: their key ids and the store of anchors. */
+static int derived(ks_trustroot *t)
+{
+	size_t i;
+
+	if (!(t->fulcio_ids = calloc(t->nfulcio ? t->nfulcio : 1, sizeof(*t->fulcio_ids))) ||
+	    !(t->fulcio_store = X509_STORE_new()))
+		return kernels__error_oom();
+	for (i = 0; i < t->nfulcio; i++)
+		if (ks_key_id(X509_get0_pubkey(t->fulcio[i]), t->fulcio_ids[i]) ||
+		    !X509_STORE_add_cert(t->fulcio_store, t->fulcio[i]))
+			return kernels__error(KERNELS_ESIGNATURE, "trusted root: Fulcio CA certificate %zu has an unusable key", i);
+	return 0;
+}
+
 int ks_trustroot_parse(ks_trustroot *t, const void *data, size_t size, const char *what, int64_t now)
 {
-	ctx c = { what ? what : "(given)", now };
+	ctx c = { what ? what : "(given)", now, &t->next_start };
 	json_error_t jerr;
 	json_t *root;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
+	t->next_start = INT64_MAX;
 	if (size > ROOT_MAX)
 		return kernels__error(KERNELS_ESIGNATURE, "trusted root %s: larger than %d bytes", c.what, ROOT_MAX);
 	if (!(root = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr)))
@@ -334,6 +363,8 @@ int ks_trustroot_parse(ks_trustroot *t, const void *data, size_t size, const cha
 				      jerr.line, jerr.text);
 	rc = parse(t, &c, root);
 	json_decref(root);
+	if (rc == 0)
+		rc = derived(t);
 	if (rc < 0)
 		ks_trustroot_free(t);
 	return rc;
@@ -356,6 +387,8 @@ void ks_trustroot_free(ks_trustroot *t)
 	for (i = 0; i < t->nfulcio; i++)
 		X509_free(t->fulcio[i]);
 	free(t->fulcio);
+	free(t->fulcio_ids);
+	X509_STORE_free(t->fulcio_store);
 	for (i = 0; i < t->ntsas; i++) {
 		for (j = 0; j < t->tsas[i].n; j++)
 			X509_free(t->tsas[i].certs[j]);

@@ -17,16 +17,15 @@
 
 int ks_chain_verify(const ks_trustroot *t, X509 *leaf, int64_t when, X509 **issuer)
 {
-	X509_STORE *store = X509_STORE_new();
+	X509_STORE *store = t->fulcio_store;
 	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
 	X509_VERIFY_PARAM *param;
 	STACK_OF(X509) *chain;
 	int rc = 0, err;
-	size_t i;
 
 	if (issuer)
 		*issuer = NULL;
-	if (!store || !ctx) {
+	if (!ctx) {
 		rc = kernels__error_oom();
 		goto out;
 	}
@@ -34,10 +33,9 @@ int ks_chain_verify(const ks_trustroot *t, X509 *leaf, int64_t when, X509 **issu
 		rc = BAD("certificate: the trusted root has no Fulcio CA certificate in force");
 		goto out;
 	}
-	for (i = 0; i < t->nfulcio; i++)
-		X509_STORE_add_cert(store, t->fulcio[i]);
 	/* Bundles carry no usable intermediates: every CA certificate of the
-	 * root is an anchor, and the chain is checked at the signing time. */
+	 * root is an anchor (the root's store, shared: verification only reads
+	 * it), and the chain is checked at the signing time. */
 	if (!X509_STORE_CTX_init(ctx, store, leaf, NULL)) {
 		rc = kernels__error_oom();
 		goto out;
@@ -58,7 +56,6 @@ int ks_chain_verify(const ks_trustroot *t, X509 *leaf, int64_t when, X509 **issu
 	}
 out:
 	X509_STORE_CTX_free(ctx);
-	X509_STORE_free(store);
 	return rc;
 }
 
@@ -134,6 +131,20 @@ static void put(kernels__buf *b, uint64_t v, int n)
 	kernels__buf_put(b, c, (size_t)n);
 }
 
+/* The issuer's key id: the root's, computed once, when the issuer is one
+ * of its certificates (ks_chain_verify's issuer always is). */
+static int issuer_key_id(const ks_trustroot *t, X509 *issuer, unsigned char out[32])
+{
+	size_t i;
+
+	for (i = 0; i < t->nfulcio; i++)
+		if (t->fulcio[i] == issuer) {
+			memcpy(out, t->fulcio_ids[i], 32);
+			return 0;
+		}
+	return ks_key_id(X509_get0_pubkey(issuer), out);
+}
+
 int ks_sct_verify(const ks_trustroot *t, X509 *leaf, X509 *issuer)
 {
 	STACK_OF(SCT) *scts;
@@ -165,7 +176,7 @@ int ks_sct_verify(const ks_trustroot *t, X509 *leaf, X509 *issuer)
 		rc = BAD("certificate: the issuer its SCT names is not a CA");
 		goto out;
 	}
-	if (ks_key_id(X509_get0_pubkey(issuer), issuer_id) || precert_tbs(leaf, &tbs, &tbs_len)) {
+	if (issuer_key_id(t, issuer, issuer_id) || precert_tbs(leaf, &tbs, &tbs_len)) {
 		rc = BAD("certificate: its precertificate could not be rebuilt for the SCT check");
 		goto out;
 	}
