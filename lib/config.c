@@ -354,12 +354,68 @@ void kernels__config_deadline_restart(kernels__config *cfg)
 
 long kernels__deadline_left_ms(const kernels__config *cfg)
 {
-	long long left;
+	long long left = LLONG_MAX, now = 0;
 
-	if (!cfg->deadline_at)
+	if (cfg->deadline_at)
+		left = cfg->deadline_at - (now = kernels__now_ms());
+	if (cfg->attempt && !cfg->attempt->answered) {
+		long long first = cfg->attempt->first_byte_at - (now ? now : kernels__now_ms());
+		if (first < left)
+			left = first;
+	}
+	if (left == LLONG_MAX)
 		return LONG_MAX;
-	left = cfg->deadline_at - kernels__now_ms();
-	return left > 0 ? (long)left : 0;
+	return left > 0 ? (left < LONG_MAX ? (long)left : LONG_MAX) : 0;
+}
+
+void kernels__endpoint_try_begin(const kernels__config *cfg, size_t i, kernels__config *at, kernels__endpoint_try *t)
+{
+	long left = cfg->deadline_at ? kernels__deadline_left_ms(cfg) : cfg->timeout_ms * (long)(cfg->n_endpoints - i + 1);
+	long share = left / (long)(cfg->n_endpoints - i + 1);
+
+	kernels__config_at_endpoint(cfg, i, at);
+	at->endpoint_pinned = 1;
+	at->attempt = NULL;
+	if (i + 1 >= cfg->n_endpoints || cfg->offline)
+		return;
+	memset(t, 0, sizeof(*t));
+	t->budget_ms = share > KERNELS__FIRST_BYTE_MIN_MS ? share : KERNELS__FIRST_BYTE_MIN_MS;
+	t->first_byte_at = kernels__now_ms() + t->budget_ms;
+	t->after = cfg->n_endpoints - i - 1;
+	at->attempt = t;
+}
+
+void kernels__endpoint_answered(const kernels__config *cfg)
+{
+	if (cfg->attempt)
+		cfg->attempt->answered = 1;
+}
+
+const char *kernels__deadline_what(const kernels__config *cfg, char *buf, size_t n)
+{
+	if (cfg->attempt && !cfg->attempt->answered && cfg->attempt->first_byte_at <= kernels__now_ms())
+		snprintf(buf, n, "its first-byte budget of %ld ms (its share of the call's deadline, leaving the "
+			 "rest to the %zu endpoint%s after it)", cfg->attempt->budget_ms, cfg->attempt->after,
+			 cfg->attempt->after == 1 ? "" : "s");
+	else
+		snprintf(buf, n, "the call's deadline of %ld ms", cfg->deadline_ms);
+	return buf;
+}
+
+void kernels__endpoint_failed(kernels__endpoint_failures *f, const char *endpoint, const char *msg)
+{
+	size_t len = strlen(f->text);
+
+	f->n++;
+	/* At most a fifth of the whole for one endpoint: the others stay readable. */
+	snprintf(f->text + len, sizeof(f->text) - len, "%s(%zu) %s: %.700s", len ? "; " : "", f->n, endpoint, msg);
+}
+
+int kernels__endpoint_failures_raise(const kernels__endpoint_failures *f, int rc)
+{
+	if (f->n < 2)
+		return rc;
+	return kernels__error(rc, "each endpoint failed, in the order tried: %s", f->text);
 }
 
 /* A whole number of seconds from the environment, as huggingface_hub reads

@@ -10,6 +10,22 @@
 
 #define KERNELS__ENV_VARS 17
 
+/* One endpoint of several tried in turn (get.c): until it answers a first
+ * request it has its share of the call's deadline, so a silent mirror
+ * leaves time for the endpoints after it. */
+typedef struct kernels__endpoint_try {
+	long long first_byte_at; /* CLOCK_MONOTONIC ms by which it must have answered */
+	long budget_ms;
+	size_t after;            /* endpoints after it */
+	int answered;            /* it answered (any HTTP status): the call's deadline governs again */
+} kernels__endpoint_try;
+
+/* The failures of endpoints tried in turn, each once, in order. */
+typedef struct {
+	char text[3600];
+	size_t n;
+} kernels__endpoint_failures;
+
 typedef struct {
 	char *endpoint;        /* no trailing slash */
 	char *cache_dir;       /* hub cache root */
@@ -24,6 +40,8 @@ typedef struct {
 	long long deadline_at; /* CLOCK_MONOTONIC ms when the budget runs out; 0: none */
 	char **endpoints;      /* the ordered endpoints (endpoint is one of them); NULL-terminated */
 	size_t n_endpoints;
+	int endpoint_pinned;   /* 1: the caller walks the endpoints; stages ask cfg->endpoint alone */
+	kernels__endpoint_try *attempt; /* the first-byte budget of cfg->endpoint; NULL: none */
 	int max_retries;
 	int max_parallel;
 	int trust_remote_code;
@@ -84,6 +102,30 @@ void kernels__config_free(kernels__config *cfg);
 /* Starts the call's budget again from now (cfg->deadline_ms). Calls over
  * a whole lock file give each kernel its own budget. */
 void kernels__config_deadline_restart(kernels__config *cfg);
+
+/* Aims `at` (kernels__config_at_endpoint's) at endpoint `i` of `cfg`'s
+ * list for a caller walking them: pinned, and with a first-byte budget
+ * in `t` unless it is the last: what is left of the deadline divided by
+ * the endpoints left plus one (the last gets two shares: it is the one
+ * that must then do the work), at least KERNELS__FIRST_BYTE_MIN_MS; with
+ * no deadline, the request timeout. The defaults (10 s, two endpoints):
+ * a silent first endpoint hands over after 3.3 s. */
+#define KERNELS__FIRST_BYTE_MIN_MS 1000L
+void kernels__endpoint_try_begin(const kernels__config *cfg, size_t i, kernels__config *at, kernels__endpoint_try *t);
+
+/* An answer came from cfg->endpoint: its first-byte budget is over. */
+void kernels__endpoint_answered(const kernels__config *cfg);
+
+/* The budget that ran out, in words for a message: "the call's deadline
+ * of N ms" or "the first-byte budget of N ms of <endpoint> (...)". */
+const char *kernels__deadline_what(const kernels__config *cfg, char *buf, size_t n);
+
+/* Records endpoint's failure `msg` (the error now set). */
+void kernels__endpoint_failed(kernels__endpoint_failures *f, const char *endpoint, const char *msg);
+
+/* With more than one failure recorded: the error `rc` saying each, in
+ * order, in one message; otherwise rc with the message as it is. */
+int kernels__endpoint_failures_raise(const kernels__endpoint_failures *f, int rc);
 
 /* Milliseconds left of the call's budget: LONG_MAX without a deadline,
  * 0 once it has run out. */

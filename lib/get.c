@@ -180,8 +180,10 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 			   kernels_kernel **out, kernels_get_stats *stats, const char *memo)
 {
 	kernels__config at;
+	kernels__endpoint_try t;
+	kernels__endpoint_failures failed = { .n = 0 };
 	fallback f;
-	char *local = NULL, tried[2048] = "";
+	char *local = NULL;
 	plan p = { 0 };
 	size_t i;
 	int rc = 0;
@@ -200,19 +202,22 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		free(local);
 		return rc;
 	}
-	/* The endpoints in turn (a mirror, then the Hub), under one deadline. */
+	/* The endpoints in turn (a mirror, then the Hub), under one deadline,
+	 * each but the last with its share for a first answer. */
 	rc = KERNELS_ERROR;
 	for (i = 0; i < cfg->n_endpoints; i++) {
-		kernels__config_at_endpoint(cfg, i, &at);
+		kernels__endpoint_try_begin(cfg, i, &at, &t);
 		kernels__plan_free(&p);
 		rc = get_at(&at, repo_id, revision, &p, stats, out, memo);
+		if (rc < 0 && !cfg->offline)
+			kernels__endpoint_failed(&failed, at.endpoint, kernels_error_last());
 		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
 			break;
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s failed (%s); trying %s", at.endpoint, kernels_error_last(),
 			     cfg->endpoints[i + 1]);
-		snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s: %.300s", *tried ? "; " : "",
-			 at.endpoint, kernels_error_last());
 	}
+	if (rc < 0)
+		rc = kernels__endpoint_failures_raise(&failed, rc);
 	/* No memo for the run from the cache: it chooses among the variants
 	 * the cache holds, which a call with the Hub up should not inherit. */
 	if (fallback_begin(cfg, rc, &f)) {
@@ -222,8 +227,6 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 			rc = cache_lacks(cfg, repo_id, revision, &p, f.reason);
 		rc = fallback_end(cfg, rc, &f, repo_id);
 	}
-	if (rc < 0 && *tried)
-		kernels__error_prefix("tried %s first", tried);
 	kernels__plan_free(&p);
 	return rc;
 }
@@ -282,6 +285,7 @@ static int decide_variants(const kernels__config *cfg, const char *repo_id, cons
 			   kernels_variant_trace **out)
 {
 	kernels_get_stats stats;
+	kernels__endpoint_failures failed = { .n = 0 };
 	char *local = NULL;
 	size_t i;
 	int rc;
@@ -295,12 +299,17 @@ static int decide_variants(const kernels__config *cfg, const char *repo_id, cons
 	rc = KERNELS_ERROR;
 	for (i = 0; i < cfg->n_endpoints; i++) {
 		kernels__config at;
-		kernels__config_at_endpoint(cfg, i, &at);
+		kernels__endpoint_try t;
+		kernels__endpoint_try_begin(cfg, i, &at, &t);
 		kernels__plan_free(p);
 		rc = kernels__plan_remote(&at, repo_id, revision, p, &stats);
+		if (rc < 0 && !cfg->offline)
+			kernels__endpoint_failed(&failed, at.endpoint, kernels_error_last());
 		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc))
 			break;
 	}
+	if (rc < 0)
+		rc = kernels__endpoint_failures_raise(&failed, rc);
 	if (rc == 0) {
 		*out = p->trace;
 		p->trace = NULL;

@@ -800,11 +800,12 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		return rc;
 	for (attempt = 0;; attempt++) {
 		long ms, left = kernels__deadline_left_ms(cfg);
+		char budget[256];
 
 		if (left <= 0)
-			return kernels__error(KERNELS_ENETWORK, "%s %s: the call's deadline of %ld ms ran out %s%s",
-					      method, url, cfg->deadline_ms, attempt ? "after " : "before it was sent",
-					      attempt ? why : "");
+			return kernels__error(KERNELS_ENETWORK, "%s %s: %s ran out %s%s", method, url,
+					      kernels__deadline_what(cfg, budget, sizeof(budget)),
+					      attempt ? "after " : "before it was sent", attempt ? why : "");
 		cc = do_hop(cfg, url, head, h, errbuf, &waited);
 		if (cc == CURLE_OUT_OF_MEMORY)
 			return kernels__error_oom();
@@ -815,6 +816,7 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		if (cc == CURLE_OK) {
 			snprintf(why, sizeof(why), "HTTP %ld", h->hd.status);
 			down_forget(url);
+			kernels__endpoint_answered(cfg);
 			if (!kernels__hub_transient_status(h->hd.status) || attempt >= cfg->max_retries)
 				return 0;
 			ms = kernels__hub_backoff_ms(attempt, h->hd.retry_after);
@@ -842,10 +844,12 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s %s failed (%s); retrying in %ld ms", method, url, why, ms);
 		kernels__sleep_ms(ms);
 	}
-	if (cc == CURLE_OPERATION_TIMEDOUT && kernels__deadline_left_ms(cfg) <= 0)
-		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within the call's deadline of %ld ms (%s, %d "
-				      "attempt%s)", method, url, cfg->deadline_ms, why, attempt + 1,
+	if (cc == CURLE_OPERATION_TIMEDOUT && kernels__deadline_left_ms(cfg) <= 0) {
+		char budget[256];
+		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within %s (%s, %d attempt%s)", method, url,
+				      kernels__deadline_what(cfg, budget, sizeof(budget)), why, attempt + 1,
 				      attempt ? "s" : "");
+	}
 	if (cc == CURLE_OPERATION_TIMEDOUT)
 		return kernels__error(KERNELS_ENETWORK,
 				      "%s %s: no answer within %lld ms (%s, %d attempt%s); the server "

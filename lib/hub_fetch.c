@@ -367,6 +367,7 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 	}
 	EVP_DigestUpdate(j->md, data, n);
 	j->got_bytes = 1;
+	kernels__endpoint_answered(f->cfg);
 	j->have += (long long)n;
 	account(f, (long long)n);
 	if (f->stats)
@@ -510,6 +511,8 @@ static void finished(fetch *f, job *j, CURLcode res)
 	j->hdrs = NULL;
 	f->active--;
 	j->state = J_READY;
+	if (status > 0)
+		kernels__endpoint_answered(f->cfg);
 
 	if (f->cancelled)
 		return;
@@ -655,10 +658,12 @@ static job *waiting_past_deadline(fetch *f, long long now)
 
 static void deadline_passed(fetch *f, const job *w)
 {
-	f->fail_code = kernels__error(KERNELS_ENETWORK, "no byte of %.300s (%s) arrived within the call's deadline of "
-				      "%ld ms (from %.300s, %d attempt%s)", w->entry->path, f->repo_id,
-				      f->cfg->deadline_ms, w->url ? w->url : f->cfg->endpoint, w->attempts + 1,
-				      w->attempts ? "s" : "");
+	char budget[256];
+
+	f->fail_code = kernels__error(KERNELS_ENETWORK, "no byte of %.300s (%s) arrived within %s (from %.300s, %d "
+				      "attempt%s)", w->entry->path, f->repo_id,
+				      kernels__deadline_what(f->cfg, budget, sizeof(budget)),
+				      w->url ? w->url : f->cfg->endpoint, w->attempts + 1, w->attempts ? "s" : "");
 	snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
 }
 

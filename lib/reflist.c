@@ -323,24 +323,27 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 int kernels__reflist_remote(const kernels__config *cfg, const char *repo_id, table *t)
 {
 	kernels__config at;
-	kernels__buf tried = { 0 };
+	kernels__endpoint_try try_;
+	kernels__endpoint_failures failed = { .n = 0 };
 	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < cfg->n_endpoints; i++) {
-		kernels__config_at_endpoint(cfg, i, &at);
+	/* A caller walking the endpoints itself (get.c) asks this one alone. */
+	if (cfg->endpoint_pinned) {
 		kernels__reflist_free(t);
-		rc = table_from_remote(&at, repo_id, t);
+		return table_from_remote(cfg, repo_id, t);
+	}
+	for (i = 0; i < cfg->n_endpoints; i++) {
+		kernels__endpoint_try_begin(cfg, i, &at, &try_);
+		kernels__reflist_free(t);
+		if ((rc = table_from_remote(&at, repo_id, t)) < 0)
+			kernels__endpoint_failed(&failed, at.endpoint, kernels_error_last());
 		if (rc == 0 || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
 			break;
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s: %s; trying %s", at.endpoint, kernels_error_last(),
 			     cfg->endpoints[i + 1]);
-		kernels__buf_printf(&tried, "%s%s: %.300s", tried.len ? "; " : "", at.endpoint, kernels_error_last());
 	}
-	if (rc < 0 && tried.len)
-		kernels__error_prefix("tried %s first", tried.ptr);
-	kernels__buf_free(&tried);
-	return rc;
+	return rc < 0 ? kernels__endpoint_failures_raise(&failed, rc) : rc;
 }
 
 int kernels__reflist_cached(const kernels__config *cfg, const char *repo_id, table *t)

@@ -2,6 +2,8 @@
  * the test (one small shared object per variant, answering a known number),
  * published under several variant names and versions, then fetched,
  * verified, dlopen'ed and called for injected system descriptions. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "kernels.h"
@@ -351,6 +355,93 @@ static void test_untrusted_publisher_is_refused(void **state)
 	free(src);
 }
 
+/* A mirror that accepts connections and never answers: a listening socket
+ * nobody accepts from (the kernel completes the handshakes and takes the
+ * requests). Its URL into `url`; the socket, to close. */
+static int silent_endpoint(char *url, size_t n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(s >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s, 64), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
+	snprintf(url, n, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	return s;
+}
+
+/* How often `needle` occurs in `hay`. */
+static int occurrences(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay += strlen(needle))
+		n++;
+	return n;
+}
+
+/* A silent first endpoint takes its share of the call's deadline, not all
+ * of it: with the default deadline the live endpoint after it is asked
+ * (its request log shows it) and answers. */
+static void test_silent_first_endpoint_hands_over(void **state)
+{
+	kernels_system sys = sys_cpu(211);
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char hung[64], *list;
+	int s = silent_endpoint(hung, sizeof(hung));
+	(void)state;
+
+	options(&o, &sys);
+	assert_true(asprintf(&list, "%s,%s", hung, test_hub_endpoint(W.hub)) > 0);
+	o.endpoints = list;
+	if (kernels_get(&k, "acme/answer", "v1.0.0", &o) != 0)
+		fail_msg("%s", kernels_error_last());
+	assert_int_equal(call_answer(k), 1001);
+	assert_true(test_hub_log_count(W.hub, "GET", "/info/refs") >= 1);
+	assert_true(test_hub_log_count(W.hub, "GET", "/resolve/") >= 1);
+	kernels_kernel_close(k);
+	free(list);
+	close(s);
+}
+
+/* Every endpoint silent: one message that names each endpoint's failure
+ * once, in the order tried, whole. */
+static void test_all_endpoints_silent_said_once_each(void **state)
+{
+	kernels_system sys = sys_cpu(211);
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char a[64], b[64], first[96], second[96];
+	const char *msg, *p1, *p2;
+	int sa = silent_endpoint(a, sizeof(a)), sb = silent_endpoint(b, sizeof(b)), rc;
+	char *list;
+	(void)state;
+
+	options(&o, &sys);
+	o.deadline_ms = 3000;
+	assert_true(asprintf(&list, "%s,%s", a, b) > 0);
+	o.endpoints = list;
+	rc = kernels_get(&k, "acme/answer", "v1.0.0", &o);
+	assert_true(rc < 0);
+	assert_null(k);
+	msg = kernels_error_last();
+	snprintf(first, sizeof(first), "(1) %s: ", a);
+	snprintf(second, sizeof(second), "(2) %s: ", b);
+	p1 = strstr(msg, first);
+	p2 = strstr(msg, second);
+	if (!p1 || !p2 || p2 < p1 || occurrences(msg, first) != 1 || occurrences(msg, second) != 1 ||
+	    occurrences(msg, "(3) ") || strstr(msg, "tried "))
+		fail_msg("not each endpoint once, in order: %s", msg);
+	assert_non_null(strstr(msg, "first-byte budget"));
+	free(list);
+	close(sa);
+	close(sb);
+}
+
 static void test_redirect_is_followed(void **state)
 {
 	kernels_options o;
@@ -595,6 +686,8 @@ int main(void)
 		cmocka_unit_test_setup(test_two_commits_side_by_side, fresh_cache),
 		cmocka_unit_test_setup(test_untrusted_publisher_is_refused, fresh_cache),
 		cmocka_unit_test_setup(test_redirect_is_followed, fresh_cache),
+		cmocka_unit_test_setup(test_silent_first_endpoint_hands_over, fresh_cache),
+		cmocka_unit_test_setup(test_all_endpoints_silent_said_once_each, fresh_cache),
 		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, fresh_cache),
 		cmocka_unit_test_setup(test_local_kernels_override, fresh_cache),
 		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, fresh_cache),
