@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 	const char *repo = "kernels-community/img2gray", *revision = ">=1.1.2,<2";
 	const char *in = NULL, *out = NULL;
 	kernels_kernel *k = NULL;
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	cuda_driver cuda = { 0 };
 	TVMFFIVersion v;
 	uint8_t *rgb = NULL, *gray = NULL;
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 
 	TVMFFIGetVersion(&v);
 	printf("tvm-ffi   %u.%u.%u (linked)\n", v.major, v.minor, v.patch);
-	if (kernels_get_ext(&k, repo, revision, NULL, &st) < 0) {
+	if (kernels_get_ext(&k, &st, repo, revision, NULL) < 0) {
 		fprintf(stderr, "img2gray_tvm_ffi: %s\n", kernels_error_last());
 		return 1;
 	}

@@ -9,6 +9,7 @@
  * resolve the same there), then refs. A kill leaves a staging folder, which
  * no reader looks into and the next import removes. */
 #include "bundle.h"
+#include "layout.h"
 
 #include <archive.h>
 #include <dirent.h>
@@ -454,6 +455,14 @@ static int import(importer *im, kernels__bundle_reader *r)
 	return rc;
 }
 
+/* Where each version of kernels_bundle_import_stats ends (docs/api-stability.md). */
+static const size_t import_stats_sizes[] = { 0, KERNELS__END(kernels_bundle_import_stats, bytes) };
+static const kernels__layout import_stats_layout = { "kernels_bundle_import_stats",
+						     "KERNELS_BUNDLE_IMPORT_STATS_VERSION", import_stats_sizes,
+						     KERNELS_BUNDLE_IMPORT_STATS_VERSION };
+_Static_assert(sizeof(import_stats_sizes) / sizeof(import_stats_sizes[0]) == KERNELS_BUNDLE_IMPORT_STATS_VERSION + 1,
+	       "a new kernels_bundle_import_stats version needs its size in import_stats_sizes");
+
 int kernels_bundle_import(kernels_bundle_import_stats *stats, const char *path, const kernels_options *opts)
 {
 	kernels__config cfg;
@@ -462,8 +471,8 @@ int kernels_bundle_import(kernels_bundle_import_stats *stats, const char *path, 
 	size_t i;
 	int rc;
 
-	if (stats)
-		memset(stats, 0, sizeof(*stats));
+	if (stats && (rc = kernels__layout_check(&import_stats_layout, stats)) < 0)
+		return rc;
 	if (!path)
 		return kernels__error(KERNELS_EINVAL, "kernels_bundle_import: path is NULL");
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
@@ -478,7 +487,7 @@ int kernels_bundle_import(kernels_bundle_import_stats *stats, const char *path, 
 	for (i = 0; i < im.nrepos; i++)
 		repo_end(&im.repos[i]);
 	if (stats)
-		*stats = im.st;
+		kernels__layout_write(&import_stats_layout, stats, &im.st);
 	kernels__bundle_reader_close(&r);
 	kernels_bundle_free(im.b);
 	free(im.repos);

@@ -5,6 +5,8 @@
  * the bytes are written; the bytes are hashed again as they go out and a
  * blob that no longer matches its name fails the whole bundle. */
 #include "bundle.h"
+#include "layout.h"
+#include "util.h"
 #include "kernels/lock.h"
 
 #include <archive.h>
@@ -243,7 +245,7 @@ static int add_repo(writer *w, const kernels_lock_entry *e)
 		rc = kernels__error_oom();
 	json_decref(refs);
 	json_decref(variants);
-	kernels_strings_free(names, count);
+	kernels__strings_free(names, count);
 	free(repo_dir);
 	return rc < 0 ? kernels__error_prefix("bundling %s@%.7s", e->repo_id, e->commit) : 0;
 }
@@ -448,19 +450,27 @@ static int bundle(const char *path, const char *project_dir, writer *w)
 	return rc;
 }
 
+/* Where each version of kernels_bundle_options ends (docs/api-stability.md). */
+static const size_t bundle_options_sizes[] = { 0, KERNELS__END(kernels_bundle_options, n_variants) };
+static const kernels__layout bundle_options_layout = { "kernels_bundle_options", "KERNELS_BUNDLE_OPTIONS_VERSION",
+						       bundle_options_sizes, KERNELS_BUNDLE_OPTIONS_VERSION };
+_Static_assert(sizeof(bundle_options_sizes) / sizeof(bundle_options_sizes[0]) == KERNELS_BUNDLE_OPTIONS_VERSION + 1,
+	       "a new kernels_bundle_options version needs its size in bundle_options_sizes");
+
 int kernels_bundle_write(const char *path, const char *project_dir, const kernels_bundle_options *bopts,
 			 const kernels_options *opts)
 {
 	kernels__config cfg;
-	writer w = { &cfg, bopts, NULL, NULL };
+	kernels_bundle_options given = KERNELS_BUNDLE_OPTIONS_INIT;
+	writer w = { &cfg, NULL, NULL, NULL };
 	int rc;
 
 	if (!path || !project_dir)
 		return kernels__error(KERNELS_EINVAL, "kernels_bundle_write: path and project_dir must be given");
-	if (bopts && bopts->version != KERNELS_BUNDLE_OPTIONS_VERSION)
-		return kernels__error(KERNELS_EINVAL, "kernels_bundle_options.version is %u; set it to "
-				      "KERNELS_BUNDLE_OPTIONS_VERSION (%d)", bopts->version,
-				      KERNELS_BUNDLE_OPTIONS_VERSION);
+	/* The caller's options, read no further than their version reaches. */
+	if (bopts && (rc = kernels__layout_read(&bundle_options_layout, &given, bopts)) < 0)
+		return rc;
+	w.bopts = bopts ? &given : NULL;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	w.matched = calloc(bopts && bopts->n_variants ? bopts->n_variants : 1, 1);

@@ -261,11 +261,6 @@ int kernels_cache_path(char **out, const char *repo_id, const kernels_options *o
 	return *out ? 0 : KERNELS_ENOMEM;
 }
 
-void kernels_cache_path_free(char *path)
-{
-	free(path);
-}
-
 int kernels__is_etag(const char *s)
 {
 	return kernels__is_hex(s, 40, KERNELS__HEX_LOWER) || kernels__is_hex(s, 64, KERNELS__HEX_LOWER);

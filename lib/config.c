@@ -1,5 +1,6 @@
 #include "config.h"
 #include "error.h"
+#include "layout.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -23,6 +24,7 @@ static const char *const default_signers[] = {
 };
 
 static const kernels_signature_policy default_policy = {
+	.version = KERNELS_SIGNATURE_POLICY_VERSION,
 	.issuer = "https://token.actions.githubusercontent.com",
 	.repository = "https://github.com/huggingface/kernels-community",
 	.signer_uris = default_signers,
@@ -61,6 +63,51 @@ const char *kernels__config_env(const kernels__config *cfg, const char *name)
 }
 
 /* ---- signature options ------------------------------------------------------ */
+
+/* An array of the caller's policies is as wide as its first element's
+ * version says: each element is read at that stride, no further. */
+static const size_t policy_sizes[] = { 0, KERNELS__END(kernels_signature_policy, signer_uri_count) };
+static const kernels__layout policy_layout = { "kernels_signature_policy", "KERNELS_SIGNATURE_POLICY_VERSION",
+					       policy_sizes, KERNELS_SIGNATURE_POLICY_VERSION };
+_Static_assert(sizeof(policy_sizes) / sizeof(policy_sizes[0]) == KERNELS_SIGNATURE_POLICY_VERSION + 1,
+	       "a new kernels_signature_policy version needs its size in policy_sizes");
+
+int kernels__signature_policies_read(kernels_signature_policy **out, const kernels_signature_policy *policies,
+				     size_t count)
+{
+	const char *at = (const char *)policies;
+	size_t i, stride;
+	int rc;
+
+	*out = NULL;
+	if (!count)
+		return 0;
+	if (!policies)
+		return kernels__error(KERNELS_EINVAL, "%zu signature policies given as NULL", count);
+	if (!(stride = kernels__layout_size(&policy_layout, policies->version)))
+		return KERNELS_EINVAL;
+	if (!(*out = calloc(count, sizeof(**out))))
+		return kernels__error_oom();
+	for (i = 0; i < count; i++, at += stride) {
+		const kernels_signature_policy *p = (const kernels_signature_policy *)at;
+
+		if (p->version != policies->version) {
+			rc = kernels__error(KERNELS_EINVAL, "signature policy %zu has version %u, policy 0 has %u: "
+					    "every element of one array has the same version", i, p->version,
+					    policies->version);
+		} else {
+			rc = kernels__layout_read(&policy_layout, &(*out)[i], p);
+		}
+		if (rc == 0)
+			rc = kernels__signature_policy_check(&(*out)[i], i);
+		if (rc < 0) {
+			free(*out);
+			*out = NULL;
+			return rc;
+		}
+	}
+	return 0;
+}
 
 
 int kernels__signature_policy_check(const kernels_signature_policy *p, size_t i)
@@ -152,6 +199,7 @@ static int mode_from_env(int *mode)
 
 static int sigconf_load(struct kernels__sigconf **out, const kernels_options *opts)
 {
+	kernels_signature_policy *given = NULL;
 	struct kernels__sigconf *c;
 	const char *env = getenv("KERNELS_SIGSTORE_TRUSTED_ROOT");
 	size_t i;
@@ -161,12 +209,12 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 	if (opts->signature_policy_count && !opts->signature_policies)
 		return kernels__error(KERNELS_EINVAL, "kernels_options.signature_policy_count is %zu but "
 				      "signature_policies is NULL", opts->signature_policy_count);
-	for (i = 0; i < opts->signature_policy_count; i++)
-		if ((rc = kernels__signature_policy_check(&opts->signature_policies[i], i)) < 0)
-			return rc;
+	if ((rc = kernels__signature_policies_read(&given, opts->signature_policies, opts->signature_policy_count)) < 0)
+		return rc;
 	if (!(c = calloc(1, sizeof(*c))) ||
 	    !(c->policies = calloc(opts->signature_policy_count + 1, sizeof(*c->policies)))) {
 		free(c);
+		free(given);
 		return kernels__error_oom();
 	}
 	c->policies[0] = default_policy;
@@ -194,7 +242,8 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 	if (rc == 0 && c->root_source && !c->root_path)
 		rc = KERNELS_ENOMEM;
 	for (i = 0; rc == 0 && i < opts->signature_policy_count; i++, c->npolicies++)
-		rc = policy_copy(&c->policies[c->npolicies], &opts->signature_policies[i]);
+		rc = policy_copy(&c->policies[c->npolicies], &given[i]);
+	free(given);
 	if (rc < 0) {
 		if (rc == KERNELS_ENOMEM)
 			kernels__error_oom();
@@ -211,19 +260,69 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 #define DEFAULT_DEADLINE_MS 10000L
 #define ENDPOINTS_MAX 16
 
+/* Where each version of kernels_options ends: version 1 is the layout of
+ * 1.0 (and of the headers before it, tests/abi/v0). A field added at the
+ * end bumps KERNELS_OPTIONS_VERSION and adds its version's end here. */
+static const size_t options_sizes[] = { 0, KERNELS__END(kernels_options, user_agent) };
+static const kernels__layout options_layout = { "kernels_options", "KERNELS_OPTIONS_VERSION", options_sizes,
+						KERNELS_OPTIONS_VERSION };
+_Static_assert(sizeof(options_sizes) / sizeof(options_sizes[0]) == KERNELS_OPTIONS_VERSION + 1,
+	       "a new kernels_options version needs its size in options_sizes");
+
+/* kernels_system: version 1 ended at torch_source; 2 (1.0) added the arch
+ * names and the current device. An override left 0 is read as 2. */
+static const size_t system_sizes[] = { 0, KERNELS__END(kernels_system, torch_source),
+				       KERNELS__END(kernels_system, current_device) };
+static const kernels__layout system_layout = { "kernels_system", "KERNELS_SYSTEM_VERSION", system_sizes,
+					       KERNELS_SYSTEM_VERSION };
+_Static_assert(sizeof(system_sizes) / sizeof(system_sizes[0]) == KERNELS_SYSTEM_VERSION + 1,
+	       "a new kernels_system version needs its size in system_sizes");
+#define SYSTEM_UNVERSIONED 2
+
 int kernels_options_init(kernels_options *opts, unsigned int version)
 {
+	kernels_options defaults = KERNELS_OPTIONS_INIT;
+	size_t size;
+
 	if (!opts)
 		return kernels__error(KERNELS_EINVAL, "kernels_options_init: opts is NULL");
-	if (version != KERNELS_OPTIONS_VERSION)
-		return kernels__error(KERNELS_EINVAL,
-				      "kernels_options_init: version %u is not %u; rebuild against this kernels.h",
-				      version, KERNELS_OPTIONS_VERSION);
-	memset(opts, 0, sizeof(*opts));
+	if (!(size = kernels__layout_size(&options_layout, version)))
+		return KERNELS_EINVAL;
+	/* Only the fields the caller's version has: its struct may end there. */
+	memcpy(opts, &defaults, size);
 	opts->version = version;
-	opts->offline = KERNELS_FROM_ENV;
-	opts->max_retries = -1;
-	opts->find_torch = KERNELS_FROM_ENV;
+	return 0;
+}
+
+/* The caller's system override, read no further than its version. */
+static int system_read(kernels_system *dst, const kernels_system *ov)
+{
+	kernels_system copy;
+
+	memset(dst, 0, sizeof(*dst));
+	if (ov->version != 0)
+		return kernels__layout_read(&system_layout, dst, ov);
+	memset(&copy, 0, sizeof(copy));
+	memcpy(&copy, ov, system_sizes[SYSTEM_UNVERSIONED]);
+	copy.version = SYSTEM_UNVERSIONED;
+	return kernels__layout_read(&system_layout, dst, &copy);
+}
+
+int kernels__options_full(kernels_options *full, kernels_system *system, const kernels_options *opts)
+{
+	kernels_options defaults = KERNELS_OPTIONS_INIT;
+	int rc;
+
+	*full = defaults;
+	if (!opts)
+		return 0;
+	if ((rc = kernels__layout_read(&options_layout, full, opts)) < 0)
+		return rc;
+	if (full->system) {
+		if ((rc = system_read(system, full->system)) < 0)
+			return rc;
+		full->system = system;
+	}
 	return 0;
 }
 
@@ -677,18 +776,16 @@ static int endpoint_check(const kernels__config *cfg)
 
 int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 {
-	kernels_options defaults;
+	kernels_options full;
+	kernels_system system;
 	int rc;
 
 	memset(cfg, 0, sizeof(*cfg));
-	if (!opts) {
-		kernels_options_init(&defaults, KERNELS_OPTIONS_VERSION);
-		opts = &defaults;
-	} else if (opts->version != KERNELS_OPTIONS_VERSION) {
-		return kernels__error(KERNELS_EINVAL,
-				      "kernels_options.version is %u, expected %u; call kernels_options_init()",
-				      opts->version, KERNELS_OPTIONS_VERSION);
-	}
+	if ((rc = kernels__options_full(&full, &system, opts)) < 0)
+		return rc;
+	opts = &full;
+	if (opts->system)
+		cfg->system_override = *opts->system;
 
 	cfg->offline = opts->offline == KERNELS_FROM_ENV ? kernels__env_true("HF_HUB_OFFLINE") : !!opts->offline;
 	/* as huggingface_hub: any of the three turns telemetry off */
@@ -704,8 +801,6 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	cfg->max_retries = opts->max_retries >= 0 ? opts->max_retries : 5;
 	cfg->max_parallel = opts->max_parallel > 0 ? opts->max_parallel : 8;
 	cfg->trust_remote_code = opts->trust_remote_code;
-	if (opts->system)
-		cfg->system_override = *opts->system;
 	cfg->find_torch = opts->find_torch == KERNELS_FROM_ENV ? kernels__env_true("KERNELS_FIND_TORCH") :
 			  !!opts->find_torch;
 	cfg->log_cb = opts->log_cb;

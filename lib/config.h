@@ -87,12 +87,25 @@ struct kernels__sigconf {
  * signer, or has NULL where a string belongs. */
 int kernels__signature_policy_check(const kernels_signature_policy *p, size_t i);
 
+/* The caller's `count` policies as an array of the current layout (each
+ * element read at the stride of its version, then checked): `*out` is
+ * malloc'ed (NULL for none). KERNELS_EINVAL names a bad policy. */
+int kernels__signature_policies_read(kernels_signature_policy **out, const kernels_signature_policy *policies,
+				     size_t count);
+
 
 #define KERNELS__UA_SYSTEM_MAX 256
 
 /* A device as options.device / $KERNELS_DEVICE give it ("1", "cuda:1"):
  * its index, or -1 with the error set when it is not one. */
 int kernels__device_parse(const char *s, const char *what);
+
+/* The caller's options (NULL: the defaults) as a struct of the current
+ * layout: each versioned struct read no further than its version reaches
+ * (util/layout.h), the fields it lacks at their defaults; a system
+ * override is copied into `system` and `full->system` points there.
+ * KERNELS_EINVAL for a version this library does not know. */
+int kernels__options_full(kernels_options *full, kernels_system *system, const kernels_options *opts);
 
 /* Resolves `opts` (NULL: defaults) plus environment into `cfg`.
  * Free with kernels__config_free. */

@@ -5,6 +5,7 @@
 #include "download.h"
 #include "cache.h"
 #include "error.h"
+#include "layout.h"
 #include "listing.h"
 #include "util.h"
 
@@ -99,7 +100,7 @@ static int list_offline(const kernels__config *cfg, kernels__repo_type type, con
 	free(build);
 	if (rc < 0) {
 		/* A short list would read as "these are all the variants". */
-		kernels_strings_free(out, n);
+		kernels__strings_free(out, n);
 		return rc;
 	}
 	if (n)
@@ -126,7 +127,7 @@ static int names_of(const kernels__tree *t, char ***names, size_t *count)
 		if (n && strlen(out[n - 1]) == len && !strncmp(out[n - 1], p, len))
 			continue;
 		if (!(out[n] = strndup(p, len))) {
-			kernels_strings_free(out, n);
+			kernels__strings_free(out, n);
 			return kernels__error_oom();
 		}
 		n++;
@@ -176,7 +177,7 @@ static int missing_variant(const kernels__tree *t, const char *repo_id, const ch
 		return rc;
 	for (i = 0; i < n; i++)
 		kernels__buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-	kernels_strings_free(names, n);
+	kernels__strings_free(names, n);
 	rc = kernels__error(KERNELS_ENOTFOUND, "%s at %.12s has no variant '%s'; it has: %s (pick one of these, or "
 			    "another revision)", repo_id, commit, variant, b.ptr ? b.ptr : "none");
 	kernels__buf_free(&b);
@@ -544,10 +545,19 @@ int kernels_snapshot_is_kernel_repo(const kernels_snapshot *snapshot)
 	return snapshot ? snapshot->kernel_repo : 0;
 }
 
-void kernels_snapshot_stats(kernels_download_stats *stats, const kernels_snapshot *snapshot)
+/* Where each version of kernels_download_stats ends (docs/api-stability.md). */
+static const size_t download_stats_sizes[] = { 0, KERNELS__END(kernels_download_stats, retries) };
+static const kernels__layout download_stats_layout = { "kernels_download_stats", "KERNELS_DOWNLOAD_STATS_VERSION",
+						       download_stats_sizes, KERNELS_DOWNLOAD_STATS_VERSION };
+_Static_assert(sizeof(download_stats_sizes) / sizeof(download_stats_sizes[0]) == KERNELS_DOWNLOAD_STATS_VERSION + 1,
+	       "a new kernels_download_stats version needs its size in download_stats_sizes");
+
+int kernels_snapshot_stats(kernels_download_stats *stats, const kernels_snapshot *snapshot)
 {
-	if (snapshot && stats)
-		*stats = snapshot->stats;
+	if (!snapshot || !stats)
+		return kernels__error(KERNELS_EINVAL, "kernels_snapshot_stats: %s is NULL",
+				      stats ? "snapshot" : "stats");
+	return kernels__layout_write(&download_stats_layout, stats, &snapshot->stats);
 }
 
 void kernels_snapshot_free(kernels_snapshot *snapshot)
@@ -575,5 +585,7 @@ int kernels_variants_list(char ***names, size_t *count, const char *repo_id, con
 	if ((rc = args_check(repo_id, commit)) == 0 && (rc = kernels__repo_locate(&cfg, repo_id, commit, &type)) == 0)
 		rc = kernels__variants_list(&cfg, type, repo_id, commit, names, count);
 	kernels__config_free(&cfg);
+	if (rc == 0 && (rc = kernels__strings_pack(names, *count)) < 0)
+		*count = 0;
 	return rc;
 }

@@ -20,6 +20,7 @@
 #include "error.h"
 #include "get.h"
 #include "hub.h"
+#include "layout.h"
 #include "loader.h"
 #include "manifest.h"
 #include "memo.h"
@@ -231,23 +232,48 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 	return rc;
 }
 
-int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revision, const kernels_options *opts,
-		    kernels_get_stats *stats)
+/* Where each version of kernels_get_stats ends (docs/api-stability.md). */
+static const size_t get_stats_sizes[] = { 0, KERNELS__END(kernels_get_stats, download) };
+static const kernels__layout get_stats_layout = { "kernels_get_stats", "KERNELS_GET_STATS_VERSION",
+						  get_stats_sizes, KERNELS_GET_STATS_VERSION };
+_Static_assert(sizeof(get_stats_sizes) / sizeof(get_stats_sizes[0]) == KERNELS_GET_STATS_VERSION + 1,
+	       "a new kernels_get_stats version needs its size in get_stats_sizes");
+
+static int get_full(kernels_kernel **out, const char *repo_id, const char *revision, const kernels_options *opts,
+		    kernels_get_stats *stats);
+
+int kernels_get_ext(kernels_kernel **out, kernels_get_stats *stats, const char *repo_id, const char *revision, const kernels_options *opts)
 {
-	kernels__config cfg;
-	kernels_get_stats scratch;
-	kernels__buf memo = { 0 };
-	char commit[41];
-	double t0 = kernels__now_ms_precise();
-	int rc, pinned = 0;
+	kernels_options full;
+	kernels_system system;
+	kernels_get_stats all = KERNELS_GET_STATS_INIT;
+	int rc;
 
 	if (!out)
 		return kernels__error(KERNELS_EINVAL,
 				      "kernels_get: out is NULL; pass the address of a kernels_kernel *");
 	*out = NULL;
-	if (!stats)
-		stats = &scratch;
-	memset(stats, 0, sizeof(*stats));
+	/* The caller's structs, read (and written) no further than their
+	 * versions reach: nothing below sees them. */
+	if ((stats && (rc = kernels__layout_check(&get_stats_layout, stats)) < 0) ||
+	    (rc = kernels__options_full(&full, &system, opts)) < 0)
+		return rc;
+	rc = get_full(out, repo_id, revision, opts ? &full : NULL, &all);
+	all.download.version = KERNELS_DOWNLOAD_STATS_VERSION;
+	if (stats)
+		kernels__layout_write(&get_stats_layout, stats, &all);
+	return rc;
+}
+
+static int get_full(kernels_kernel **out, const char *repo_id, const char *revision, const kernels_options *opts,
+		    kernels_get_stats *stats)
+{
+	kernels__config cfg;
+	kernels__buf memo = { 0 };
+	char commit[41];
+	double t0 = kernels__now_ms_precise();
+	int rc, pinned = 0;
+
 	/* A commit this process already loaded a variant of, under the same
 	 * settings: the same handle, before anything else is read (memo.h). A
 	 * name resolved less than revision_ttl_s ago counts as its commit. */
@@ -276,7 +302,7 @@ int kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revis
 
 int kernels_get(kernels_kernel **out, const char *repo_id, const char *revision, const kernels_options *opts)
 {
-	return kernels_get_ext(out, repo_id, revision, opts, NULL);
+	return kernels_get_ext(out, NULL, repo_id, revision, opts);
 }
 
 /* The variant decisions for `repo_id`: LOCAL_KERNELS' tree, else the plan
@@ -430,6 +456,8 @@ int kernels_versions_list(char ***versions, size_t *count, const char *repo_id, 
 		rc = fallback_end(&cfg, rc, &f, what);
 	}
 	kernels__config_free(&cfg);
+	if (rc == 0 && (rc = kernels__strings_pack(versions, *count)) < 0)
+		*count = 0;
 	return rc;
 }
 

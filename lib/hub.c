@@ -28,7 +28,7 @@
 #define PATH_MAX_BYTES 4096
 #define FILE_SIZE_CAP (64LL << 30) /* no kernel file is anywhere near 64 GiB */
 #define DOWN_SLOTS 16
-#define DOWN_TTL_MS 30000          /* documented: README, "When the Hub cannot be reached" */
+#define DOWN_TTL_MS 30000          /* documented: docs/fleets-and-mirrors.md */
 #define DOWN_AFTER_SILENT_MS 1000  /* a silence shorter than this proves nothing */
 
 /* ---- process-wide state --------------------------------------------------- */

@@ -106,7 +106,7 @@ static int local_info(kernels_info *i, const char *path)
 			kernels_error_clear();
 		free(dir);
 	}
-	kernels_strings_free(names, n);
+	kernels__strings_free(names, n);
 	free(build);
 	return rc;
 }
@@ -128,7 +128,7 @@ static int default_revision(const kernels__config *cfg, const char *repo_id, cha
 		if (major >= 0 && !*end && major > best)
 			best = major;
 	}
-	kernels_strings_free(versions, n);
+	kernels__strings_free(versions, n);
 	*out = best >= 0 ? kernels__sprintf("v%ld", best) : kernels__strdup("main");
 	return *out ? 0 : KERNELS_ENOMEM;
 }
@@ -175,7 +175,7 @@ static int hub_info(const kernels__config *cfg, kernels_info *i, const char *rep
 	}
 	free(path);
 	free(local);
-	kernels_strings_free(names, n);
+	kernels__strings_free(names, n);
 	kernels_revision_free(rev);
 	return rc;
 }
@@ -284,7 +284,7 @@ done:
 	free(message);
 	free(latest);
 	kernels_variant_trace_free(t);
-	kernels_strings_free(names, n);
+	kernels__strings_free(names, n);
 	kernels_revision_free(rev);
 	return rc;
 }

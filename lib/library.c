@@ -1,5 +1,5 @@
-/* Library-wide facts: its version, and the one way to free the string
- * arrays the API returns. Process-wide initialisation of the dependencies
+/* Library-wide facts: its version, and the one way to release the
+ * strings and arrays the API returns (kernels_free). Process-wide initialisation of the dependencies
  * lives with the stage that needs it, behind pthread_once. */
 #include "kernels/common.h"
 
@@ -15,13 +15,9 @@ int kernels_version_number(void)
 	return KERNELS_VERSION_NUMBER;
 }
 
-void kernels_strings_free(char **strings, size_t count)
+/* Everything the library hands the caller to release (strings, arrays,
+ * string arrays packed into one block) is one malloc'ed block. */
+void kernels_free(void *ptr)
 {
-	size_t i;
-
-	if (!strings)
-		return;
-	for (i = 0; i < count; i++)
-		free(strings[i]);
-	free(strings);
+	free(ptr);
 }

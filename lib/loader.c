@@ -705,7 +705,7 @@ int kernels__local_variants(const char *build, char ***names, size_t *count)
 	}
 	free(ents);
 	if (rc < 0) {
-		kernels_strings_free(v, k);
+		kernels__strings_free(v, k);
 		return rc;
 	}
 	*names = v;
@@ -766,7 +766,7 @@ static int local_select(const kernels__config *cfg, const char *path, const kern
 	if (rc == 0)
 		rc = kernels__variant_select(cfg, path, names, n, local_metadata, &src, sys, trace);
 	if (!src.single)
-		kernels_strings_free(names, n);
+		kernels__strings_free(names, n);
 	return rc;
 }
 

@@ -29,7 +29,7 @@ int kernels__loader_open_local(const kernels__config *cfg, kernels__deps_fn deps
 			       const char *path, const kernels_system *sys, kernels_kernel **out);
 
 /* The variant folders of a local build tree: the names of the folders in
- * `build` that are not hidden, sorted (malloc'ed; kernels_strings_free).
+ * `build` that are not hidden, sorted (malloc'ed; kernels__strings_free).
  * KERNELS_ENOTFOUND / KERNELS_EIO naming `build` when it cannot be listed. */
 int kernels__local_variants(const char *build, char ***names, size_t *count);
 

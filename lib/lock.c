@@ -438,11 +438,6 @@ int kernels_lock_to_string(char **out, const kernels_lock *lock)
 	return *out ? 0 : KERNELS_ENOMEM;
 }
 
-void kernels_lock_string_free(char *s)
-{
-	free(s);
-}
-
 int kernels_lock_save(const kernels_lock *lock, const char *path)
 {
 	char *text = NULL;

@@ -6,6 +6,7 @@
  * calls this once per parse and keeps the result with the metadata. */
 #include "metadata.h"
 #include "error.h"
+#include "layout.h"
 #include "util.h"
 #include "config.h"
 
@@ -355,22 +356,32 @@ int kernels_metadata_kernel_depend_at(kernels_kernel_dependency *out, const kern
 	return 0;
 }
 
+/* Where each version of kernels_provenance ends (docs/api-stability.md). */
+static const size_t provenance_sizes[] = { 0, KERNELS__END(kernels_provenance, kernel_dirty) };
+static const kernels__layout provenance_layout = { "kernels_provenance", "KERNELS_PROVENANCE_VERSION",
+						   provenance_sizes, KERNELS_PROVENANCE_VERSION };
+_Static_assert(sizeof(provenance_sizes) / sizeof(provenance_sizes[0]) == KERNELS_PROVENANCE_VERSION + 1,
+	       "a new kernels_provenance version needs its size in provenance_sizes");
+
 int kernels_metadata_provenance(kernels_provenance *out, const kernels_metadata *m)
 {
 	const kernels__metafields *f = fields(m);
+	kernels_provenance p = KERNELS_PROVENANCE_INIT;
+	int rc;
 
 	if (!out)
 		return kernels__error(KERNELS_EINVAL, "kernels_metadata_provenance: out is NULL");
-	memset(out, 0, sizeof(*out));
-	out->builder_dirty = out->kernel_dirty = -1;
-	if (!f || !f->has_provenance)
-		return 0;
-	out->builder_version = f->builder_version;
-	out->builder_commit = f->builder_commit[0] ? f->builder_commit : NULL;
-	out->builder_dirty = f->builder_dirty;
-	out->kernel_commit = f->kernel_commit[0] ? f->kernel_commit : NULL;
-	out->kernel_dirty = f->kernel_dirty;
-	return 1;
+	if ((rc = kernels__layout_check(&provenance_layout, out)) < 0)
+		return rc;
+	if (f && f->has_provenance) {
+		p.builder_version = f->builder_version;
+		p.builder_commit = f->builder_commit[0] ? f->builder_commit : NULL;
+		p.builder_dirty = f->builder_dirty;
+		p.kernel_commit = f->kernel_commit[0] ? f->kernel_commit : NULL;
+		p.kernel_dirty = f->kernel_dirty;
+	}
+	kernels__layout_write(&provenance_layout, out, &p);
+	return f && f->has_provenance ? 1 : 0;
 }
 
 /* ---- kernels-minver against what libkernels is compatible with ----------- */

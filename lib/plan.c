@@ -227,7 +227,7 @@ static int select_variant(const kernels__config *cfg, plan *p)
 		rc = system_for(cfg, &p->sys);
 	if (rc == 0)
 		rc = kernels__variant_select(cfg, p->what, names, count, read_archs, &a, p->sys, &p->trace);
-	kernels_strings_free(names, count);
+	kernels__strings_free(names, count);
 	return rc;
 }
 

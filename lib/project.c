@@ -143,7 +143,7 @@ static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependen
 	else if (rc == 0)
 		rc = kernels_lock_add_version(lock, d->repo_id, (unsigned long long)d->version,
 					      kernels_revision_commit(p.rev));
-	kernels_strings_free(names, count);
+	kernels__strings_free(names, count);
 	kernels__plan_free(&p);
 	if (rc < 0 && up)
 		kernels__error_prefix("dependency %s of %s", d->repo_id, up->repo_id);

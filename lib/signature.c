@@ -368,7 +368,7 @@ int kernels_signature_verify_bundle(const void *artifact, size_t artifact_size, 
 				    const kernels_options *opts)
 {
 	kernels__config cfg;
-	size_t i;
+	kernels_signature_policy *given = NULL;
 	int rc;
 
 	if ((!artifact && artifact_size) || !bundle)
@@ -376,13 +376,14 @@ int kernels_signature_verify_bundle(const void *artifact, size_t artifact_size, 
 				      "kernels_signature_verify_bundle: artifact and bundle must be given");
 	if (policies && !count)
 		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_bundle: policies given but count is 0");
-	for (i = 0; policies && i < count; i++)
-		if ((rc = kernels__signature_policy_check(&policies[i], i)) < 0)
-			return rc;
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+	if ((rc = kernels__signature_policies_read(&given, policies, count)) < 0)
 		return rc;
-	rc = verify_bytes(cfg.sig, artifact ? artifact : "", artifact_size, bundle, bundle_size, policies, count, NULL);
-	kernels__config_free(&cfg);
+	if ((rc = kernels__config_load(&cfg, opts)) == 0) {
+		rc = verify_bytes(cfg.sig, artifact ? artifact : "", artifact_size, bundle, bundle_size, given,
+				  given ? count : 0, NULL);
+		kernels__config_free(&cfg);
+	}
+	free(given);
 	return rc;
 }
 

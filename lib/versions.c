@@ -48,7 +48,7 @@ static int versions_from(const table *t, char ***versions, size_t *count)
 		kernels__version_free(v[i].v);
 	free(v);
 	if (rc < 0) {
-		kernels_strings_free(names, k);
+		kernels__strings_free(names, k);
 		return rc;
 	}
 	*versions = k ? names : NULL;

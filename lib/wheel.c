@@ -3,6 +3,7 @@
  * dist-info pip needs, written as a deflated zip with libarchive. */
 #include "cache.h"
 #include "error.h"
+#include "layout.h"
 #include "util.h"
 #include "kernels/variant.h"
 #include "kernels/wheel.h"
@@ -172,20 +173,28 @@ static int platform_tag(const kernels_variant_info *vi, const char *manylinux, c
 	return 0;
 }
 
+/* Where each version of kernels_wheel_options ends (docs/api-stability.md). */
+static const size_t wheel_options_sizes[] = { 0, KERNELS__END(kernels_wheel_options, manylinux_version) };
+static const kernels__layout wheel_options_layout = { "kernels_wheel_options", "KERNELS_WHEEL_OPTIONS_VERSION",
+						      wheel_options_sizes, KERNELS_WHEEL_OPTIONS_VERSION };
+_Static_assert(sizeof(wheel_options_sizes) / sizeof(wheel_options_sizes[0]) == KERNELS_WHEEL_OPTIONS_VERSION + 1,
+	       "a new kernels_wheel_options version needs its size in wheel_options_sizes");
+
 static int wheel_info_make(wheel_info *w, const char *repo_name, const char *version, const char *variant,
-			   const kernels_wheel_options *wopts)
+			   const kernels_wheel_options *given)
 {
-	const char *py = wopts && wopts->python_version ? wopts->python_version : "3.9";
-	const char *ml = wopts && wopts->manylinux_version ? wopts->manylinux_version : "2.28";
+	kernels_wheel_options o = { KERNELS_WHEEL_OPTIONS_VERSION, NULL, NULL };
+	const char *py, *ml;
 	char pyflat[16], mlflat[16], token[KERNELS_VARIANT_FIELD_MAX], plat[2 * KERNELS_VARIANT_FIELD_MAX];
 	char local[KERNELS_VARIANT_FIELD_MAX + 64];
 	kernels_variant_info vi;
 	int rc;
 
 	memset(w, 0, sizeof(*w));
-	if (wopts && wopts->version != KERNELS_WHEEL_OPTIONS_VERSION)
-		return kernels__error(KERNELS_EINVAL, "wheel: options version %u is not %d", wopts->version,
-				      KERNELS_WHEEL_OPTIONS_VERSION);
+	if (given && (rc = kernels__layout_read(&wheel_options_layout, &o, given)) < 0)
+		return rc;
+	py = o.python_version ? o.python_version : "3.9";
+	ml = o.manylinux_version ? o.manylinux_version : "2.28";
 	if (!repo_name || !variant)
 		return kernels__error(KERNELS_EINVAL, "wheel: the kernel name and the variant name are required");
 	if ((rc = normalize_name(repo_name, &w->name)) || (rc = check_version(version)) ||

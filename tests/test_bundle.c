@@ -217,7 +217,7 @@ static void test_import_then_offline_loads(void **state)
 {
 	kernels_options o;
 	kernels_system s;
-	kernels_bundle_import_stats st;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
 	char *cache = path_in("cache-import");
 	(void)state;
 
@@ -247,7 +247,7 @@ static void test_partial_cache_gets_the_rest(void **state)
 {
 	kernels_options o;
 	kernels_system s;
-	kernels_bundle_import_stats st;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
 	char *cache = path_in("cache-partial");
 	(void)state;
 
@@ -563,7 +563,7 @@ static void test_kill_mid_import(void **state)
 {
 	kernels_options o;
 	kernels_system s;
-	kernels_bundle_import_stats st;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
 	char *cache = path_in("cache-kill"), *fifo = path_in("bundle.fifo"), *plain = path_in("plain.bundle"), *data;
 	size_t len, tries;
 	pid_t pid;

@@ -161,18 +161,18 @@ static void test_public_cache_path(void **state)
 	setenv("KERNELS_CACHE", dir, 1);
 	assert_int_equal(kernels_cache_path(&p, NULL, NULL), 0);
 	assert_string_equal(p, dir);
-	kernels_cache_path_free(p);
+	kernels_free(p);
 
 	assert_int_equal(kernels_cache_path(&p, "org/x", NULL), 0);
 	assert_non_null(strstr(p, "/kernels--org--x"));
-	kernels_cache_path_free(p);
+	kernels_free(p);
 
 	/* Only the model-type folder exists: that one is the repo's. */
 	assert_int_equal(asprintf(&model, "%s/models--org--x", dir) > 0, 1);
 	assert_int_equal(test_system("mkdir -p '%s'", model), 0);
 	assert_int_equal(kernels_cache_path(&p, "org/x", NULL), 0);
 	assert_string_equal(p, model);
-	kernels_cache_path_free(p);
+	kernels_free(p);
 
 	assert_int_equal(kernels_cache_path(&p, "../x", NULL), KERNELS_EINVAL);
 	assert_null(p);
@@ -189,11 +189,65 @@ static void test_options_version_checked(void **state)
 	(void)state;
 
 	assert_int_equal(kernels_options_init(&opts, 99), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "kernels_options.version is 99"));
+	assert_int_equal(kernels_options_init(&opts, 0), KERNELS_EINVAL);
 	assert_int_equal(kernels_options_init(NULL, KERNELS_OPTIONS_VERSION), KERNELS_EINVAL);
 	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
-	opts.version = 7;
+	opts.version = KERNELS_OPTIONS_VERSION + 1;
 	assert_int_equal(kernels__config_load(&cfg, &opts), KERNELS_EINVAL);
-	assert_non_null(strstr(kernels_error_last(), "kernels_options_init"));
+	assert_non_null(strstr(kernels_error_last(), "KERNELS_OPTIONS_VERSION"));
+	opts.version = 0;
+	assert_int_equal(kernels__config_load(&cfg, &opts), KERNELS_EINVAL);
+}
+
+/* KERNELS_OPTIONS_INIT is what kernels_options_init() writes, and every
+ * version from 1 to the current one is accepted (docs/api-stability.md). */
+static void test_options_static_initialiser_and_every_version(void **state)
+{
+	kernels_options a = KERNELS_OPTIONS_INIT, b;
+	kernels__config cfg;
+	unsigned int v;
+	(void)state;
+
+	memset(&b, 0x5a, sizeof(b));
+	assert_int_equal(kernels_options_init(&b, KERNELS_OPTIONS_VERSION), 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	for (v = 1; v <= KERNELS_OPTIONS_VERSION; v++) {
+		assert_int_equal(kernels_options_init(&b, v), 0);
+		assert_int_equal(b.version, v);
+		assert_int_equal(kernels__config_load(&cfg, &b), 0);
+		kernels__config_free(&cfg);
+	}
+}
+
+/* A system override is read by its version: version 1 ended at
+ * torch_source, so whatever follows it in the caller's memory (here: a
+ * GPU arch name and a device no version-1 caller could have set) is not
+ * read; version 0 is the 1.0 layout; an unknown version is refused. */
+static void test_system_override_read_by_version(void **state)
+{
+	kernels_options opts = KERNELS_OPTIONS_INIT;
+	kernels_system s;
+	kernels__config cfg;
+	(void)state;
+
+	memset(&s, 0, sizeof(s));
+	s.gpu_arch_names[0] = "gfx-not-read";
+	s.current_device = 3;
+	opts.system = &s;
+	s.version = 1;
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_null(cfg.system_override.gpu_arch_names[0]);
+	assert_int_equal(cfg.system_override.current_device, 0);
+	kernels__config_free(&cfg);
+	s.version = 0;
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_string_equal(cfg.system_override.gpu_arch_names[0], "gfx-not-read");
+	assert_int_equal(cfg.system_override.current_device, 3);
+	kernels__config_free(&cfg);
+	s.version = KERNELS_SYSTEM_VERSION + 1;
+	assert_int_equal(kernels__config_load(&cfg, &opts), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "kernels_system.version"));
 }
 
 /* Every allocation of the configuration, made to fail in turn: each time
@@ -265,6 +319,8 @@ int main(void)
 		cmocka_unit_test_setup(test_switches, clean_env),
 		cmocka_unit_test_setup(test_public_cache_path, clean_env),
 		cmocka_unit_test_setup(test_options_version_checked, clean_env),
+		cmocka_unit_test_setup(test_options_static_initialiser_and_every_version, clean_env),
+		cmocka_unit_test_setup(test_system_override_read_by_version, clean_env),
 		cmocka_unit_test_setup(test_allocation_failures_are_reported, clean_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -280,7 +280,7 @@ static void test_fetch_layout(void **state)
 {
 	env *e = *state;
 	kernels_options o;
-	kernels_download_stats st;
+	kernels_download_stats st = KERNELS_DOWNLOAD_STATS_INIT;
 	json_t *log, *it;
 	size_t i;
 	int cdn = 0;
@@ -369,14 +369,14 @@ static void test_model_repo_and_variants(void **state)
 	assert_int_equal(n, 2);
 	assert_string_equal(names[0], V2);
 	assert_string_equal(names[1], V1);
-	kernels_strings_free(names, n);
+	kernels_free(names);
 	/* Offline lists what the snapshot holds. */
 	o.offline = 1;
 	test_hub_log_clear(e->hub);
 	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->mcommit, &o), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(names[0], V1);
-	kernels_strings_free(names, n);
+	kernels_free(names);
 	assert_int_equal(kernels_variants_list(&names, &n, "org/k", e->commit, &o), KERNELS_EOFFLINE);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
 	/* A variant the commit lacks names those it has. */
@@ -469,7 +469,7 @@ static void test_fault_5xx_and_429(void **state)
 {
 	env *e = *state;
 	kernels_options o;
-	kernels_download_stats st;
+	kernels_download_stats st = KERNELS_DOWNLOAD_STATS_INIT;
 
 	options(e, &o);
 	o.log_cb = test_log_all;

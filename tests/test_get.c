@@ -227,17 +227,17 @@ static void test_second_get_is_served_from_cache_and_offline(void **state)
 	kernels_options o;
 	kernels_system s = sys_cpu(211);
 	kernels_kernel *a = NULL, *b = NULL;
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	(void)state;
 
 	options(&o, &s);
-	assert_int_equal(kernels_get_ext(&a, "acme/answer", ">=1,<2", &o, &st), 0);
+	assert_int_equal(kernels_get_ext(&a, &st, "acme/answer", ">=1,<2", &o), 0);
 	assert_int_equal(st.from_cache, 0);
 	assert_string_equal(st.commit, W.commit[1]);
 	assert_true(test_hub_log_count(W.hub, "GET", "/resolve/") > 0);
 
 	test_hub_log_clear(W.hub);
-	assert_int_equal(kernels_get_ext(&b, "acme/answer", ">=1,<2", &o, &st), 0);
+	assert_int_equal(kernels_get_ext(&b, &st, "acme/answer", ">=1,<2", &o), 0);
 	assert_int_equal(st.from_cache, 1);
 	assert_ptr_equal(a, b); /* same variant: same handle, one more reference */
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), 0);
@@ -245,7 +245,7 @@ static void test_second_get_is_served_from_cache_and_offline(void **state)
 
 	test_hub_log_clear(W.hub);
 	o.offline = 1;
-	assert_int_equal(kernels_get_ext(&b, "acme/answer", ">=1,<2", &o, &st), 0);
+	assert_int_equal(kernels_get_ext(&b, &st, "acme/answer", ">=1,<2", &o), 0);
 	assert_ptr_equal(a, b);
 	assert_int_equal(call_answer(b), 1101);
 	kernels_kernel_close(b);

@@ -113,7 +113,7 @@ static void fetch_and_check(const char *backend, const char *variant_prefix)
 	kernels_options o;
 	kernels_system sys = { 0 };
 	kernels_kernel *k = NULL;
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	cpu_fn run;
 
 	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
@@ -122,7 +122,7 @@ static void fetch_and_check(const char *backend, const char *variant_prefix)
 	o.offline = 0;
 	sys.backend = backend;
 	o.system = backend ? &sys : NULL;
-	if (kernels_get_ext(&k, "kernels-community/img2gray", ">=1.1.2,<2", &o, &st) < 0)
+	if (kernels_get_ext(&k, &st, "kernels-community/img2gray", ">=1.1.2,<2", &o) < 0)
 		fail_msg("kernels_get: %s", kernels_error_last());
 	if (strncmp(kernels_kernel_variant(k), variant_prefix, strlen(variant_prefix)))
 		fail_msg("chose %s, expected %s*", kernels_kernel_variant(k), variant_prefix);

@@ -44,7 +44,7 @@ static int print_lock(const kernels_lock *lock)
 		return 2;
 	}
 	fputs(s, stdout);
-	kernels_lock_string_free(s);
+	kernels_free(s);
 	return 0;
 }
 
@@ -227,7 +227,7 @@ static void test_build_dependency_format(void **state)
 	assert_int_equal(kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_DEPENDENCY), 0);
 	s = to_string(lock);
 	assert_string_equal(s, "[]");
-	kernels_lock_string_free(s);
+	kernels_free(s);
 	assert_int_equal(kernels_lock_add_revision(lock, "b/x", "main", C1), 0);
 	assert_int_equal(kernels_lock_add_version(lock, "b/x", 10, C2), 0);
 	assert_int_equal(kernels_lock_add_version(lock, "b/x", 2, C3), 0);
@@ -261,7 +261,7 @@ static void test_build_dependency_format(void **state)
 			       "    \"lock\": {\n      \"commit\": \"" C2 "\"\n    }\n  },\n"
 			       "  {\n    \"dependency\": {\n      \"repo-id\": \"b/x\",\n      \"revision\": \"main\"\n    },\n"
 			       "    \"lock\": {\n      \"commit\": \"" C1 "\"\n    }\n  }\n]");
-	kernels_lock_string_free(s);
+	kernels_free(s);
 	kernels_lock_free(lock);
 }
 
@@ -294,7 +294,7 @@ static void test_build_variants_format(void **state)
 			       "      \"torch-universal\": {\n        \"hash\": \"" H1 "\",\n"
 			       "        \"hash_type\": \"git_lfs_concat\"\n      }\n    }\n  },\n"
 			       "  {\n    \"repo_id\": \"a/first\",\n    \"sha\": \"" C2 "\",\n    \"variants\": {}\n  }\n]");
-	kernels_lock_string_free(s);
+	kernels_free(s);
 	kernels_lock_free(lock);
 }
 
@@ -318,7 +318,7 @@ static void test_valid_files_roundtrip(void **state)
 		out = to_string(lock);
 		if (strcmp(out, text) != 0)
 			fail_msg("%s does not round-trip:\n%s\n--- vs ---\n%s", names[i], out, text);
-		kernels_lock_string_free(out);
+		kernels_free(out);
 		kernels_lock_free(lock);
 		free(text);
 	}

@@ -35,7 +35,7 @@ static char *variant(const char *tag, int answer, const char *marker, const char
 static void test_accessors(void **state)
 {
 	kernels_metadata *m = NULL;
-	kernels_provenance p;
+	kernels_provenance p = KERNELS_PROVENANCE_INIT;
 	kernels_kernel_dependency d;
 	char *dir;
 	(void)state;

@@ -245,7 +245,7 @@ static void test_reget_same_handle(void **state)
 	kernels_options o;
 	kernels_system s = sys_cpu();
 	kernels_kernel *a, *b;
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	long allocs, first = -1;
 	int i;
 	(void)state;
@@ -274,7 +274,7 @@ static void test_reget_same_handle(void **state)
 		char upper[41];
 		for (i = 0; i <= 40; i++)
 			upper[i] = (char)(W.commit[1][i] >= 'a' && W.commit[1][i] <= 'f' ? W.commit[1][i] - 32 : W.commit[1][i]);
-		assert_int_equal(kernels_get_ext(&b, REPO, upper, &o, &st), 0);
+		assert_int_equal(kernels_get_ext(&b, &st, REPO, upper, &o), 0);
 		assert_ptr_equal(a, b);
 		assert_int_equal(st.from_cache, 1);
 		assert_string_equal(st.commit, W.commit[1]);

@@ -535,12 +535,12 @@ static void test_versions_list(void **state)
 	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
 	for (i = 0; i < n; i++)
 		assert_string_equal(v[i], want[i]);
-	kernels_strings_free(v, n);
+	kernels_free(v);
 
 	assert_int_equal(kernels_versions_list(&v, &n, "org/modl", &c.opts), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(v[0], "v1.0.0");
-	kernels_strings_free(v, n);
+	kernels_free(v);
 
 	assert_int_equal(kernels_versions_list(&v, &n, "org/nope", &c.opts), KERNELS_ENOTFOUND);
 	assert_int_equal(kernels_versions_list(&v, &n, "bad", &c.opts), KERNELS_EINVAL);
@@ -555,7 +555,7 @@ static void test_versions_list(void **state)
 	assert_int_equal(n, 2);
 	assert_string_equal(v[0], "v1");
 	assert_string_equal(v[1], "v2.0.0");
-	kernels_strings_free(v, n);
+	kernels_free(v);
 	assert_int_equal(kernels_versions_list(&v, &n, "org/nope", &c.opts), KERNELS_EOFFLINE);
 	assert_non_null(strstr(kernels_error_last(), "org/nope"));
 	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 0);

@@ -233,10 +233,12 @@ static void test_each_broken_bundle_is_refused_for_its_reason(void **state)
 static void test_policies_decide_who_may_sign(void **state)
 {
 	const char *ours[] = { "https://github.com/acme/kernels/.github/workflows/release.yaml@refs/heads/main" };
-	kernels_signature_policy p = { .issuer = "https://token.actions.githubusercontent.com",
+	kernels_signature_policy p = { .version = KERNELS_SIGNATURE_POLICY_VERSION,
+				       .issuer = "https://token.actions.githubusercontent.com",
 				       .repository = "https://github.com/huggingface/kernels-community",
 				       .signer_uris = ours, .signer_uri_count = 1 };
-	kernels_signature_policy anyone = { .issuer = "https://token.actions.githubusercontent.com" };
+	kernels_signature_policy anyone = { .version = KERNELS_SIGNATURE_POLICY_VERSION,
+					    .issuer = "https://token.actions.githubusercontent.com" };
 	char *b = path("%s/acme.json", W.tmp), *a, *j;
 	size_t an, bn;
 	kernels_options o;

@@ -92,10 +92,10 @@ static char first_commit[41];
 
 static int one_get(const char *repo, const char *rev, const kernels_options *o, sample *s, kernels_kernel **keep)
 {
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	kernels_kernel *k = NULL;
 	double t0 = now_ms();
-	int rc = kernels_get_ext(&k, repo, rev, o, &st);
+	int rc = kernels_get_ext(&k, &st, repo, rev, o);
 
 	s->total = now_ms() - t0;
 	if (rc < 0) {

@@ -57,7 +57,7 @@ int cmd_bundle(cli_ctx *ctx, const cli_command *cmd)
 
 int cmd_bundle_import(cli_ctx *ctx, const cli_command *cmd)
 {
-	kernels_bundle_import_stats st;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
 	int rc;
 
 	(void)cmd;

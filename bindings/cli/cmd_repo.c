@@ -22,14 +22,14 @@ int cmd_versions(cli_ctx *ctx, const cli_command *cmd)
 		json_t *arr = json_array();
 		for (i = 0; i < n; i++)
 			json_array_append_new(arr, json_string(v[i]));
-		kernels_strings_free(v, n);
+		kernels_free(v);
 		return cli_json_print(json_pack("{s:s,s:o}", "repo_id", repo, "versions", arr));
 	}
 	for (i = 0; i < n; i++)
 		printf("%s\n", v[i]);
 	if (!n)
 		cli_note(ctx, "%s has no versions (no vN branches or vX.Y.Z tags)", repo);
-	kernels_strings_free(v, n);
+	kernels_free(v);
 	return CLI_OK;
 }
 
@@ -278,16 +278,15 @@ static int print_kernel(cli_ctx *ctx, kernels_kernel *k, const kernels_get_stats
 int cmd_get(cli_ctx *ctx, const cli_command *cmd)
 {
 	const char *repo = ctx->pos[0], *rev = ctx->pos[1];
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	kernels_kernel *k = NULL;
 	int rc;
 
 	(void)cmd;
-	memset(&st, 0, sizeof(st));
 	if (cli_prepare_torch(ctx, repo, rev) != CLI_OK)
 		return CLI_ERROR;
 	cli_progress_begin(ctx, "fetching");
-	rc = kernels_get_ext(&k, repo, rev, &ctx->opts, &st);
+	rc = kernels_get_ext(&k, &st, repo, rev, &ctx->opts);
 	cli_progress_end(ctx);
 	if (rc)
 		return cli_fail(ctx, rc, repo);
@@ -440,7 +439,7 @@ done:
 	json_decref(wheels);
 	free(picked);
 	free(rev);
-	kernels_strings_free(names, n);
+	kernels_free(names);
 	kernels_snapshot_free(snap);
 	kernels_revision_free(r);
 	return rc;

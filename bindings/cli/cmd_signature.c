@@ -94,13 +94,16 @@ static int report(const cli_ctx *ctx, const char *variant, kernels_signature_sta
 	return failed;
 }
 
-/* The variants to check: all of the commit's, or the one this system
- * resolves to. */
-static int pick_variants(cli_ctx *ctx, const char *repo, const char *commit, int all, char ***names, size_t *n)
+/* The variants to check: all of the commit's (the library's array:
+ * kernels_free), or the one this system resolves to (ours:
+ * cli_strings_free); `*from_lib` says which. */
+static int pick_variants(cli_ctx *ctx, const char *repo, const char *commit, int all, char ***names, size_t *n,
+			 int *from_lib)
 {
 	kernels_variant_trace *t = NULL;
 	int rc;
 
+	*from_lib = all;
 	if (all)
 		return kernels_variants_list(names, n, repo, commit, &ctx->opts)
 			       ? cli_fail(ctx, kernels_error_last_code(), repo) : CLI_OK;
@@ -128,7 +131,7 @@ int cmd_verify_signature(cli_ctx *ctx, const cli_command *cmd)
 	kernels_snapshot *snap = NULL;
 	char **names = NULL;
 	size_t n = 0, i;
-	int rc, failed = 0;
+	int rc, failed = 0, from_lib = 0;
 	json_t *out = json_array();
 
 	if (!rev)
@@ -137,7 +140,7 @@ int cmd_verify_signature(cli_ctx *ctx, const cli_command *cmd)
 		rc = cli_fail(ctx, rc, repo);
 		goto done;
 	}
-	if ((rc = pick_variants(ctx, repo, kernels_revision_commit(r), all, &names, &n)) != CLI_OK)
+	if ((rc = pick_variants(ctx, repo, kernels_revision_commit(r), all, &names, &n, &from_lib)) != CLI_OK)
 		goto done;
 	cli_progress_begin(ctx, "downloading");
 	rc = kernels_download(&snap, repo, kernels_revision_commit(r), (const char *const *)names, n, &ctx->opts);
@@ -169,7 +172,10 @@ int cmd_verify_signature(cli_ctx *ctx, const cli_command *cmd)
 	rc = failed ? CLI_ERROR : CLI_OK;
 done:
 	json_decref(out);
-	kernels_strings_free(names, n);
+	if (from_lib)
+		kernels_free(names);
+	else
+		cli_strings_free(names, n);
 	kernels_snapshot_free(snap);
 	kernels_revision_free(r);
 	return rc;

@@ -653,7 +653,7 @@ char *cli_cache_root(const cli_ctx *ctx)
 	if (kernels_cache_path(&path, NULL, &ctx->opts) < 0)
 		return NULL;
 	copy = cli_sprintf("%s", path);
-	kernels_cache_path_free(path);
+	kernels_free(path);
 	return copy;
 }
 
@@ -667,7 +667,7 @@ char *cli_repo_cache_dir(const cli_ctx *ctx, const char *repo_id)
 		return NULL;
 	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
 		copy = cli_sprintf("%s", path);
-	kernels_cache_path_free(path);
+	kernels_free(path);
 	return copy;
 }
 

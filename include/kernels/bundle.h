@@ -19,7 +19,8 @@
  * "etag" is the name the Hub gives the file (git blob sha1, or the LFS
  * sha256), the name of its blob in the cache.
  *
- * Since 1.0.
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_BUNDLE_H
 #define KERNELS_BUNDLE_H
@@ -33,7 +34,12 @@ extern "C" {
 
 #define KERNELS_BUNDLE_OPTIONS_VERSION 1
 
-/** What kernels_bundle_write() puts in. Zero it, then set `version`. */
+/** A kernels_bundle_options with its version set: every variant. */
+#define KERNELS_BUNDLE_OPTIONS_INIT { KERNELS_BUNDLE_OPTIONS_VERSION, NULL, 0 }
+
+/** What kernels_bundle_write() puts in (KERNELS_BUNDLE_OPTIONS_INIT, then
+ *  set what you need). Versioned: read only as far as `version`'s fields
+ *  reach, every version from 1 to the current accepted (docs/api-stability.md). */
 typedef struct kernels_bundle_options {
 	unsigned int version;          /**< KERNELS_BUNDLE_OPTIONS_VERSION */
 	const char *const *variants;   /**< only these variant names (of any locked kernel); NULL: every variant */
@@ -70,8 +76,15 @@ typedef struct kernels_bundle_options {
 KERNELS_EXTERN(int) kernels_bundle_write(const char *path, const char *project_dir,
 					 const kernels_bundle_options *bopts, const kernels_options *opts);
 
-/** What one kernels_bundle_import() call did. */
+#define KERNELS_BUNDLE_IMPORT_STATS_VERSION 1
+/** A kernels_bundle_import_stats ready for kernels_bundle_import(). */
+#define KERNELS_BUNDLE_IMPORT_STATS_INIT { KERNELS_BUNDLE_IMPORT_STATS_VERSION, 0, 0, 0, 0, 0, 0 }
+
+/** What one kernels_bundle_import() call did. The caller sets `version`
+ *  (KERNELS_BUNDLE_IMPORT_STATS_INIT); the library writes only the fields
+ *  that version has. */
 typedef struct kernels_bundle_import_stats {
+	unsigned int version;       /**< KERNELS_BUNDLE_IMPORT_STATS_VERSION, set by the caller */
 	size_t files;               /**< files the bundle holds */
 	size_t variants;            /**< variants the bundle holds */
 	size_t variants_added;      /**< variants this call published into the cache */
@@ -99,10 +112,11 @@ typedef struct kernels_bundle_import_stats {
  * twice is a no-op that succeeds); a cache holding part of the bundle gets
  * the rest. Refs are written last.
  *
- * Parameters: `stats` (may be NULL) receives what was done; `path` the
- * bundle; `opts` may be NULL.
+ * Parameters: `stats` (may be NULL; its `version` set) receives what was
+ * done; `path` the bundle; `opts` may be NULL.
  *
- * Returns 0, or KERNELS_EINVAL (NULL path), KERNELS_ENOTFOUND (no such
+ * Returns 0, or KERNELS_EINVAL (NULL path, a stats version this library
+ * does not know), KERNELS_ENOTFOUND (no such
  * file), KERNELS_EPARSE (not a bundle, a malformed manifest, a truncated
  * archive), KERNELS_EUNSAFE (a hostile entry, named), KERNELS_EINTEGRITY (a
  * file differs from the manifest or its metadata digest),

@@ -20,6 +20,9 @@
  * download never writes into a folder being removed. A file download of
  * huggingface_hub in progress (its per-file lock held) makes a removal
  * refuse as well. Nothing here needs the network.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_CACHE_H
 #define KERNELS_CACHE_H
@@ -34,14 +37,13 @@ extern "C" {
 /**
  * The cache folder `opts` resolves to, or with `repo_id` the repo's folder
  * in it: kernels--org--name, or models--org--name when only that one
- * exists. Nothing is created or checked to exist. `*out` is malloc'ed:
- * release it with kernels_cache_path_free(). Errors: KERNELS_EINVAL (NULL
- * out, invalid repo id), KERNELS_ENOMEM.
+ * exists. Nothing is created or checked to exist. `*out` is the
+ * caller's: release it with kernels_free(). Errors: KERNELS_EINVAL (NULL
+ * out, invalid repo id, an options version this library does not know),
+ * KERNELS_ENOMEM.
  */
 KERNELS_EXTERN(int) kernels_cache_path(char **out, const char *repo_id, const kernels_options *opts);
 
-/** Frees a path from kernels_cache_path(); NULL is fine. */
-KERNELS_EXTERN(void) kernels_cache_path_free(char *path);
 
 /** A variant folder of a cached revision: snapshots/{commit}/build/{name}. */
 typedef struct {

@@ -3,7 +3,13 @@
  *
  * Error model: every function that can fail returns an int, 0 on success or
  * a negative KERNELS_E* code. The thread-local message behind the failure
- * (what failed and what to do about it) is read with kernels_error_last().
+ * (what failed and what to do about it) is read with kernels_error_last()
+ * (docs/errors.md). Memory: what the library returns the caller releases
+ * with kernels_free() (strings, arrays) or the object's typed _free.
+ *
+ * Every function of this header and of every header under kernels/ is part
+ * of libkernels since 1.0 and may be called from any thread unless its
+ * comment says otherwise (docs/threading.md); their errors are per thread.
  */
 #ifndef KERNELS_COMMON_H
 #define KERNELS_COMMON_H
@@ -26,6 +32,14 @@ extern "C" {
 #define KERNELS_EXTERN(type) __attribute__((visibility("default"))) type
 #else
 #define KERNELS_EXTERN(type) type
+#endif
+
+/** Marks a function that is to go in the next major version; compilers warn
+ *  where it is used (docs/api-stability.md, "Deprecation"). */
+#if defined(__GNUC__)
+#define KERNELS_DEPRECATED(why) __attribute__((deprecated(why)))
+#else
+#define KERNELS_DEPRECATED(why)
 #endif
 
 /** Error codes. 0 is success; every error is negative. */
@@ -78,11 +92,17 @@ KERNELS_EXTERN(const char *) kernels_version(void);
 KERNELS_EXTERN(int) kernels_version_number(void);
 
 /**
- * Frees an array of `count` malloc'ed strings that libkernels returned
- * (kernels_versions_list, kernels_variants_list): each string, then the
- * array. NULL is fine.
+ * Releases a string or an array that libkernels returned to the caller:
+ * kernels_cache_path(), kernels_lock_to_string(), kernels_wheel_filename(),
+ * kernels_wheel_write(), kernels_versions_list(), kernels_variants_list(),
+ * the array of kernels_kernel_list(). An array of strings is one
+ * allocation: this one call releases the array and its strings. Objects
+ * have their own typed _free (kernels_lock_free, ...); loaded kernels
+ * kernels_kernel_close(). Never pass memory the library did not return.
+ *
+ * @param ptr  what the library returned; NULL is fine.
  */
-KERNELS_EXTERN(void) kernels_strings_free(char **strings, size_t count);
+KERNELS_EXTERN(void) kernels_free(void *ptr);
 
 /** Severity of a message passed to a kernels_log_cb. */
 typedef enum {

@@ -49,6 +49,9 @@
  *  - kernels_options.progress_cb is called as bytes arrive: `all_total` is
  *    the size of every file that must be downloaded (known up front from
  *    the listing; files already cached are not counted).
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_DOWNLOAD_H
 #define KERNELS_DOWNLOAD_H
@@ -64,8 +67,19 @@ extern "C" {
 /** A snapshot of a repo at one commit, present in the cache. Opaque. */
 typedef struct kernels_snapshot kernels_snapshot;
 
-/** What a kernels_download call did (for progress summaries and benchmarks). */
+/** The kernels_download_stats layout this header describes. */
+#define KERNELS_DOWNLOAD_STATS_VERSION 1
+/** A kernels_download_stats ready for kernels_snapshot_stats(). */
+#define KERNELS_DOWNLOAD_STATS_INIT { KERNELS_DOWNLOAD_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * What a kernels_download call did (for progress summaries and
+ * benchmarks). The caller allocates it with `version` set; the library
+ * writes only the fields that version has. Embedded in kernels_get_stats
+ * it never grows (a new field goes to the end of the outer struct).
+ */
 typedef struct kernels_download_stats {
+	unsigned int version;      /**< KERNELS_DOWNLOAD_STATS_VERSION, set by the caller */
 	size_t files;              /**< files of the requested variants */
 	size_t files_cached;       /**< already linked or whose blob was already in the cache */
 	size_t blobs_downloaded;   /**< blobs this call transferred (identical files share a blob) */
@@ -119,8 +133,15 @@ KERNELS_EXTERN(const char *) kernels_snapshot_commit(const kernels_snapshot *sna
 /** 1 when the repo is a kernel-type repo, 0 for a model-type repo. */
 KERNELS_EXTERN(int) kernels_snapshot_is_kernel_repo(const kernels_snapshot *snapshot);
 
-/** Copies the statistics of the download that made `snapshot` into `*stats`. */
-KERNELS_EXTERN(void) kernels_snapshot_stats(kernels_download_stats *stats, const kernels_snapshot *snapshot);
+/**
+ * Copies the statistics of the download that made `snapshot` into `*stats`.
+ *
+ * @param stats     the caller's struct, its `version` set (KERNELS_DOWNLOAD_STATS_INIT).
+ * @param snapshot  from kernels_download().
+ * @return 0, or KERNELS_EINVAL (NULL pointer, or a version this library
+ *         does not know).
+ */
+KERNELS_EXTERN(int) kernels_snapshot_stats(kernels_download_stats *stats, const kernels_snapshot *snapshot);
 
 /** Frees a snapshot (the cache is untouched). NULL is a no-op. */
 KERNELS_EXTERN(void) kernels_snapshot_free(kernels_snapshot *snapshot);
@@ -129,7 +150,8 @@ KERNELS_EXTERN(void) kernels_snapshot_free(kernels_snapshot *snapshot);
  * Lists the variant names (folders under build/) of `repo_id` at `commit`
  * (40 hex digits): online from the Hub's tree listing, offline from the
  * cached snapshot's build/ folder. `*names` is a new array of `*count`
- * malloc'ed strings, sorted, owned by the caller (kernels_strings_free).
+ * strings, sorted, the caller's: one kernels_free(*names) releases the
+ * array and its strings (NULL when `*count` is 0).
  *
  * Returns 0, KERNELS_EINVAL, KERNELS_ENOTFOUND (no repo, commit or build/
  * folder), KERNELS_EAUTH, KERNELS_ENETWORK, KERNELS_EHTTP, KERNELS_EPARSE,

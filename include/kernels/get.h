@@ -3,6 +3,9 @@
  * revision resolution, the publisher trust check, a kernel-status.toml
  * redirect, variant resolution for this process, download into the shared
  * cache, verification, and dlopen.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_GET_H
 #define KERNELS_GET_H
@@ -17,8 +20,18 @@
 extern "C" {
 #endif
 
-/** Where the time of one kernels_get_ext() call went, and what it did. */
+/** The kernels_get_stats layout this header describes. */
+#define KERNELS_GET_STATS_VERSION 1
+/** A kernels_get_stats ready for kernels_get_ext(). */
+#define KERNELS_GET_STATS_INIT { KERNELS_GET_STATS_VERSION, 0, 0, 0, 0, 0, 0, "", "", KERNELS_DOWNLOAD_STATS_INIT }
+
+/**
+ * Where the time of one kernels_get_ext() call went, and what it did. The
+ * caller allocates it with `version` set (KERNELS_GET_STATS_INIT); the
+ * library writes only the fields that version has.
+ */
 typedef struct kernels_get_stats {
+	unsigned int version;    /**< KERNELS_GET_STATS_VERSION, set by the caller */
 	double resolve_ms;       /**< revision, trust check, redirect */
 	double select_ms;        /**< variant listing, system detection, resolution */
 	double download_ms;      /**< fetching (or finding) the variant's files */
@@ -72,9 +85,18 @@ typedef struct kernels_get_stats {
 KERNELS_EXTERN(int) kernels_get(kernels_kernel **out, const char *repo_id, const char *revision,
 				const kernels_options *opts);
 
-/** kernels_get() that also fills `stats` (may be NULL) with timings. */
-KERNELS_EXTERN(int) kernels_get_ext(kernels_kernel **out, const char *repo_id, const char *revision,
-				    const kernels_options *opts, kernels_get_stats *stats);
+/**
+ * kernels_get() that also says where the time went and what was done.
+ *
+ * @param out    as kernels_get().
+ * @param stats  NULL, or the caller's struct with `version` set
+ *               (KERNELS_GET_STATS_INIT): filled on success and on failure,
+ *               no further than its version's fields.
+ * @return as kernels_get(), and KERNELS_EINVAL for a stats version this
+ *         library does not know (nothing is fetched then).
+ */
+KERNELS_EXTERN(int) kernels_get_ext(kernels_kernel **out, kernels_get_stats *stats, const char *repo_id,
+				    const char *revision, const kernels_options *opts);
 
 /**
  * The decision trace of variant resolution for `repo_id` at `revision`

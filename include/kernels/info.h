@@ -1,6 +1,9 @@
 /*
  * libkernels: what a kernel is, from its metadata and its variants, without
  * loading anything: Python kernels 0.17's `kernels info`.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_INFO_H
 #define KERNELS_INFO_H

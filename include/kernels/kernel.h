@@ -6,6 +6,9 @@
  * Native code from the internet runs in this process when a kernel is
  * loaded: nothing is dlopen()ed before its metadata.json parsed and every
  * file of the variant matched the metadata's digest.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_KERNEL_H
 #define KERNELS_KERNEL_H
@@ -62,6 +65,7 @@ KERNELS_EXTERN(const char *) kernels_kernel_commit(const kernels_kernel *k);  /*
 KERNELS_EXTERN(const char *) kernels_kernel_variant(const kernels_kernel *k); /**< "torch211-cu130-x86_64-linux" */
 KERNELS_EXTERN(const char *) kernels_kernel_path(const kernels_kernel *k);    /**< real path of the variant folder */
 KERNELS_EXTERN(const char *) kernels_kernel_library(const kernels_kernel *k); /**< the .so loaded; NULL for noarch */
+/** The metadata.json the variant was verified against; owned by the handle. */
 KERNELS_EXTERN(const kernels_metadata *) kernels_kernel_metadata(const kernels_kernel *k);
 /**
  * The kernels this one's `kernel-depends` named, loaded before it, in the
@@ -75,8 +79,10 @@ KERNELS_EXTERN(const kernels_kernel *) kernels_kernel_dependency_at(const kernel
 KERNELS_EXTERN(int) kernels_kernel_refcount(const kernels_kernel *k);
 
 /**
- * The kernels loaded now, each with a reference added: close each one and
- * free the array with free() (stdlib). `*count` may be 0 (`*out` NULL).
+ * The kernels loaded now, each with a reference added: close each one with
+ * kernels_kernel_close(), then release the array with kernels_free().
+ * `*count` may be 0 (`*out` NULL). Returns 0, KERNELS_EINVAL (NULL out or
+ * count) or KERNELS_ENOMEM.
  */
 KERNELS_EXTERN(int) kernels_kernel_list(kernels_kernel ***out, size_t *count);
 

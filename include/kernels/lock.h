@@ -53,6 +53,9 @@
  * belong to it and stay valid until it is freed or, for a lock, until the
  * next kernels_lock_add_* call on it. A lock may be read from several
  * threads at once; modifying one needs the caller's own lock.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_LOCK_H
 #define KERNELS_LOCK_H
@@ -156,11 +159,11 @@ KERNELS_EXTERN(int) kernels_lock_add_variant(kernels_lock *lock, const char *rep
 					     const char *hash);
 
 /**
- * The lock as the Python package would write it. `*out` is malloc'ed and
- * NUL-terminated: release it with kernels_lock_string_free.
+ * The lock as the Python package would write it. `*out` is NUL-terminated
+ * and the caller's: release it with kernels_free(). Returns 0,
+ * KERNELS_EINVAL (NULL out or lock) or KERNELS_ENOMEM.
  */
 KERNELS_EXTERN(int) kernels_lock_to_string(char **out, const kernels_lock *lock);
-KERNELS_EXTERN(void) kernels_lock_string_free(char *s);
 
 /**
  * Writes the lock to `path` atomically (a temporary file in the same
@@ -181,6 +184,9 @@ typedef struct {
 	int is_lfs;
 } kernels_lock_file;
 
+/** Bytes a variant hash needs: "sha256-", 64 hex digits and a NUL (and room). */
+#define KERNELS_LOCK_HASH_SIZE 72
+
 /**
  * The git_lfs_concat hash of a variant: files under __pycache__/ and *.pyc
  * are skipped; the others are sorted bytewise by path, and sha256 runs
@@ -188,8 +194,8 @@ typedef struct {
  * "sha256-<64 hex>" and a NUL into `out`. Errors: KERNELS_EINVAL (a hash
  * of the wrong length or not hex, an empty or duplicate path).
  */
-#define KERNELS_LOCK_HASH_SIZE 72
-KERNELS_EXTERN(int) kernels_lock_variant_hash(char out[KERNELS_LOCK_HASH_SIZE], const kernels_lock_file *files, size_t count);
+KERNELS_EXTERN(int) kernels_lock_variant_hash(char out[KERNELS_LOCK_HASH_SIZE], const kernels_lock_file *files,
+					      size_t count);
 
 /**
  * The same hash computed from a variant folder on disk
@@ -205,7 +211,8 @@ KERNELS_EXTERN(int) kernels_lock_variant_hash(char out[KERNELS_LOCK_HASH_SIZE], 
  * regular file counts, links followed, and those listed are LFS files.
  * Errors: KERNELS_ENOTFOUND (no such folder), KERNELS_EIO, KERNELS_EINVAL.
  */
-KERNELS_EXTERN(int) kernels_lock_variant_hash_dir(char out[KERNELS_LOCK_HASH_SIZE], const char *variant_dir, const char *const *lfs_paths);
+KERNELS_EXTERN(int) kernels_lock_variant_hash_dir(char out[KERNELS_LOCK_HASH_SIZE], const char *variant_dir,
+						  const char *const *lfs_paths);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,9 @@
  * kernels_manifest_free(); pointers read out of it belong to it. A manifest
  * may be read from several threads at once. Locking a manifest's
  * dependencies is kernels/lock.h's and kernels/project.h's.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_MANIFEST_H
 #define KERNELS_MANIFEST_H

@@ -4,6 +4,9 @@
  *
  * A kernels_metadata is opaque and immutable: it may be read from several
  * threads at once. Strings read from it belong to it.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_METADATA_H
 #define KERNELS_METADATA_H
@@ -105,10 +108,21 @@ typedef struct kernels_kernel_dependency {
 /** Number of `kernel-depends` entries (0 when the key is absent). */
 KERNELS_EXTERN(size_t) kernels_metadata_kernel_depend_count(const kernels_metadata *m);
 /** Fills `out` with entry `i`. Returns 0, or KERNELS_EINVAL when out of range. */
-KERNELS_EXTERN(int) kernels_metadata_kernel_depend_at(kernels_kernel_dependency *out, const kernels_metadata *m, size_t i);
+KERNELS_EXTERN(int) kernels_metadata_kernel_depend_at(kernels_kernel_dependency *out,
+						      const kernels_metadata *m, size_t i);
 
-/** `provenance`: the git state the variant was built from. */
+/** The kernels_provenance layout this header describes. */
+#define KERNELS_PROVENANCE_VERSION 1
+/** A kernels_provenance ready for kernels_metadata_provenance(). */
+#define KERNELS_PROVENANCE_INIT { KERNELS_PROVENANCE_VERSION, NULL, NULL, -1, NULL, -1 }
+
+/**
+ * `provenance`: the git state the variant was built from. The caller
+ * allocates it and sets `version` (KERNELS_PROVENANCE_INIT); the library
+ * writes only the fields that version has (docs/api-stability.md).
+ */
 typedef struct kernels_provenance {
+	unsigned int version;         /**< KERNELS_PROVENANCE_VERSION, set by the caller */
 	const char *builder_version;  /**< kernel-builder's version */
 	const char *builder_commit;   /**< kernel-builder's commit (lower-case hex); NULL when unknown */
 	int builder_dirty;            /**< 1 uncommitted changes, 0 clean, -1 unknown */
@@ -116,9 +130,15 @@ typedef struct kernels_provenance {
 	int kernel_dirty;             /**< 1, 0, or -1 unknown */
 } kernels_provenance;
 
-/** Fills `out` (strings owned by the metadata). Returns 1 when the metadata
- *  has a provenance, 0 when not (`out` then has NULLs and -1s), or
- *  KERNELS_EINVAL for a NULL `out`. */
+/**
+ * Fills `out` with the metadata's provenance; its strings belong to `m`.
+ *
+ * @param out  the caller's struct, its `version` set (KERNELS_PROVENANCE_INIT).
+ * @param m    the metadata; NULL reads as "no provenance".
+ * @return 1 when the metadata has a provenance, 0 when not (`out` then has
+ *         NULLs and -1s), KERNELS_EINVAL for a NULL `out` or a version this
+ *         library does not know.
+ */
 KERNELS_EXTERN(int) kernels_metadata_provenance(kernels_provenance *out, const kernels_metadata *m);
 
 #ifdef __cplusplus

@@ -1,9 +1,21 @@
 /*
  * libkernels: the one options struct every entry point takes.
  *
- * Initialise with kernels_options_init() and set only what you need; a NULL
- * options pointer anywhere means "all defaults". Every string is borrowed:
- * the caller keeps ownership and must keep it alive for the call.
+ * Initialise with KERNELS_OPTIONS_INIT or kernels_options_init() and set
+ * only what you need; a NULL options pointer anywhere means "all
+ * defaults". Every string is borrowed: the caller keeps ownership and must
+ * keep it alive for the call.
+ *
+ * Versioned: `version` says which layout the caller was built with. The
+ * library accepts every version from 1 to the KERNELS_OPTIONS_VERSION it
+ * was built with, reads only the fields that version had (the others keep
+ * their defaults), and refuses a version it does not know with
+ * KERNELS_EINVAL. A field is only ever added at the end, with a new
+ * version (docs/api-stability.md). Version 1 is the layout of 1.0.
+ *
+ * since 1.0; kernels_options_init() may be called from any thread, and a
+ * filled struct may be shared by calls on several threads (it is only
+ * read).
  */
 #ifndef KERNELS_OPTIONS_H
 #define KERNELS_OPTIONS_H
@@ -19,6 +31,21 @@ extern "C" {
 
 /** Tri-state switches: follow the environment, or force off/on. */
 #define KERNELS_FROM_ENV (-1)
+
+/**
+ * A kernels_options of the current version holding the defaults, for
+ * static or automatic initialisation: `kernels_options o = KERNELS_OPTIONS_INIT;`.
+ * The same values kernels_options_init(&o, KERNELS_OPTIONS_VERSION) writes.
+ */
+#if !defined(__cplusplus) || __cplusplus >= 202002L
+#define KERNELS_OPTIONS_INIT                                                                        \
+	{ .version = KERNELS_OPTIONS_VERSION, .offline = KERNELS_FROM_ENV, .max_retries = -1,      \
+	  .find_torch = KERNELS_FROM_ENV }
+#else /* C++ before 20: no designated initialisers */
+#define KERNELS_OPTIONS_INIT                                                                         \
+	{ KERNELS_OPTIONS_VERSION, NULL, NULL, NULL, KERNELS_FROM_ENV, 0, -1, 0, 0, NULL, NULL, NULL, NULL, \
+	  NULL, NULL, NULL, KERNELS_FROM_ENV }
+#endif
 
 /**
  * Progress of a download: `path` is the file being fetched (relative to the
@@ -160,8 +187,14 @@ typedef struct kernels_options {
 } kernels_options;
 
 /**
- * Fills `opts` with defaults. `version` must be KERNELS_OPTIONS_VERSION.
- * Returns 0, or KERNELS_EINVAL for a NULL pointer or unknown version.
+ * Fills `opts` with the defaults of layout `version`: only the fields that
+ * version has are written (a caller built against an older header passes
+ * its own KERNELS_OPTIONS_VERSION, and its struct may end there).
+ *
+ * @param opts     the caller's struct; nothing past `version`'s fields is touched.
+ * @param version  KERNELS_OPTIONS_VERSION of the header the caller builds with (1 or later).
+ * @return 0, or KERNELS_EINVAL for a NULL `opts` or a version this library
+ *         does not know (0, or newer than the library: the message names both).
  */
 KERNELS_EXTERN(int) kernels_options_init(kernels_options *opts, unsigned int version);
 

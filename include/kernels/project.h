@@ -3,6 +3,9 @@
  * pyproject.toml ([tool.kernels.dependencies]) and, once locked,
  * kernels.lock: the commit and per-variant hashes of every dependency.
  * Production loads go through the lock, and can run with no network.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_PROJECT_H
 #define KERNELS_PROJECT_H

@@ -45,6 +45,9 @@
  * the recorded commits and snapshots. When the Hub cannot be reached
  * online (connection refused, DNS failure, timeout), the cached answer is
  * used with a warning. Errors never write to the cache.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_REVISION_H
 #define KERNELS_REVISION_H
@@ -141,9 +144,9 @@ KERNELS_EXTERN(void) kernels_revision_free(kernels_revision *r);
  * Offline, or online when the Hub cannot be reached (with a warning), the
  * names recorded in the cache's refs/ folder are listed instead.
  *
- * On success `*versions` is a malloc'ed array of `*count` malloc'ed
- * strings owned by the caller (kernels_strings_free); it is NULL when
- * `*count` is 0. Returns 0, or KERNELS_EINVAL (bad repo id or NULL
+ * On success `*versions` is an array of `*count` strings, the caller's:
+ * one kernels_free(*versions) releases the array and its strings; it is
+ * NULL when `*count` is 0. Returns 0, or KERNELS_EINVAL (bad repo id or NULL
  * pointers), KERNELS_ENOTFOUND, KERNELS_EAUTH, KERNELS_ENETWORK,
  * KERNELS_EOFFLINE (offline and nothing cached), KERNELS_EHTTP,
  * KERNELS_ENOMEM.

@@ -14,7 +14,7 @@
  * where the bundle has one, carries a valid signed entry timestamp; the
  * certificate names an identity a policy accepts; and the signature is
  * valid over the artifact's bytes. What it proves, and what it does not:
- * README.md, "Threat model".
+ * docs/threat-model.md.
  *
  * The trusted root is sigstore's public-good one, built into the library
  * (lib/sigstore/trusted_root.json; its source and date: lib/sigstore/README.md), unless
@@ -28,6 +28,9 @@
  * by one of its build workflows on refs/heads/main. Callers add policies
  * with kernels_options.signature_policies; a certificate passes when any
  * policy accepts it.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_SIGNATURE_H
 #define KERNELS_SIGNATURE_H
@@ -57,9 +60,16 @@ typedef enum {
  * extension (1.3.6.1.4.1.57264.1.1) equals `issuer` and every other field
  * that is set matches. `issuer` and at least one of `identity` and
  * `signer_uris` are required (a policy naming no signer would accept any
- * sigstore user). All strings are borrowed.
+ * sigstore user). All strings are borrowed. Versioned: every element of
+ * an array has the `version` of the first, which says how large each is
+ * (KERNELS_SIGNATURE_POLICY_INIT; docs/api-stability.md).
  */
+#define KERNELS_SIGNATURE_POLICY_VERSION 1
+/** A policy with its version set and nothing else: fill in the rest. */
+#define KERNELS_SIGNATURE_POLICY_INIT { KERNELS_SIGNATURE_POLICY_VERSION, NULL, NULL, NULL, NULL, 0 }
+
 typedef struct kernels_signature_policy {
+	unsigned int version;   /**< KERNELS_SIGNATURE_POLICY_VERSION */
 	/** OIDC issuer, e.g. "https://token.actions.githubusercontent.com".
 	 *  The v2 issuer extension (…1.8) must equal it too when the
 	 *  certificate has one, and must be present when `repository` or
@@ -101,7 +111,8 @@ typedef enum {
  * KERNELS_EINTEGRITY for files that do not match the digest, with a message
  * naming what failed; KERNELS_EINVAL for bad arguments or options.
  */
-KERNELS_EXTERN(int) kernels_signature_verify_variant(kernels_signature_status *status, const char *variant_dir, const kernels_options *opts);
+KERNELS_EXTERN(int) kernels_signature_verify_variant(kernels_signature_status *status, const char *variant_dir,
+						     const kernels_options *opts);
 
 /**
  * Verifies a sigstore bundle (`bundle`, `bundle_size` bytes of JSON) over

@@ -1,6 +1,9 @@
 /*
  * libkernels: the description of the running system that variant
  * resolution matches build variants against.
+ *
+ * since 1.0; every function here may be called from any thread; a
+ * description is immutable once returned.
  */
 #ifndef KERNELS_SYSTEM_H
 #define KERNELS_SYSTEM_H
@@ -26,10 +29,21 @@ extern "C" {
  * overrides and owned by the library in detected descriptions.
  *
  * The struct is versioned: `version` says which layout the caller was
- * built with, so fields can be added at the end without breaking older
- * callers. An override may leave it 0 (zero-initialised): read as
- * KERNELS_SYSTEM_VERSION. Detected descriptions carry KERNELS_SYSTEM_VERSION.
+ * built with, and the library reads an override only as far as that
+ * version's fields reach (version 1 ended at torch_source; 2, the layout
+ * of 1.0, added gpu_arch_names and current_device). An override may leave
+ * it 0 (zero-initialised, or KERNELS_SYSTEM_INIT): read as version 2, the
+ * 1.0 layout, for good; set KERNELS_SYSTEM_VERSION to use fields a later
+ * release adds. A version newer than the library is KERNELS_EINVAL.
+ * Detected descriptions carry the library's KERNELS_SYSTEM_VERSION.
  */
+/** An override that detects everything: set only the fields to impose. */
+#if !defined(__cplusplus) || __cplusplus >= 202002L
+#define KERNELS_SYSTEM_INIT { .version = KERNELS_SYSTEM_VERSION }
+#else
+#define KERNELS_SYSTEM_INIT { KERNELS_SYSTEM_VERSION }
+#endif
+
 typedef struct kernels_system {
 	unsigned int version;      /**< KERNELS_SYSTEM_VERSION (0 in an override: the current one) */
 	int torch_version;         /**< e.g. 211; 0: no torch */

@@ -71,6 +71,9 @@
  *       TVMFFIObjectDecRef(err);
  *   }
  *   kernels_kernel_close(k);
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_TVM_FFI_H
 #define KERNELS_TVM_FFI_H

@@ -22,6 +22,9 @@
  * libkernels puts tvm-ffi before noarch, as 0.17's docstring orders them,
  * and keeps the input order for other equal keys (kernels_get passes the
  * variant names sorted bytewise), so its choice never varies.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_VARIANT_H
 #define KERNELS_VARIANT_H

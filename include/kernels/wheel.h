@@ -42,6 +42,9 @@
  * every file with `sha256=<urlsafe base64, no padding>` and its size.
  * The zip (deflate) has fixed timestamps and sorted entries: the same
  * variant gives the same bytes.
+ *
+ * Every function here is part of libkernels since 1.0 and may be called
+ * from any thread unless its comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_WHEEL_H
 #define KERNELS_WHEEL_H
@@ -54,7 +57,11 @@ extern "C" {
 
 #define KERNELS_WHEEL_OPTIONS_VERSION 1
 
-/** Tags of the wheels; a NULL pointer or NULL field means the default. */
+/** Tags of the wheels; a NULL pointer or NULL field means the default.
+ *  Versioned: read only as far as `version`'s fields reach, every version
+ *  from 1 to KERNELS_WHEEL_OPTIONS_VERSION accepted (docs/api-stability.md). */
+#define KERNELS_WHEEL_OPTIONS_INIT { KERNELS_WHEEL_OPTIONS_VERSION, NULL, NULL }
+
 typedef struct kernels_wheel_options {
 	unsigned int version;          /**< KERNELS_WHEEL_OPTIONS_VERSION */
 	const char *python_version;    /**< minimum Python, "3.9" (the abi3 / py tag and Requires-Python) */
@@ -65,7 +72,7 @@ typedef struct kernels_wheel_options {
  * The file name of the wheel of variant `variant_name` for the kernel repo
  * `repo_name` ("img2gray", or a repo id "org/img2gray": the part after the
  * last '/') at `version` ("0.1.0": a PEP 440 public version, digits first,
- * no '-', '+' or '/'). `*out` is malloc'ed, freed by the caller with free().
+ * no '-', '+' or '/'). `*out` is the caller's: release it with kernels_free().
  * Returns 0, KERNELS_EINVAL (a bad name, version, Python or manylinux
  * version, or a variant name that is not a known variant form: the message
  * says which), or KERNELS_ENOMEM.
@@ -79,8 +86,8 @@ KERNELS_EXTERN(int) kernels_wheel_filename(char **out, const char *repo_name, co
  * followed when they lead to regular files) into the existing folder
  * `out_dir`, replacing a wheel of the same name atomically.
  * `variant_name` NULL means the last component of `variant_dir`.
- * `*wheel_path` (may be NULL) receives the malloc'ed path of the wheel,
- * freed by the caller with free(). Returns 0, the errors of
+ * `*wheel_path` (may be NULL) receives the path of the wheel,
+ * released by the caller with kernels_free(). Returns 0, the errors of
  * kernels_wheel_filename(), KERNELS_ENOTFOUND (no such folder, or a
  * variant without a Python package: neither __init__.py nor `{name}/`),
  * KERNELS_EUNSAFE (a link to a folder), KERNELS_EIO (reading the variant

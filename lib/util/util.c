@@ -147,3 +147,41 @@ size_t kernels__utf8_valid_prefix(const char *str, size_t len)
 	}
 	return len;
 }
+
+void kernels__strings_free(char **v, size_t n)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int kernels__strings_pack(char ***v, size_t n)
+{
+	size_t i, bytes = (n + 1) * sizeof(char *);
+	char **packed, *at;
+
+	if (!*v)
+		return 0;
+	for (i = 0; i < n; i++)
+		bytes += strlen((*v)[i]) + 1;
+	if (!(packed = malloc(bytes))) {
+		kernels__strings_free(*v, n);
+		*v = NULL;
+		return kernels__error_oom();
+	}
+	at = (char *)(packed + n + 1);
+	for (i = 0; i < n; i++) {
+		size_t len = strlen((*v)[i]) + 1;
+
+		packed[i] = memcpy(at, (*v)[i], len);
+		at += len;
+	}
+	packed[n] = NULL;
+	kernels__strings_free(*v, n);
+	*v = packed;
+	return 0;
+}

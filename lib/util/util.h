@@ -12,6 +12,15 @@
 #include "fs.h"
 #include "hex.h"
 
+/* Frees `n` malloc'ed strings and their array; NULL is fine. */
+void kernels__strings_free(char **v, size_t n);
+
+/* Repacks the `n` malloc'ed strings of `*v` into one allocation (the
+ * pointers, a NULL, then the bytes), as the public API hands string
+ * arrays out: one kernels_free() releases it. The old array is freed
+ * either way; 0, or KERNELS_ENOMEM with `*v` NULL. */
+int kernels__strings_pack(char ***v, size_t n);
+
 /* A growable NUL-terminated byte buffer. A zeroed struct is an empty buffer. */
 typedef struct {
 	char *ptr;

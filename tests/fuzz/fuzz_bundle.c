@@ -62,6 +62,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 static const kernels_signature_policy policy = {
+	.version = KERNELS_SIGNATURE_POLICY_VERSION,
 	.issuer = "https://token.actions.githubusercontent.com",
 	.identity = "https://github.com/huggingface/kernels-community/.github/workflows/build.yaml@refs/heads/main",
 };

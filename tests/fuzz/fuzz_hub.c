@@ -293,7 +293,7 @@ static void check_tree(kernels__tree *t)
 	CHECK(kernels_lock_load_string(&again, text, strlen(text), "tree.lock") == 0);
 	CHECK(kernels_lock_entry_count(again) == 1 && kernels_lock_entry_at(again, 0)->variant_count == e->variant_count);
 out:
-	kernels_lock_string_free(text);
+	kernels_free(text);
 	kernels_lock_free(lock);
 	kernels_lock_free(again);
 	kernels_error_clear();

@@ -160,9 +160,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(kernels_lock_to_string(&text3, copy) == 0);
 	CHECK(!strcmp(text, text3));
 
-	kernels_lock_string_free(text);
-	kernels_lock_string_free(text2);
-	kernels_lock_string_free(text3);
+	kernels_free(text);
+	kernels_free(text2);
+	kernels_free(text3);
 	kernels_lock_free(lock);
 	kernels_lock_free(again);
 	kernels_lock_free(copy);

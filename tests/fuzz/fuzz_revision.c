@@ -320,7 +320,7 @@ static void check_versions(const kernels__config *cfg)
 			;
 		CHECK(k < n);
 	}
-	kernels_strings_free(names, n);
+	kernels__strings_free(names, n);
 	kernels_error_clear();
 }
 

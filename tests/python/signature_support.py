@@ -26,6 +26,7 @@ class Policy(ctypes.Structure):
     """struct kernels_signature_policy (include/kernels/signature.h)."""
 
     _fields_ = [
+        ("version", ctypes.c_uint),  # KERNELS_SIGNATURE_POLICY_VERSION
         ("issuer", ctypes.c_char_p),
         ("identity", ctypes.c_char_p),
         ("repository", ctypes.c_char_p),
@@ -59,7 +60,7 @@ def c_verify(artifact, bundle, root, policy="default"):
         opts.sigstore_trusted_root = str(root).encode()
     pol = None
     if policy != "default":
-        pol = Policy(policy["issuer"].encode(), policy["identity"].encode(), None, None, 0)
+        pol = Policy(1, policy["issuer"].encode(), policy["identity"].encode(), None, None, 0)
     rc = lib.kernels_signature_verify_bundle(artifact, len(artifact), bundle, len(bundle),
                                              ctypes.byref(pol) if pol else None, 1 if pol else 0,
                                              ctypes.byref(opts))

@@ -15,6 +15,7 @@ STRUCTS = {
     "kernels_system": _lib.System,
     "kernels_get_stats": _lib.GetStats,
     "kernels_download_stats": _lib.DownloadStats,
+    "kernels_provenance": _lib.Provenance,
 }
 
 
@@ -50,6 +51,10 @@ def test_options_version_and_every_field_named(tmp_path):
     # above); the version the binding passes is the header's.
     header = (tb.SOURCE_DIR / "include" / "kernels" / "options.h").read_text()
     assert f"#define KERNELS_OPTIONS_VERSION {_lib.KERNELS_OPTIONS_VERSION}\n" in header
+    for name, header_file in (("KERNELS_GET_STATS_VERSION", "get.h"), ("KERNELS_PROVENANCE_VERSION", "metadata.h"),
+                              ("KERNELS_SYSTEM_VERSION", "system.h")):
+        text = (tb.SOURCE_DIR / "include" / "kernels" / header_file).read_text()
+        assert f"#define {name} {getattr(_lib, name)}\n" in text, name
     lib = _lib.load(tb.library_path())
     opts = _lib.Options()
     lib.options_init(ctypes.byref(opts), _lib.KERNELS_OPTIONS_VERSION)

@@ -145,7 +145,7 @@ class Lib:
         c.kernels_revision_free.argtypes = [ctypes.c_void_p]
         c.kernels_versions_list.argtypes = [ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
                                             ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_void_p]
-        c.kernels_strings_free.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t]
+        c.kernels_free.argtypes = [ctypes.c_void_p]
         c.kernels_download.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p,
                                        ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_void_p]
         c.kernels_snapshot_path.restype = ctypes.c_char_p
@@ -181,7 +181,7 @@ class Lib:
         rc = self.c.kernels_versions_list(ctypes.byref(v), ctypes.byref(n), REPO.encode(), ctypes.byref(self.opts))
         assert rc == 0, self.error()
         out = [v[i].decode() for i in range(n.value)]
-        self.c.kernels_strings_free(v, n)
+        self.c.kernels_free(v)
         return out
 
     def download(self, commit, variant):

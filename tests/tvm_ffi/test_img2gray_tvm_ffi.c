@@ -76,7 +76,7 @@ static kernels_kernel *get(const char *backend, kernels_get_stats *st)
 	o.cache_dir = cache;
 	sys.backend = backend;
 	o.system = backend ? &sys : NULL;
-	if (kernels_get_ext(&k, REPO, ">=1.1.2,<2", &o, st) < 0)
+	if (kernels_get_ext(&k, st, REPO, ">=1.1.2,<2", &o) < 0)
 		fail_msg("kernels_get: %s", kernels_error_last());
 	return k;
 }
@@ -222,7 +222,7 @@ static void test_system_detection(void **state)
 /* The CPU variant, as a CPU-only host asks for it: downloaded, called. */
 static void test_cpu_variant_by_range(void **state)
 {
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	kernels_kernel *k;
 	char want[64];
 	(void)state;
@@ -243,7 +243,7 @@ static void test_cpu_variant_by_range(void **state)
  * GPU machine, whose module has img2gray_cpu too). */
 static void test_detected_variant(void **state)
 {
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	kernels_kernel *k;
 	(void)state;
 	k = get(NULL, &st);
@@ -261,7 +261,7 @@ static void test_kernel_errors(void **state)
 	int64_t in_shape[3] = { 2, 3, 3 }, out_shape[2] = { 2, 3 }, bad_shape[2] = { 3, 2 };
 	int64_t strides[3] = { 3, 6, 1 }; /* H and W swapped: not contiguous */
 	char kind[64], msg[512];
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	kernels_kernel *k = get("cpu", &st);
 	void *fn = lookup(k, "img2gray_cpu");
 	DLTensor in = tensor(rgb, 3, in_shape), out = tensor(gray, 2, out_shape), bad;
@@ -312,7 +312,7 @@ static kernels_kernel *local_variant(const char *name, const char *extra)
 
 static void test_lookup_errors(void **state)
 {
-	kernels_get_stats st;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	kernels_kernel *k = get("cpu", &st), *plain, *noarch;
 	void *fn = (void *)1;
 	char *extra = NULL;

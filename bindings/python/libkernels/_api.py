@@ -213,7 +213,7 @@ def get(repo_id, revision, *, backend=None, trust_remote_code=False, stats=False
     call = _Call(lib, backend=backend, trust_remote_code=trust_remote_code, **options)
     out = _lib.KernelP()
     st = _lib.GetStats()
-    lib.get_ext(ctypes.byref(out), _enc(repo_id), _enc(revision), call.ref(), ctypes.byref(st))
+    lib.get_ext(ctypes.byref(out), ctypes.byref(st), _enc(repo_id), _enc(revision), call.ref())
     k = Kernel(lib, out)
     if not stats:
         return k

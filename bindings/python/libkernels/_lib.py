@@ -13,6 +13,8 @@ import threading
 from .errors import raise_for
 
 KERNELS_OPTIONS_VERSION = 1
+KERNELS_GET_STATS_VERSION = 1
+KERNELS_PROVENANCE_VERSION = 1
 KERNELS_FROM_ENV = -1
 KERNELS_MAX_GPUS = 16
 KERNELS_SYSTEM_VERSION = 2
@@ -95,6 +97,7 @@ class DownloadStats(ctypes.Structure):
     """struct kernels_download_stats (include/kernels/download.h)."""
 
     _fields_ = [
+        ("version", ctypes.c_uint),
         ("files", _c_size_t),
         ("files_cached", _c_size_t),
         ("blobs_downloaded", _c_size_t),
@@ -107,9 +110,11 @@ class DownloadStats(ctypes.Structure):
 
 
 class GetStats(ctypes.Structure):
-    """struct kernels_get_stats (include/kernels/get.h)."""
+    """struct kernels_get_stats (include/kernels/get.h); made with its
+    version set, as KERNELS_GET_STATS_INIT makes it."""
 
     _fields_ = [
+        ("version", ctypes.c_uint),
         ("resolve_ms", ctypes.c_double),
         ("select_ms", ctypes.c_double),
         ("download_ms", ctypes.c_double),
@@ -120,6 +125,9 @@ class GetStats(ctypes.Structure):
         ("repo_id", ctypes.c_char * 128),
         ("download", DownloadStats),
     ]
+
+    def __init__(self):
+        super().__init__(version=KERNELS_GET_STATS_VERSION)
 
 
 class KernelDependency(ctypes.Structure):
@@ -133,15 +141,20 @@ class KernelDependency(ctypes.Structure):
 
 
 class Provenance(ctypes.Structure):
-    """struct kernels_provenance (include/kernels/metadata.h)."""
+    """struct kernels_provenance (include/kernels/metadata.h); made with its
+    version set, as KERNELS_PROVENANCE_INIT makes it."""
 
     _fields_ = [
+        ("version", ctypes.c_uint),
         ("builder_version", _c_char_p),
         ("builder_commit", _c_char_p),
         ("builder_dirty", _c_int),
         ("kernel_commit", _c_char_p),
         ("kernel_dirty", _c_int),
     ]
+
+    def __init__(self):
+        super().__init__(version=KERNELS_PROVENANCE_VERSION)
 
 
 # Opaque handles: typed pointers so that one kind cannot be passed for another.
@@ -178,8 +191,7 @@ _PROTOTYPES = {
     "kernels_system_free": (None, [SystemP]),
     "kernels_system_format": (_c_size_t, [ctypes.c_char_p, _c_size_t, SystemP]),
     "kernels_get": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, _c_char_p, OptionsP]),
-    "kernels_get_ext": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, _c_char_p, OptionsP,
-                                      ctypes.POINTER(GetStats)]),
+    "kernels_get_ext": (_INT_STATUS, [ctypes.POINTER(KernelP), ctypes.POINTER(GetStats), _c_char_p, _c_char_p, OptionsP]),
     "kernels_get_variants": (_INT_STATUS, [ctypes.POINTER(TraceP), _c_char_p, _c_char_p, OptionsP]),
     "kernels_has_kernel": (_INT_STATUS, [_c_char_p, _c_char_p, OptionsP]),
     "kernels_load_local": (_INT_STATUS, [ctypes.POINTER(KernelP), _c_char_p, OptionsP]),
