@@ -30,3 +30,26 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kernels.pc DESTINATION ${CMAKE_INSTALL
 # its SONAME: a wheel holds no symlinks. Not part of a plain install.
 install(FILES $<TARGET_FILE:kernels> DESTINATION lib RENAME libkernels.so.${PROJECT_VERSION_MAJOR}
   COMPONENT python EXCLUDE_FROM_ALL)
+
+# A man page per public function (section 3: `man kernels_get`), made at
+# build time from the headers' doc comments by scripts/gen-man.py (standard
+# library only), installed under share/man/man3 and by libkernels-dev.
+option(KERNELS_MAN_PAGES "Make and install a man page per public function (needs python3)" ON)
+if(KERNELS_MAN_PAGES)
+  find_package(Python3 COMPONENTS Interpreter)
+  if(NOT Python3_Interpreter_FOUND)
+    message(FATAL_ERROR "the man pages need python3 (scripts/gen-man.py): install it, or configure with "
+      "-DKERNELS_MAN_PAGES=OFF")
+  endif()
+  file(GLOB _kernels_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/kernels/*.h)
+  set(_man_dir ${PROJECT_BINARY_DIR}/man/man3)
+  add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/man/man3.stamp
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${_man_dir}
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/gen-man.py ${PROJECT_SOURCE_DIR}/include ${_man_dir}
+      ${PROJECT_VERSION}
+    COMMAND ${CMAKE_COMMAND} -E touch ${PROJECT_BINARY_DIR}/man/man3.stamp
+    DEPENDS ${_kernels_headers} ${PROJECT_SOURCE_DIR}/scripts/gen-man.py
+    COMMENT "man pages from include/kernels/*.h")
+  add_custom_target(kernels_man ALL DEPENDS ${PROJECT_BINARY_DIR}/man/man3.stamp)
+  install(DIRECTORY ${_man_dir} DESTINATION ${CMAKE_INSTALL_MANDIR})
+endif()

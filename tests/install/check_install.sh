@@ -25,6 +25,13 @@ bad=$(grep -v '^kernels_[a-z0-9_]*@@KERNELS_[0-9]*\.[0-9]*$' <<<"$syms" || true)
 if [ -n "$bad" ]; then echo "symbols exported beyond kernels_*, or without a version node:"; echo "$bad"; exit 1; fi
 grep -qx 'kernels_version@@KERNELS_1.0' <<<"$syms" || { echo "kernels_version is not exported"; exit 1; }
 
+echo "== man kernels_get from the prefix (a page per public function, share/man/man3)"
+page=$(MANPATH="$prefix/share/man" MANWIDTH=80 man -P cat kernels_get 2>&1) || { echo "man kernels_get: $page"; exit 1; }
+grep -q "int kernels_get(kernels_kernel \*\*out" <<<"$page" || { echo "man kernels_get shows no synopsis: $page"; exit 1; }
+pages=$(ls "$prefix/share/man/man3" | wc -l)
+exports=$(grep -c '^kernels_' "$src/lib/kernels.exports")
+[ "$pages" -eq "$exports" ] || { echo "$pages man pages in man3 for $exports exported functions"; exit 1; }
+
 echo "== pkg-config"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 flags=$(pkg-config --cflags --libs kernels)

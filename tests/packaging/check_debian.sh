@@ -49,7 +49,7 @@ dpkg-deb -c "$work/libkernels1_${ver}_${arch}.deb" | grep -q "usr/lib/$multiarch
   { echo "libkernels1 lacks libkernels.so.1"; exit 1; }
 for f in usr/include/kernels.h usr/lib/$multiarch/libkernels.a usr/lib/$multiarch/libkernels.so \
          usr/lib/$multiarch/pkgconfig/kernels.pc usr/lib/$multiarch/cmake/kernels/kernelsConfig.cmake \
-         usr/bin/libkernels usr/share/man/man1/libkernels.1.gz usr/share/bash-completion/completions/libkernels \
+         usr/bin/libkernels usr/share/man/man1/libkernels.1.gz usr/share/man/man3/kernels_get.3.gz usr/share/bash-completion/completions/libkernels \
          usr/share/zsh/site-functions/_libkernels usr/share/fish/vendor_completions.d/libkernels.fish; do
   test -e "$work/root/$f" || { echo "not packaged: /$f"; exit 1; }
 done
@@ -60,6 +60,13 @@ done
 if readelf -d "$work/root/usr/bin/libkernels" | grep -qE 'RPATH|RUNPATH'; then
   echo "the packaged CLI has a run path"; exit 1
 fi
+
+echo "== man kernels_get, from libkernels-dev"
+grep -q "usr/share/man/man3/kernels_get.3.gz" <<<"$(dpkg-deb -c "$work/libkernels-dev_${ver}_${arch}.deb")" ||
+  { echo "libkernels-dev lacks the man page kernels_get(3)"; exit 1; }
+page=$(MANPATH="$work/root/usr/share/man" MANWIDTH=80 man -P cat kernels_get 2>&1) ||
+  { echo "man kernels_get: $page"; exit 1; }
+grep -q "int kernels_get(kernels_kernel \*\*out" <<<"$page" || { echo "man kernels_get shows no synopsis: $page"; exit 1; }
 
 echo "== an application against the packages"
 export LD_LIBRARY_PATH=$lib

@@ -49,13 +49,14 @@ def test_readme_c_program(hub, tmp_path):
 
 
 def test_readme_stage_table_names_every_file():
-    """The README's table of stages (and its paragraph on lib/util/) name
-    each source file of lib/ once, and no file that is gone."""
-    text = (ROOT / "README.md").read_text()
+    """The table of stages in docs/architecture.md (where the README links
+    for it), and its paragraph on lib/util/, name each source file of lib/
+    once, and no file that is gone."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
     start = text.index("Data flows one way")
     table = text[start:text.index("\n\n", text.index("|", start))]
     util = re.search(r"Every stage stands on `lib/util/`.*?\n\n", text, re.S)
-    assert util, "README: the paragraph on lib/util/ moved; update this test"
+    assert util, "docs/architecture.md: the paragraph on lib/util/ moved; update this test"
     file_column = [row.split("|")[2] for row in table.splitlines() if row.startswith("| ")]
     staged = [f for cell in file_column for f in re.findall(r"`([\w/]+\.c)`", cell)]
     assert len(staged) == len(set(staged)), "a file is named by two stages"
@@ -64,3 +65,13 @@ def test_readme_stage_table_names_every_file():
     files = sorted(str(p.relative_to(lib)) for p in list(lib.glob("*.c")) + list(lib.glob("util/*.c")))
     assert sorted(set(named)) == files, (sorted(set(files) - set(named)), sorted(set(named) - set(files)))
     assert "`sigstore/`" in table and (lib / "sigstore").is_dir()
+
+
+def test_readme_is_short_and_starts_with_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    lines = text.splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines; move reference text into docs/"
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("bash scripts/demo.sh"))
+    assert first < 30 and lines[first + 1].startswith("bash scripts/test.sh"), "the two commands moved down"
+    links = re.findall(r"\]\(((?:docs/)[^)#]+|CHANGELOG\.md)\)", text)
+    assert links and all((ROOT / link).is_file() for link in links), [l for l in links if not (ROOT / l).is_file()]
