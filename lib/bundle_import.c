@@ -116,7 +116,7 @@ static int repo_begin(importer *im, imp_repo *r)
 			!(base = kernels__sprintf("%s/" STAGE_PREFIX, libdir))))
 		rc = KERNELS_ENOMEM;
 	if (rc == 0)
-		rc = kernels__mkdir_p(libdir, 0777);
+		rc = kernels__cache_mkdirs(r->dir, ".libkernels");
 	if (rc == 0) {
 		remove_stale(libdir);
 		/* {libdir}/import.tmp-{pid}-{n}: the name kernels__tmp_name gives "import" */
@@ -311,76 +311,85 @@ static int stage_variant(importer *im, size_t vi)
 
 /* ---- publishing ------------------------------------------------------------------ */
 
+/* Moves `from` into the folder {repo}/{sub}, opened from the cache root
+ * without following a link (the cache stage's containment), as `name`:
+ * 0, 1 with errno when the rename fails, or the error opening the folder. */
+static int move_into(const imp_repo *r, const char *from, const char *sub, const char *name)
+{
+	int dfd = kernels__cache_repo_dir_open(r->dir, sub, 1), rc, err;
+
+	if (dfd < 0)
+		return dfd;
+	rc = renameat(AT_FDCWD, from, dfd, name) < 0;
+	err = errno;
+	close(dfd);
+	errno = err;
+	return rc;
+}
+
 static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_entry *e)
 {
-	char *from = kernels__sprintf("%s/blobs/%s", r->stage, e->f.etag);
-	char *to = kernels__sprintf("%s/blobs/%s", r->dir, e->f.etag), real[PATH_MAX];
+	char *from = kernels__sprintf("%s/blobs/%s", r->stage, e->f.etag), real[PATH_MAX];
 	struct stat st;
 	int rc = 0;
 
-	if (!from || !to)
-		rc = KERNELS_ENOMEM;
-	else if (lstat(from, &st) < 0 || kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size))
-		; /* published for an earlier file, or cached already */
-	else if (rename(from, to) < 0)
-		rc = kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(errno));
-	else if (im->st.blobs_added++, strlen(e->f.etag) == 64 && stat(to, &st) == 0 && kernels__realpath(r->dir, real, NULL))
-		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st); /* the first load need not hash it again */
+	if (!from)
+		return KERNELS_ENOMEM;
+	if (lstat(from, &st) < 0 || kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size)) {
+		free(from); /* published for an earlier file, or cached already */
+		return 0;
+	}
+	if ((rc = move_into(r, from, "blobs", e->f.etag)) == 1)
+		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/blobs: %s", from, r->dir, strerror(errno));
 	free(from);
-	free(to);
-	return rc;
-}
-
-/* snapshots/{commit}/build as real folders (a planted link is refused). */
-static int build_dir(const imp_repo *r, const char *commit, char **out)
-{
-	char *snap = kernels__sprintf("%s/snapshots/%s", r->dir, commit);
-	char *build = snap ? kernels__sprintf("%s/build", snap) : NULL;
-	struct stat a, c;
-	int rc = build ? kernels__mkdir_p(build, 0777) : KERNELS_ENOMEM;
-
-	if (rc == 0 && (lstat(snap, &a) < 0 || !S_ISDIR(a.st_mode) || lstat(build, &c) < 0 || !S_ISDIR(c.st_mode)))
-		rc = kernels__error(KERNELS_EUNSAFE, "%s or its build/ is not a real folder (a link?); refusing to "
-				    "write through it: remove the snapshot and import again", snap);
-	free(snap);
+	from = NULL;
 	if (rc < 0)
-		free(build);
-	else
-		*out = build;
+		return rc;
+	im->st.blobs_added++;
+	/* a download receipt: the first load need not hash again what was just verified */
+	if (strlen(e->f.etag) == 64 && kernels__realpath(r->dir, real, NULL) && (from = kernels__sprintf("%s/blobs/%s",
+			real, e->f.etag)) && stat(from, &st) == 0)
+		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st);
+	free(from);
+	return 0;
+}
+
+/* The variant's links one by one, as a download adds them: for a variant
+ * folder the cache already has in part. */
+static int link_each(importer *im, const imp_repo *r, const kernels__bundle_variant *v)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; rc == 0 && i < v->n; i++) {
+		const kernels__bundle_entry *e = &im->b->files[v->first + i];
+		char *rel = kernels__sprintf("build/%s/%s", v->name, e->f.path);
+		rc = rel ? kernels__cache_link(r->dir, v->commit, rel, e->f.etag) : KERNELS_ENOMEM;
+		free(rel);
+	}
 	return rc;
 }
 
-/* One rename makes the variant appear whole. A variant folder the cache
- * already has in part gets its missing links one by one, as a download
- * adds them. */
+/* One rename makes the variant appear whole, into snapshots/{commit}/build
+ * walked from the cache root (a planted link on the way is refused). */
 static int publish_variant(importer *im, size_t vi)
 {
 	const kernels__bundle_variant *v = &im->b->variants[vi];
 	const imp_repo *r = &im->repos[im->repo_of[vi]];
-	char *build = NULL, *from = NULL, *to = NULL;
-	size_t i;
-	int rc = build_dir(r, v->commit, &build);
+	char *build = kernels__sprintf("snapshots/%s/build", v->commit);
+	char *from = kernels__sprintf("%s/snapshots/%s/build/%s", r->stage, v->commit, v->name);
+	int rc = build && from ? move_into(r, from, build, v->name) : KERNELS_ENOMEM;
 
-	if (rc == 0 && (!(from = kernels__sprintf("%s/snapshots/%s/build/%s", r->stage, v->commit, v->name)) ||
-			!(to = kernels__sprintf("%s/%s", build, v->name))))
-		rc = KERNELS_ENOMEM;
-	if (rc == 0 && rename(from, to) < 0) {
-		if (errno != ENOTEMPTY && errno != EEXIST)
-			rc = kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(errno));
-		for (i = 0; rc == 0 && i < v->n; i++) {
-			const kernels__bundle_entry *e = &im->b->files[v->first + i];
-			char *rel = kernels__sprintf("build/%s/%s", v->name, e->f.path);
-			rc = rel ? kernels__cache_link(r->dir, v->commit, rel, e->f.etag) : KERNELS_ENOMEM;
-			free(rel);
-		}
-	}
+	if (rc == 1 && (errno == ENOTEMPTY || errno == EEXIST))
+		rc = link_each(im, r, v);
+	else if (rc == 1)
+		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/%s: %s", from, r->dir, build, strerror(errno));
 	if (rc == 0) {
-		kernels__cache_sync_folder(build, NULL);
+		kernels__cache_sync_folder(r->dir, build);
 		im->st.variants_added++;
 	}
 	free(build);
 	free(from);
-	free(to);
 	return rc;
 }
 
@@ -415,11 +424,6 @@ static int publish(importer *im)
 	size_t i, j;
 	int rc = 0;
 
-	for (i = 0; rc == 0 && i < im->nrepos; i++) {
-		char *blobs = kernels__sprintf("%s/blobs", im->repos[i].dir);
-		rc = blobs ? kernels__mkdir_p(blobs, 0777) : KERNELS_ENOMEM;
-		free(blobs);
-	}
 	for (i = 0; rc == 0 && i < im->b->nvariants; i++)
 		for (j = 0; rc == 0 && !im->present[i] && j < im->b->variants[i].n; j++)
 			rc = publish_blob(im, &im->repos[im->repo_of[i]], &im->b->files[im->b->variants[i].first + j]);

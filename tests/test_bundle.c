@@ -292,6 +292,7 @@ static void read_bundle(void)
 		E[NE].size = (size_t)archive_entry_size(ae);
 		E[NE].data = malloc(E[NE].size + 1);
 		assert_int_equal(archive_read_data(a, E[NE].data, E[NE].size), (la_ssize_t)E[NE].size);
+		E[NE].data[E[NE].size] = '\0';
 	}
 	archive_read_free(a);
 }
@@ -347,7 +348,7 @@ enum kind { PLAIN, DOTDOT, ABSOLUTE, SYMLINK, HARDLINK, DEVICE, DUPLICATE, UNLIS
  * those of `data` (an attacker who rewrites the manifest to match). */
 static char *manifest_for(const char *module, const char *data, size_t size)
 {
-	json_t *root = json_loads(E[0].data, 0, NULL), *repo = json_array_get(json_object_get(root, "repos"), 0);
+	json_t *root = json_loadb(E[0].data, E[0].size, 0, NULL), *repo = json_array_get(json_object_get(root, "repos"), 0);
 	json_t *variants = json_object_get(repo, "variants"), *v, *f;
 	unsigned char d[32];
 	char hex[65], *out;
