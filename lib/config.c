@@ -258,6 +258,7 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
 #define DEFAULT_TIMEOUT_S 10
 #define DEFAULT_DEADLINE_MS 10000L
+#define DEFAULT_STALL_BUDGET_MS 30000L
 #define ENDPOINTS_MAX 16
 
 /* Where each version of kernels_options ends: version 1 is the layout of
@@ -544,22 +545,29 @@ static long env_seconds(const kernels_options *opts, const char *name, long dflt
 	return s ? s : dflt;
 }
 
-static long deadline_from(const kernels_options *opts)
+/* A budget in ms: the option, else the variable, else `dflt`; negative:
+ * none (-1). */
+static long ms_from(long option, const char *name, long dflt)
 {
 	const char *v;
 	char *end;
 	long ms;
 
-	if (opts->deadline_ms)
-		return opts->deadline_ms < 0 ? -1 : opts->deadline_ms;
-	v = getenv("KERNELS_DEADLINE_MS");
+	if (option)
+		return option < 0 ? -1 : option;
+	v = getenv(name);
 	if (v && *v) {
 		errno = 0;
 		ms = strtol(v, &end, 10);
 		if (!errno && !*end)
-			return ms < 0 ? -1 : ms ? ms : DEFAULT_DEADLINE_MS;
+			return ms < 0 ? -1 : ms ? ms : dflt;
 	}
-	return DEFAULT_DEADLINE_MS;
+	return dflt;
+}
+
+static long deadline_from(const kernels_options *opts)
+{
+	return ms_from(opts->deadline_ms, "KERNELS_DEADLINE_MS", DEFAULT_DEADLINE_MS);
 }
 
 static void endpoints_free(char **v)
@@ -797,6 +805,10 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	cfg->download_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
 				   : 1000 * env_seconds(opts, "HF_HUB_DOWNLOAD_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->deadline_ms = deadline_from(opts);
+	/* No kernels_options field yet: one appended to the struct needs the
+	 * options' version raised first (a host built before it passes the
+	 * shorter struct). */
+	cfg->stall_budget_ms = ms_from(0, "KERNELS_STALL_BUDGET_MS", DEFAULT_STALL_BUDGET_MS);
 	kernels__config_deadline_restart(cfg);
 	cfg->max_retries = opts->max_retries >= 0 ? opts->max_retries : 5;
 	cfg->max_parallel = opts->max_parallel > 0 ? opts->max_parallel : 8;

@@ -37,6 +37,7 @@ typedef struct {
 	long timeout_ms;       /* metadata requests: connect/stall ($HF_HUB_ETAG_TIMEOUT) */
 	long download_timeout_ms; /* file transfers: connect/stall ($HF_HUB_DOWNLOAD_TIMEOUT) */
 	long deadline_ms;      /* the call's budget; <0: none */
+	long stall_budget_ms;  /* one file transfer's silence, summed over its retries; <0: none */
 	long long deadline_at; /* CLOCK_MONOTONIC ms when the budget runs out; 0: none */
 	char **endpoints;      /* the ordered endpoints (endpoint is one of them); NULL-terminated */
 	size_t n_endpoints;

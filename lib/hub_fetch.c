@@ -33,6 +33,7 @@
 #define LOCK_POLL_MS 50
 #define ERRBODY_MAX 4096
 #define PROGRESS_STEP (256 << 10)
+#define STALL_CHECK_MS 100
 #define DEADLINE_GRACE_MS 1000  /* a transfer started after the deadline still gets this long for a first byte */
 #define FETCH_FILES_MAX 100000   /* files of one call: a variant may have no more (lib/verify.c) */
 #define BLOBS_READDIR_MIN 64     /* from this many blobs on, blobs/ is read once instead of stat'ed per blob */
@@ -60,6 +61,8 @@ typedef struct {
 	int restarted;                     /* already started over after a bad hash */
 	int got_bytes;                     /* a byte of the file arrived: the stall timeout governs it now */
 	long long started;                 /* when its current request went out */
+	long long last_byte;               /* when its current request last got a byte (or went out) */
+	long long stalled_ms;              /* silence before its failed attempts, summed: the stall budget */
 	int attempts;
 	long long not_before, next_lock_try;
 
@@ -92,6 +95,7 @@ typedef struct fetch {
 	int cancelled;
 	int fail_code;
 	char fail_msg[4096];
+	long long next_stall_check;        /* the stall budget is looked at every STALL_CHECK_MS */
 	kernels_download_stats *stats;
 } fetch;
 
@@ -241,6 +245,18 @@ static char *resolve_url(fetch *f, job *j)
 	return url;
 }
 
+/* An attempt stalls out after HF_HUB_DOWNLOAD_TIMEOUT, or what is left
+ * of the stall budget when that is less (whole seconds, at least one:
+ * libcurl's unit). */
+static long stall_time_s(const fetch *f, const job *j)
+{
+	long long ms = f->cfg->download_timeout_ms;
+
+	if (f->cfg->stall_budget_ms >= 0 && f->cfg->stall_budget_ms - j->stalled_ms < ms)
+		ms = f->cfg->stall_budget_ms - j->stalled_ms;
+	return ms >= 2000 ? (long)(ms / 1000) : 1L;
+}
+
 static int start(fetch *f, job *j)
 {
 	char range[64], *url = j->url;
@@ -259,10 +275,9 @@ static int start(fetch *f, job *j)
 	 * (one that starts after it, behind others, gets the grace). */
 	if (!j->got_bytes && left < connect)
 		connect = left > DEADLINE_GRACE_MS ? left : DEADLINE_GRACE_MS;
-	j->started = kernels__now_ms();
+	j->started = j->last_byte = kernels__now_ms();
 	curl_easy_setopt(j->h, CURLOPT_CONNECTTIMEOUT_MS, connect);
-	curl_easy_setopt(j->h, CURLOPT_LOW_SPEED_TIME,
-			 f->cfg->download_timeout_ms >= 2000 ? f->cfg->download_timeout_ms / 1000 : 1L);
+	curl_easy_setopt(j->h, CURLOPT_LOW_SPEED_TIME, stall_time_s(f, j));
 	kernels__hub_headers_clear(&j->hd);
 	kernels__buf_free(&j->errbody);
 	j->body_seen = j->discard = j->abort_code = 0;
@@ -367,6 +382,7 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 	}
 	EVP_DigestUpdate(j->md, data, n);
 	j->got_bytes = 1;
+	j->last_byte = kernels__now_ms();
 	kernels__endpoint_answered(f->cfg);
 	j->have += (long long)n;
 	account(f, (long long)n);
@@ -468,6 +484,31 @@ static void verify_and_publish(fetch *f, job *j)
 
 /* A transient failure: tried again after the backoff (or the server's
  * Retry-After), or the job fails once its retries are spent. */
+/* The host of `url` (scheme://host[:port]) into buf. */
+static const char *host_of(const char *url, char *buf, size_t n)
+{
+	const char *p = strstr(url, "://");
+	size_t len = p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : strlen(url);
+
+	snprintf(buf, n, "%.*s", (int)len, url);
+	return buf;
+}
+
+/* The stall budget is spent: the bytes stay for the next call, unpublished. */
+static int stalled_out(fetch *f, const job *j)
+{
+	char host[256];
+
+	return kernels__error(KERNELS_ENETWORK,
+			      "downloading %s of %s: %s stopped sending it (%lld ms without a byte over %d "
+			      "attempt%s, the stall budget of %ld ms, "
+			      "KERNELS_STALL_BUDGET_MS; raise it for a slow link); %lld of %lld bytes are kept in %s "
+			      "and the next try resumes there", j->entry->path, f->repo_id,
+			      host_of(j->url ? j->url : f->cfg->endpoint, host, sizeof(host)), j->stalled_ms,
+			      j->attempts + 1, j->attempts ? "s" : "", f->cfg->stall_budget_ms, j->have, j->size,
+			      j->incomplete);
+}
+
 static void retry_or_fail(fetch *f, job *j, CURLcode res, long status)
 {
 	char why[128];
@@ -560,7 +601,12 @@ static void finished(fetch *f, job *j, CURLcode res)
 	if ((res != CURLE_OK && kernels__hub_transient_curl(res)) ||
 	    (res == CURLE_OK && kernels__hub_transient_status(status)) ||
 	    (res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size)) {
-		retry_or_fail(f, j, res, status);
+		if (res != CURLE_OK)
+			j->stalled_ms += kernels__now_ms() - j->last_byte;
+		if (res != CURLE_OK && f->cfg->stall_budget_ms >= 0 && j->stalled_ms >= f->cfg->stall_budget_ms)
+			fail_job(f, j, stalled_out(f, j));
+		else
+			retry_or_fail(f, j, res, status);
 		return;
 	}
 	if (res != CURLE_OK) {
@@ -667,6 +713,34 @@ static void deadline_passed(fetch *f, const job *w)
 	snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
 }
 
+/* Stalls, measured here and not by libcurl's low-speed limit alone: that
+ * one averages over seconds, so a transfer that sent a burst and froze
+ * would run on for several seconds more than it is given. An attempt
+ * silent for HF_HUB_DOWNLOAD_TIMEOUT is cut and retried (finished() as a
+ * timeout); the job whose silence, with that of its earlier attempts, has
+ * reached the stall budget is returned. */
+static job *stalled_past_budget(fetch *f, long long now)
+{
+	size_t i;
+
+	if (now < f->next_stall_check)
+		return NULL;
+	f->next_stall_check = now + STALL_CHECK_MS;
+	for (i = f->first_open; i < f->n_jobs && !f->fail_code; i++) {
+		job *j = &f->jobs[i];
+		long long silent = now - j->last_byte;
+		if (j->state != J_ACTIVE)
+			continue;
+		if (f->cfg->stall_budget_ms >= 0 && j->stalled_ms + silent >= f->cfg->stall_budget_ms)
+			return j;
+		if (silent >= f->cfg->download_timeout_ms) {
+			snprintf(j->curl_err, sizeof(j->curl_err), "no byte for %lld ms", silent);
+			finished(f, j, CURLE_OPERATION_TIMEDOUT);
+		}
+	}
+	return NULL;
+}
+
 static int run(fetch *f)
 {
 	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1, held;
@@ -681,6 +755,12 @@ static int run(fetch *f)
 
 		if (kernels__deadline_left_ms(f->cfg) <= 0 && (late = waiting_past_deadline(f, now))) {
 			deadline_passed(f, late);
+			break;
+		}
+		if ((late = stalled_past_budget(f, now))) {
+			late->stalled_ms += now - late->last_byte;
+			f->fail_code = stalled_out(f, late);
+			snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
 			break;
 		}
 		/* Jobs settle roughly in order: start after those that have, and stop

@@ -561,6 +561,60 @@ static void test_fault_slow(void **state)
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "_ops.py"), 1);
 }
 
+static long long file_size(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* A CDN that sends part of the file and then nothing, on every attempt:
+ * the call gives up when the silence summed over the attempts reaches the
+ * stall budget (set small here), not after max_retries of them; the
+ * message names the host, the file, how far it got and the setting; the
+ * bytes are kept, never published, and the next call resumes after them. */
+static void test_frozen_cdn_spends_the_stall_budget(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	char etag[65], path[PATH_MAX], host[64], got[64];
+	const char *msg;
+	long long kept;
+	int ranged;
+
+	options(e, &o);
+	o.timeout_ms = 1000;       /* each attempt stalls out after 1 s */
+	o.max_retries = 50;        /* so that only the budget can end it */
+	setenv("KERNELS_STALL_BUDGET_MS", "2500", 1); /* three of them */
+	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"hang\", \"after_bytes\": 65536, "
+		 "\"count\": -1}");
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_ENETWORK);
+	unsetenv("KERNELS_STALL_BUDGET_MS");
+	msg = kernels_error_last();
+	etag_of(&files[4], etag);
+	snprintf(path, sizeof(path), "%s/kernels--org--k/blobs/%s", e->cache, etag);
+	assert_false(test_exists(path));                          /* never published */
+	strcat(path, ".incomplete");
+	kept = file_size(path);                                   /* kept for the next call */
+	assert_true(kept >= 65536 && kept % 65536 == 0);         /* what each attempt sent */
+	snprintf(host, sizeof(host), "%s stopped sending", test_hub_cdn(e->hub));
+	snprintf(got, sizeof(got), "%lld of %zu bytes are kept", kept, files[4].len);
+	if (!strstr(msg, "_k_abc.abi3.so") || !strstr(msg, host) || !strstr(msg, "stall budget of 2500 ms") ||
+	    !strstr(msg, "KERNELS_STALL_BUDGET_MS") || !strstr(msg, got))
+		fail_msg("the stall message lacks the file, host, progress or setting: %s", msg);
+	/* More than one attempt, and far fewer than max_retries allows. */
+	assert_true(test_hub_log_count(e->hub, "GET", "/lfs/") >= 2);
+	assert_true(test_hub_log_count(e->hub, "GET", "/lfs/") <= 4);
+	snprintf(path, sizeof(path), "%s/kernels--org--k/snapshots/%s/build/" V1 "/_k_abc.abi3.so", e->cache,
+		 e->commit);
+	assert_false(test_exists(path));
+	/* The CDN thaws: the next call resumes after the kept bytes. */
+	test_hub_faults_clear(e->hub);
+	ranged = count_range_requests(e, "cdn");
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(count_range_requests(e, "cdn"), ranged + 1);
+}
+
 static void test_fault_persistent_error(void **state)
 {
 	env *e = *state;
@@ -856,12 +910,6 @@ static void test_sixteen_processes(void **state)
 	check_layout(e, "kernels--org--k", e->commit);
 }
 
-static long long file_size(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 ? (long long)st.st_size : -1;
-}
-
 static void test_sigkill_resume(void **state)
 {
 	env *e = *state;
@@ -986,6 +1034,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_fault_reset_and_truncate_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_wrong_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_slow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frozen_cdn_spends_the_stall_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_persistent_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_listings, setup, teardown),
