@@ -75,3 +75,21 @@ def test_readme_is_short_and_starts_with_the_two_commands():
     assert first < 30 and lines[first + 1].startswith("bash scripts/test.sh"), "the two commands moved down"
     links = re.findall(r"\]\(((?:docs/)[^)#]+|CHANGELOG\.md)\)", text)
     assert links and all((ROOT / link).is_file() for link in links), [l for l in links if not (ROOT / l).is_file()]
+
+
+def test_every_environment_variable_is_documented():
+    """Each environment variable lib/ names (an upper-case string literal
+    with an underscore that no public header defines; sigstore's algorithm
+    names aside) has its row in docs/environment.md."""
+    literals = set()
+    for path in (ROOT / "lib").rglob("*.c"):
+        if "sigstore" in path.parts:
+            continue
+        code = re.sub(r"/\*.*?\*/", " ", path.read_text(), flags=re.S)
+        literals |= set(re.findall(r'"([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])"', code))
+    defined = set()
+    for header in (ROOT / "include").rglob("*.h"):
+        defined |= set(re.findall(r"\b(KERNELS_[A-Z0-9_]+)\b", header.read_text()))
+    doc = (ROOT / "docs" / "environment.md").read_text()
+    missing = sorted(n for n in literals - defined if not re.search(r"`%s`" % n, doc))
+    assert missing == [], f"environment variables lib/ reads that docs/environment.md does not list: {missing}"
