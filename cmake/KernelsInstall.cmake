@@ -34,7 +34,9 @@ install(FILES $<TARGET_FILE:kernels> DESTINATION lib RENAME libkernels.so.${PROJ
 # A man page per public function (section 3: `man kernels_get`), made at
 # build time from the headers' doc comments by scripts/gen-man.py (standard
 # library only), installed under share/man/man3 and by libkernels-dev.
-option(KERNELS_MAN_PAGES "Make and install a man page per public function (needs python3)" ON)
+# Off by default as a subproject (add_subdirectory, FetchContent): the
+# parent's build needs no python3 for them, and installs no pages of ours.
+option(KERNELS_MAN_PAGES "Make and install a man page per public function (needs python3)" ${PROJECT_IS_TOP_LEVEL})
 if(KERNELS_MAN_PAGES)
   find_package(Python3 COMPONENTS Interpreter)
   if(NOT Python3_Interpreter_FOUND)
