@@ -44,7 +44,7 @@ int kernels__repo_id_check(const char *repo_id)
 				      200, repo_id, REPO_ID_MAX);
 	/* A git URL habit: the Hub's clients refuse it, and it would make a
 	 * second cache folder for the same repo. */
-	if (n > 4 && !strcmp(repo_id + n - 4, ".git"))
+	if (n > 4 && !strcasecmp(repo_id + n - 4, ".git"))
 		return kernels__error(KERNELS_EINVAL, "repo id '%s' ends with '.git'; use \"%.*s\"", repo_id,
 				      (int)(n - 4), repo_id);
 	return 0;

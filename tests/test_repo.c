@@ -33,6 +33,8 @@ static void test_invalid_ids(void **state)
 	/* A git URL habit: refused, naming the id to use. */
 	assert_int_equal(kernels__repo_id_check("org/name.git"), KERNELS_EINVAL);
 	assert_non_null(strstr(kernels_error_last(), "use \"org/name\""));
+	assert_int_equal(kernels__repo_id_check("org/Name.GIT"), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "use \"org/Name\""));
 	assert_int_equal(kernels__repo_id_check("org/name.gitx"), 0);
 }
 
