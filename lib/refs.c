@@ -191,7 +191,6 @@ static int read_small(int dirfd, const char *leaf, char *buf, size_t cap)
 	return 0;
 }
 
-#ifdef KERNELS_TESTING
 int kernels__refs_read(const char *repo_dir, const char *name, char commit[41])
 {
 	const char *leaf;
@@ -214,7 +213,6 @@ int kernels__refs_read(const char *repo_dir, const char *name, char commit[41])
 	close(fd);
 	return rc;
 }
-#endif
 
 int kernels__refs_write(const char *repo_dir, const char *name, const char *commit)
 {

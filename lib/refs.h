@@ -27,15 +27,12 @@ typedef struct {
  * Otherwise KERNELS_EINVAL with a message saying what is wrong. */
 int kernels__ref_name_check(const char *name);
 
-#ifdef KERNELS_TESTING
-/* The test build only (the library lists refs instead).
- * Reads refs/{name} of `repo_dir` into `commit` (lower-case, NUL-ended).
+/* Reads refs/{name} of `repo_dir` into `commit` (lower-case, NUL-ended).
  * Returns 0; KERNELS_ENOTFOUND (no such file: not an error message worth
  * showing, but one is set); KERNELS_EINVAL (bad name); KERNELS_EPARSE (the
  * file does not hold a commit id); KERNELS_EUNSAFE (a symlink below refs/);
  * KERNELS_EIO. */
 int kernels__refs_read(const char *repo_dir, const char *name, char commit[41]);
-#endif
 
 /* Records refs/{name} = `commit` (40-hex), creating refs/ and nested
  * folders, atomically. Returns 0, KERNELS_EINVAL (bad name or commit),

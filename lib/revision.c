@@ -403,10 +403,12 @@ int kernels__revision_check(const char *revision)
 }
 
 /* After an online answer: refs/{name} = commit, as huggingface_hub does.
- * A cache that cannot be written only costs the offline answer later. */
+ * A cache that cannot be written only costs the offline answer later; a
+ * ref that already holds the commit is left alone, so a read-only shared
+ * cache warns only when its record is out of date. */
 static void record(const kernels__config *cfg, const kernels_revision *r)
 {
-	char *dir;
+	char *dir, held[41];
 
 	if (!r->ref || kernels__ref_name_check(r->ref) < 0) {
 		kernels_error_clear();
@@ -414,7 +416,8 @@ static void record(const kernels__config *cfg, const kernels_revision *r)
 	}
 	if (!(dir = kernels__cache_repo_dir(cfg, r->type, r->repo_id)))
 		return;
-	if (kernels__refs_write(dir, r->ref, r->commit) < 0)
+	if ((kernels__refs_read(dir, r->ref, held) < 0 || strcmp(held, r->commit)) &&
+	    kernels__refs_write(dir, r->ref, r->commit) < 0)
 		kernels__log(cfg, KERNELS_LOG_WARNING, "could not record %s of %s in the cache: %s", r->ref, r->repo_id,
 			     kernels_error_last());
 	kernels_error_clear();

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <cmocka.h>
 
@@ -396,6 +397,73 @@ static void test_moved_name(void **state)
 	kernels_kernel_close(a);
 }
 
+/* Refusals that cost little: an id ending in ".git" in any case sends
+ * nothing; a repo the Hub does not have costs at most two requests (the
+ * refs listing, and the one that tells a missing repo from a mirror
+ * without git), whatever the revision form. */
+static void test_cheap_refusals(void **state)
+{
+	static const char *const revisions[] = { "v1.0.0", "main", "1", ">=1.0,<2" };
+	kernels_system sys = sys_cpu();
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char what[64];
+	size_t i;
+	(void)state;
+
+	options(&o, &sys);
+	assert_int_equal(kernels_get(&k, "acme/Req.GIT", "v1.0.0", &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "use \"acme/Req\""));
+	expect_requests("a .GIT id", 0);
+	for (i = 0; i < sizeof(revisions) / sizeof(revisions[0]); i++) {
+		test_hub_log_clear(W.hub);
+		assert_int_equal(kernels_get(&k, "acme/nope", revisions[i], &o), KERNELS_ENOTFOUND);
+		assert_null(k);
+		snprintf(what, sizeof(what), "a missing repo at %s", revisions[i]);
+		if (requests(what) > 2) {
+			dump_log(what);
+			fail_msg("%s: %d requests, at most 2 expected", what, requests(what));
+		}
+	}
+}
+
+static ino_t inode_of(const char *path)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_ino;
+}
+
+/* An online answer is recorded in refs/ only when the record would change
+ * (a read-only shared cache then warns only when it is out of date): the
+ * same commit leaves the file alone, another one replaces it. */
+static void test_ref_recorded_only_when_it_changes(void **state)
+{
+	kernels_system sys = sys_cpu();
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char *ref;
+	ino_t first;
+	(void)state;
+
+	options(&o, &sys);
+	assert_int_equal(kernels_get(&k, REPO, "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	assert_true(asprintf(&ref, "%s/kernels--acme--req/refs/v1.0.0", W.cache) > 0);
+	first = inode_of(ref);
+	kernels__memo_clear();
+	assert_int_equal(kernels_get(&k, REPO, "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	assert_true(inode_of(ref) == first);
+	assert_int_equal(test_write_file(ref, W.commit[1], 40), 0); /* out of date */
+	first = inode_of(ref);
+	kernels__memo_clear();
+	assert_int_equal(kernels_get(&k, REPO, "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	assert_true(inode_of(ref) != first);
+	free(ref);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +473,8 @@ int main(void)
 		cmocka_unit_test_setup(test_reget_keeps_trust, fresh_cache),
 		cmocka_unit_test_setup(test_model_repo, fresh_cache),
 		cmocka_unit_test_setup(test_moved_name, fresh_cache),
+		cmocka_unit_test_setup(test_cheap_refusals, fresh_cache),
+		cmocka_unit_test_setup(test_ref_recorded_only_when_it_changes, fresh_cache),
 	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
 	test_rmtree(W.cache);
