@@ -202,14 +202,19 @@ def run_rtt(rtt_ms, runs, a, base_env, exe, torch_lib, direct, nginx_hub, nginx_
         vsp.fixture_config(direct, {"endpoint": endpoint, "cdn": cdn})
         env0 = dict(base_env, HF_ENDPOINT=endpoint)
         out = {t: {p: [] for p in PHASES} for t in TOOLS}
+        out["trace"] = {}
         for _ in range(runs):
             for t in TOOLS:
                 cache = tmp / f"cache-{t}"
                 shutil.rmtree(cache, ignore_errors=True)
                 env = dict(env0, HF_HUB_CACHE=str(cache))
                 for phase in PHASES:
+                    n0 = vsp.log_count(direct)
                     r = vsp.run_phase(t, phase, vsp.REPO, env, a, exe, torch_lib, direct)
                     out[t][phase].append((r["ms"], r["requests"]))
+                    if phase == "cold" and t not in out["trace"]:  # the first cold run's requests, in order
+                        with vsp._opener.open(direct + "/_fixture/log", timeout=30) as f:
+                            out["trace"][t] = json.loads(f.read())[n0:]
                 shutil.rmtree(cache, ignore_errors=True)
         return out
     finally:
@@ -221,6 +226,17 @@ def slope(xs, ys):
     mx, my = statistics.mean(xs), statistics.mean(ys)
     den = sum((x - mx) ** 2 for x in xs)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
+
+
+def trace(rtt, entries):
+    """When each request of a cold get reached the fixture, in RTTs after the first."""
+    if not entries:
+        return "(no requests)"
+    t0 = entries[0]["time"]
+    unit = rtt / 1000 if rtt else 1e-3
+    return "; ".join(f"{(e['time'] - t0) / unit:.1f}{'' if rtt else ' ms'} {e['method']} "
+                     f"{'CDN ' if e['listener'] != 'hub' else ''}{e['path'].split('/')[-1][:24] or e['path']}"
+                     for e in entries)
 
 
 def report(results, runs, kver, tls):
@@ -248,6 +264,10 @@ def report(results, runs, kver, tls):
         sc = slope(rtts, [med[(r, phase)][0] for r in rtts])
         sp = slope(rtts, [med[(r, phase)][1] for r in rtts])
         print(f"slope {phase}: C {sc:.1f} round trips, Python {sp:.1f} round trips (ms added per ms of RTT)")
+    rtt = rtts[-1]
+    for t in TOOLS:
+        print(f"cold requests at {rtt} ms, {'C' if t == 'C' else 'Python'} (arrival at the fixture, in RTTs "
+              f"after the first): {trace(rtt, results[rtt]['trace'].get(t))}")
 
 
 def main():
