@@ -188,10 +188,12 @@ static void test_planted_links_write_nothing(void **state)
 		{ "kernels--acme--guard/snapshots/C/build", 1 },
 		{ "kernels--acme--guard/snapshots/C/build/V", 1 },
 		{ "kernels--acme--guard/.no_exist", 1 },
+		{ "kernels--acme--guard/.no_exist/C", 0 },
 		{ "kernels--acme--guard/.libkernels", 1 },
 		{ "kernels--acme--guard/.libkernels/trees", 0 },
 		{ "kernels--acme--guard/.libkernels/trees/C", 0 },
 		{ "kernels--acme--guard/.libkernels/receipts", 0 },
+		{ "kernels--acme--guard/.libkernels/receipts/C", 0 },
 		{ ".locks", 1 },
 		{ ".locks/kernels--acme--guard", 1 },
 	};
