@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -365,6 +366,17 @@ static int put_all(struct archive *a, const writer *w, const kernels_bundle *b, 
 	return rc;
 }
 
+/* zstd compresses on every core when libarchive's zstd can (the format is
+ * the same); where it cannot, on one. */
+static void zstd_threads(struct archive *a)
+{
+	char n[16];
+
+	snprintf(n, sizeof(n), "%ld", sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1);
+	archive_write_set_filter_option(a, "zstd", "threads", n);
+	archive_clear_error(a);
+}
+
 /* Into a temporary file beside `path`, published by the cache's atomic
  * rename once whole. */
 static int write_archive(const char *path, const writer *w, const kernels_bundle *b, const char *manifest,
@@ -377,6 +389,7 @@ static int write_archive(const char *path, const writer *w, const kernels_bundle
 	if (rc == 0 && (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 			(archive_write_add_filter_zstd(a) != ARCHIVE_OK &&
 			 archive_write_add_filter_none(a) != ARCHIVE_OK) ||
+			(zstd_threads(a), 0) ||
 			archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 			archive_write_open_filename(a, tmp) != ARCHIVE_OK))
 		rc = kernels__error(KERNELS_EIO, "cannot create the bundle %s: %s", path, archive_error_string(a));
