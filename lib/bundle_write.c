@@ -2,8 +2,9 @@
  * is missing is downloaded into it first), into one tar archive whose first
  * entry, the manifest, says what every other entry is. Big files are read
  * once: an LFS blob is named by its sha256, which the manifest needs before
- * the bytes are written; the bytes are hashed again as they go out and a
- * blob that no longer matches its name fails the whole bundle. */
+ * the bytes are written, and the variant is verified against its digest
+ * (a receipt spares the hashing where a download left one) before it goes
+ * in; the importer hashes every byte again. */
 #include "bundle.h"
 #include "layout.h"
 #include "util.h"
@@ -304,13 +305,14 @@ static int put_bytes(struct archive *a, const char *name, const void *data, size
 	return 0;
 }
 
-static int put_file(struct archive *a, const kernels__bundle_entry *e, const char *repo_dir, unsigned char *buf,
-		    EVP_MD_CTX *md)
+/* The blob's bytes as they are: the variant was verified against its
+ * digest just before (kernels__verify_variant), and the importer hashes
+ * every byte against the manifest anyway, so hashing again here would only
+ * slow the bundle down. A blob that changed size meanwhile fails it. */
+static int put_file(struct archive *a, const kernels__bundle_entry *e, const char *repo_dir, unsigned char *buf)
 {
-	char *blob = kernels__sprintf("%s/blobs/%s", repo_dir, e->f.etag), hex[65];
-	unsigned char d[EVP_MAX_MD_SIZE];
+	char *blob = kernels__sprintf("%s/blobs/%s", repo_dir, e->f.etag);
 	unsigned long long left = e->f.size;
-	unsigned int n, i;
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1, rc;
 
 	if (fd < 0) {
@@ -320,23 +322,12 @@ static int put_file(struct archive *a, const kernels__bundle_entry *e, const cha
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	rc = put_header(a, e->entry, e->f.size);
-	if (rc == 0 && !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
-		rc = kernels__error_oom();
 	while (rc == 0 && left) {
 		ssize_t got = read(fd, buf, left < CHUNK ? left : CHUNK);
 		if (got <= 0)
 			rc = kernels__error(KERNELS_EINTEGRITY, "%s changed size while it was bundled; run again", blob);
 		else if ((rc = put_bytes(a, e->entry, buf, (size_t)got)) == 0)
-			EVP_DigestUpdate(md, buf, (size_t)got), left -= (unsigned long long)got;
-	}
-	if (rc == 0) {
-		EVP_DigestFinal_ex(md, d, &n);
-		for (i = 0; i < n; i++)
-			sprintf(hex + 2 * i, "%02x", d[i]);
-		if (strcmp(hex, e->f.sha256))
-			rc = kernels__error(KERNELS_EINTEGRITY, "%s does not match its name (sha256 %s): the cache is "
-					    "corrupt; remove the kernel ('libkernels cache rm %s') and download again",
-					    blob, hex, e->f.repo_id);
+			left -= (unsigned long long)got;
 	}
 	close(fd);
 	free(blob);
@@ -347,9 +338,8 @@ static int put_all(struct archive *a, const writer *w, const kernels_bundle *b, 
 		   const char *lock, size_t lock_len)
 {
 	unsigned char *buf = malloc(CHUNK);
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	size_t i;
-	int rc = buf && md ? 0 : kernels__error_oom();
+	int rc = buf ? 0 : kernels__error_oom();
 
 	if (rc == 0 && (rc = put_header(a, KERNELS__BUNDLE_MANIFEST, strlen(manifest))) == 0)
 		rc = put_bytes(a, KERNELS__BUNDLE_MANIFEST, manifest, strlen(manifest));
@@ -358,23 +348,11 @@ static int put_all(struct archive *a, const writer *w, const kernels_bundle *b, 
 	for (i = 0; rc == 0 && i < b->nfiles; i++) {
 		const kernels__bundle_entry *e = &b->files[i];
 		char *dir = kernels__cache_repo_dir(w->cfg, b->variants[e->variant].type, e->f.repo_id);
-		rc = dir ? put_file(a, e, dir, buf, md) : KERNELS_ENOMEM;
+		rc = dir ? put_file(a, e, dir, buf) : KERNELS_ENOMEM;
 		free(dir);
 	}
-	EVP_MD_CTX_free(md);
 	free(buf);
 	return rc;
-}
-
-/* zstd compresses on every core when libarchive's zstd can (the format is
- * the same); where it cannot, on one. */
-static void zstd_threads(struct archive *a)
-{
-	char n[16];
-
-	snprintf(n, sizeof(n), "%ld", sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1);
-	archive_write_set_filter_option(a, "zstd", "threads", n);
-	archive_clear_error(a);
 }
 
 /* Into a temporary file beside `path`, published by the cache's atomic
@@ -389,7 +367,7 @@ static int write_archive(const char *path, const writer *w, const kernels_bundle
 	if (rc == 0 && (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 			(archive_write_add_filter_zstd(a) != ARCHIVE_OK &&
 			 archive_write_add_filter_none(a) != ARCHIVE_OK) ||
-			(zstd_threads(a), 0) ||
+
 			archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 			archive_write_open_filename(a, tmp) != ARCHIVE_OK))
 		rc = kernels__error(KERNELS_EIO, "cannot create the bundle %s: %s", path, archive_error_string(a));
