@@ -900,6 +900,10 @@ static int cuda_child(const char *mode)
 	return 0;
 }
 
+/* This test's own program, as main() found it: a child runs it again
+ * (argv[0], not /proc/self/exe, which is valgrind's under valgrind). */
+static char self_exe[PATH_MAX] = "/proc/self/exe";
+
 /* Runs the child in `mode` with the stand-ins; the number of cuInit calls
  * it logged. */
 static int run_cuda_child(const char *dir, const char *mode, const char *name, const char *value)
@@ -916,7 +920,7 @@ static int run_cuda_child(const char *dir, const char *mode, const char *name, c
 		setenv("STANDIN_CUINIT_LOG", log, 1);
 		if (name)
 			setenv(name, value, 1);
-		execl("/proc/self/exe", "test_system", "--cuda-child", mode, (char *)NULL);
+		execl(self_exe, "test_system", "--cuda-child", mode, (char *)NULL);
 		_exit(127);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -999,5 +1003,7 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--cuda-child"))
 		return cuda_child(argv[2]);
+	if (strchr(argv[0], '/') && !realpath(argv[0], self_exe))
+		snprintf(self_exe, sizeof(self_exe), "/proc/self/exe");
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
