@@ -9,6 +9,7 @@
 const cli_opt cli_bundle_opts[] = {
 	{ "out", 'o', "FILE", "the bundle to write (required; replaced whole when it exists)" },
 	{ "variant", 0, "NAME...", "only this variant (repeatable, or comma-separated); default: every variant" },
+	{ "system", 0, NULL, "only the variant each kernel resolves to here, or on what --backend, --torch, ... describe" },
 	{ NULL, 0, NULL, NULL }
 };
 
@@ -24,6 +25,49 @@ static const char **split(char *s, size_t *n)
 	return v;
 }
 
+/* The variant `e` resolves to on the system of the options, appended to
+ * *list (comma-separated); 0, or the failure reported. */
+static int add_chosen(cli_ctx *ctx, const kernels_lock_entry *e, char **list)
+{
+	kernels_variant_trace *t = NULL;
+	char *next;
+	int rc = kernels_get_variants(&t, e->repo_id, e->commit, &ctx->opts);
+
+	if (rc)
+		rc = cli_fail(ctx, rc, e->repo_id);
+	else if (!kernels_variant_trace_chosen(t))
+		rc = cli_error(ctx, KERNELS_ENOTFOUND, "%s@%.7s has no variant for this system; '" CLI_NAME " variants "
+			       "%s --revision %s' says why", e->repo_id, e->commit, e->repo_id, e->commit);
+	else if ((next = cli_sprintf("%s%s%s", *list, **list ? "," : "", kernels_variant_trace_chosen(t)))) {
+		free(*list);
+		*list = next;
+	}
+	kernels_variant_trace_free(t);
+	return rc;
+}
+
+/* --system: the variants the locked kernels resolve to, as `variants`
+ * resolves them (malloc'ed, comma-separated); NULL after reporting why. */
+static char *system_variants(cli_ctx *ctx, const char *dir)
+{
+	char *path = cli_sprintf("%s/kernels.lock", dir), *list = cli_sprintf("%s", "");
+	kernels_lock *lock = NULL;
+	size_t i;
+	int rc = kernels_lock_load(&lock, path);
+
+	if (rc)
+		rc = cli_fail(ctx, rc, path);
+	for (i = 0; rc == 0 && i < kernels_lock_entry_count(lock); i++)
+		rc = add_chosen(ctx, kernels_lock_entry_at(lock, i), &list);
+	kernels_lock_free(lock);
+	free(path);
+	if (rc) {
+		free(list);
+		return NULL;
+	}
+	return list;
+}
+
 int cmd_bundle(cli_ctx *ctx, const cli_command *cmd)
 {
 	const char *dir = ctx->npos ? ctx->pos[0] : ".", *out = cli_value(ctx, cmd, "out");
@@ -35,9 +79,15 @@ int cmd_bundle(cli_ctx *ctx, const cli_command *cmd)
 
 	if (!out)
 		return cli_usage_error(cmd, "give the bundle to write: -o FILE");
+	if (variants && cli_value(ctx, cmd, "system"))
+		return cli_usage_error(cmd, "--variant and --system both choose the variants: give one");
 	memset(&bo, 0, sizeof(bo));
 	bo.version = KERNELS_BUNDLE_OPTIONS_VERSION;
-	if (variants && (!(list = cli_sprintf("%s", variants)) || !(bo.variants = split(list, &bo.n_variants))))
+	if (cli_value(ctx, cmd, "system") && !(list = system_variants(ctx, dir)))
+		return CLI_ERROR;
+	if (!list && variants && !(list = cli_sprintf("%s", variants)))
+		return cli_error(ctx, KERNELS_ENOMEM, "out of memory");
+	if (list && !(bo.variants = split(list, &bo.n_variants)))
 		return cli_error(ctx, KERNELS_ENOMEM, "out of memory");
 	cli_progress_begin(ctx, "bundle");
 	rc = kernels_bundle_write(out, dir, &bo, &ctx->opts);

@@ -40,6 +40,12 @@ def test_bundle_import_then_python_kernels_loads_offline(hub, tmp_path):
     assert {"metadata.json", "__init__.py"} <= {f["path"] for f in listing["files"]}
     assert {"v1", "v1.0.0"} <= {r["name"] for r in listing["refs"]}
     assert "acme/answer@" in src.run("bundle", "ls", str(bundle), check=0).stdout
+    # --system: only what the described system resolves to (test_cli's: torch 2.11, cpu)
+    one = tmp_path / "system.bundle"
+    src.run("bundle", str(tmp_path / "app"), "-o", str(one), "--system", check=0)
+    assert {f["variant"] for f in src.json("bundle", "ls", str(one))["files"]} == {tb.torch_cpu_variant()}
+    p = src.run("bundle", str(tmp_path / "app"), "-o", str(one), "--system", "--backend", "rocm", check=1)
+    assert "no variant for this system" in p.stderr
 
     cache = tmp_path / "fleet-cache"
     fleet = Cli(None, cache)  # no Hub: a closed port

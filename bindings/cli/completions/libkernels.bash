@@ -67,7 +67,7 @@ _libkernels() {
 		load) opts+=" --fetch" ;;
 		to-wheel) opts+=" --out -o --python-version --manylinux-version --variant" ;;
 		cacherm) opts+=" --revision --dry-run -n" ;;
-		bundle) opts+=" --out -o --variant" ;;
+		bundle) opts+=" --out -o --variant --system" ;;
 		"") opts+=" --version -V" ;;
 		esac
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))

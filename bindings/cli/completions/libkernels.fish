@@ -21,6 +21,7 @@ complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_se
 complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -a ls -d "List what a bundle holds"
 complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -s o -l out -r -d "The bundle to write"
 complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -l variant -x -d "Only this variant (repeatable)"
+complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -l system -d "Only the variant each kernel resolves to on the described system"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a cache -d "List (ls) or remove (rm) cached kernels"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a version -d "Print the version"
 complete -c libkernels -n "__fish_seen_subcommand_from cache; and not __fish_seen_subcommand_from ls rm" -a ls -d "List the kernels in the cache"
