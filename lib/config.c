@@ -264,7 +264,8 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 /* Where each version of kernels_options ends: version 1 is the layout of
  * 1.0 (and of the headers before it, tests/abi/v0). A field added at the
  * end bumps KERNELS_OPTIONS_VERSION and adds its version's end here. */
-static const size_t options_sizes[] = { 0, KERNELS__END(kernels_options, user_agent) };
+static const size_t options_sizes[] = { 0, KERNELS__END(kernels_options, user_agent),
+					 KERNELS__END(kernels_options, stall_budget_ms) };
 static const kernels__layout options_layout = { "kernels_options", "KERNELS_OPTIONS_VERSION", options_sizes,
 						KERNELS_OPTIONS_VERSION };
 _Static_assert(sizeof(options_sizes) / sizeof(options_sizes[0]) == KERNELS_OPTIONS_VERSION + 1,
@@ -805,10 +806,7 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	cfg->download_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
 				   : 1000 * env_seconds(opts, "HF_HUB_DOWNLOAD_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->deadline_ms = deadline_from(opts);
-	/* No kernels_options field yet: one appended to the struct needs the
-	 * options' version raised first (a host built before it passes the
-	 * shorter struct). */
-	cfg->stall_budget_ms = ms_from(0, "KERNELS_STALL_BUDGET_MS", DEFAULT_STALL_BUDGET_MS);
+	cfg->stall_budget_ms = ms_from(opts->stall_budget_ms, "KERNELS_STALL_BUDGET_MS", DEFAULT_STALL_BUDGET_MS);
 	kernels__config_deadline_restart(cfg);
 	cfg->max_retries = opts->max_retries >= 0 ? opts->max_retries : 5;
 	cfg->max_parallel = opts->max_parallel > 0 ? opts->max_parallel : 8;

@@ -501,8 +501,8 @@ static int stalled_out(fetch *f, const job *j)
 
 	return kernels__error(KERNELS_ENETWORK,
 			      "downloading %s of %s: %s stopped sending it (%lld ms without a byte over %d "
-			      "attempt%s, the stall budget of %ld ms, "
-			      "KERNELS_STALL_BUDGET_MS; raise it for a slow link); %lld of %lld bytes are kept in %s "
+			      "attempt%s, the stall budget of %ld ms: "
+			      "kernels_options.stall_budget_ms or KERNELS_STALL_BUDGET_MS; raise it for a slow link); %lld of %lld bytes are kept in %s "
 			      "and the next try resumes there", j->entry->path, f->repo_id,
 			      host_of(j->url ? j->url : f->cfg->endpoint, host, sizeof(host)), j->stalled_ms,
 			      j->attempts + 1, j->attempts ? "s" : "", f->cfg->stall_budget_ms, j->have, j->size,

@@ -134,7 +134,8 @@ int kernels__memo_settings(const kernels_options *o, kernels__buf *b)
 	char **e;
 	int rc;
 
-	if (o && o->version != KERNELS_OPTIONS_VERSION)
+	/* The settings it keys on are all of version 1: any known version. */
+	if (o && (o->version < 1 || o->version > KERNELS_OPTIONS_VERSION))
 		return -1;
 	if (!o)
 		rc = put_str(b, "options", "defaults");

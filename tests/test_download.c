@@ -584,7 +584,8 @@ static void test_frozen_cdn_spends_the_stall_budget(void **state)
 	options(e, &o);
 	o.timeout_ms = 1000;       /* each attempt stalls out after 1 s */
 	o.max_retries = 50;        /* so that only the budget can end it */
-	setenv("KERNELS_STALL_BUDGET_MS", "2500", 1); /* three of them */
+	o.stall_budget_ms = 2500;  /* three of them (the option wins over the variable) */
+	setenv("KERNELS_STALL_BUDGET_MS", "600000", 1);
 	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"hang\", \"after_bytes\": 65536, "
 		 "\"count\": -1}");
 	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_ENETWORK);
@@ -599,7 +600,7 @@ static void test_frozen_cdn_spends_the_stall_budget(void **state)
 	snprintf(host, sizeof(host), "%s stopped sending", test_hub_cdn(e->hub));
 	snprintf(got, sizeof(got), "%lld of %zu bytes are kept", kept, files[4].len);
 	if (!strstr(msg, "_k_abc.abi3.so") || !strstr(msg, host) || !strstr(msg, "stall budget of 2500 ms") ||
-	    !strstr(msg, "KERNELS_STALL_BUDGET_MS") || !strstr(msg, got))
+	    !strstr(msg, "stall_budget_ms") || !strstr(msg, "KERNELS_STALL_BUDGET_MS") || !strstr(msg, got))
 		fail_msg("the stall message lacks the file, host, progress or setting: %s", msg);
 	/* More than one attempt, and far fewer than max_retries allows. */
 	assert_true(test_hub_log_count(e->hub, "GET", "/lfs/") >= 2);

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define KERNELS_OPTIONS_VERSION 1
+#define KERNELS_OPTIONS_VERSION 2
 
 /** Tri-state switches: follow the environment, or force off/on. */
 #define KERNELS_FROM_ENV (-1)
@@ -184,6 +184,18 @@ typedef struct kernels_options {
 	 * process-wide. NULL: none.
 	 */
 	const char *user_agent;
+	/* ---- version 2 ---- */
+	/**
+	 * How long, in milliseconds, one file's transfer may go without a byte,
+	 * summed over its retries, before the call gives up on it (the bytes it
+	 * got stay, unpublished, and the next call resumes after them). Each
+	 * attempt still stalls out after timeout_ms; this bounds them all
+	 * together, so a server that sends part of a file and then nothing
+	 * costs this long, not retries times the timeout. 0:
+	 * $KERNELS_STALL_BUDGET_MS, else 30000. Negative: only max_retries
+	 * bounds it. @since 1.0 (KERNELS_OPTIONS_VERSION 2)
+	 */
+	long stall_budget_ms;
 } kernels_options;
 
 /**

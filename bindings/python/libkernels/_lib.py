@@ -12,7 +12,7 @@ import threading
 
 from .errors import raise_for
 
-KERNELS_OPTIONS_VERSION = 1
+KERNELS_OPTIONS_VERSION = 2
 KERNELS_GET_STATS_VERSION = 1
 KERNELS_PROVENANCE_VERSION = 1
 KERNELS_FROM_ENV = -1
@@ -59,7 +59,7 @@ PROGRESS_CB = ctypes.CFUNCTYPE(_c_int, _c_char_p, _c_size_t, _c_size_t, _c_size_
 
 
 class Options(ctypes.Structure):
-    """struct kernels_options (include/kernels/options.h), version 1."""
+    """struct kernels_options (include/kernels/options.h), version 2."""
 
     _fields_ = [
         ("version", ctypes.c_uint),
@@ -90,6 +90,7 @@ class Options(ctypes.Structure):
         ("skip_arch_check", _c_int),
         ("device", _c_char_p),
         ("user_agent", _c_char_p),
+        ("stall_budget_ms", ctypes.c_long),
     ]
 
 
