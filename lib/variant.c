@@ -193,6 +193,7 @@ typedef struct {
 	int valid;
 	kernels_variant_info info;
 	const char *const *archs;  /* borrowed during resolution only */
+	const char *meta_backend;  /* metadata's backend.type, borrowed likewise; NULL: unknown */
 	int accepted;
 	char *reason;
 	char *devices;             /* the arch check, device by device; NULL: not checked */
@@ -335,21 +336,34 @@ static const char *gpu_arch(const kernels_system *s, int g, char *buf, size_t si
 	return buf;
 }
 
+/* The backend whose GPUs a build's archs are compared with: its metadata's
+ * backend.type when known (0.17 reads it there, whatever the kind of the
+ * variant), else the one its name says ("torch-npu" is cann's noarch). */
+static const char *arch_backend(const kernels_variant_info *i, const char *meta_backend)
+{
+	if (meta_backend)
+		return meta_backend;
+	if (i->kind == KERNELS_VARIANT_NOARCH && !strcmp(i->backend, "npu"))
+		return "cann";
+	return i->backend;
+}
+
 /* The arch check of Python kernels 0.17 (archs.py): a variant whose
  * backend.archs do not support the device the kernel will run on (the
  * current one, or kernels_options.device) is rejected; unknown archs, an
- * unknown arch format or no GPU: accepted. Every GPU's result goes into
- * e->devices, for the trace. */
+ * unknown arch format or no GPU: accepted. Every kind is checked, noarch
+ * and stable-ABI included, as 0.17 checks every chosen build. Every GPU's
+ * result goes into e->devices, for the trace. */
 static char *check_gpu_archs(entry *e, const kernels_system *s, const sysview *v)
 {
-	const kernels_variant_info *i = &e->info;
-	const kernels__backend *b = kernels__backend_find(i->backend);
+	const char *backend = arch_backend(&e->info, e->meta_backend);
+	const kernels__backend *b = kernels__backend_find(backend);
 	kernels__buf note = { 0 }, list = { 0 };
 	char buf[32], *reason = NULL;
 	int g, here = -1;
 
 	if (!e->archs || !e->archs[0] || !b || !b->archs_support || s->gpu_count <= 0 ||
-	    strcmp(i->backend, v->backend))
+	    strcmp(backend, v->backend))
 		return NULL;
 	if (!v->check_arch) {
 		e->devices = kernels__sprintf("arch check off (skip_arch_check): the build's archs were not compared "
@@ -389,7 +403,7 @@ static char *decide(entry *e, const kernels_system *s, const sysview *v)
 		if (strcmp(i->backend, sys_name) && strcmp(i->backend, "universal"))
 			return kernels__sprintf("backend (%s) does not match system backend (%s) and is not universal",
 						i->backend, sys_name);
-		return NULL;
+		return check_gpu_archs(e, s, v);
 	}
 	if ((reason = check_arch_variant(i, s, v)))
 		return reason;
@@ -499,6 +513,7 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 		t->count++;
 		e->index = i;
 		e->archs = c[i].archs;
+		e->meta_backend = c[i].backend;
 		if (!(e->name = kernels__strdup(c[i].name)))
 			goto oom;
 		if ((rc = kernels_variant_parse(&e->info, c[i].name)) == KERNELS_ENOMEM) {
@@ -521,6 +536,7 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 				goto oom;
 		}
 		e->archs = NULL;
+		e->meta_backend = NULL;
 		sort_key(e);
 	}
 	if (t->count)
@@ -682,42 +698,92 @@ const char *kernels_variant_trace_string(const kernels_variant_trace *t)
 
 /* ---- the one selection ------------------------------------------------------ */
 
-/* 1 when the arch check (check_gpu_archs) will compare the archs of
- * variant `name` on `s`: only then is its metadata worth reading. */
+/* 1 when the system has GPUs whose archs a build's can be compared with. */
+static int gpus_checkable(const kernels_system *s)
+{
+	const kernels__backend *b = kernels__backend_find(s->backend && *s->backend ? s->backend : "cpu");
+
+	return s->gpu_count > 0 && b && b->archs_support;
+}
+
+/* 1 when variant `name` says the system's backend (a noarch name too), so
+ * the arch check will likely compare its archs: its metadata is read up
+ * front. Others (torch-universal) are read only when chosen. */
 static int archs_needed(const char *name, const kernels_system *s)
 {
-	const char *backend = s->backend && *s->backend ? s->backend : "cpu";
-	const kernels__backend *b;
 	kernels_variant_info i;
 
-	if (s->gpu_count <= 0 || kernels_variant_parse(&i, name) < 0) {
+	if (!gpus_checkable(s) || kernels_variant_parse(&i, name) < 0) {
 		kernels_error_clear();
 		return 0;
 	}
-	b = kernels__backend_find(i.backend);
-	return b && b->archs_support && !strcmp(i.backend, backend);
+	return !strcmp(arch_backend(&i, NULL), s->backend);
+}
+
+typedef struct {
+	kernels_variant_candidate *cands;
+	kernels_metadata **metas;
+	char *read;  /* 1: candidate i's metadata was asked for */
+	kernels__variant_metadata_fn fn;
+	void *ctx;
+} selection;
+
+static int read_one(selection *sel, char *const *names, size_t i)
+{
+	int rc;
+
+	sel->read[i] = 1;
+	if ((rc = sel->fn(sel->ctx, names[i], &sel->metas[i])) < 0 || !sel->metas[i])
+		return rc;
+	sel->cands[i].archs = kernels_metadata_archs(sel->metas[i]);
+	sel->cands[i].backend = kernels_metadata_backend(sel->metas[i]);
+	return 0;
+}
+
+/* Resolves; while the chosen one's metadata was not read (a noarch build
+ * of another backend name, torch-universal), reads it and resolves again:
+ * 0.17 checks whatever build it chose. */
+static int resolve_checked(const kernels__config *cfg, const char *what, char *const *names, size_t count,
+			   selection *sel, const kernels_system *sys, kernels_variant_trace **out)
+{
+	int rc;
+
+	for (;;) {
+		size_t i;
+		if ((rc = kernels__variant_resolve(cfg, what, sel->cands, count, sys, out)) < 0 || !sel->fn ||
+		    !(*out)->chosen || !gpus_checkable(sys))
+			return rc;
+		i = (*out)->entries[0].index;
+		if (sel->read[i])
+			return 0;
+		kernels_variant_trace_free(*out);
+		*out = NULL;
+		if ((rc = read_one(sel, names, i)) < 0)
+			return rc;
+	}
 }
 
 int kernels__variant_select(const kernels__config *cfg, const char *what, char *const *names, size_t count,
 			    kernels__variant_metadata_fn metadata, void *ctx, const kernels_system *sys,
 			    kernels_variant_trace **out)
 {
-	kernels_variant_candidate *cands = calloc(count + 1, sizeof(*cands));
-	kernels_metadata **metas = calloc(count + 1, sizeof(*metas));
+	selection sel = { calloc(count + 1, sizeof(*sel.cands)), calloc(count + 1, sizeof(*sel.metas)),
+			  calloc(count + 1, 1), metadata, ctx };
 	size_t i;
-	int rc = cands && metas ? 0 : kernels__error_oom();
+	int rc = sel.cands && sel.metas && sel.read ? 0 : kernels__error_oom();
 
+	*out = NULL;
 	for (i = 0; rc == 0 && i < count; i++) {
-		cands[i].name = names[i];
-		if (metadata && archs_needed(names[i], sys) && (rc = metadata(ctx, names[i], &metas[i])) == 0 &&
-		    metas[i])
-			cands[i].archs = kernels_metadata_archs(metas[i]);
+		sel.cands[i].name = names[i];
+		if (metadata && archs_needed(names[i], sys))
+			rc = read_one(&sel, names, i);
 	}
 	if (rc == 0)
-		rc = kernels__variant_resolve(cfg, what, cands, count, sys, out);
-	for (i = 0; metas && i < count; i++)
-		kernels_metadata_free(metas[i]);
-	free(metas);
-	free(cands);
+		rc = resolve_checked(cfg, what, names, count, &sel, sys, out);
+	for (i = 0; sel.metas && i < count; i++)
+		kernels_metadata_free(sel.metas[i]);
+	free(sel.metas);
+	free(sel.cands);
+	free(sel.read);
 	return rc;
 }

@@ -40,7 +40,7 @@ static kernels_system cuda_two_gpus(void)
 static kernels_variant_trace *resolve(const kernels_system *ov, const char *variant, const char *const *archs,
 				      kernels_options *o)
 {
-	kernels_variant_candidate c = { variant, archs };
+	kernels_variant_candidate c = { variant, archs, NULL };
 	kernels_variant_trace *t = NULL;
 	kernels_system *sys = NULL;
 
@@ -101,7 +101,7 @@ static void test_current_device_and_option(void **state)
 	o.device = "gpu one";
 	o.system = &ov;
 	{
-		kernels_variant_candidate c = { CU130, a80 };
+		kernels_variant_candidate c = { CU130, a80, NULL };
 		kernels_variant_trace *t2 = NULL;
 		assert_int_equal(kernels_variant_resolve_candidates(&t2, &c, 1, NULL, &o), KERNELS_EINVAL);
 		assert_non_null(strstr(kernels_error_last(), "kernels_options.device"));
@@ -129,6 +129,60 @@ static void test_check_off(void **state)
 	assert_string_equal(kernels_variant_trace_chosen(t), CU130);
 	kernels_variant_trace_free(t);
 	unsetenv("KERNELS_SKIP_ARCH_CHECK");
+}
+
+/* 0.17.2 checks whatever build it chose whose metadata says CUDA or
+ * ROCm, the noarch and stable-ABI ones too; the metadata's backend.type
+ * says which, not the name (torch-universal with CUDA archs). Unlike 0.17,
+ * which raises, the next build that fits is chosen. */
+static void test_every_kind_is_checked(void **state)
+{
+	static const char *const a80[] = { "8.0", NULL }, *const a90[] = { "9.0", NULL };
+	static const char *const names[] = { "torch-stable-abi29-cu130-x86_64-linux", "tvm-ffi01-cu130-x86_64-linux",
+					     "torch-cuda", "torch-universal" };
+	kernels_system ov = cuda_two_gpus(); /* the current device: 9.0 */
+	kernels_variant_trace *t;
+	kernels_options o;
+	size_t i;
+	(void)state;
+
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	ov.tvm_ffi_version = 1;
+	for (i = 0; i < 3; i++) {
+		t = resolve(&ov, names[i], a80, &o);
+		assert_null(kernels_variant_trace_chosen(t));
+		assert_non_null(strstr(kernels_variant_trace_reason(t, 0), "CUDA capability 9.0"));
+		kernels_variant_trace_free(t);
+		t = resolve(&ov, names[i], a90, &o);
+		assert_string_equal(kernels_variant_trace_chosen(t), names[i]);
+		kernels_variant_trace_free(t);
+	}
+	/* the name says no backend: the archs are compared only when the
+	 * metadata says which backend they are of */
+	t = resolve(&ov, "torch-universal", a80, &o);
+	assert_string_equal(kernels_variant_trace_chosen(t), "torch-universal");
+	kernels_variant_trace_free(t);
+	{
+		kernels_variant_candidate c[] = { { "torch-cuda", a80, "cuda" }, { "torch-universal", a80, "cuda" },
+						  { "torch-universal", a90, "rocm" } };
+		kernels_system *sys = NULL;
+		o.system = &ov;
+		assert_int_equal(kernels_system_detect(&sys, &o), 0);
+		assert_int_equal(kernels_variant_resolve_candidates(&t, c, 2, sys, &o), 0);
+		assert_null(kernels_variant_trace_chosen(t)); /* both refused */
+		kernels_variant_trace_free(t);
+		/* archs of another backend than the system's: not compared (0.17
+		 * compares CUDA archs only with a CUDA torch) */
+		assert_int_equal(kernels_variant_resolve_candidates(&t, c + 2, 1, sys, &o), 0);
+		assert_string_equal(kernels_variant_trace_chosen(t), "torch-universal");
+		kernels_variant_trace_free(t);
+		/* the check off: chosen whatever the archs */
+		o.skip_arch_check = 1;
+		assert_int_equal(kernels_variant_resolve_candidates(&t, c, 2, sys, &o), 0);
+		assert_string_equal(kernels_variant_trace_chosen(t), "torch-cuda");
+		kernels_variant_trace_free(t);
+		kernels_system_free(sys);
+	}
 }
 
 static void test_rocm(void **state)
@@ -228,6 +282,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_current_device_and_option),
 		cmocka_unit_test(test_check_off),
+		cmocka_unit_test(test_every_kind_is_checked),
 		cmocka_unit_test(test_rocm),
 		cmocka_unit_test(test_backend_table_and_system),
 	};

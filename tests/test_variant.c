@@ -66,6 +66,7 @@ static int run_case(json_t *c)
 	json_array_foreach(vars, i, v) {
 		json_t *a = json_object_get(v, "archs"), *s;
 		cand[i].name = json_string_value(json_object_get(v, "name"));
+		cand[i].backend = json_string_value(json_object_get(v, "backend")); /* metadata's, when given */
 		if (json_is_array(a)) {
 			archs[i] = calloc(json_array_size(a) + 1, sizeof(char *));
 			json_array_foreach(a, j, s)

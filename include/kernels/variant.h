@@ -6,9 +6,10 @@
  * package (0.17): a variant is accepted or rejected with a human reason,
  * and the accepted ones are ordered by preference.
  *
- * The arch check (0.17's check_arch): a CUDA or ROCm variant whose
- * metadata.json `backend.archs` does not support the device the kernel
- * will run on is rejected: the process's current device
+ * The arch check (0.17's check_arch): a variant of any kind (arch,
+ * stable-ABI, tvm-ffi, noarch) whose metadata.json says backend CUDA or
+ * ROCm (the system's backend) and whose `backend.archs` do not support the
+ * device the kernel will run on is rejected: the process's current device
  * (kernels_system.current_device) or kernels_options.device; CUDA
  * capabilities with 0.17's rules ("9.0a", "10.0f", "9.0+PTX"), ROCm gfx
  * names exactly (feature flags dropped). Unknown archs, an unknown arch
@@ -74,6 +75,10 @@ KERNELS_EXTERN(int) kernels_variant_parse(kernels_variant_info *out, const char 
 typedef struct kernels_variant_candidate {
 	const char *name;          /**< the folder name under build/ */
 	const char *const *archs;  /**< backend.archs, NULL-terminated; NULL: unknown */
+	/** backend.type ("cuda", "rocm", ...): which GPUs the archs are
+	 *  compared with; NULL: the backend the name says ("torch-cuda": cuda;
+	 *  "torch-universal": none, so its archs are not compared). */
+	const char *backend;
 } kernels_variant_candidate;
 
 /** The decisions of one resolution; opaque, immutable, thread-safe to read. */

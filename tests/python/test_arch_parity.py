@@ -33,7 +33,7 @@ ROCM = "torch211-cxx11-rocm63-x86_64-linux"
 
 
 class Candidate(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("archs", ctypes.POINTER(ctypes.c_char_p))]
+    _fields_ = [("name", ctypes.c_char_p), ("archs", ctypes.POINTER(ctypes.c_char_p)), ("backend", ctypes.c_char_p)]
 
 
 def metadata(backend, archs, **extra):
@@ -63,7 +63,7 @@ def theirs_arch(monkeypatch, backend, archs, devices, current):
             return str(e)
 
 
-def ours_arch(backend, archs, devices, current, skip=False):
+def ours_arch(backend, archs, devices, current, skip=False, variant=None):
     """libkernels' verdict: None (accepted) or the rejection reason, and the
     per-device trace."""
     lib = _lib.load(tb.library_path())
@@ -84,7 +84,7 @@ def ours_arch(backend, archs, devices, current, skip=False):
     o.device = str(current).encode()
     o.skip_arch_check = 1 if skip else 0
     arr = (ctypes.c_char_p * (len(archs) + 1))(*[a.encode() for a in archs], None)
-    cand = Candidate((CU if backend == "cuda" else ROCM).encode(), arr)
+    cand = Candidate((variant or (CU if backend == "cuda" else ROCM)).encode(), arr, backend.encode())
     detected = _lib.SystemP()
     lib.system_detect(ctypes.byref(detected), ctypes.byref(o))
     fn = lib.cdll.kernels_variant_resolve_candidates
@@ -121,13 +121,26 @@ def test_cuda_two_gpus(monkeypatch, archs, current):
     assert ours_arch("cuda", archs, devices, current, skip=True)[0] is None
 
 
+# 0.17.2 checks the chosen build whatever its kind (its metadata's backend
+# decides): noarch, stable-ABI and tvm-ffi builds alike.
+@pytest.mark.parametrize("archs", [["8.0"], ["9.0"], ["8.0+PTX"], ["future-format"]], ids=lambda a: ",".join(a))
+@pytest.mark.parametrize("variant", ["torch-stable-abi29-cu130-x86_64-linux", "torch-cuda", "torch-universal"])
+def test_cuda_every_kind(monkeypatch, archs, variant):
+    devices = [(9, 0)]
+    theirs = theirs_arch(monkeypatch, "cuda", archs, devices, 0)
+    reason, _ = ours_arch("cuda", archs, devices, 0, variant=variant)
+    assert (theirs is None) == (reason is None), (theirs, reason)
+    assert ours_arch("cuda", archs, devices, 0, skip=True, variant=variant)[0] is None
+
+
 @pytest.mark.parametrize("archs", [["gfx90a"], ["gfx942"], ["gfx90a", "gfx942"], ["gfx1100"]],
                          ids=lambda a: ",".join(a))
 @pytest.mark.parametrize("current", [0, 1])
-def test_rocm(monkeypatch, archs, current):
+@pytest.mark.parametrize("variant", [ROCM, "torch-rocm"])
+def test_rocm(monkeypatch, archs, current, variant):
     devices = ["gfx942:sramecc+:xnack-", "gfx90a:sramecc+:xnack-"]  # MI300X, MI210, as gcnArchName
     theirs = theirs_arch(monkeypatch, "rocm", archs, devices, current)
-    reason, note = ours_arch("rocm", archs, devices, current)
+    reason, note = ours_arch("rocm", archs, devices, current, variant=variant)
     assert (theirs is None) == (reason is None), (theirs, reason)
     if theirs is not None:
         assert reason in theirs

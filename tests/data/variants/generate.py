@@ -125,6 +125,9 @@ CASES = [
     ("gpu archs on sm_75 + sm_90", SM75_90, ARCHS),
     ("gpu archs on sm_103 cu13.0", SM100, ARCHS),
     ("gpu archs without a known GPU", NO_GPU_CUDA, ARCHS),
+    ("metadata backend, not the name, says whose archs (noarch, stable ABI)", SM86,
+     [("torch-universal", ["9.0"], "cuda"), ("torch-cuda", ["8.0"], "rocm"), ("torch-cpu", ["9.0"], "cuda"),
+      ("torch-stable-abi29-cu128-x86_64-linux", ["9.0"]), ("tvm-ffi01-cu128-x86_64-linux", ["9.0a"])]),
     ("gpu archs on sm_75 only", system(torch="2.11", abi=True, backend="cuda", bver="12.8", gpus=["7.5"]), ARCHS),
     ("gpu archs on sm_120 (PTX covers newer majors)",
      system(torch="2.11", abi=True, backend="cuda", bver="12.8", gpus=["12.0"]), ARCHS),
@@ -167,12 +170,24 @@ def gpu_supported(sysd, archs):
     return karchs._supports_cuda_capability(archs, (major, minor))
 
 
+def metadata_backend(variant, given):
+    """The backend.type of the build's metadata.json: as the case gives
+    it, else the one its name says (torch-universal: none)."""
+    if given is not None:
+        return given
+    if isinstance(variant, kv.NoarchVariant):
+        name = variant.arch.backend_name
+        return None if name == "universal" else {"npu": "cann"}.get(name, name)
+    return variant.arch.backend.name
+
+
 def run_case(title, sysd, entries):
-    names, archs_of = [], {}
+    names, archs_of, backend_of = [], {}, {}
     for e in entries:
-        name, archs = (e, None) if isinstance(e, str) else e
+        name, archs, backend = (e, None, None) if isinstance(e, str) else (tuple(e) + (None,))[:3]
         names.append(name)
         archs_of[name] = archs
+        backend_of[name] = backend
     parsed, names_of, invalid = [], {}, []
     for name in names:
         try:
@@ -186,14 +201,16 @@ def run_case(title, sysd, entries):
         variants=parsed, selected_backend=selected_backend(sysd), cpu=sysd["cpu"], os=sysd["os"],
         torch_version=v(sysd["torch"]), torch_cxx11_abi=sysd["cxx11_abi"], tvm_ffi_version=v(sysd["tvm_ffi"]),
         macos_version=v(sysd["macos"]))
-    # 0.17's arch check (ArchValidator) on the current device, which
-    # libkernels applies while choosing rather than after.
+    # 0.17's arch check (ArchValidator, archs._check_arch_incompatibility)
+    # on the current device, which libkernels applies while choosing rather
+    # than after: any kind of build (noarch and stable-ABI too) whose
+    # metadata's backend is CUDA, on a CUDA system with a GPU.
     checked = []
     for d in trace:
-        archs = archs_of[names_of[id(d.variant)]]
-        if (isinstance(d, kv.VariantAccepted) and isinstance(d.variant, kv.ArchVariant)
-                and isinstance(d.variant.arch.backend, kb.CUDA) and archs and sysd["gpus"]
-                and not gpu_supported(sysd, archs)):
+        name = names_of[id(d.variant)]
+        archs = archs_of[name]
+        if (isinstance(d, kv.VariantAccepted) and metadata_backend(d.variant, backend_of[name]) == "cuda"
+                and sysd["backend"] == "cuda" and archs and sysd["gpus"] and not gpu_supported(sysd, archs)):
             d = kv.VariantRejected(variant=d.variant, reason=gpu_reason(sysd, archs))
         checked.append(d)
     # 0.17 leaves a tvm-ffi variant without a backend minor and a noarch one
@@ -205,7 +222,8 @@ def run_case(title, sysd, entries):
             "reason": None if isinstance(d, kv.VariantAccepted) else d.reason} for d in trace]
     chosen = out[0]["name"] if out and out[0]["accepted"] else None
     return {"title": title, "system": sysd,
-            "variants": [{"name": n, "archs": archs_of[n]} for n in names],
+            "variants": [dict({"name": n, "archs": archs_of[n]}, **({"backend": backend_of[n]} if backend_of[n] else {}))
+                         for n in names],
             "expected": {"chosen": chosen, "trace": out, "invalid": invalid}}
 
 
