@@ -263,11 +263,8 @@ static int from_hub(const kernels__config *cfg, ctx *c, const char *self, const 
 		revision = major;
 	}
 	memset(&stats, 0, sizeof(stats));
+	p.pinned = c->lock != NULL; /* a locked commit is loaded, moved or not */
 	rc = kernels__plan_remote(cfg, d->repo_id, revision, &p, &stats);
-	if (rc == 0 && c->lock && strcmp(p.repo_id, d->repo_id))
-		rc = kernels__error(KERNELS_EINVAL, "locked dependency %s@%.12s redirects to %s; a lock pins exactly "
-				    "one commit of one repo: depend on %s", d->repo_id, entry->commit, p.repo_id,
-				    p.repo_id);
 	if (rc == 0)
 		rc = settle(c, p.repo_id, kernels_revision_commit(p.rev), self);
 	if (rc == 0)

@@ -108,7 +108,9 @@ int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const
 	int rc = kernels__plan_revision(cfg, repo_id, revision, NULL, p);
 
 	if (fallback_begin(cfg, rc, &f)) {
+		int pinned = p->pinned;
 		kernels__plan_free(p);
+		p->pinned = pinned;
 		rc = kernels__plan_revision(&f.cfg, repo_id, revision, NULL, p);
 		if (rc == KERNELS_EOFFLINE)
 			rc = cache_lacks(cfg, repo_id, revision, p, f.reason);

@@ -110,6 +110,18 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	return rc < 0 ? kernels__error_prefix("%s", p->repo_id) : 1;
 }
 
+/* A pinned repo that has moved stays where it is (kernels 0.17.2 never
+ * reads kernel-status.toml): the user hears where it went. */
+static int warn_moved(const kernels__config *cfg, const plan *p, kernels__kernel_status *st)
+{
+	kernels__log(cfg, KERNELS_LOG_WARNING, "'%s' has moved to '%s' (revision %s, says its kernel-status.toml); "
+		     "the lock pins %s@%.12s itself, as kernels 0.17.2 does: to follow the move, depend on '%s' "
+		     "and lock again", p->repo_id, st->destination, st->revision, p->repo_id,
+		     kernels_revision_commit(p->rev), st->destination);
+	kernels__kernel_status_clear(st);
+	return 0;
+}
+
 /* `first` (may be NULL; taken over) is the revision of the first hop
  * when the caller resolved it already. */
 int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, const char *revision,
@@ -152,6 +164,10 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 			rc = kernels__prefetch_failure(&pf); /* what the time went on */
 		if (rc < 0 || (rc = read_status(cfg, p, &st)) <= 0)
 			break;
+		if (p->pinned) {
+			rc = warn_moved(cfg, p, &st);
+			break;
+		}
 		if (hops == MAX_MOVES) {
 			kernels__kernel_status_clear(&st);
 			rc = kernels__error(KERNELS_EINVAL, "'%s' redirects more than %d times (a loop?); ask its "

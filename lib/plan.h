@@ -17,6 +17,11 @@ typedef struct {
 	kernels_system *sys;
 	kernels_variant_trace *trace;
 	char *what;                  /* "org/x@abc1234", for messages */
+	/* Set by the caller before planning: a lock's pin (locking, a locked
+	 * load). kernel-status.toml's redirect is then only warned about: the
+	 * commit of the repo named is what is locked and loaded, as kernels
+	 * 0.17.2 does. Survives kernels__plan_resolve's retry. */
+	int pinned;
 } kernels__plan;
 
 /* Revision resolution (`first`, may be NULL and is taken over, when the

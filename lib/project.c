@@ -58,19 +58,6 @@ static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, ker
 	return rc;
 }
 
-/* A lock pins one commit of the repo it names. A repo whose commit holds a
- * kernel-status.toml redirect has no variants of its own, so locking it
- * would pin nothing loadable (Python kernels 0.17 does not follow
- * redirects, and fails only when loading): refuse, naming the destination. */
-static int refuse_redirect(const char *repo_id, const kernels__plan *p)
-{
-	if (!strcmp(repo_id, p->repo_id))
-		return 0;
-	return kernels__error(KERNELS_EINVAL, "%s redirects to %s (kernel-status.toml); a lock pins one commit of "
-			      "the repo it names, so lock the destination: depend on %s", repo_id, p->repo_id,
-			      p->repo_id);
-}
-
 /* The kernels one locked commit needs, transitively, as Python kernels 0.17
  * locks them (locking.py): every variant's metadata.json is read, not only
  * the one for this machine, so the lock serves every machine. `seen` is
@@ -130,9 +117,8 @@ static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependen
 			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself "
 					      "(through %s)", d->repo_id, up->repo_id);
 	snprintf(major, sizeof(major), "%lld", d->version);
+	p.pinned = 1; /* a moved repo is locked where it is, with a warning */
 	rc = kernels__plan_resolve(cfg, d->repo_id, d->revision ? d->revision : major, &p);
-	if (rc == 0)
-		rc = refuse_redirect(d->repo_id, &p);
 	if (rc == 0)
 		rc = kernels__variants_list(cfg, p.type, p.repo_id, kernels_revision_commit(p.rev), &names, &count);
 	for (i = 0; rc == 0 && i < count; i++)
@@ -161,9 +147,8 @@ static int lock_dependency(const kernels__config *cfg, const kernels_dependency 
 		return rc < 0 ? kernels__error_prefix("locking %s", dep->repo_id) : 0;
 	}
 	/* A lock pins the commit; which variant fits this machine does not matter. */
+	p.pinned = 1;
 	rc = kernels__plan_resolve(cfg, dep->repo_id, dep->specifier, &p);
-	if (rc == 0)
-		rc = refuse_redirect(dep->repo_id, &p);
 	if (rc == 0)
 		rc = lock_variant_hashes(cfg, &p, lock);
 	kernels__plan_free(&p);
@@ -262,13 +247,8 @@ static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entr
 	int rc;
 
 	memset(&stats, 0, sizeof(stats));
+	p.pinned = 1; /* exactly the locked commit of the locked repo, moved or not */
 	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
-	/* exactly the locked commit of the locked repo: never a redirect's destination */
-	if (rc == 0 && strcmp(p.repo_id, entry->repo_id))
-		rc = kernels__error(KERNELS_EINVAL,
-				    "%s@%.12s is locked, but that commit redirects to %s; a locked load "
-				    "loads exactly the locked commit of the locked repo: depend on %s and lock again",
-				    entry->repo_id, entry->commit, p.repo_id, p.repo_id);
 	if (rc == 0 && !(variant = kernels_variant_trace_chosen(p.trace)))
 		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
 	if (rc == 0)
@@ -331,6 +311,7 @@ static int download_entry(const kernels__config *cfg, const kernels_lock_entry *
 	int rc;
 
 	memset(&stats, 0, sizeof(stats));
+	p.pinned = 1;
 	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
 	n = rc == 0 ? kernels_variant_trace_count(p.trace) : 0;
 	if (rc == 0 && !all_variants && !kernels_variant_trace_chosen(p.trace))

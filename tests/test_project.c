@@ -266,6 +266,54 @@ static void test_malformed_lock_is_refused(void **state)
 	free(W.cache);
 }
 
+/* A repo that moved (kernel-status.toml redirects) but keeps its builds:
+ * the lock pins the repo named, as kernels 0.17.2 does (it never reads
+ * that file), with a warning naming the destination; the locked load
+ * loads that pinned commit, offline with no request. */
+static void test_moved_repo_locks_and_loads(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	char *src = make_tree(500), *project, *pyproject, *lock, *text, moved[41];
+	const char *manifest = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/moved\" = 1\n";
+	(void)state;
+
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/moved --dir '%s' --text 'kernel-status.toml=kind = "
+					  "\"redirect\"\ndestination = \"acme/pinned\"\nrevision = \"v2\"\n' "
+					  "--branch main --branch v1 --trusted", src), 0);
+	snprintf(moved, sizeof(moved), "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(asprintf(&project, "%s/moved-app", W.tmp) > 0, 1);
+	assert_int_equal(asprintf(&pyproject, "%s/pyproject.toml", project) > 0, 1);
+	assert_int_equal(asprintf(&lock, "%s/kernels.lock", project) > 0, 1);
+	assert_int_equal(test_write_file(pyproject, manifest, strlen(manifest)), 0);
+	W.cache = test_mkdtemp("project-cache");
+	options(&o, &s);
+	o.log_cb = test_log_warnings;
+	test_logged_clear();
+	assert_int_equal(kernels_project_lock(project, &o), 0);
+	assert_non_null(strstr(test_logged, "'acme/moved' has moved to 'acme/pinned'"));
+	assert_non_null(text = test_read_file(lock, NULL));
+	assert_non_null(strstr(text, moved));
+	assert_null(strstr(text, W.commit[1])); /* not the destination's v2 */
+	free(text);
+
+	assert_int_equal(kernels_project_download(project, 0, &o), 0);
+	test_hub_log_clear(W.hub);
+	assert_int_equal(kernels_load_locked(&k, "acme/moved", lock, &o), 0);
+	assert_int_equal(answer(k), 500);
+	assert_string_equal(kernels_kernel_repo(k), "acme/moved");
+	assert_string_equal(kernels_kernel_commit(k), moved);
+	kernels_kernel_close(k);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
+	test_rmtree(W.cache);
+	free(W.cache);
+	free(src);
+	free(project);
+	free(pyproject);
+	free(lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_variant_hash_lock),
 		cmocka_unit_test(test_specifier_manifest_locks_variant_hashes),
 		cmocka_unit_test(test_malformed_lock_is_refused),
+		cmocka_unit_test(test_moved_repo_locks_and_loads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -67,14 +67,17 @@ __attribute__((constructor)) static void loaded(void) {
 """
 
 
-def kernel(hub, tmp_path, name, code, deps=(), cflags=(), exported=False):
+def kernel(hub, tmp_path, name, code, deps=(), cflags=(), exported=False, status=None):
     """acme/{name} at main, v1 and v1.0.0: {name}_value() from `code`;
     kernel-depends on acme/{deps} version 1. `exported`: its module is
     loaded RTLD_GLOBAL by its Python package (as a kernel whose symbols
-    others use must be, under Python kernels)."""
+    others use must be, under Python kernels). `status`: the text of its
+    kernel-status.toml."""
     tree = tmp_path / f"src-{name}"
     folder = tree / "build" / tb.torch_cpu_variant()
     folder.mkdir(parents=True)
+    if status:
+        (tree / "kernel-status.toml").write_text(status)
     so = f"_{name}_cpu_0000001.so"
     src = tmp_path / f"{name}.c"
     src.write_text(code + CTOR % name)
@@ -102,6 +105,7 @@ def run(hub, cache, client, code, offline=False, log=None):
     lines = log.read_text().split() if log.exists() else []
     out["so"] = [x[3:] for x in lines if x.startswith("so:")]
     out["py"] = [x[3:] for x in lines if x.startswith("py:")]
+    out["stderr"] = proc.stderr
     return out
 
 
@@ -216,3 +220,38 @@ def test_transitive_lock_and_offline_locked_load(hub, tmp_path):
     assert hub.log() == []
     assert ours["tree"] == theirs["tree"] and ours["tree"]["ktop"]["value"] == 1112
     assert ours["py"] == theirs["py"] == ["kbase", "kleft", "kright", "ktop"]
+
+
+def test_moved_repo_locks_and_loads_like_kernels_017(hub, tmp_path):
+    """A repo whose kernel-status.toml redirects (it moved) but still holds
+    its builds: kernels 0.17.2 never reads that file, so it locks the repo
+    itself; libkernels locks it the same, byte for byte, and warns naming
+    the destination. 0.17.2's lock of it then loads offline, the pinned
+    commit (not the destination's), with no request."""
+    kernel(hub, tmp_path, "mdest", "int mdest_value(void) { return 99; }")
+    moved = kernel(hub, tmp_path, "mold", "int mold_value(void) { return 3; }",
+                   status='kind = "redirect"\ndestination = "acme/mdest"\nrevision = "v1"\n')
+    manifest = '[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"acme/mold" = 1\n'
+    ours_dir, theirs_dir = tmp_path / "ours", tmp_path / "theirs"
+    for d in (ours_dir, theirs_dir):
+        d.mkdir()
+        (d / "pyproject.toml").write_text(manifest)
+    run(hub, tmp_path / "cache-lock-kernels", "kernels", LOCK_KERNELS.replace("sys.argv[2]", repr(str(theirs_dir))))
+    cache = tmp_path / "cache"
+    locked = run(hub, cache, "libkernels", f"""
+        K.lock_project({str(ours_dir)!r})
+        K.download_project({str(theirs_dir)!r}, backend="cpu")
+        print(json.dumps({{}}))
+    """)
+    lock = (theirs_dir / "kernels.lock").read_bytes()
+    assert (ours_dir / "kernels.lock").read_bytes() == lock  # byte for byte
+    assert [e["lock"]["commit"] for e in json.loads(lock)] == [moved]
+    assert "acme/mold" in locked["stderr"] and "moved to 'acme/mdest'" in locked["stderr"], locked["stderr"]
+
+    hub.log_clear()
+    ours = run(hub, cache, "libkernels", """
+        k = K.load_kernel('acme/mold', lockfile=pathlib.Path(%r), backend='cpu')
+        print(json.dumps({"tree": describe(k)}))
+    """ % str(theirs_dir / "kernels.lock"), offline=True)
+    assert hub.log() == []
+    assert ours["tree"] == {"mold": {"commit": moved, "variant": tb.torch_cpu_variant(), "value": 3}}
