@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "config.h"
+#include "kernels/cache.h"
 #include "error.h"
 #include "hub.h"
 #include "util.h"
@@ -81,8 +83,9 @@ static void record_write(const kernels__config *cfg, kernels__repo_type type, co
 	free(dir);
 }
 
-/* 1 when the cache holds a "trusted" verdict for this repo from this
- * endpoint, younger than the expiry; 0 otherwise (why: in `why`). */
+/* 1 when the cache holds a "trusted" verdict for this repo, younger than
+ * the expiry; -1 when the Hub's recorded verdict is "untrusted"; 0 when
+ * there is no usable record (none, malformed, too old). Why: in `why`. */
 static int record_trusted(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org,
 			  long long max_age, char *why, size_t why_size)
 {
@@ -104,10 +107,11 @@ static int record_trusted(const kernels__config *cfg, kernels__repo_type type, c
 
 		if (!verdict || !publisher || !endpoint || age < 0)
 			snprintf(why, why_size, "the cache's trust record %s is malformed", path);
-		else if (strcmp(verdict, "trusted") || strcmp(publisher, org))
+		else if (strcmp(verdict, "trusted") || strcmp(publisher, org)) {
 			snprintf(why, why_size, "the Hub did not mark '%s' as a trusted publisher when it was last "
 				 "asked", org);
-		else if (age > max_age)
+			ok = -1;
+		} else if (age > max_age)
 			snprintf(why, why_size, "the Hub's verdict in the cache is %lld days old (older than %lld "
 				 "days)", age / 86400, max_age / 86400);
 		else
@@ -143,16 +147,26 @@ static int cached_at_all(const kernels__config *cfg, kernels__repo_type type, co
 static int check_offline(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
 {
 	char why[512], text[640];
+	int known;
 
 	if (!cached_at_all(cfg, type, repo_id))
 		return kernels__error(KERNELS_EOFFLINE, "offline: nothing of %s is in the cache (%s); fetch it while "
 				      "online (unset HF_HUB_OFFLINE), or download the locked project first", repo_id,
 				      cfg->cache_dir);
-	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_MAX_AGE, why, sizeof(why)))
+	if ((known = record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_MAX_AGE, why, sizeof(why))) > 0)
 		return 0;
-	snprintf(text, sizeof(text), "cannot be checked for a trusted publisher now (the Hub is not asked: offline or "
-		 "unreachable) and %s", why);
-	return untrusted(repo_id, text);
+	if (known < 0) {
+		snprintf(text, sizeof(text), "cannot be checked for a trusted publisher now (the Hub is not asked: "
+			 "offline or unreachable) and %s", why);
+		return untrusted(repo_id, text);
+	}
+	/* The one step for a cache Python kernels (or an old record) filled:
+	 * the Hub's verdict, asked once online, stands in offline. */
+	return kernels__error(KERNELS_EUNTRUSTED,
+			      "kernel repository '%s' cannot be checked for a trusted publisher now (the Hub is not "
+			      "asked: offline or unreachable) and %s. Run 'libkernels trust %s' once while online "
+			      "(kernels_cache_trust): it records the Hub's verdict in the cache, and offline loads "
+			      "then use it", repo_id, why, repo_id);
 }
 
 /* Asks one endpoint. 0 with *status and *trusted when it answered. */
@@ -192,7 +206,7 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 
 	/* A "trusted" verdict this young is not asked again: a warm call costs
 	 * the refs listing alone. */
-	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_FRESH, why, sizeof(why)))
+	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_FRESH, why, sizeof(why)) > 0)
 		return 0;
 	rc = ask(cfg, org, &status, &trusted);
 	for (i = 0; rc == 0 && status != 200 && i < cfg->n_endpoints; i++) {
@@ -232,5 +246,62 @@ int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, co
 		return kernels__error_oom();
 	rc = cfg->offline ? check_offline(cfg, type, repo_id, org) : check_online(cfg, type, repo_id, org);
 	free(org);
+	return rc;
+}
+
+/* ---- recording trust for a cache another client filled ----------------- */
+
+/* One cached repo: the Hub asked (check_online records its answer). */
+static int trust_one(const kernels__config *cfg, const kernels_cache_repo *r, size_t *untrusted_n)
+{
+	kernels__repo_type type = r->is_model ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
+	char *org = strndup(r->repo_id, strcspn(r->repo_id, "/"));
+	int rc;
+
+	if (!org)
+		return kernels__error_oom();
+	rc = check_online(cfg, type, r->repo_id, org);
+	free(org);
+	kernels__log(cfg, KERNELS_LOG_INFO, "%s: %s", r->repo_id, rc == 0 ? "trusted publisher, recorded"
+		     : rc == KERNELS_EUNTRUSTED ? "not from a trusted publisher, recorded" : kernels_error_last());
+	if (rc == KERNELS_EUNTRUSTED)
+		++*untrusted_n;
+	return rc;
+}
+
+int kernels_cache_trust(const char *repo_id, const kernels_options *opts)
+{
+	kernels__config cfg;
+	kernels_cache_info *info = NULL;
+	kernels__buf names = { 0 };
+	size_t i, untrusted_n = 0;
+	int rc;
+
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	if (cfg.offline)
+		rc = kernels__error(KERNELS_EOFFLINE, "offline: recording trust asks the Hub for each publisher; run "
+				    "it while online (unset HF_HUB_OFFLINE)");
+	if (rc == 0)
+		rc = kernels_cache_scan(&info, repo_id, opts);
+	if (rc == 0 && repo_id && info->repos_count == 0)
+		rc = kernels__error(KERNELS_ENOTFOUND, "%s is not in the cache at %s; nothing to record trust for",
+				    repo_id, info->cache_dir);
+	for (i = 0; rc == 0 && info && i < info->repos_count; i++) {
+		int one = trust_one(&cfg, &info->repos[i], &untrusted_n);
+		if (one == KERNELS_EUNTRUSTED) /* recorded; the others are still asked */
+			kernels__buf_printf(&names, "%s%s", names.ptr ? ", " : "", info->repos[i].repo_id);
+		else
+			rc = one;
+	}
+	if (rc == 0 && untrusted_n)
+		rc = kernels__error(KERNELS_EUNTRUSTED, "%zu cached repo%s not from a publisher the Hub marks as trusted "
+				    "(%s): recorded as such, so offline loads of %s still need "
+				    "options.trust_remote_code or options.trusted_orgs", untrusted_n,
+				    untrusted_n == 1 ? " is" : "s are", names.ptr ? names.ptr : "",
+				    untrusted_n == 1 ? "it" : "them");
+	kernels__buf_free(&names);
+	kernels_cache_info_free(info);
+	kernels__config_free(&cfg);
 	return rc;
 }

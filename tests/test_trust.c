@@ -75,8 +75,10 @@ static void get_untrusted(const char *repo, const kernels_options *o, const char
 	kernels_kernel *k = NULL;
 	assert_int_equal(kernels_get(&k, repo, "v1.0.0", o), KERNELS_EUNTRUSTED);
 	assert_null(k);
-	if (!strstr(kernels_error_last(), because) || !strstr(kernels_error_last(), "trust_remote_code"))
-		fail_msg("%s: message lacks \"%s\" or the opt-in: %s", repo, because, kernels_error_last());
+	/* the one step: the opt-in, or (no usable record) recording the Hub's verdict */
+	if (!strstr(kernels_error_last(), because) || (!strstr(kernels_error_last(), "trust_remote_code") &&
+						       !strstr(kernels_error_last(), "Run 'libkernels trust ")))
+		fail_msg("%s: message lacks \"%s\" or the step to take: %s", repo, because, kernels_error_last());
 }
 
 /* An untrusted org fetched once with an opt-in: refused offline and with
@@ -165,8 +167,44 @@ static void test_cache_filled_by_python_needs_opt_in(void **state)
 	options(&o);
 	o.offline = 1;
 	get_untrusted("good/answer", &o, "no record of a publisher check");
+	assert_non_null(strstr(kernels_error_last(), "Run 'libkernels trust good/answer' once while online"));
 	o.trusted_orgs = "good/answer";
 	get_ok("good/answer", &o, 1);
+}
+
+/* The one step for such a cache: kernels_cache_trust (`libkernels trust`)
+ * asks the Hub once per cached repo while online and records the verdict;
+ * offline loads then need no opt-in, and send nothing. An untrusted
+ * publisher is recorded as such and still refused. */
+static void test_cache_trust_records_python_filled_cache(void **state)
+{
+	kernels_options o;
+	(void)state;
+
+	assert_int_equal(test_system("HF_ENDPOINT='%s' HF_HUB_CACHE='%s' %s -c \"from huggingface_hub import "
+				     "snapshot_download as d; d('good/answer', repo_type='kernel', revision='v1.0.0'); "
+				     "d('shady/answer', repo_type='kernel', revision='v1.0.0')\" >/dev/null",
+				     test_hub_endpoint(hub), cache, KERNELS_PYTHON), 0);
+	options(&o);
+	o.offline = 1;
+	assert_int_equal(kernels_cache_trust(NULL, &o), KERNELS_EOFFLINE); /* the Hub must be asked */
+	o.offline = 0;
+	assert_int_equal(kernels_cache_trust("good/nothere", &o), KERNELS_ENOTFOUND);
+	test_hub_log_clear(hub);
+	assert_int_equal(kernels_cache_trust(NULL, &o), KERNELS_EUNTRUSTED);
+	assert_non_null(strstr(kernels_error_last(), "shady/answer"));
+	assert_null(strstr(kernels_error_last(), "good/answer"));
+	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/"), 2); /* one per repo */
+	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 2);
+
+	test_hub_log_clear(hub);
+	o.offline = 1;
+	get_ok("good/answer", &o, 1);
+	get_untrusted("shady/answer", &o, "did not mark 'shady' as a trusted publisher");
+	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 0);
+	o.offline = 0;
+	assert_int_equal(kernels_cache_trust("good/answer", &o), 0);
+	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 0); /* recorded today: not asked again */
 }
 
 /* A repo that does not exist is "not found", whatever its org, and the
@@ -215,6 +253,7 @@ int main(void)
 		cmocka_unit_test_setup(test_untrusted_needs_opt_in_offline, fresh_cache),
 		cmocka_unit_test_setup(test_trusted_loads_offline, fresh_cache),
 		cmocka_unit_test_setup(test_cache_filled_by_python_needs_opt_in, fresh_cache),
+		cmocka_unit_test_setup(test_cache_trust_records_python_filled_cache, fresh_cache),
 		cmocka_unit_test_setup(test_existence_before_trust, fresh_cache),
 		cmocka_unit_test_setup(test_mirror_without_org_api, fresh_cache),
 	};

@@ -133,6 +133,7 @@ int cmd_to_wheel(cli_ctx *, const cli_command *);
 int cmd_cache(cli_ctx *, const cli_command *);
 int cmd_cache_ls(cli_ctx *, const cli_command *);
 int cmd_cache_rm(cli_ctx *, const cli_command *);
+int cmd_trust(cli_ctx *, const cli_command *);
 
 /* cmd_bundle.c: `bundle`, `bundle import`, `bundle ls`. */
 extern const cli_opt cli_bundle_opts[];

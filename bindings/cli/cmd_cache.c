@@ -117,3 +117,50 @@ int cmd_cache_rm(cli_ctx *ctx, const cli_command *cmd)
 	kernels_cache_removal_free(r);
 	return rc < 0 ? cli_fail(ctx, rc, NULL) : CLI_OK;
 }
+
+/* `trust [REPO]`: the Hub's publisher verdict for each cached repo (or
+ * REPO), recorded in the cache, so offline loads of what Python kernels
+ * fetched need no opt-in. One line (or JSON row) per repo; exit status 1
+ * when one is not from a trusted publisher or the Hub cannot be asked. */
+int cmd_trust(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *only = ctx->npos ? ctx->pos[0] : NULL;
+	kernels_cache_info *info = NULL;
+	json_t *rows;
+	size_t i, untrusted = 0;
+	int rc = kernels_cache_scan(&info, only, &ctx->opts);
+
+	if (rc == KERNELS_EINVAL)
+		return cli_usage_error(cmd, "%s", kernels_error_last());
+	if (rc == 0 && only && !info->repos_count)
+		rc = kernels_cache_trust(only, &ctx->opts); /* says it is not in the cache */
+	if (rc < 0) {
+		kernels_cache_info_free(info);
+		return cli_fail(ctx, rc, "recording trust");
+	}
+	rows = json_array();
+	for (i = 0; i < info->repos_count; i++) {
+		const char *repo = info->repos[i].repo_id;
+		int one = kernels_cache_trust(repo, &ctx->opts);
+
+		if (one < 0 && one != KERNELS_EUNTRUSTED) {
+			json_decref(rows);
+			kernels_cache_info_free(info);
+			return cli_fail(ctx, one, repo);
+		}
+		untrusted += one != 0;
+		json_array_append_new(rows, json_pack("{s:s,s:s}", "repo_id", repo, "verdict",
+						      one == 0 ? "trusted" : "untrusted"));
+		if (!ctx->json)
+			printf("%s: %s\n", repo, one == 0 ? "trusted publisher, recorded"
+			       : "not from a trusted publisher (recorded; offline loads still need the opt-in)");
+	}
+	if (!ctx->json && !info->repos_count)
+		printf("(no kernels in the cache)\n");
+	kernels_cache_info_free(info);
+	if (ctx->json)
+		cli_json_print(json_pack("{s:o}", "repos", rows));
+	else
+		json_decref(rows);
+	return untrusted ? CLI_ERROR : CLI_OK;
+}

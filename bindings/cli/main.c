@@ -107,6 +107,12 @@ static const cli_command commands[] = {
 	  NULL, 1, 1, cmd_bundle_import, CLI_NAME " bundle import kernels.bundle --cache-dir /srv/kernels" },
 	{ "bundle ls", "FILE", "List what a bundle holds (variants, sizes, refs) without importing it.", NULL, NULL,
 	  1, 1, cmd_bundle_ls, CLI_NAME " bundle ls kernels.bundle" },
+	{ "trust", "[REPO]", "Record the Hub's publisher verdict for the cached kernels (or REPO), for offline loads.",
+	  "Online: asks the Hub whether each cached repo's org is a trusted kernel publisher, as a load does, and "
+	  "records the answer in the cache. Python kernels keeps no such record, so what it fetched is refused "
+	  "offline until this has run once (a record stands for 30 days). Exit status 1 when a repo is not from a "
+	  "trusted publisher (recorded as such) or the Hub cannot be asked.",
+	  NULL, 0, 1, cmd_trust, CLI_NAME " trust kernels-community/activation" },
 	{ "version", NULL, "Print the version of the tool and library (also -V, --version).", NULL, NULL, 0, 0,
 	  cmd_version, NULL },
 };

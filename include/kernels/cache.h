@@ -143,6 +143,27 @@ KERNELS_EXTERN(int) kernels_cache_remove(kernels_cache_removal **out, const char
 /** Frees a removal's report; NULL is fine. */
 KERNELS_EXTERN(void) kernels_cache_removal_free(kernels_cache_removal *removal);
 
+/**
+ * Records the Hub's publisher verdict for cached repos, so that offline
+ * loads of repos another client fetched (Python kernels keeps no record of
+ * its check) need no opt-in: for `repo_id`, or every repo
+ * kernels_cache_scan() lists when NULL, asks the Hub whether its org is a
+ * trusted kernel publisher (trustedKernelPublisher, as a load does online)
+ * and writes the answer into the repo's cache folder
+ * (.libkernels/trust.json). An offline load accepts a "trusted" record for
+ * 30 days. `opts`: as kernels_get (NULL: defaults); trust_remote_code and
+ * trusted_orgs are not consulted (the Hub is asked whatever they say).
+ * Each verdict is logged at KERNELS_LOG_INFO. Thread-safe.
+ *
+ * Returns 0 when every repo asked about is from a trusted publisher (and
+ * recorded); KERNELS_EUNTRUSTED when one is not (the message names it; the
+ * others are still asked and recorded); KERNELS_EOFFLINE (offline: the
+ * Hub must be asked), KERNELS_ENOTFOUND (`repo_id` not in the cache),
+ * KERNELS_ENETWORK, KERNELS_EINVAL (invalid repo id) or KERNELS_ENOMEM.
+ * Since 1.0.
+ */
+KERNELS_EXTERN(int) kernels_cache_trust(const char *repo_id, const kernels_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

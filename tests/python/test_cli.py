@@ -170,7 +170,7 @@ class Cli:
 import pytest  # noqa: E402
 
 COMMANDS = ["lock", "download", "info", "versions", "variants", "get", "load", "verify", "verify-signature", "to-wheel", "cache ls",
-            "cache rm", "bundle", "bundle import", "bundle ls", "version"]
+            "cache rm", "bundle", "bundle import", "bundle ls", "trust", "version"]
 
 
 def test_help_lists_every_command(tmp_path):

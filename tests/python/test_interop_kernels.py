@@ -20,6 +20,7 @@ import sys
 import textwrap
 
 import test_binding as tb
+from test_cli import CLI
 from test_binding_torch import REPO, publish_img2gray
 
 CHECK_RESULT = """
@@ -99,10 +100,18 @@ def test_fetched_by_kernels_loaded_by_libkernels(hub, tmp_path):
         except libkernels.UntrustedError as e:
             print(json.dumps({"error": str(e)}))
     """ % (REPO, v1), offline=True)
-    assert "no record of a publisher check" in refused["error"] and "trust_remote_code" in refused["error"]
-    b = run(hub, cache, ours(f'revision="{v1}", backend="cpu", trust_remote_code=True'), offline=True)
-    assert b["ok"] and b["op"], b
+    # the message names the one step: `libkernels trust REPO`, once online
+    assert "no record of a publisher check" in refused["error"], refused
+    assert f"Run 'libkernels trust {REPO}' once while online" in refused["error"], refused
     assert hub.log() == []
+    trust = subprocess.run([CLI, "trust", REPO], env=hub.hf_env(cache, HF_HUB_OFFLINE="0"), capture_output=True,
+                           text=True, timeout=300)
+    assert trust.returncode == 0, trust.stdout + trust.stderr
+    assert [r["path"] for r in hub.log()] == [f"/api/organizations/{REPO.split('/')[0]}/overview"]
+    hub.log_clear()
+    b = run(hub, cache, ours(f'revision="{v1}", backend="cpu"'), offline=True)
+    assert b["ok"] and b["op"], b
+    assert hub.log() == []  # loaded offline: not one request
     assert b["path"] == a["path"] and b["id"] == a["id"]
     assert blobs(cache) == before
     assert not (cache / "kernels--kernels-community--img2gray" / "refs" / "v1").exists()

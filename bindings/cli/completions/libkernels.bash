@@ -4,7 +4,7 @@
 
 _libkernels() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-	local commands="lock download info versions variants get load verify verify-signature to-wheel bundle cache version"
+	local commands="lock download info versions variants get load verify verify-signature to-wheel bundle cache trust version"
 	local global="--endpoint --cache-dir --offline --trust-remote-code --trusted-orgs --require-signature --timeout --retries
 		--max-parallel --backend --backend-version --torch --torch-dir --no-find-torch --cxx11-abi --tvm-ffi
 		--gpu-archs --device --skip-arch-check --json --quiet -q --verbose -v --bytes --progress --no-progress --help -h"

@@ -2,7 +2,7 @@
 # Installed as share/fish/vendor_completions.d/libkernels.fish.
 # tests/python/test_completions.py checks it against `libkernels --help`.
 
-set -l commands lock download info versions variants get load verify verify-signature to-wheel bundle cache version
+set -l commands lock download info versions variants get load verify verify-signature to-wheel bundle cache trust version
 complete -c libkernels -f
 
 # Commands.
@@ -23,6 +23,7 @@ complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_se
 complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -l variant -x -d "Only this variant (repeatable)"
 complete -c libkernels -n "__fish_seen_subcommand_from bundle; and not __fish_seen_subcommand_from import ls" -l system -d "Only the variant each kernel resolves to on the described system"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a cache -d "List (ls) or remove (rm) cached kernels"
+complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a trust -d "Record the Hub's verdict on cached kernels' publishers"
 complete -c libkernels -n "not __fish_seen_subcommand_from $commands" -a version -d "Print the version"
 complete -c libkernels -n "__fish_seen_subcommand_from cache; and not __fish_seen_subcommand_from ls rm" -a ls -d "List the kernels in the cache"
 complete -c libkernels -n "__fish_seen_subcommand_from cache; and not __fish_seen_subcommand_from ls rm" -a rm -d "Remove a kernel from the cache"
