@@ -6,6 +6,7 @@
  * that curl would happily forward to whatever host a redirect names. */
 #include "hub.h"
 #include "error.h"
+#include "system.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -155,18 +156,59 @@ void kernels__hub_set_backoff_base_ms(long ms)
 }
 #endif
 
+void kernels__hub_ua_system(const kernels_system *s, char *buf, size_t size)
+{
+	kernels__buf ua = { 0 };
+	char bstr[64] = "";
+
+	/* the backend as variant names spell it (Python kernels' backend/cu130),
+	 * then torch, tvm-ffi and glibc */
+	kernels__system_backend_str(s, bstr, sizeof(bstr));
+	kernels__buf_printf(&ua, "backend/%s", bstr);
+	if (s->torch_version_string)
+		kernels__buf_printf(&ua, "; torch/%s", s->torch_version_string);
+	if (s->tvm_ffi_version > 0)
+		kernels__buf_printf(&ua, "; tvm-ffi/%d.%d", s->tvm_ffi_version / 100, s->tvm_ffi_version % 100);
+	if (s->glibc)
+		kernels__buf_printf(&ua, "; glibc/%s", s->glibc);
+	if (ua.ptr)
+		snprintf(buf, size, "%s", ua.ptr);
+	kernels__buf_free(&ua);
+}
+
+/* The call's first request comes before its variant selection describes
+ * the system (plan.c): describe it here, once per call, so that request
+ * says backend/ too, as Python kernels' first one does. A failure leaves
+ * the part out: the selection reports it. */
+static void ua_system_fill(const kernels__config *cfg)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	kernels_system *s = NULL;
+
+	pthread_mutex_lock(&lock); /* transfers of one call may start together */
+	if (!*cfg->ua_system && kernels__system_detect(cfg, &s) == 0)
+		kernels__hub_ua_system(s, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
+	else
+		kernels_error_clear();
+	pthread_mutex_unlock(&lock);
+	kernels_system_free(s);
+}
+
 /* Per call, as Python kernels builds its HfApi: the caller's app tag, then
  * libkernels and what runs the kernels (file_type/kernel, backend/, torch/
- * ...: get.c writes cfg->ua_system once it has described the system).
+ * ...: cfg->ua_system, described once per call).
  * Telemetry off (HF_HUB_DISABLE_TELEMETRY, DISABLE_TELEMETRY, DO_NOT_TRACK):
  * the library's name and version only, still a valid header. */
 char *kernels__hub_user_agent(const kernels__config *cfg)
 {
 	const char *app = cfg->user_agent && *cfg->user_agent ? cfg->user_agent : NULL;
-	const char *sys = cfg->ua_system && *cfg->ua_system ? cfg->ua_system : NULL;
+	const char *sys;
 
 	if (!cfg->telemetry)
 		return kernels__strdup("libkernels/" KERNELS_VERSION_STRING);
+	if (cfg->ua_system && !*cfg->ua_system)
+		ua_system_fill(cfg);
+	sys = cfg->ua_system && *cfg->ua_system ? cfg->ua_system : NULL;
 	return kernels__sprintf("%s%slibkernels/%s; os/%s; cpu/%s; platform/%s-%s; file_type/kernel%s%s",
 				app ? app : "", app ? "; " : "", KERNELS_VERSION_STRING, ua_os, ua_cpu, ua_cpu, ua_os,
 				sys ? "; " : "", sys ? sys : "");

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "kernels/download.h"
+#include "kernels/system.h"
 #include "repo.h"
 
 /* One HTTP answer. Every string is malloc'ed or NULL; free with
@@ -165,6 +166,9 @@ int kernels__hub_global_init(void);
  * torch/2.11.0"), or "libkernels/<version>" when telemetry is off.
  * malloc'ed. */
 char *kernels__hub_user_agent(const kernels__config *cfg);
+/* The system's part of the User-Agent: "backend/cu130; torch/2.11.0;
+ * tvm-ffi/0.1; glibc/2.36", into buf. */
+void kernels__hub_ua_system(const kernels_system *s, char *buf, size_t size);
 
 /* The headers of one HTTP answer, parsed by kernels__hub_header_cb
  * (CURLOPT_HEADERFUNCTION with CURLOPT_HEADERDATA = a kernels__hub_headers*).

@@ -52,30 +52,14 @@ void kernels__plan_free(plan *p)
  * kernels in the User-Agent, as the Python client does (telemetry on). */
 static int system_for(const kernels__config *cfg, kernels_system **sys)
 {
-	const kernels_system *s;
-	kernels__buf ua = { 0 };
-	char bstr[64] = "";
 	int rc;
 
 	if (*sys)
 		return 0;
 	if ((rc = kernels__system_detect(cfg, sys)) < 0)
 		return rc;
-	/* The User-Agent of the rest of this call (hub.c): the backend as
-	 * variant names spell it (Python kernels' backend/cu130), then torch,
-	 * tvm-ffi and glibc. */
-	s = *sys;
-	kernels__system_backend_str(s, bstr, sizeof(bstr));
-	kernels__buf_printf(&ua, "backend/%s", bstr);
-	if (s->torch_version_string)
-		kernels__buf_printf(&ua, "; torch/%s", s->torch_version_string);
-	if (s->tvm_ffi_version > 0)
-		kernels__buf_printf(&ua, "; tvm-ffi/%d.%d", s->tvm_ffi_version / 100, s->tvm_ffi_version % 100);
-	if (s->glibc)
-		kernels__buf_printf(&ua, "; glibc/%s", s->glibc);
-	if (ua.ptr && cfg->ua_system)
-		snprintf(cfg->ua_system, KERNELS__UA_SYSTEM_MAX, "%s", ua.ptr);
-	kernels__buf_free(&ua);
+	if (cfg->ua_system)
+		kernels__hub_ua_system(*sys, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
 	return 0;
 }
 
