@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "deps.h"
@@ -262,6 +263,25 @@ static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entr
 	return rc;
 }
 
+/* No lock_path: $KERNELS_LOCK, else ./kernels.lock (a project run from
+ * its folder), as a caller without a package to read one from expects. */
+static int default_lock(const char **lock_path)
+{
+	const char *env = getenv("KERNELS_LOCK");
+
+	if (env && *env) {
+		*lock_path = env;
+		return 0;
+	}
+	if (access("kernels.lock", F_OK) == 0) {
+		*lock_path = "kernels.lock";
+		return 0;
+	}
+	return kernels__error(KERNELS_ENOTFOUND, "no lock file given, KERNELS_LOCK is not set and there is no "
+			      "kernels.lock in the current folder; pass its path, set KERNELS_LOCK, or run "
+			      "'libkernels lock <project>' in the project folder");
+}
+
 static int locked(kernels_kernel **out, const char *repo_id, const char *lock_path, const kernels_options *opts,
 		  int offline)
 {
@@ -271,9 +291,11 @@ static int locked(kernels_kernel **out, const char *repo_id, const char *lock_pa
 	kernels__deps_scope scope = { 0 };
 	int rc;
 
-	if (!out || !repo_id || !lock_path)
-		return kernels__error(KERNELS_EINVAL, "out, repo_id and lock_path must be given");
+	if (!out || !repo_id)
+		return kernels__error(KERNELS_EINVAL, "out and repo_id must be given");
 	*out = NULL;
+	if (!lock_path && (rc = default_lock(&lock_path)) < 0)
+		return rc;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	cfg.offline |= offline;

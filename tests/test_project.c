@@ -87,6 +87,30 @@ static int answer(kernels_kernel *k)
 	return ((int (*)(void))kernels_symbol(k, "kernel_answer"))();
 }
 
+/* No lock path: $KERNELS_LOCK, else ./kernels.lock, else a message
+ * naming both. */
+static void default_lock_search(const kernels_options *o)
+{
+	kernels_kernel *k = NULL;
+	char cwd[4096];
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(W.tmp), 0);
+	unsetenv("KERNELS_LOCK");
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", NULL, o), KERNELS_ENOTFOUND);
+	assert_non_null(strstr(kernels_error_last(), "KERNELS_LOCK"));
+	setenv("KERNELS_LOCK", W.lock, 1);
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", NULL, o), 0);
+	assert_int_equal(answer(k), 100);
+	kernels_kernel_close(k);
+	unsetenv("KERNELS_LOCK");
+	assert_int_equal(chdir(W.project), 0);
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", NULL, o), 0);
+	assert_int_equal(answer(k), 100);
+	kernels_kernel_close(k);
+	assert_int_equal(chdir(cwd), 0);
+}
+
 static void test_lock_download_and_load_offline(void **state)
 {
 	kernels_options o;
@@ -128,6 +152,7 @@ static void test_lock_download_and_load_offline(void **state)
 		free(log);
 	}
 	assert_int_equal(kernels_load_locked(&k, "acme/other", W.lock, &o), KERNELS_ENOTFOUND);
+	default_lock_search(&o);
 	test_rmtree(W.cache);
 	free(W.cache);
 }

@@ -44,7 +44,9 @@ KERNELS_EXTERN(int) kernels_project_download(const char *project_dir, int all_va
 
 /**
  * Loads `repo_id` at the commit `lock_path` (a kernels.lock file) pins,
- * downloading it if needed, after checking the variant's files against
+ * downloading it if needed (`lock_path` NULL: $KERNELS_LOCK when set and
+ * not empty, else kernels.lock in the current folder; KERNELS_ENOTFOUND
+ * when neither is there), after checking the variant's files against
  * the lock hash. Its kernel dependencies are loaded at the commits the
  * lock pins for them (KERNELS_ENOTFOUND when one is missing: lock again). `*out` as kernels_get(). Errors: those of kernels_get(),
  * KERNELS_ENOTFOUND (the repo is not in the lock file), KERNELS_EPARSE (a
