@@ -7,6 +7,7 @@
 #include "metadata.h"
 #include "error.h"
 #include "layout.h"
+#include "giturl.h"
 #include "util.h"
 #include "config.h"
 
@@ -18,7 +19,7 @@
 #include <string.h>
 
 struct kernels__metafields {
-	const char *upstream, *source;          /* borrowed from the JSON, as written */
+	char *upstream, *source;                /* normalised as 0.17.2 does (giturl.h) */
 	char minver[64];                        /* normalised; "" when absent */
 	const char **python_depends;            /* borrowed */
 	size_t n_python;
@@ -36,6 +37,8 @@ void kernels__metafields_free(kernels__metafields *f)
 		return;
 	free(f->python_depends);
 	free(f->deps);
+	free(f->upstream);
+	free(f->source);
 	free(f);
 }
 
@@ -108,43 +111,23 @@ int kernels__minver_parse(const char *s, char *out, size_t size)
 	return 0;
 }
 
-/* A git URL as kernels-data's GitUrl takes it: a URL whose scheme is one
- * git speaks, or the SCP-like form user@host:path. */
-static int git_url_valid(const char *s)
-{
-	static const char *const schemes[] = { "https", "http", "git", "ssh", "git+ssh", "git+https", "git+http" };
-	const char *colon = strchr(s, ':');
-	size_t i, n;
-	int scheme = colon && colon > s && isalpha((unsigned char)s[0]);
-
-	for (i = 0; scheme && s + i < colon; i++)
-		scheme = isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.';
-	if (scheme) {
-		n = (size_t)(colon - s);
-		for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-			if (strlen(schemes[i]) == n && !strncasecmp(s, schemes[i], n))
-				return colon[1] != '\0' && !strchr(s, ' ');
-		return 0;
-	}
-	/* host:path, the path relative (git@github.com:org/repo.git) */
-	return colon && colon > s && colon[1] && colon[1] != '/' && !strchr(s, ' ');
-}
-
-static int optional_url(json_t *root, const char *path, const char *key, const char **out)
+static int optional_url(json_t *root, const char *path, const char *key, char **out)
 {
 	json_t *v = json_object_get(root, key);
+	const char *why;
+	int rc;
 
 	*out = NULL;
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
 		return bad(path, key, "must be a string (a git URL)");
-	if (!git_url_valid(json_string_value(v)))
-		return kernels__error(KERNELS_EPARSE, "%s: key '%s' is not a git URL ('%s'): one of https, http, git, "
-				      "ssh, git+ssh, git+https, git+http, or user@host:path", path, key,
-				      json_string_value(v));
-	*out = json_string_value(v);
-	return 0;
+	/* kept as 0.17.2 returns it (giturl.h): both clients show the same text */
+	if ((rc = kernels__git_url_normalize(json_string_value(v), out, &why)) == -1)
+		return kernels__error(KERNELS_EPARSE, "%s: key '%s' is not a git URL ('%s': %s): one of https, http, "
+				      "git, ssh, git+ssh, git+https, git+http, or user@host:path", path, key,
+				      json_string_value(v), why);
+	return rc;
 }
 
 static int parse_python_depends(kernels__metafields *f, json_t *root, const char *path)
