@@ -1,9 +1,10 @@
 /* The compute backends Python kernels 0.17 knows (backends.py), one row
- * each: name, variant prefix, versioned or not, GPU detection and the arch
- * check. CUDA's GPUs come from system.c (NVML or the driver, the slow part
- * shared with the backend version); ROCm's from the amdgpu driver's KFD
- * topology in sysfs, which needs no ROCm library; the others have no
- * detection yet: KERNELS_GPU_ARCHS names their devices. */
+ * each: name, variant prefix, versioned or not, device detection and the
+ * arch check. CUDA's GPUs come from system.c (NVML or the driver, the slow
+ * part shared with the backend version); ROCm's from the amdgpu driver's
+ * KFD topology in sysfs; XPU's and TPU's from PCI functions in sysfs,
+ * Neuron's and CANN's from their drivers' /dev nodes: no vendor library is
+ * needed. Metal has none: KERNELS_GPU_ARCHS names its devices. */
 #include "backend.h"
 #include "util.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* system.c: the CUDA GPUs NVML or the driver reports. */
 void kernels__cuda_gpus(kernels__gpu_list *out);
@@ -115,15 +117,127 @@ static void rocm_gpus(kernels__gpu_list *out)
 	free(ents);
 }
 
+/* ---- devices from sysfs and /dev, without vendor SDKs ------------------- */
+
+/* Where sysfs and /dev are: "" on a machine, a fake tree in tests. */
+static const char *dev_root = "";
+
+#ifdef KERNELS_TESTING
+void kernels__backend_set_root(const char *root)
+{
+	dev_root = root ? root : "";
+}
+#endif
+
+/* "neuron12" with prefix "neuron": 12; -1 when not prefix+digits. */
+static long numbered(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (strncmp(name, prefix, n) || !kernels__is_digits(name + n, strlen(name + n)) || strlen(name + n) > 6)
+		return -1;
+	return atol(name + n);
+}
+
+/* The device nodes {dev_root}/dev/{prefix}N, by N, each named `arch`. */
+static void dev_nodes(kernels__gpu_list *out, const char *prefix, const char *arch)
+{
+	char dir[512];
+	struct dirent **ents = NULL;
+	int n, i;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(dir, sizeof(dir), "%s/dev", dev_root);
+	n = scandir(dir, &ents, NULL, versionsort);
+	for (i = 0; i < n; i++) {
+		if (numbered(ents[i]->d_name, prefix) >= 0 && out->count < KERNELS_MAX_GPUS)
+			snprintf(out->arch[out->count++], sizeof(out->arch[0]), "%s", arch);
+		free(ents[i]);
+	}
+	free(ents);
+}
+
+/* The first line of {dir}/{name}, without its newline; "" when unreadable. */
+static void read_line(const char *dir, const char *name, char *out, size_t size)
+{
+	char path[768];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	out[0] = '\0';
+	if ((f = fopen(path, "r"))) {
+		if (fgets(out, (int)size, f))
+			out[strcspn(out, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/* PCI functions of `vendor` ("0x8086") whose class starts with one of
+ * `classes` (display "0x03", processing accelerator "0x12"), in bus
+ * order; each named by its PCI device id ("0x0bd5"). */
+static void pci_devices(kernels__gpu_list *out, const char *vendor, const char *const *classes)
+{
+	char dir[512];
+	struct dirent **ents = NULL;
+	int n, i;
+	size_t c;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(dir, sizeof(dir), "%s/sys/bus/pci/devices", dev_root);
+	n = scandir(dir, &ents, NULL, alphasort);
+	for (i = 0; i < n; i++) {
+		char dev[1024], v[32], cls[32], id[32];
+		snprintf(dev, sizeof(dev), "%s/%s", dir, ents[i]->d_name);
+		read_line(dev, "vendor", v, sizeof(v));
+		read_line(dev, "class", cls, sizeof(cls));
+		read_line(dev, "device", id, sizeof(id));
+		for (c = 0; ents[i]->d_name[0] != '.' && !strcasecmp(v, vendor) && classes[c]; c++)
+			if (!strncasecmp(cls, classes[c], strlen(classes[c])) && out->count < KERNELS_MAX_GPUS) {
+				snprintf(out->arch[out->count++], sizeof(out->arch[0]), "%s", id);
+				break;
+			}
+		free(ents[i]);
+	}
+	free(ents);
+}
+
+/* Intel GPUs (torch.xpu's devices): display-class PCI functions of vendor
+ * 0x8086, named by device id (0x0bd5: Data Center GPU Max). */
+static void xpu_devices(kernels__gpu_list *out)
+{
+	static const char *const display[] = { "0x03", NULL };
+	pci_devices(out, "0x8086", display);
+}
+
+/* Google TPUs: accelerator-class PCI functions of vendor 0x1ae0. */
+static void tpu_devices(kernels__gpu_list *out)
+{
+	static const char *const accel[] = { "0x12", "0x0880", NULL };
+	pci_devices(out, "0x1ae0", accel);
+}
+
+/* AWS Neuron devices: the neuron driver's /dev/neuronN. */
+static void neuron_devices(kernels__gpu_list *out)
+{
+	dev_nodes(out, "neuron", "neuron");
+}
+
+/* Huawei Ascend NPUs (CANN): the davinci driver's /dev/davinciN (not
+ * davinci_manager). */
+static void cann_devices(kernels__gpu_list *out)
+{
+	dev_nodes(out, "davinci", "ascend");
+}
+
 static const kernels__backend rows[] = {
 	{ "cuda", "cu", "CUDA", 1, "cuda", "CUDA capability", kernels__cuda_gpus, kernels__cuda_archs_support_str },
 	{ "rocm", "rocm", "ROCm", 1, "rocm", "ROCm arch", rocm_gpus, kernels__rocm_archs_support },
-	{ "xpu", "xpu", "XPU", 1, "xpu", "XPU device", NULL, NULL },
-	{ "cann", "cann", "CANN", 1, "npu", "NPU", NULL, NULL },
+	{ "xpu", "xpu", "XPU", 1, "xpu", "XPU device", xpu_devices, NULL },
+	{ "cann", "cann", "CANN", 1, "npu", "NPU", cann_devices, NULL },
 	{ "cpu", "cpu", "CPU", 0, "cpu", NULL, NULL, NULL },
 	{ "metal", "metal", "Metal", 0, "metal", "Metal device", NULL, NULL },
-	{ "neuron", "neuron", "Neuron", 0, "neuron", "Neuron device", NULL, NULL },
-	{ "tpu", "tpu", "TPU", 0, "tpu", "TPU", NULL, NULL },
+	{ "neuron", "neuron", "Neuron", 0, "neuron", "Neuron device", neuron_devices, NULL },
+	{ "tpu", "tpu", "TPU", 0, "tpu", "TPU", tpu_devices, NULL },
 };
 
 #ifdef KERNELS_TESTING

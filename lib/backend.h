@@ -36,6 +36,9 @@ const kernels__backend *kernels__backend_by_prefix(const char *s);
 #ifdef KERNELS_TESTING
 /* The test build only: all rows, NULL-terminated. */
 const kernels__backend *const *kernels__backends(void);
+/* The test build only: where the XPU, TPU, Neuron and CANN rows look for
+ * sys/ and dev/ (NULL: the machine's). */
+void kernels__backend_set_root(const char *root);
 #endif
 
 /* The CUDA rule of Python kernels 0.17 (archs.py) for one compute

@@ -151,7 +151,7 @@ static void test_every_kind_is_checked(void **state)
 	for (i = 0; i < 3; i++) {
 		t = resolve(&ov, names[i], a80, &o);
 		assert_null(kernels_variant_trace_chosen(t));
-		assert_non_null(strstr(kernels_variant_trace_reason(t, 0), "CUDA capability 9.0"));
+		assert_non_null(strstr(kernels_variant_trace_reason_at(t, 0), "CUDA capability 9.0"));
 		kernels_variant_trace_free(t);
 		t = resolve(&ov, names[i], a90, &o);
 		assert_string_equal(kernels_variant_trace_chosen(t), names[i]);
@@ -277,6 +277,85 @@ static void test_backend_table_and_system(void **state)
 	kernels_system_free(sys);
 }
 
+/* XPU, TPU, Neuron and CANN devices from sysfs and /dev, on a fake root:
+ * what counts and in which order, and what is left out. */
+static void put(const char *root, const char *rel, const char *text)
+{
+	char path[1024], cmd[1200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
+	assert_int_equal(system(cmd), 0);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+static void pci(const char *root, const char *slot, const char *vendor, const char *cls, const char *device)
+{
+	char rel[256];
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/vendor", slot);
+	put(root, rel, vendor);
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/class", slot);
+	put(root, rel, cls);
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/device", slot);
+	put(root, rel, device);
+}
+
+static void expect(const char *backend, int count, const char *first, const char *last)
+{
+	kernels__gpu_list l;
+
+	kernels__backend_find(backend)->detect(&l);
+	assert_int_equal(l.count, count);
+	if (count) {
+		assert_string_equal(l.arch[0], first);
+		assert_string_equal(l.arch[count - 1], last);
+	}
+}
+
+static void test_devices_from_sysfs_and_dev(void **state)
+{
+	char root[] = "/tmp/kernels-test-devroot-XXXXXX", cmd[128];
+	kernels_system ov = { 0 }, *sys = NULL;
+	kernels_options o;
+	(void)state;
+
+	assert_non_null(mkdtemp(root));
+	kernels__backend_set_root(root);
+	expect("xpu", 0, NULL, NULL); /* nothing there: none */
+	expect("neuron", 0, NULL, NULL);
+	pci(root, "0000:3a:00.0", "0x8086\n", "0x038000\n", "0x0bd5\n"); /* a Max 1550 */
+	pci(root, "0000:9a:00.0", "0x8086\n", "0x030000\n", "0x0bd6\n");
+	pci(root, "0000:00:1f.0", "0x8086\n", "0x060100\n", "0x1234\n"); /* an Intel bridge: no GPU */
+	pci(root, "0000:05:00.0", "0x1ae0\n", "0x120000\n", "0x0062\n"); /* a TPU */
+	pci(root, "0000:06:00.0", "0x10de\n", "0x030200\n", "0x2330\n"); /* NVIDIA: not these rows' */
+	put(root, "dev/neuron0", "");
+	put(root, "dev/neuron10", "");
+	put(root, "dev/neuron2", "");
+	put(root, "dev/neuron_x", "");
+	put(root, "dev/davinci0", "");
+	put(root, "dev/davinci_manager", "");
+	expect("xpu", 2, "0x0bd5", "0x0bd6");
+	expect("tpu", 1, "0x0062", "0x0062");
+	expect("neuron", 3, "neuron", "neuron");
+	expect("cann", 1, "ascend", "ascend");
+
+	/* the system description counts them for the selected backend */
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	ov.backend = "neuron";
+	ov.torch_version = 209;
+	o.system = &ov;
+	unsetenv("KERNELS_GPU_ARCHS");
+	assert_int_equal(kernels_system_detect(&sys, &o), 0);
+	assert_int_equal(sys->gpu_count, 3);
+	kernels_system_free(sys);
+	kernels__backend_set_root(NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_every_kind_is_checked),
 		cmocka_unit_test(test_rocm),
 		cmocka_unit_test(test_backend_table_and_system),
+		cmocka_unit_test(test_devices_from_sysfs_and_dev),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
