@@ -159,6 +159,92 @@ static void test_anchor(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/* The corpus of kernel-builder's newest names (corpus.json): each system's
+ * choice, accepted set (in preference order) and refused names, with the
+ * arch check on and off, as 0.17.2 answers. */
+static int run_corpus_case(json_t *c, const kernels_variant_candidate *cand, size_t n, size_t ours_only)
+{
+	json_t *exp = json_object_get(c, "expected"), *accepted = json_object_get(exp, "accepted");
+	const char *title = json_string_value(json_object_get(c, "title"));
+	const char *chosen = json_string_value(json_object_get(exp, "chosen"));
+	kernels_variant_trace *t;
+	kernels_options opts;
+	kernels_system sys;
+	size_t k;
+	int failures = 0;
+
+	fill_system(json_object_get(c, "system"), &sys);
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.log_cb = count_warnings;
+	opts.skip_arch_check = json_is_true(json_object_get(c, "skip_arch_check"));
+	warnings = 0;
+	assert_int_equal(kernels_variant_resolve_candidates(&t, cand, n, &sys, &opts), 0);
+	if (warnings != (int)(json_array_size(json_object_get(exp, "invalid")) + ours_only)) {
+		fprintf(stderr, "case '%s': %d names refused, 0.17.2 refuses %zu (+%zu on purpose)\n", title, warnings,
+			json_array_size(json_object_get(exp, "invalid")), ours_only);
+		failures++;
+	}
+	if (!chosen != !kernels_variant_trace_chosen(t) ||
+	    (chosen && strcmp(chosen, kernels_variant_trace_chosen(t)))) {
+		fprintf(stderr, "case '%s': chose %s, 0.17.2 %s\n", title,
+			kernels_variant_trace_chosen(t) ? kernels_variant_trace_chosen(t) : "nothing",
+			chosen ? chosen : "nothing");
+		failures++;
+	}
+	for (k = 0; k < json_array_size(accepted); k++) {
+		const char *want = json_string_value(json_array_get(accepted, k));
+		const char *got = kernels_variant_trace_name_at(t, k);
+		if (!got || strcmp(got, want) || kernels_variant_trace_accepted_at(t, k) != 1) {
+			fprintf(stderr, "case '%s': accepted #%zu is %s, 0.17.2's %s\n", title, k, got ? got : "-", want);
+			failures++;
+		}
+	}
+	if (kernels_variant_trace_accepted_at(t, k) == 1) {
+		fprintf(stderr, "case '%s': %s accepted too\n", title, kernels_variant_trace_name_at(t, k));
+		failures++;
+	}
+	kernels_variant_trace_free(t);
+	return failures;
+}
+
+static void test_corpus(void **state)
+{
+	char path[4096];
+	json_error_t err;
+	json_t *doc, *c, *v;
+	kernels_variant_candidate *cand;
+	const char ***archs;
+	size_t i, j, n;
+	int failures = 0;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/tests/data/variants/corpus.json", KERNELS_SOURCE_DIR);
+	if (!(doc = json_load_file(path, 0, &err)))
+		fail_msg("cannot read %s: %s", path, err.text);
+	n = json_array_size(json_object_get(doc, "variants"));
+	assert_true(n >= 90);
+	cand = calloc(n, sizeof(*cand));
+	archs = calloc(n, sizeof(*archs));
+	json_array_foreach(json_object_get(doc, "variants"), i, v) {
+		json_t *a = json_object_get(v, "archs"), *s;
+		cand[i].name = json_string_value(json_object_get(v, "name"));
+		if (json_is_array(a)) {
+			archs[i] = calloc(json_array_size(a) + 1, sizeof(char *));
+			json_array_foreach(a, j, s)
+				archs[i][j] = json_string_value(s);
+			cand[i].archs = archs[i];
+		}
+	}
+	json_array_foreach(json_object_get(doc, "cases"), i, c)
+		failures += run_corpus_case(c, cand, n, json_array_size(json_object_get(doc, "refused_by_libkernels_only")));
+	for (i = 0; i < n; i++)
+		free(archs[i]);
+	free(archs);
+	free(cand);
+	json_decref(doc);
+	assert_int_equal(failures, 0);
+}
+
 static void test_parse(void **state)
 {
 	kernels_variant_info v;
@@ -278,6 +364,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_anchor),
+		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_trace_api),
 		cmocka_unit_test(test_detected_system),

@@ -227,6 +227,92 @@ def run_case(title, sysd, entries):
             "expected": {"chosen": chosen, "trace": out, "invalid": invalid}}
 
 
+# ---- the corpus: names as kernel-builder generates them today -------------
+#
+# Every torch x backend x cpu x os it emits (torch 2.12-2.14; CUDA 12.6-13.2,
+# ROCm 7.1/7.2/7.14, XPU per torch, CPU; Linux x86_64/aarch64, macOS Metal
+# and CPU, Windows), the stable-ABI and tvm-ffi kinds, noarch, and malformed
+# look-alikes; resolved on systems of each backend, with the arch check on
+# and off (corpus.json).
+
+CORPUS_OUT = OUT.with_name("corpus.json")
+TORCHES = ["212", "213", "214"]
+CUDA = ["cu126", "cu128", "cu130", "cu132"]
+ROCM = ["rocm71", "rocm72", "rocm714"]
+XPU_OF = {"212": "xpu20253", "213": "xpu20260", "214": "xpu20260"}
+CUDA13_ARCHS = ["7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0", "12.1+PTX"]
+CUDA12_ARCHS = ["7.0", "7.5", "8.0", "8.6", "8.9", "9.0+PTX"]
+
+
+def corpus_names():
+    """(name, archs) in kernel-builder's spelling, then look-alikes."""
+    out = []
+    for t in TORCHES:
+        for cpu in ("x86_64", "aarch64"):
+            for b in CUDA + ROCM + [XPU_OF[t], "cpu"]:
+                if cpu == "aarch64" and (b.startswith("rocm") or b.startswith("xpu")):
+                    continue
+                archs = (CUDA13_ARCHS if b >= "cu13" else CUDA12_ARCHS) if b.startswith("cu") else \
+                    ["gfx942", "gfx950"] if b.startswith("rocm") else None
+                out.append((f"torch{t}-cxx11-{b}-{cpu}-linux", archs))
+        out += [(f"torch{t}-metal-aarch64-darwin", None), (f"torch{t}-cpu-aarch64-darwin", None),
+                (f"torch{t}-cu130-x86_64-windows", CUDA13_ARCHS), (f"torch{t}-cpu-x86_64-windows", None),
+                (f"torch{t}-{XPU_OF[t]}-x86_64-windows", None)]
+    for t in ("29", "210", "212"):
+        for b in ("cu128", "cu130", "rocm71", "cpu", "xpu20253"):
+            archs = ["10.0", "12.0"] if b == "cu130" else ["9.0"] if b == "cu128" else None
+            out.append((f"torch-stable-abi{t}-{b}-x86_64-linux", archs))
+    for b in ("cu128", "cu130", "cpu", "rocm71"):
+        out.append((f"tvm-ffi01-{b}-x86_64-linux", ["9.0a"] if b == "cu130" else None))
+    out += [("torch-cuda", ["9.0"]), ("torch-rocm", ["gfx942"]), ("torch-cpu", None), ("torch-metal", None),
+            ("torch-xpu", None), ("torch-npu", None), ("torch-tpu", None), ("torch-universal", None)]
+    out += [(n, None) for n in ("torch212-cxx11-cu13-x86_64-linux", "torch212-cxx11-cu130-x86_64",
+                                "torch212-cxx17-cu130-x86_64-linux", "torch2-cxx11-cu130-x86_64-linux",
+                                "torch212-cxx11-cuda130-x86_64-linux", "torch-stable-abi2-cu130-x86_64-linux",
+                                "tvm-ffi1-cu130-x86_64-linux", "torch212-cxx11-cu1300000000-x86_64-linux",
+                                "torch212-cxx11-rocm-x86_64-linux", "torch212-cxx11-xpu-x86_64-linux",
+                                "jax05-cu130-x86_64-linux", "torch212-cxx11-cu130-x86_64-linux-extra", "build")]
+    return out
+
+
+CORPUS_SYSTEMS = [
+    ("cuda 13.0 torch 2.13 on sm_90", system(torch="2.13", abi=True, backend="cuda", bver="13.0", gpus=["9.0"])),
+    ("cuda 13.2 torch 2.14 on sm_120", system(torch="2.14", abi=True, backend="cuda", bver="13.2", gpus=["12.0"])),
+    ("cuda 12.8 torch 2.12 on sm_86", system(torch="2.12", abi=True, backend="cuda", bver="12.8", gpus=["8.6"])),
+    ("cuda 13.0 torch 2.12 on aarch64 sm_100", system(torch="2.12", abi=True, backend="cuda", bver="13.0",
+                                                      cpu="aarch64", gpus=["10.0"])),
+    ("cuda 13.0 without torch, tvm-ffi 0.1", system(tvm="0.1", backend="cuda", bver="13.0", gpus=["9.0"])),
+    ("rocm 7.1 torch 2.12", system(torch="2.12", abi=True, backend="rocm", bver="7.1")),
+    ("xpu 2025.3 torch 2.12", system(torch="2.12", abi=True, backend="xpu", bver="2025.3")),
+    ("cpu torch 2.14", system(torch="2.14", abi=True)),
+    ("metal macOS 26 torch 2.13", system(torch="2.13", backend="metal", cpu="aarch64", os="darwin", macos="26.0")),
+    ("windows cuda 13.0 torch 2.13", system(torch="2.13", abi=True, backend="cuda", bver="13.0", os="windows",
+                                            gpus=["8.9"])),
+]
+
+
+def corpus_case(title, sysd, entries, check_arch):
+    full = run_case(title, sysd, entries) if check_arch else run_case(title, sysd, [(n, None) for n, _ in entries])
+    exp = full["expected"]
+    return {"title": title, "system": sysd, "skip_arch_check": not check_arch,
+            "expected": {"chosen": exp["chosen"], "accepted": [e["name"] for e in exp["trace"] if e["accepted"]],
+                         "invalid": [e["name"] for e in exp["invalid"]]}}
+
+
+def generate_corpus():
+    entries = corpus_names()
+    cases = [corpus_case(f"{title}, arch check {'on' if on else 'off'}", sysd, entries, on)
+             for title, sysd in CORPUS_SYSTEMS for on in (True, False)]
+    # A deliberate divergence (README's parity section): 0.17.2 takes any
+    # number of digits, libkernels refuses a version number of 10 or more.
+    ours_only = ["torch212-cxx11-cu1300000000-x86_64-linux"]
+    assert all(n not in c["expected"]["invalid"] for c in cases for n in ours_only)
+    doc = {"generator": "tests/data/variants/generate.py", "kernels_version": kernels.__version__,
+           "variants": [{"name": n, "archs": a} for n, a in entries], "cases": cases,
+           "refused_by_libkernels_only": ours_only}
+    return json.dumps(doc, indent=None, sort_keys=True, ensure_ascii=False).replace('}, {"', '},\n{"') + "\n"
+
+
 def generate():
     cases = [run_case(*c) for c in CASES]
     doc = {"generator": "tests/data/variants/generate.py",
@@ -235,15 +321,15 @@ def generate():
 
 
 def main():
-    text = generate()
-    count = len(json.loads(text)["cases"])
-    if "--check" in sys.argv[1:]:
-        if OUT.read_text(encoding="utf-8") != text:
-            sys.exit(f"{OUT} differs from what the Python kernels resolver answers now; run {__file__}")
-        print(f"{OUT.name} matches ({count} cases)")
-        return
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({count} cases)")
+    for out, text in ((OUT, generate()), (CORPUS_OUT, generate_corpus())):
+        count = len(json.loads(text)["cases"])
+        if "--check" in sys.argv[1:]:
+            if out.read_text(encoding="utf-8") != text:
+                sys.exit(f"{out} differs from what the Python kernels resolver answers now; run {__file__}")
+            print(f"{out.name} matches ({count} cases)")
+            continue
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out} ({count} cases)")
 
 
 if __name__ == "__main__":
