@@ -108,12 +108,14 @@ static void test_user_agent(void **state)
 	assert_string_equal(ua, "libkernels/" KERNELS_VERSION_STRING);
 	free(ua);
 	kernels__config_free(&cfg);
-	/* another call has its own: nothing is process-wide */
+	/* another call has its own, nothing is process-wide; its first
+	 * request describes its system (backend/ from the first request on) */
 	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
 	cfg.telemetry = 1;
 	ua = kernels__hub_user_agent(&cfg);
 	assert_null(strstr(ua, "myapp"));
-	assert_null(strstr(ua, "backend/"));
+	assert_null(strstr(ua, "backend/cu126; torch/2.7.0"));
+	assert_non_null(strstr(ua, "; file_type/kernel; backend/"));
 	free(ua);
 	kernels__config_free(&cfg);
 }

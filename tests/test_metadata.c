@@ -49,7 +49,7 @@ static void test_accessors(void **state)
 		      "ABCDEFABCDEFABCDEFABCDEFABCDEFABCDEFABCD\", \"dirty\": false}, \"kernel\": {\"commit\": \""
 		      "1111111111111111111111111111111111111111\", \"dirty\": true}}'");
 	assert_int_equal(kernels_metadata_read(&m, dir), 0);
-	assert_string_equal(kernels_metadata_upstream(m), "git@github.com:org/repo.git");
+	assert_string_equal(kernels_metadata_upstream(m), "ssh://git@github.com/org/repo.git"); /* as 0.17.2 */
 	assert_string_equal(kernels_metadata_source(m), "https://github.com/org/src");
 	assert_string_equal(kernels_metadata_kernels_minver(m), "0.16.2");
 	assert_int_equal(kernels_metadata_python_depend_count(m), 2);

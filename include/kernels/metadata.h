@@ -85,9 +85,11 @@ KERNELS_EXTERN(int) kernels_metadata_dirty(const kernels_metadata *m);
  *  whose kernels-minver is newer is refused (KERNELS_ELOAD, naming both). */
 #define KERNELS_COMPAT_KERNELS_VERSION "0.17.2"
 
-/** `upstream`, the repository the kernel was ported from, as written; NULL when absent. */
+/** `upstream`, the repository the kernel was ported from, normalised as Python kernels 0.17.2 returns it
+ *  ("git@github.com:org/repo" -> "ssh://git@github.com/org/repo", "HTTPS://GitHub.com" ->
+ *  "https://github.com/"); NULL when absent. */
 KERNELS_EXTERN(const char *) kernels_metadata_upstream(const kernels_metadata *m);
-/** `source`, kernel-builder's source repository of the kernel, as written; NULL when absent. */
+/** `source`, kernel-builder's source repository of the kernel, normalised as `upstream`; NULL when absent. */
 KERNELS_EXTERN(const char *) kernels_metadata_source(const kernels_metadata *m);
 /** `kernels-minver` normalised ("0.17.0"): the oldest Python kernels (and so
  *  the KERNELS_COMPAT_KERNELS_VERSION) that may load the variant; NULL when absent. */
