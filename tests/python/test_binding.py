@@ -325,6 +325,25 @@ def test_get_local_kernel(env, hub, tmp_path):
         libkernels.get_local_kernel(tmp_path / "does-not-exist")
 
 
+def test_both_package_layouts(env, tmp_path):
+    """kernel-builder's newest layout (the variant folder is the package:
+    build/<variant>/__init__.py) and the older nested compat package
+    (build/<variant>/<python_name>/__init__.py) both import, as 0.17.2's."""
+    flat = tmp_path / "flat" / "build" / torch_cpu_variant()
+    make_variant(flat, name="flatk", answer=5)
+    assert libkernels.get_local_kernel(flat).answer() == 5
+    nested = tmp_path / "nested" / "build" / torch_cpu_variant()
+    kid = make_variant(nested, name="nested-k", answer=6, python=False)
+    (nested / "nested_k").mkdir()
+    (nested / "nested_k" / "__init__.py").write_text(
+        "import ctypes\nfrom pathlib import Path\n"
+        f"_lib = ctypes.CDLL(str(Path(__file__).parent.parent / '{kid}.so'))\n"
+        "def answer():\n    return _lib.answer()\n")
+    subprocess.run([sys.executable, str(MAKE_METADATA), str(nested), "--name", "nested-k", "--id", kid, "--backend",
+                    "cpu", "--version", "1"], check=True)
+    assert libkernels.get_local_kernel(nested).answer() == 6
+
+
 def test_locked_workflow(env, hub, answer_repo, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
