@@ -1,11 +1,12 @@
 /* The compute backends Python kernels 0.17 knows (backends.py), one row
  * each: name, variant prefix, versioned or not, device detection and the
- * arch check. CUDA's GPUs come from system.c (NVML or the driver, the slow
- * part shared with the backend version); ROCm's from the amdgpu driver's
+ * arch check. CUDA's GPUs come from cuda_facts.c (NVML or the driver, the
+ * slow part shared with the backend version); ROCm's from the amdgpu driver's
  * KFD topology in sysfs; XPU's and TPU's from PCI functions in sysfs,
  * Neuron's and CANN's from their drivers' /dev nodes: no vendor library is
  * needed. Metal has none: KERNELS_GPU_ARCHS names its devices. */
 #include "backend.h"
+#include "cuda_facts.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -14,8 +15,19 @@
 #include <string.h>
 #include <strings.h>
 
-/* system.c: the CUDA GPUs NVML or the driver reports. */
-void kernels__cuda_gpus(kernels__gpu_list *out);
+/* The CUDA GPUs NVML or the driver reports (cuda_facts.c), as archs.
+ * Looked up only when a call needs them: never when the backend is forced
+ * to cpu. */
+static void cuda_gpus(kernels__gpu_list *out)
+{
+	const kernels__cuda_facts *f = kernels__cuda_facts_get();
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < f->gpu_count; i++)
+		snprintf(out->arch[out->count++], sizeof(out->arch[0]), "%d.%d", f->gpu_archs[i] / 10,
+			 f->gpu_archs[i] % 10);
+}
 
 /* "M.m" -> major, minor; -1 when not that form. */
 static int parse_cc(const char *s, size_t n, int *major, int *minor)
@@ -230,7 +242,7 @@ static void cann_devices(kernels__gpu_list *out)
 }
 
 static const kernels__backend rows[] = {
-	{ "cuda", "cu", "CUDA", 1, "cuda", "CUDA capability", kernels__cuda_gpus, kernels__cuda_archs_support_str },
+	{ "cuda", "cu", "CUDA", 1, "cuda", "CUDA capability", cuda_gpus, kernels__cuda_archs_support_str },
 	{ "rocm", "rocm", "ROCm", 1, "rocm", "ROCm arch", rocm_gpus, kernels__rocm_archs_support },
 	{ "xpu", "xpu", "XPU", 1, "xpu", "XPU device", xpu_devices, NULL },
 	{ "cann", "cann", "CANN", 1, "npu", "NPU", cann_devices, NULL },

@@ -8,7 +8,6 @@
  * machine with no working NVML (Jetson) still pays cuInit, the one way left
  * to see its GPUs. */
 #include "cuda_facts.h"
-#include "system.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -290,7 +289,7 @@ static int version_of_file_name(const char *path)
 /* "13.0.96" -> 1300; 0 when it is no version. */
 static int version_code(const char *s)
 {
-	int v = kernels__system_version_parse(s);
+	int v = kernels__version_major_minor(s);
 	return v > 0 ? v : 0;
 }
 

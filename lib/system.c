@@ -39,27 +39,6 @@ static const char *env(const kernels__config *cfg, const char *name)
 
 /* ---- small parsers ---------------------------------------------------- */
 
-int kernels__system_version_parse(const char *s)
-{
-	long major, minor = 0;
-	char *end;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return -1;
-	major = strtol(s, &end, 10);
-	if (*end == '.') {
-		if (!isdigit((unsigned char)end[1]))
-			return -1;
-		minor = strtol(end + 1, &end, 10);
-	}
-	if (major > 100000 || minor > 99)
-		return -1;
-	/* Only a patch level, a local tag or a pre-release may follow. */
-	if (*end && *end != '.' && *end != '+' && *end != '-' && !isalpha((unsigned char)*end))
-		return -1;
-	return (int)(major * 100 + minor);
-}
-
 /* "9.0,8.6" -> {90, 86}, or "gfx90a,gfx942:sramecc+" -> names {"gfx90a",
  * "gfx942"} (archs 0); -1 on a malformed or mixed list. */
 static int parse_gpu_archs(const char *s, int *archs, char names[][32], int max)
@@ -218,19 +197,6 @@ static struct {
 } machine; /* written once, under machine_once; read-only after */
 static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
 
-/* The CUDA row of the backend table (backend.c). CUDA facts are looked up
- * only when a call needs them: never when the backend is forced to cpu. */
-void kernels__cuda_gpus(kernels__gpu_list *out)
-{
-	const kernels__cuda_facts *f = kernels__cuda_facts_get();
-	int i;
-
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < f->gpu_count; i++)
-		snprintf(out->arch[out->count++], sizeof(out->arch[0]), "%d.%d", f->gpu_archs[i] / 10,
-			 f->gpu_archs[i] % 10);
-}
-
 static void detect_machine(void)
 {
 	struct utsname u;
@@ -388,10 +354,10 @@ static int torch_from_version_py(torch_info *t, const char *root)
 	t->version_string = py_string_assignment(text, "__version__");
 	if ((v = py_string_assignment(text, "cuda"))) {
 		t->backend = strdup("cuda");
-		t->backend_version = kernels__system_version_parse(v);
+		t->backend_version = kernels__version_major_minor(v);
 	} else if ((v = py_string_assignment(text, "hip"))) {
 		t->backend = strdup("rocm");
-		t->backend_version = kernels__system_version_parse(v);
+		t->backend_version = kernels__version_major_minor(v);
 	} else if ((v = py_string_assignment(text, "xpu")) && strlen(v) >= 6) {
 		/* torch.version.xpu is e.g. "20250100": kernels reads [0:4].[5]. */
 		t->backend = strdup("xpu");
@@ -427,7 +393,7 @@ static int torch_from_build_version(torch_info *t, const char *root)
 			t->backend_version = (all / 10) * 100 + all % 10;
 		} else if (has_prefix(tag, "rocm")) {
 			t->backend = strdup("rocm");
-			t->backend_version = kernels__system_version_parse(tag + 4);
+			t->backend_version = kernels__version_major_minor(tag + 4);
 		} else if (!strcmp(tag, "cpu")) {
 			t->backend = strdup("cpu");
 		}
@@ -450,7 +416,7 @@ static int torch_at(torch_info *t, const char *root, const char *loaded, const c
 			return 0;
 		}
 	}
-	if ((t->version = kernels__system_version_parse(t->version_string)) <= 0)
+	if ((t->version = kernels__version_major_minor(t->version_string)) <= 0)
 		t->version = 0;
 	if (t->backend_version < 0)
 		t->backend_version = 0;
@@ -828,7 +794,7 @@ static int detect_tvm_ffi(const loaded_libs *l, char **path)
 		text = file ? read_small_file(file) : NULL;
 		free(file);
 		v = text ? py_string_assignment(text, "__version__") : NULL;
-		version = kernels__system_version_parse(v);
+		version = kernels__version_major_minor(v);
 		free(v);
 		free(text);
 	}
@@ -857,7 +823,7 @@ static int env_version(const kernels__config *cfg, const char *name, int *out)
 		*out = 0;
 		return 1;
 	}
-	if ((*out = kernels__system_version_parse(v)) <= 0)
+	if ((*out = kernels__version_major_minor(v)) <= 0)
 		return kernels__error(KERNELS_EINVAL, "%s='%s' is not a version like 2.11; fix or unset it", name, v);
 	return 1;
 }

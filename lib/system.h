@@ -13,7 +13,5 @@ int kernels__system_detect(const kernels__config *cfg, kernels_system **out);
 /* The backend as arch variant names spell it: "cu130", "rocm63", "cpu". */
 void kernels__system_backend_str(const kernels_system *s, char *buf, size_t size);
 
-/* Parses "2.11", "2.11.0+cu130", "12.8" into major*100+minor; -1 if malformed. */
-int kernels__system_version_parse(const char *s);
 
 #endif

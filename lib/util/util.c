@@ -1,6 +1,7 @@
 #include "util.h"
 #include "error.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,4 +185,25 @@ int kernels__strings_pack(char ***v, size_t n)
 	kernels__strings_free(*v, n);
 	*v = packed;
 	return 0;
+}
+
+int kernels__version_major_minor(const char *s)
+{
+	long major, minor = 0;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	major = strtol(s, &end, 10);
+	if (*end == '.') {
+		if (!isdigit((unsigned char)end[1]))
+			return -1;
+		minor = strtol(end + 1, &end, 10);
+	}
+	if (major > 100000 || minor > 99)
+		return -1;
+	/* Only a patch level, a local tag or a pre-release may follow. */
+	if (*end && *end != '.' && *end != '+' && *end != '-' && !isalpha((unsigned char)*end))
+		return -1;
+	return (int)(major * 100 + minor);
 }

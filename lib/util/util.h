@@ -43,6 +43,10 @@ char *kernels__strdup(const char *s);
 /* Whether s[0..n) is n > 0 decimal digits. */
 int kernels__is_digits(const char *s, size_t n);
 
+/* Parses "2.11", "2.11.0+cu130", "12.8" into major*100+minor; -1 if
+ * malformed. Torch, CUDA and ROCm versions alike. */
+int kernels__version_major_minor(const char *s);
+
 /* Length of the longest well-formed UTF-8 prefix of s[0..len): no overlong
  * forms, no surrogates, nothing above U+10FFFF. Equal to len when all of it
  * is valid; otherwise the offset of the first bad sequence. */
