@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 /* ---- parsing ------------------------------------------------------------- */
 
@@ -207,6 +209,7 @@ struct kernels_variant_trace {
 	size_t count;
 	const char *chosen;
 	char *text;
+	char *hint; /* when nothing fits: what would make a variant fit; NULL: nothing we know */
 };
 
 /* The system in the terms the rules use. */
@@ -486,7 +489,147 @@ void kernels_variant_trace_free(kernels_variant_trace *t)
 	}
 	free(t->entries);
 	free(t->text);
+	free(t->hint);
 	free(t);
+}
+
+/* ---- when nothing fits: the nearest fix ------------------------------------ */
+
+/* The first entry (in preference order) that a changed system `s` accepts;
+ * `kinds` is a mask of (1 << kind) to try (0: all). e->archs is NULL after
+ * resolution, so decide() runs the name rules only and sets nothing. */
+static const entry *first_fit(kernels_variant_trace *t, const kernels_system *s, unsigned kinds)
+{
+	sysview v;
+	size_t i;
+
+	make_view(NULL, s, &v);
+	for (i = 0; i < t->count; i++) {
+		entry *e = &t->entries[i];
+		char *reason;
+		if (!e->valid || (kinds && !(kinds & (1u << e->info.kind))))
+			continue;
+		if (!(reason = decide(e, s, &v)))
+			return e;
+		free(reason);
+	}
+	return NULL;
+}
+
+/* The first valid entry of one of `kinds` for this CPU and OS. */
+static const entry *first_of(const kernels_variant_trace *t, const kernels_system *s, unsigned kinds)
+{
+	size_t i;
+
+	for (i = 0; i < t->count; i++) {
+		const entry *e = &t->entries[i];
+		if (e->valid && (kinds & (1u << e->info.kind)) && !strcmp(e->info.cpu, s->cpu ? s->cpu : "") &&
+		    !strcmp(e->info.os, s->os ? s->os : ""))
+			return e;
+	}
+	return NULL;
+}
+
+/* *out: the python3 the torch search asks (the first on PATH), or NULL. */
+static int path_python3(const kernels__config *cfg, char **out)
+{
+	const char *p = cfg ? kernels__config_env(cfg, "PATH") : NULL;
+
+	*out = NULL;
+	while (p && *p) {
+		size_t n = strcspn(p, ":");
+		char *cand = kernels__sprintf("%.*s/python3", (int)n, p);
+		if (!cand)
+			return KERNELS_ENOMEM;
+		if (n && access(cand, X_OK) == 0) {
+			*out = cand;
+			return 0;
+		}
+		free(cand);
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}
+
+/* No GPU, a GPU backend (a CUDA build of torch): a cpu variant would fit. */
+static int hint_cpu(kernels_variant_trace *t, const kernels_system *s, kernels__buf *b)
+{
+	kernels_system cpu = *s;
+	const entry *e;
+
+	if (s->gpu_count > 0 || !s->backend || !strcmp(s->backend, "cpu"))
+		return 0;
+	cpu.backend = "cpu";
+	cpu.backend_version = 0;
+	if (!(e = first_fit(t, &cpu, 0)))
+		return 0;
+	return kernels__buf_printf(b, "\n- this machine has no GPU, and `%s` fits with the cpu backend: pass "
+				    "`--backend cpu` (CLI), set `KERNELS_BACKEND=cpu`, or `backend=\"cpu\"` (Python); "
+				    "in C, kernels_options.system->backend = \"cpu\"", e->name);
+}
+
+/* No torch in this process: torch variants need one found. */
+static int hint_torch(const kernels__config *cfg, const kernels_variant_trace *t, const kernels_system *s,
+		      kernels__buf *b)
+{
+	unsigned kinds = 1u << KERNELS_VARIANT_TORCH | 1u << KERNELS_VARIANT_TORCH_STABLE_ABI;
+	const entry *e = first_of(t, s, kinds);
+	char *py;
+	int rc;
+
+	const char *set = cfg ? kernels__config_env(cfg, "KERNELS_TORCH_VERSION") : NULL;
+
+	if (s->torch_version > 0 || !e)
+		return 0;
+	if ((set && !strcasecmp(set, "none")) || (cfg && cfg->system_override.torch_version < 0))
+		return kernels__buf_printf(b, "\n- torch variants exist (`%s`) but this call is told there is no torch "
+					   "(%s): give the torch version instead (e.g. --torch 2.11), or unset it", e->name,
+					   set ? "KERNELS_TORCH_VERSION=none, or --torch none" :
+					   "kernels_options.system->torch_version < 0");
+	if (!cfg || !cfg->find_torch)
+		return kernels__buf_printf(b, "\n- torch variants exist (`%s`) but this process has no torch loaded and "
+				    "looks for none: set `KERNELS_FIND_TORCH=1` (kernels_options.find_torch) to use the "
+				    "torch of $VIRTUAL_ENV or of python3 on PATH, or name one with `--torch-dir DIR` / "
+				    "`KERNELS_TORCH_DIR` (kernels_options.torch_dir); a program linking libtorch needs "
+				    "neither", e->name);
+	if (path_python3(cfg, &py) < 0)
+		return KERNELS_ENOMEM;
+	rc = kernels__buf_printf(b, "\n- torch variants exist (`%s`) but no torch was found (not in $VIRTUAL_ENV, not "
+			    "imported by %s%s): activate the virtual environment that has torch, or name it with "
+			    "`--torch-dir DIR` / `KERNELS_TORCH_DIR` (DIR: its site-packages/torch)", e->name,
+			    py ? "python3 on PATH, " : "python3 on PATH", py ? py : "");
+	free(py);
+	return rc;
+}
+
+/* No libtvm_ffi in this process: tvm-ffi variants need it loaded. */
+static int hint_tvm_ffi(const kernels_variant_trace *t, const kernels_system *s, kernels__buf *b)
+{
+	const entry *e = first_of(t, s, 1u << KERNELS_VARIANT_TVM_FFI);
+
+	if (s->tvm_ffi_version > 0 || !e)
+		return 0;
+	return kernels__buf_printf(b, "\n- tvm-ffi variants exist (`%s`, for tvm-ffi %d.%d) but this process has no "
+			    "libtvm_ffi loaded: link the program with libtvm_ffi (the apache-tvm-ffi wheel's "
+			    "tvm_ffi/lib/libtvm_ffi.so; see docs/getting-started.md)", e->name,
+			    e->info.framework_major, e->info.framework_minor);
+}
+
+/* t->hint: the changes of the system that would make one of the repo's own
+ * variants fit, tried on them, nearest first. NULL when none would. */
+static int build_hint(const kernels__config *cfg, kernels_variant_trace *t, const kernels_system *s)
+{
+	kernels__buf b = { 0 };
+
+	if (t->chosen)
+		return 0;
+	if (hint_cpu(t, s, &b) < 0 || hint_torch(cfg, t, s, &b) < 0 || hint_tvm_ffi(t, s, &b) < 0 ||
+	    (b.len && !(t->hint = kernels__buf_detach(&b)))) {
+		kernels__buf_free(&b);
+		return kernels__error_oom();
+	}
+	kernels__buf_free(&b);
+	return 0;
 }
 
 int kernels__variant_resolve(const kernels__config *cfg, const char *what,
@@ -551,7 +694,7 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 			     what ? what : "", what ? ": " : "", t->chosen ? t->chosen : "(none)", t->count, rank,
 			     desc);
 	}
-	if ((rc = build_text(t)) < 0) {
+	if ((rc = build_text(t)) < 0 || (rc = build_hint(cfg, t, sys)) < 0) {
 		kernels_variant_trace_free(t);
 		return rc;
 	}
@@ -570,6 +713,10 @@ int kernels__variant_no_match(const kernels_variant_trace *t, const char *what, 
 	if (!t || t->count == 0)
 		return kernels__error(KERNELS_ENOMATCH, "%s has no build variants (no folders under build/); "
 				      "check the repo and revision", what ? what : "the kernel");
+	if (t->hint)
+		return kernels__error(KERNELS_ENOMATCH,
+				      "no build variant of %s fits this system (%s). To make one fit:%s\nVariants:\n%s",
+				      what ? what : "the kernel", desc, t->hint, t->text);
 	return kernels__error(KERNELS_ENOMATCH,
 			      "no build variant of %s fits this system (%s); build one for it or pick another "
 			      "revision. Variants:\n%s", what ? what : "the kernel", desc, t->text);
@@ -689,6 +836,11 @@ int kernels_variant_trace_rank_at(const kernels_variant_trace *t, size_t i)
 const char *kernels_variant_trace_chosen(const kernels_variant_trace *t)
 {
 	return t ? t->chosen : NULL;
+}
+
+const char *kernels_variant_trace_hint(const kernels_variant_trace *t)
+{
+	return t ? t->hint : NULL;
 }
 
 const char *kernels_variant_trace_string(const kernels_variant_trace *t)

@@ -176,10 +176,11 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 							     cli_jstr(kernels_variant_trace_reason_at(t, i)), "chosen",
 							     is_chosen));
 		}
-		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
+		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
 					      "commit", kernels_revision_commit(r), "ref",
 					      cli_jstr(kernels_revision_ref(r)), "system", sys, "torch",
-					      torch_json(detected), "chosen", cli_jstr(chosen), "variants", arr));
+					      torch_json(detected), "chosen", cli_jstr(chosen), "hint",
+					      cli_jstr(kernels_variant_trace_hint(t)), "variants", arr));
 	} else {
 		printf("repo:     %s\nrevision: %s (commit %s)\nsystem:   %s\n", repo, rev, kernels_revision_commit(r),
 		       sys);
@@ -199,8 +200,9 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	}
 	if (!chosen && rc == CLI_OK) {
 		if (!ctx->quiet)
-			fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)\n", repo, rev,
-				sys);
+			fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)%s%s\n", repo,
+				rev, sys, kernels_variant_trace_hint(t) ? ". To make one fit:" : "",
+				kernels_variant_trace_hint(t) ? kernels_variant_trace_hint(t) : "");
 		rc = CLI_ERROR;
 	}
 	free(sys);

@@ -136,6 +136,18 @@ KERNELS_EXTERN(int) kernels_variant_trace_rank_at(const kernels_variant_trace *t
 KERNELS_EXTERN(const char *) kernels_variant_trace_chosen(const kernels_variant_trace *trace);
 /** The whole trace, one line per variant, as the Python client prints it. */
 KERNELS_EXTERN(const char *) kernels_variant_trace_string(const kernels_variant_trace *trace);
+/**
+ * When no variant fits (kernels_variant_trace_chosen() is NULL): the
+ * nearest changes of the system that would make one of the listed variants
+ * fit, computed from those variants and the system the trace was resolved
+ * for, one per line, each starting "\n- " (no GPU and a cpu variant: the
+ * cpu backend; torch variants and no torch: KERNELS_FIND_TORCH=1 or a
+ * torch folder; tvm-ffi variants and no libtvm_ffi: link it). The same
+ * text is in the KERNELS_ENOMATCH message of kernels_get() and friends.
+ * Owned by the trace; NULL when a variant fits or no such change is known.
+ * Thread-safe for concurrent readers of one trace. Since 1.0.
+ */
+KERNELS_EXTERN(const char *) kernels_variant_trace_hint(const kernels_variant_trace *trace);
 /** Frees a trace; NULL is fine. */
 KERNELS_EXTERN(void) kernels_variant_trace_free(kernels_variant_trace *trace);
 
