@@ -360,6 +360,67 @@ static void test_detected_system(void **state)
 	kernels_variant_trace_free(t);
 }
 
+/* No variant fits: the hint names the nearest change of the system that
+ * makes one of the repo's own variants fit, and nothing when one fits. */
+static void test_no_match_hint(void **state)
+{
+	const char *cuda_cpu[] = { "torch211-cxx11-cu130-x86_64-linux", "torch211-cxx11-cpu-x86_64-linux" };
+	const char *plain[] = { "torch211-cxx11-cpu-x86_64-linux", "tvm-ffi01-cpu-x86_64-linux" };
+	kernels_system sys = { 0 };
+	kernels_variant_trace *t;
+	kernels_options o;
+	const char *h;
+	(void)state;
+
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.find_torch = 0;
+	/* a CUDA 12.8 torch on a machine with no GPU */
+	sys.torch_version = 211;
+	sys.torch_cxx11_abi = 1;
+	sys.backend = "cuda";
+	sys.backend_version = 1208;
+	sys.cpu = "x86_64";
+	sys.os = "linux";
+	assert_int_equal(kernels_variant_resolve(&t, cuda_cpu, 2, &sys, &o), 0);
+	assert_null(kernels_variant_trace_chosen(t));
+	assert_non_null(h = kernels_variant_trace_hint(t));
+	assert_non_null(strstr(h, "no GPU, and `torch211-cxx11-cpu-x86_64-linux` fits with the cpu backend"));
+	assert_non_null(strstr(h, "`--backend cpu`"));
+	assert_non_null(strstr(h, "`KERNELS_BACKEND=cpu`"));
+	assert_non_null(strstr(h, "`backend=\"cpu\"`"));
+	assert_null(strstr(h, "torch variants exist")); /* torch is there */
+	kernels_variant_trace_free(t);
+	/* with a GPU the cpu backend is no fix of ours to offer */
+	sys.gpu_count = 1;
+	sys.gpu_archs[0] = 90;
+	assert_int_equal(kernels_variant_resolve(&t, cuda_cpu, 2, &sys, &o), 0);
+	assert_null(kernels_variant_trace_hint(t));
+	kernels_variant_trace_free(t);
+
+	/* a plain C program: no torch, no libtvm_ffi, cpu */
+	memset(&sys, 0, sizeof(sys));
+	sys.torch_version = -1;
+	sys.tvm_ffi_version = -1;
+	sys.backend = "cpu";
+	sys.cpu = "x86_64";
+	sys.os = "linux";
+	assert_int_equal(kernels_variant_resolve(&t, plain, 2, &sys, &o), 0);
+	assert_non_null(h = kernels_variant_trace_hint(t));
+	assert_non_null(strstr(h, "torch variants exist (`torch211-cxx11-cpu-x86_64-linux`)"));
+	assert_non_null(strstr(h, "`KERNELS_FIND_TORCH=1`"));
+	assert_non_null(strstr(h, "`--torch-dir DIR`"));
+	assert_non_null(strstr(h, "tvm-ffi variants exist (`tvm-ffi01-cpu-x86_64-linux`, for tvm-ffi 0.1)"));
+	assert_non_null(strstr(h, "link the program with libtvm_ffi"));
+	kernels_variant_trace_free(t);
+	/* with libtvm_ffi 0.1 loaded, it fits: no hint */
+	sys.tvm_ffi_version = 1;
+	assert_int_equal(kernels_variant_resolve(&t, plain, 2, &sys, &o), 0);
+	assert_string_equal(kernels_variant_trace_chosen(t), "tvm-ffi01-cpu-x86_64-linux");
+	assert_null(kernels_variant_trace_hint(t));
+	kernels_variant_trace_free(t);
+	assert_null(kernels_variant_trace_hint(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_trace_api),
 		cmocka_unit_test(test_detected_system),
+		cmocka_unit_test(test_no_match_hint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
