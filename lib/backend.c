@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "cuda_facts.h"
 #include "util.h"
+#include "error.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -270,6 +271,62 @@ const kernels__backend *kernels__backend_find(const char *name)
 		if (!strcmp(rows[i].name, name))
 			return &rows[i];
 	return NULL;
+}
+
+/* Edit distance of two short names, a swap of neighbours counting as one
+ * edit ("cup" is one from "cpu", two from "cuda"); 9 for long ones. */
+static size_t name_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, d[16][16];
+
+	if (la > 14 || lb > 14)
+		return 9;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+int kernels__backend_check(const char *name, const char *from, const char *then)
+{
+	kernels__buf list = { 0 };
+	const char *near = NULL;
+	size_t i, best = 3;
+	int rc;
+
+	if (kernels__backend_find(name))
+		return 0;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		size_t d = !strcasecmp(rows[i].name, name) ? 0 : name_distance(name, rows[i].name);
+		if (d < best && 2 * d < strlen(rows[i].name)) {
+			best = d;
+			near = rows[i].name;
+		}
+		if (kernels__buf_printf(&list, "%s%s", i ? ", " : "", rows[i].name) < 0) {
+			kernels__buf_free(&list);
+			return KERNELS_ENOMEM;
+		}
+	}
+	if (near)
+		rc = kernels__error(KERNELS_EINVAL, "%s is '%.40s', not a backend: did you mean '%s'? (backends: %s)%s",
+				    from, name, near, list.ptr, then);
+	else
+		rc = kernels__error(KERNELS_EINVAL, "%s is '%.40s', not a backend; use one of: %s%s", from, name,
+				    list.ptr, then);
+	kernels__buf_free(&list);
+	return rc;
 }
 
 const kernels__backend *kernels__backend_by_prefix(const char *s)

@@ -31,6 +31,12 @@ typedef struct kernels__backend {
 
 /* The row of backend `name` ("cuda"), or NULL. */
 const kernels__backend *kernels__backend_find(const char *name);
+/* 0 when `name` is a backend of the table; else KERNELS_EINVAL (`then`
+ * ends its message) naming
+ * `from` (where the name came from: "KERNELS_BACKEND"), the nearest backend
+ * ("CUDA" -> cuda, "cup" -> cpu) and every backend: guessing would resolve
+ * for a backend no build has, so an unknown one is an error. */
+int kernels__backend_check(const char *name, const char *from, const char *then);
 /* The row whose variant prefix starts `s` ("cu130", "rocm63", "cpu"); NULL when none. */
 const kernels__backend *kernels__backend_by_prefix(const char *s);
 #ifdef KERNELS_TESTING

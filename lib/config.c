@@ -256,8 +256,8 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 
 #define DEFAULT_ENDPOINT "https://huggingface.co"
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
-#define DEFAULT_TIMEOUT_S 10
-#define DEFAULT_DEADLINE_MS 10000L
+#define DEFAULT_TIMEOUT_S (KERNELS_DEFAULT_TIMEOUT_MS / 1000)
+#define DEFAULT_DEADLINE_MS ((long)KERNELS_DEFAULT_DEADLINE_MS)
 #define DEFAULT_STALL_BUDGET_MS 30000L
 #define ENDPOINTS_MAX 16
 
@@ -343,18 +343,55 @@ int kernels__device_parse(const char *s, const char *what)
 	return (int)v;
 }
 
+/* A warning about a setting, before the configuration (and its log sink
+ * and threshold) exists: to the caller's log callback, else stderr. */
+static void warn_setting(const kernels_options *opts, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_setting(const kernels_options *opts, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (opts && opts->log_cb)
+		opts->log_cb(KERNELS_LOG_WARNING, msg, opts->log_payload);
+	else
+		fprintf(stderr, "libkernels: warning: %s\n", msg);
+}
+
+/* 1, 0, or -1 when `v` is none of huggingface_hub's true words and no
+ * usual false word either. */
+static int bool_word(const char *v)
+{
+	static const char *const yes[] = { "1", "on", "yes", "true" }, *const no[] = { "0", "off", "no", "false" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(v, yes[i]))
+			return 1;
+		if (!strcasecmp(v, no[i]))
+			return 0;
+	}
+	return -1;
+}
+
 int kernels__env_true(const char *name)
 {
 	const char *v = getenv(name);
-	static const char *const yes[] = { "1", "on", "yes", "true" };
-	size_t i;
+	return v && bool_word(v) == 1;
+}
 
-	if (!v)
-		return 0;
-	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
-		if (!strcasecmp(v, yes[i]))
-			return 1;
-	return 0;
+/* A yes/no variable as huggingface_hub reads it (anything but a true word
+ * is off), with a warning for a value that is neither. */
+static int env_bool(const kernels_options *opts, const char *name)
+{
+	const char *v = getenv(name);
+	int b = v && *v ? bool_word(v) : 0;
+
+	if (b < 0)
+		warn_setting(opts, "%s='%.40s' is not 1/0, true/false, yes/no or on/off; read as off", name, v);
+	return b == 1;
 }
 
 static const char *env_nonempty(const char *name)
@@ -533,22 +570,16 @@ static long env_seconds(const kernels_options *opts, const char *name, long dflt
 	errno = 0;
 	s = strtol(v, &end, 10);
 	if (errno || *end || s < 0 || s > 24 * 3600) {
-		if (opts && opts->log_cb) {
-			char msg[256];
-			snprintf(msg, sizeof(msg), "%s='%.40s' is not a number of seconds; using %ld", name, v, dflt);
-			opts->log_cb(KERNELS_LOG_WARNING, msg, opts->log_payload);
-		} else {
-			fprintf(stderr, "libkernels: warning: %s='%.40s' is not a number of seconds; using %ld\n",
-				name, v, dflt);
-		}
+		warn_setting(opts, "%s='%.40s' is not a number of seconds (0 to 86400; 0: the default); using %ld",
+			     name, v, dflt);
 		return dflt;
 	}
 	return s ? s : dflt;
 }
 
 /* A budget in ms: the option, else the variable, else `dflt`; negative:
- * none (-1). */
-static long ms_from(long option, const char *name, long dflt)
+ * none (-1). A variable that is no whole number is warned about. */
+static long ms_from(const kernels_options *opts, long option, const char *name, long dflt)
 {
 	const char *v;
 	char *end;
@@ -557,18 +588,21 @@ static long ms_from(long option, const char *name, long dflt)
 	if (option)
 		return option < 0 ? -1 : option;
 	v = getenv(name);
-	if (v && *v) {
-		errno = 0;
-		ms = strtol(v, &end, 10);
-		if (!errno && !*end)
-			return ms < 0 ? -1 : ms ? ms : dflt;
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	ms = strtol(v, &end, 10);
+	if (errno || *end) {
+		warn_setting(opts, "%s='%.40s' is not a whole number of milliseconds (0: the default, negative: none); "
+			     "using %ld", name, v, dflt);
+		return dflt;
 	}
-	return dflt;
+	return ms < 0 ? -1 : ms ? ms : dflt;
 }
 
 static long deadline_from(const kernels_options *opts)
 {
-	return ms_from(opts->deadline_ms, "KERNELS_DEADLINE_MS", DEFAULT_DEADLINE_MS);
+	return ms_from(opts, opts->deadline_ms, "KERNELS_DEADLINE_MS", DEFAULT_DEADLINE_MS);
 }
 
 static void endpoints_free(char **v)
@@ -677,6 +711,8 @@ static int log_setup(kernels__config *cfg, const kernels_options *opts)
 					      "\"info\" or \"debug\" (or NULL for $KERNELS_LOG)", opts->log_level);
 	} else if ((cfg->log_level = log_level_parse(env)) < 0) {
 		cfg->log_level = KERNELS_LOG_WARNING;
+		if (env && *env)
+			warn_setting(opts, "KERNELS_LOG='%.40s' is not error, warn, info or debug; showing warnings", env);
 	}
 	if (!(cfg->log_seen = calloc(1, sizeof(*cfg->log_seen))))
 		return kernels__error_oom();
@@ -787,7 +823,7 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 {
 	kernels_options full;
 	kernels_system system;
-	int rc;
+	int rc, no_telemetry;
 
 	memset(cfg, 0, sizeof(*cfg));
 	if ((rc = kernels__options_full(&full, &system, opts)) < 0)
@@ -796,22 +832,25 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	if (opts->system)
 		cfg->system_override = *opts->system;
 
-	cfg->offline = opts->offline == KERNELS_FROM_ENV ? kernels__env_true("HF_HUB_OFFLINE") : !!opts->offline;
-	/* as huggingface_hub: any of the three turns telemetry off */
-	cfg->telemetry = !kernels__env_true("HF_HUB_DISABLE_TELEMETRY") && !kernels__env_true("DISABLE_TELEMETRY") &&
-			 !kernels__env_true("DO_NOT_TRACK");
-	cfg->skip_arch_check = opts->skip_arch_check ? 1 : kernels__env_true("KERNELS_SKIP_ARCH_CHECK");
+	cfg->offline = opts->offline == KERNELS_FROM_ENV ? env_bool(opts, "HF_HUB_OFFLINE") : !!opts->offline;
+	/* as huggingface_hub: any of the three turns telemetry off (each read,
+	 * so each bad value is warned about) */
+	no_telemetry = env_bool(opts, "HF_HUB_DISABLE_TELEMETRY");
+	no_telemetry += env_bool(opts, "DISABLE_TELEMETRY");
+	no_telemetry += env_bool(opts, "DO_NOT_TRACK");
+	cfg->telemetry = !no_telemetry;
+	cfg->skip_arch_check = opts->skip_arch_check ? 1 : env_bool(opts, "KERNELS_SKIP_ARCH_CHECK");
 	cfg->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
 			  : 1000 * env_seconds(opts, "HF_HUB_ETAG_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->download_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
 				   : 1000 * env_seconds(opts, "HF_HUB_DOWNLOAD_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->deadline_ms = deadline_from(opts);
-	cfg->stall_budget_ms = ms_from(opts->stall_budget_ms, "KERNELS_STALL_BUDGET_MS", DEFAULT_STALL_BUDGET_MS);
+	cfg->stall_budget_ms = ms_from(opts, opts->stall_budget_ms, "KERNELS_STALL_BUDGET_MS", DEFAULT_STALL_BUDGET_MS);
 	kernels__config_deadline_restart(cfg);
-	cfg->max_retries = opts->max_retries >= 0 ? opts->max_retries : 5;
-	cfg->max_parallel = opts->max_parallel > 0 ? opts->max_parallel : 8;
+	cfg->max_retries = opts->max_retries >= 0 ? opts->max_retries : KERNELS_DEFAULT_MAX_RETRIES;
+	cfg->max_parallel = opts->max_parallel > 0 ? opts->max_parallel : KERNELS_DEFAULT_MAX_PARALLEL;
 	cfg->trust_remote_code = opts->trust_remote_code;
-	cfg->find_torch = opts->find_torch == KERNELS_FROM_ENV ? kernels__env_true("KERNELS_FIND_TORCH") :
+	cfg->find_torch = opts->find_torch == KERNELS_FROM_ENV ? env_bool(opts, "KERNELS_FIND_TORCH") :
 			  !!opts->find_torch;
 	cfg->log_cb = opts->log_cb;
 	cfg->log_payload = opts->log_payload;

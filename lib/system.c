@@ -922,6 +922,11 @@ static int chain_backend(const kernels__config *cfg, kernels_system *s, const ke
 	int v = 0, rc;
 
 	*forced_cpu = 0;
+	if (ov->backend && !ov->no_gpu && (rc = kernels__backend_check(ov->backend, "kernels_options.system->backend",
+											      "")) < 0)
+		return rc;
+	if (!ov->backend && !ov->no_gpu && eb && (rc = kernels__backend_check(eb, "KERNELS_BACKEND", "; fix or unset it")) < 0)
+		return rc;
 	if (ov->no_gpu || (ov->backend && !strcmp(ov->backend, "cpu"))) {
 		*forced_cpu = 1;
 		set_backend(s, "cpu", 0, "options");

@@ -153,6 +153,75 @@ static void test_switches(void **state)
 	kernels__config_free(&cfg);
 }
 
+static char seen[2048];
+
+static void keep_warnings(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	if (level == KERNELS_LOG_WARNING && strlen(seen) + strlen(msg) + 2 < sizeof(seen)) {
+		strcat(seen, msg);
+		strcat(seen, "\n");
+	}
+}
+
+/* A value that does not parse is named with what is accepted, and the
+ * default it falls back to; an unknown backend is an error. */
+static void test_bad_values_named(void **state)
+{
+	kernels__config cfg;
+	kernels_options opts;
+	kernels_system *sys = NULL;
+	(void)state;
+
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.log_cb = keep_warnings;
+	seen[0] = '\0';
+	setenv("KERNELS_DEADLINE_MS", "abc", 1);
+	setenv("HF_HUB_OFFLINE", "ture", 1);
+	setenv("KERNELS_LOG", "loud", 1);
+	setenv("HF_HUB_ETAG_TIMEOUT", "ten", 1);
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_int_equal(cfg.deadline_ms, KERNELS_DEFAULT_DEADLINE_MS);
+	assert_int_equal(cfg.timeout_ms, KERNELS_DEFAULT_TIMEOUT_MS);
+	assert_int_equal(cfg.offline, 0);
+	kernels__config_free(&cfg);
+	assert_non_null(strstr(seen, "KERNELS_DEADLINE_MS='abc' is not a whole number of milliseconds (0: the default, "
+				     "negative: none); using 10000"));
+	assert_non_null(strstr(seen, "HF_HUB_OFFLINE='ture' is not 1/0, true/false, yes/no or on/off; read as off"));
+	assert_non_null(strstr(seen, "KERNELS_LOG='loud' is not error, warn, info or debug"));
+	assert_non_null(strstr(seen, "HF_HUB_ETAG_TIMEOUT='ten' is not a number of seconds"));
+	unsetenv("KERNELS_DEADLINE_MS");
+	unsetenv("KERNELS_LOG");
+	unsetenv("HF_HUB_ETAG_TIMEOUT");
+	/* the usual false words are not warned about */
+	seen[0] = '\0';
+	setenv("HF_HUB_OFFLINE", "no", 1);
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	kernels__config_free(&cfg);
+	assert_string_equal(seen, "");
+	unsetenv("HF_HUB_OFFLINE");
+
+	setenv("KERNELS_BACKEND", "cup", 1);
+	assert_int_equal(kernels_system_detect(&sys, &opts), KERNELS_EINVAL);
+	assert_null(sys);
+	assert_string_equal(kernels_error_last(), "KERNELS_BACKEND is 'cup', not a backend: did you mean 'cpu'? "
+			    "(backends: cuda, rocm, xpu, cann, cpu, metal, neuron, tpu); fix or unset it");
+	setenv("KERNELS_BACKEND", "CUDA", 1);
+	assert_int_equal(kernels_system_detect(&sys, &opts), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "did you mean 'cuda'?"));
+	setenv("KERNELS_BACKEND", "mps", 1);
+	assert_int_equal(kernels_system_detect(&sys, &opts), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "not a backend; use one of: cuda, rocm"));
+	unsetenv("KERNELS_BACKEND");
+	{
+		kernels_system ov = { 0 };
+		ov.backend = "foo";
+		opts.system = &ov;
+		assert_int_equal(kernels_system_detect(&sys, &opts), KERNELS_EINVAL);
+		assert_non_null(strstr(kernels_error_last(), "kernels_options.system->backend is 'foo', not a backend"));
+	}
+}
+
 static void test_public_cache_path(void **state)
 {
 	char *dir = test_mkdtemp("cachepath"), *p = NULL, *model;
@@ -317,6 +386,7 @@ int main(void)
 		cmocka_unit_test_setup(test_endpoint, clean_env),
 		cmocka_unit_test_setup(test_token_sources, clean_env),
 		cmocka_unit_test_setup(test_switches, clean_env),
+		cmocka_unit_test_setup(test_bad_values_named, clean_env),
 		cmocka_unit_test_setup(test_public_cache_path, clean_env),
 		cmocka_unit_test_setup(test_options_version_checked, clean_env),
 		cmocka_unit_test_setup(test_options_static_initialiser_and_every_version, clean_env),

@@ -29,6 +29,17 @@ extern "C" {
 
 #define KERNELS_OPTIONS_VERSION 2
 
+/**
+ * The defaults a 0 (or negative) field of kernels_options stands for when
+ * the environment names none, so tools can show the true values (since 1.0):
+ * timeout_ms (huggingface_hub's 10 s for both kinds of request),
+ * max_retries, max_parallel and deadline_ms.
+ */
+#define KERNELS_DEFAULT_TIMEOUT_MS 10000
+#define KERNELS_DEFAULT_MAX_RETRIES 5
+#define KERNELS_DEFAULT_MAX_PARALLEL 8
+#define KERNELS_DEFAULT_DEADLINE_MS 10000
+
 /** Tri-state switches: follow the environment, or force off/on. */
 #define KERNELS_FROM_ENV (-1)
 
