@@ -7,6 +7,9 @@
 /* The command's name: not "kernels", which is the Python package's command
  * (both are often installed on one machine). */
 #define CLI_NAME "libkernels"
+/* A number macro as a string literal, for help texts that show the library's defaults. */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
 
 #include <stdio.h>
 #include <jansson.h>
@@ -67,6 +70,9 @@ void cli_global_help(FILE *out);
 extern const cli_opt cli_global_opts[];
 /* Index of option `name` in cmd->opts: ctx->val[cli_opt_index(...)]. */
 const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *name);
+/* The name of `names` (NULL-terminated) or of `opts` nearest to s[0..len):
+ * equal but for case, or at most 2 edits away; NULL when none is near. */
+const char *cli_nearest(const char *s, size_t len, const char *const *names, const cli_opt *opts);
 int cli_usage_error(const cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A library failure: the message to stderr (and a JSON error object on

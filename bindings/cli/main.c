@@ -267,6 +267,48 @@ static int bundle_subcommand(int argc, char **argv, int at, int *at2)
 	return 0;
 }
 
+/* An unknown command, with the nearest one when there is one. */
+static int unknown_command(const char *name)
+{
+	const char *names[NCOMMANDS + 3];
+	const char *near;
+	size_t k, n = 0;
+
+	for (k = 0; k < NCOMMANDS; k++)
+		if (!strchr(commands[k].name, ' '))
+			names[n++] = commands[k].name;
+	names[n++] = "cache";
+	names[n] = NULL;
+	if ((near = cli_nearest(name, strlen(name), names, NULL)))
+		fprintf(stderr, CLI_NAME ": unknown command '%s': did you mean '%s'? run '" CLI_NAME " --help'\n", name,
+			near);
+	else
+		fprintf(stderr, CLI_NAME ": unknown command '%s'; run '" CLI_NAME " --help'\n", name);
+	return CLI_USAGE;
+}
+
+/* An option before the command that no command knows (a misspelled
+ * global one would swallow the command): named, with the nearest option. */
+static int unknown_early_option(const char *arg)
+{
+	size_t len = strcspn(arg + 2, "="), k;
+	const char *near;
+	int idx;
+
+	if (strncmp(arg, "--", 2) || !arg[2])
+		return -1;
+	for (idx = 0; cli_global_opts[idx].name; idx++)
+		if (strlen(cli_global_opts[idx].name) == len && !strncmp(cli_global_opts[idx].name, arg + 2, len))
+			return -1;
+	for (k = 0; k < NCOMMANDS; k++)
+		for (idx = 0; commands[k].opts && commands[k].opts[idx].name; idx++)
+			if (strlen(commands[k].opts[idx].name) == len && !strncmp(commands[k].opts[idx].name, arg + 2, len))
+				return -1;
+	if ((near = cli_nearest(arg + 2, len, NULL, cli_global_opts)))
+		return cli_usage_error(NULL, "unknown option '%.*s': did you mean --%s?", (int)len + 2, arg, near);
+	return cli_usage_error(NULL, "unknown option '%.*s'", (int)len + 2, arg);
+}
+
 int main(int argc, char **argv)
 {
 	static cli_ctx ctx;
@@ -282,6 +324,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V"))
 			argv[i] = "version";
 		if (argv[i][0] == '-') {
+			if ((rc = unknown_early_option(argv[i])) >= 0)
+				return rc;
 			i += global_takes_value(argv[i]);
 			continue;
 		}
@@ -301,10 +345,8 @@ int main(int argc, char **argv)
 		for (k = 0; k < NCOMMANDS; k++)
 			if (!strcmp(commands[k].name, argv[at]))
 				cmd = &commands[k];
-		if (!cmd) {
-			fprintf(stderr, CLI_NAME ": unknown command '%s'; run '" CLI_NAME " --help'\n", argv[at]);
-			return CLI_USAGE;
-		}
+		if (!cmd)
+			return unknown_command(argv[at]);
 	}
 
 	if (!(rest = calloc((size_t)argc, sizeof(*rest))))

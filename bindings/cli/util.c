@@ -2,6 +2,7 @@
 
 #include "cli.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -23,9 +24,10 @@ const cli_opt cli_global_opts[] = {
 	{ "trust-remote-code", 0, NULL, "load kernels whose publisher the Hub does not mark as trusted" },
 	{ "trusted-orgs", 0, "ORGS", "comma-separated organisations or repo ids to trust without asking the Hub" },
 	{ "require-signature", 0, NULL, "get, load, download: refuse variants without a valid sigstore signature" },
-	{ "timeout", 0, "MS", "per-request connect/stall timeout in milliseconds (default 30000)" },
-	{ "retries", 0, "N", "retries on connection errors, 5xx and 429 (default 5)" },
-	{ "max-parallel", 0, "N", "concurrent transfers (default 8)" },
+	{ "timeout", 0, "MS", "per-request connect/stall timeout in ms (default: $HF_HUB_*_TIMEOUT s, else "
+	  CLI_STR(KERNELS_DEFAULT_TIMEOUT_MS) ")" },
+	{ "retries", 0, "N", "retries on connection errors, 5xx and 429 (default " CLI_STR(KERNELS_DEFAULT_MAX_RETRIES) ")" },
+	{ "max-parallel", 0, "N", "concurrent transfers (default " CLI_STR(KERNELS_DEFAULT_MAX_PARALLEL) ")" },
 	{ "backend", 0, "NAME", "resolve variants for this backend: cpu, cuda, rocm, xpu, metal, ..." },
 	{ "backend-version", 0, "X.Y", "the backend's version, e.g. 12.8 for CUDA" },
 	{ "torch", 0, "VERSION", "resolve for this torch version (\"2.11\"), or \"none\"" },
@@ -54,6 +56,135 @@ static const char *const global_env[][2] = {
 	{ "tvm-ffi", "KERNELS_TVM_FFI_VERSION" }, { "gpu-archs", "KERNELS_GPU_ARCHS" },
 };
 
+/* The backends the library knows (lib/backend.c's table; a test holds the
+ * two lists equal through the messages naming them). */
+static const char *const backends[] = { "cuda", "rocm", "xpu", "cann", "cpu", "metal", "neuron", "tpu", NULL };
+
+/* Edit distance of a and b, a swap of two neighbours counting as one edit
+ * ("cup" is one from "cpu"), capped at 9 (all a suggestion needs). */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, d[32][32];
+
+	if (la > 30 || lb > 30)
+		return 9;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb] > 9 ? 9 : d[la][lb];
+}
+
+/* The name of `names` (or of the options `opts`) nearest to `s`
+ * (case-insensitively equal, or at most 2 edits and fewer than half its
+ * length); NULL when none is near. */
+const char *cli_nearest(const char *s, size_t len, const char *const *names, const cli_opt *opts)
+{
+	const char *best = NULL;
+	size_t bd = 3, i;
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)(len < 63 ? len : 63), s);
+	for (i = 0; names ? names[i] != NULL : opts && opts[i].name != NULL; i++) {
+		const char *n = names ? names[i] : opts[i].name;
+		size_t d = !strcasecmp(n, buf) ? 0 : distance(buf, n);
+		if (d < bd && 2 * d < strlen(n)) {
+			bd = d;
+			best = n;
+		}
+	}
+	return best;
+}
+
+/* "2.11", "0.1", "2.11.0+cu130" (as the library reads KERNELS_TORCH_VERSION)
+ * or "none". */
+static int version_ok(const char *s)
+{
+	const char *p = s;
+
+	if (!strcasecmp(s, "none"))
+		return 1;
+	if (!isdigit((unsigned char)*p))
+		return 0;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.') {
+		if (!isdigit((unsigned char)p[1]) || strspn(p + 1, "0123456789") > 2)
+			return 0;
+		p += 1 + strspn(p + 1, "0123456789");
+	}
+	return p - s < 12 && (!*p || *p == '.' || *p == '+' || *p == '-' || isalpha((unsigned char)*p));
+}
+
+/* "none", compute capabilities "9.0,8.6" or ROCm archs "gfx90a,gfx942[:features]", not mixed, at most
+ * KERNELS_MAX_GPUS (as the library reads KERNELS_GPU_ARCHS). */
+static int archs_ok(const char *s)
+{
+	int n = 0, gfx = -1;
+
+	if (!strcasecmp(s, "none"))
+		return 1;
+	while (*s) {
+		size_t len = strcspn(s, ", ");
+		int is_gfx = !strncmp(s, "gfx", 3);
+		if (n++ == KERNELS_MAX_GPUS || (gfx >= 0 && gfx != is_gfx))
+			return 0;
+		gfx = is_gfx;
+		if (is_gfx ? strcspn(s, ", :") < 4 || strcspn(s, ", :") >= 32
+			   : !(isdigit((unsigned char)s[0]) && strspn(s, "0123456789") <= 2 && s[strspn(s, "0123456789")] == '.' &&
+			       isdigit((unsigned char)s[strspn(s, "0123456789") + 1]) && strspn(s, "0123456789") + 2 == len))
+			return 0;
+		s += len;
+		s += strspn(s, ", ");
+	}
+	return n > 0;
+}
+
+/* A system flag's value checked here, so a bad one is named as the flag (the
+ * library would name the variable it is passed through). */
+static int check_system_flag(const cli_command *cmd, const char *name, const char *value)
+{
+	if (!*value)
+		return cli_usage_error(cmd, "--%s wants a value", name);
+	if ((!strcmp(name, "torch") || !strcmp(name, "tvm-ffi")) && !version_ok(value))
+		return cli_usage_error(cmd, "--%s '%s' is not a version like %s, or none", name, value,
+				       name[0] == 't' && name[1] == 'o' ? "2.11" : "0.1");
+	if (!strcmp(name, "cxx11-abi") && strcmp(value, "0") && strcmp(value, "1"))
+		return cli_usage_error(cmd, "--cxx11-abi '%s' must be 0 or 1", value);
+	if (!strcmp(name, "gpu-archs") && !archs_ok(value))
+		return cli_usage_error(cmd, "--gpu-archs '%s' is not a list like 9.0,8.6 or gfx90a,gfx942 (at most %d, "
+				       "not mixed), or none", value, KERNELS_MAX_GPUS);
+	return -1;
+}
+
+static int check_backend(const cli_command *cmd, const char *value)
+{
+	const char *near;
+	size_t i;
+
+	if (!*value)
+		return cli_usage_error(cmd, "--backend wants a name (cpu, cuda, rocm, ...)");
+	for (i = 0; backends[i]; i++)
+		if (!strcmp(backends[i], value))
+			return -1;
+	if ((near = cli_nearest(value, strlen(value), backends, NULL)))
+		return cli_usage_error(cmd, "--backend '%s' is not a backend: did you mean '%s'? (backends: cuda, rocm, "
+				       "xpu, cann, cpu, metal, neuron, tpu)", value, near);
+	return cli_usage_error(cmd, "--backend '%s' is not a backend; use one of: cuda, rocm, xpu, cann, cpu, metal, "
+			       "neuron, tpu", value);
+}
+
 static int parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;
@@ -71,6 +202,7 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 {
 	long n;
 	size_t i;
+	int rc;
 
 	if (!strcmp(name, "endpoint"))
 		ctx->opts.endpoint = value;
@@ -93,8 +225,8 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 	else if (!strcmp(name, "skip-arch-check"))
 		ctx->opts.skip_arch_check = 1;
 	else if (!strcmp(name, "backend")) {
-		if (!*value)
-			return cli_usage_error(cmd, "--backend wants a name (cpu, cuda, rocm, ...)");
+		if ((rc = check_backend(cmd, value)) >= 0)
+			return rc;
 		ctx->sys.backend = value;
 		ctx->opts.system = &ctx->sys;
 	} else if (!strcmp(name, "backend-version"))
@@ -126,8 +258,8 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 	else {
 		for (i = 0; i < sizeof(global_env) / sizeof(global_env[0]); i++)
 			if (!strcmp(name, global_env[i][0])) {
-				if (!*value)
-					return cli_usage_error(cmd, "--%s wants a value", name);
+				if ((rc = check_system_flag(cmd, name, value)) >= 0)
+					return rc;
 				setenv(global_env[i][1], value, 1);
 				return -1;
 			}
@@ -307,6 +439,36 @@ static void set_log_level(cli_ctx *ctx)
 		ctx->log_level = ctx->verbose > 1 ? KERNELS_LOG_DEBUG : KERNELS_LOG_INFO;
 }
 
+/* --device names a GPU this machine has (the library would only reject
+ * the builds it checks archs for, and choose another). */
+static int check_device(cli_ctx *ctx, const cli_command *cmd)
+{
+	const char *v = ctx->opts.device, *digits;
+	kernels_system *s = NULL;
+	char *end;
+	long dev;
+	int rc = -1;
+
+	if (!v)
+		return -1;
+	digits = strchr(v, ':') ? strchr(v, ':') + 1 : v;
+	dev = strtol(digits, &end, 10);
+	if (!*digits || *end || dev < 0 || dev >= KERNELS_MAX_GPUS)
+		return cli_usage_error(cmd, "--device '%s' is not a GPU index such as 0 or cuda:1", v);
+	if (kernels_system_detect(&s, &ctx->opts) < 0) {
+		kernels_error_clear(); /* the command itself reports what is wrong */
+		return -1;
+	}
+	if (s->gpu_count > 0 && dev >= s->gpu_count)
+		rc = cli_usage_error(cmd, "--device %s: this machine has %d GPU%s; give an index from 0 to %d", v,
+				     s->gpu_count, s->gpu_count == 1 ? "" : "s", s->gpu_count - 1);
+	else if (s->gpu_count <= 0 && s->backend && strcmp(s->backend, "cpu"))
+		rc = cli_usage_error(cmd, "--device %s: this machine has no %s GPU; leave --device out (or use --backend cpu)",
+				     v, s->backend);
+	kernels_system_free(s);
+	return rc;
+}
+
 int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 {
 	int i, rc, only_pos = 0;
@@ -350,6 +512,14 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 			if (!o && (o = find_opt(cli_global_opts, NULL, 0, a[1], &idx)))
 				global = 1;
 		}
+		if (!o && a[1] == '-') {
+			const char *near = cli_nearest(name, len, NULL, cmd->opts);
+			if (!near)
+				near = cli_nearest(name, len, NULL, cli_global_opts);
+			if (near)
+				return cli_usage_error(cmd, "unknown option '%.*s': did you mean --%s?", (int)(len + 2), a,
+						       near);
+		}
 		if (!o)
 			return cli_usage_error(cmd, "unknown option '%s'", a);
 		if (o->arg && !value) {
@@ -373,7 +543,9 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 		return cli_usage_error(cmd, "missing argument%s: %s", cmd->min_pos - ctx->npos > 1 ? "s" : "",
 				       cmd->args);
 	set_log_level(ctx);
-	return apply_backend_version(ctx, cmd);
+	if ((rc = apply_backend_version(ctx, cmd)) >= 0)
+		return rc;
+	return check_device(ctx, cmd);
 }
 
 const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *name)
