@@ -242,7 +242,7 @@ static int scan_repo(const char *root, const char *folder, char *repo_id, int is
 {
 	kernels_cache_revision *revs;
 	char *sub, **commits = NULL;
-	size_t n = 0, i;
+	size_t n = 0, i, files = 0;
 	int rc;
 
 	r->repo_id = repo_id;
@@ -253,8 +253,11 @@ static int scan_repo(const char *root, const char *folder, char *repo_id, int is
 		return rc;
 	if (!(sub = kernels__sprintf("%s/blobs", r->path)))
 		return KERNELS_ENOMEM;
-	r->size = tree_size(sub, &r->blobs, 0, 0);
+	tree_size(sub, &r->blobs, 0, 0);
 	free(sub);
+	/* Every file libkernels (and huggingface_hub) wrote in the folder, the
+	 * Python-free copies under .libkernels/ too: what `cache rm` frees. */
+	r->size = tree_size(r->path, &files, 0, 0);
 	if (!(sub = kernels__sprintf("%s/snapshots", r->path)))
 		return KERNELS_ENOMEM;
 	rc = list_dir(sub, 1, &commits, &n);

@@ -357,12 +357,30 @@ static void test_scan_agrees_with_disk(void **state)
 	assert_string_equal(r->path, repo);
 
 	assert_true(asprintf(&path, "%s/blobs", repo) > 0);
-	bytes = find_sum("", path, &files);
+	find_sum("", path, &files);
 	free(path);
 	assert_true(files > 0);
 	assert_int_equal(r->blobs, files);
+	/* The size is every file the folder holds (links not followed), what
+	 * libkernels writes beside the blobs too (the Python-free copies): the
+	 * bytes `cache rm` frees. */
+	bytes = find_sum("", repo, &files);
 	assert_int_equal(r->size, bytes);
 	assert_int_equal(info->size, bytes);
+	kernels_cache_info_free(info);
+	info = NULL;
+	assert_int_equal(test_system("mkdir -p '%s/.libkernels/patched' && head -c 1000 /dev/zero > "
+				     "'%s/.libkernels/patched/copy.so'", repo, repo), 0);
+	assert_int_equal(kernels_cache_scan(&info, NULL, &o), 0);
+	r = &info->repos[0];
+	assert_int_equal(r->size, bytes + 1000);
+	{
+		kernels_cache_removal *rm = NULL;
+		assert_int_equal(kernels_cache_remove(&rm, "acme/guard", NULL, KERNELS_CACHE_DRY_RUN, &o), 0);
+		assert_int_equal(rm->freed, r->size);
+		kernels_cache_removal_free(rm);
+	}
+	assert_int_equal(test_system("rm -r '%s/.libkernels/patched/copy.so'", repo), 0);
 
 	/* refs/: v1.0.0 (the revision asked for) holds the commit, as its file says */
 	assert_true(asprintf(&path, "%s/refs", repo) > 0);

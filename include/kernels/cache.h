@@ -66,7 +66,9 @@ typedef struct {
 	const char *repo_id;                     /**< "org/name" */
 	int is_model;                            /**< 1: a models-- folder (a model-type repo) */
 	const char *path;                        /**< the folder, {cache}/kernels--org--name */
-	unsigned long long size;                 /**< bytes of its blobs/: what removing it frees */
+	unsigned long long size;                 /**< bytes of every file in the folder (blobs, refs, the Python-free
+						      copies and receipts under .libkernels/), links not followed: what
+						      removing it frees */
 	size_t blobs;                            /**< files in blobs/ */
 	const char *const *ref_names;            /**< every valid name under refs/, sorted */
 	const char *const *ref_commits;          /**< the commit each of them holds */
