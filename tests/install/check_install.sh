@@ -37,6 +37,9 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 flags=$(pkg-config --cflags --libs kernels)
 cc -Wall -Wextra -Werror -o "$work/version-pc" "$src/examples/version.c" $flags
 grep -q "libkernels " <<<"$(LD_LIBRARY_PATH=$libdir "$work/version-pc")"
+echo "== pkg-config with a run path: runs with no LD_LIBRARY_PATH (docs/install.md)"
+cc -o "$work/version-rpath" "$src/examples/version.c" $flags -Wl,-rpath,"$libdir"
+grep -q "libkernels " <<<"$(env -u LD_LIBRARY_PATH "$work/version-rpath")"
 echo "== static libkernels.a (its dependencies linked shared, as Requires.private names them)"
 deps=$(pkg-config --print-requires-private kernels | awk '{print $1}')
 cc -o "$work/version-static" "$src/examples/version.c" $(pkg-config --cflags kernels) \
