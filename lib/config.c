@@ -711,7 +711,9 @@ static int log_setup(kernels__config *cfg, const kernels_options *opts)
 					      "\"info\" or \"debug\" (or NULL for $KERNELS_LOG)", opts->log_level);
 	} else if ((cfg->log_level = log_level_parse(env)) < 0) {
 		cfg->log_level = KERNELS_LOG_WARNING;
-		if (env && *env)
+		/* KERNELS_LOG sets the default sink only: a caller with its own
+		 * (the CLI) reads it, and warns, itself. */
+		if (env && *env && !opts->log_cb)
 			warn_setting(opts, "KERNELS_LOG='%.40s' is not error, warn, info or debug; showing warnings", env);
 	}
 	if (!(cfg->log_seen = calloc(1, sizeof(*cfg->log_seen))))

@@ -178,7 +178,6 @@ static void test_bad_values_named(void **state)
 	seen[0] = '\0';
 	setenv("KERNELS_DEADLINE_MS", "abc", 1);
 	setenv("HF_HUB_OFFLINE", "ture", 1);
-	setenv("KERNELS_LOG", "loud", 1);
 	setenv("HF_HUB_ETAG_TIMEOUT", "ten", 1);
 	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
 	assert_int_equal(cfg.deadline_ms, KERNELS_DEFAULT_DEADLINE_MS);
@@ -188,10 +187,8 @@ static void test_bad_values_named(void **state)
 	assert_non_null(strstr(seen, "KERNELS_DEADLINE_MS='abc' is not a whole number of milliseconds (0: the default, "
 				     "negative: none); using 10000"));
 	assert_non_null(strstr(seen, "HF_HUB_OFFLINE='ture' is not 1/0, true/false, yes/no or on/off; read as off"));
-	assert_non_null(strstr(seen, "KERNELS_LOG='loud' is not error, warn, info or debug"));
 	assert_non_null(strstr(seen, "HF_HUB_ETAG_TIMEOUT='ten' is not a number of seconds"));
 	unsetenv("KERNELS_DEADLINE_MS");
-	unsetenv("KERNELS_LOG");
 	unsetenv("HF_HUB_ETAG_TIMEOUT");
 	/* the usual false words are not warned about */
 	seen[0] = '\0';
