@@ -3,7 +3,9 @@ runs the project's CMake and the wheel bundles libkernels.so.1 in the
 package. Installed into a fresh virtualenv, with no libkernels anywhere else
 the process could find (no KERNELS_LIBRARY, no LD_LIBRARY_PATH, none in the
 loader's search), it imports and fetches a kernel from the local Hub. The
-wheel's metadata is what a package index wants."""
+wheel's metadata is what a package index wants. Under ctest the wheel is
+the one scripts/build-wheel.sh built from the sdist (the same pyproject.toml
+with the source folder moved), shared with test_wheel_manylinux.py."""
 import ctypes.util
 import email.parser
 import os
@@ -20,6 +22,13 @@ BINDING = ROOT / "bindings" / "python"
 
 
 def build_wheel(out, build_dir):
+    # Under ctest the fixture python_wheel has built it once for every wheel test (scripts/build-wheel.sh:
+    # from the sdist, which holds bindings/python's pyproject.toml with the source folder moved).
+    shared = os.environ.get("KERNELS_WHEEL_DIR")
+    if shared:
+        wheels = list((Path(shared) / "plain").glob("*.whl"))
+        assert len(wheels) == 1, f"{shared}/plain: {wheels}; did the fixture test python_wheel_build pass?"
+        return wheels[0]
     # No index, no isolation: scikit-build-core comes from tests/requirements.txt, CMake from the system.
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
                         "--config-settings", f"build-dir={build_dir}", "-w", str(out), str(BINDING)],
