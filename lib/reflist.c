@@ -254,7 +254,7 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 	table cached = { 0 };
 	long rest_status;
 	char *url;
-	int i, rc, auth = 0, no_smart = 0, missing, gone = 0;
+	int i, rc, auth = 0, no_smart = 0, missing;
 
 	if (cfg->token && strpbrk(cfg->token, "\r\n"))
 		return kernels__error(KERNELS_EINVAL,
@@ -294,13 +294,7 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 			return rc;
 		}
 		auth |= res.status == 401 || res.status == 403;
-		gone += res.status == 404 && res.repo_not_found;
 	}
-	/* Both forms answered 404 with the Hub's own RepoNotFound (a mirror without git
-	 * answers a bare 404): no repo of that name we may read, said in two
-	 * requests, without asking the REST listing the same question twice. */
-	if (gone == 2)
-		return not_found_error(cfg, repo_id, 0);
 	/* A 401/403 is the Hub asking for a token (a private or gated repo):
 	 * git's answer stands. A 404 for both forms, or an answer that is not
 	 * smart HTTP: the repo does not exist, or the endpoint (a mirror)
