@@ -6,6 +6,7 @@
  * before and after. Only one test waits for the default deadline (10 s);
  * the others use small ones. */
 #include <setjmp.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -222,7 +223,7 @@ static void test_config_timeouts_deadline_endpoints(void **state)
 	assert_int_equal(c.timeout_ms, 10000);          /* huggingface_hub's defaults */
 	assert_int_equal(c.download_timeout_ms, 10000);
 	assert_int_equal(c.deadline_ms, 10000);
-	assert_true(kernels__deadline_left_ms(&c) > 0 && kernels__deadline_left_ms(&c) <= 10000);
+	assert_true(c.deadline_at > 0);         /* a deadline is set; how much of it is left is the clock's */
 	assert_int_equal(c.n_endpoints, 1);
 	assert_string_equal(c.endpoints[0], c.endpoint);
 	kernels__config_free(&c);
@@ -249,7 +250,7 @@ static void test_config_timeouts_deadline_endpoints(void **state)
 	assert_int_equal(c.timeout_ms, 500);
 	assert_int_equal(c.download_timeout_ms, 500);
 	assert_int_equal(c.deadline_at, 0);
-	assert_true(kernels__deadline_left_ms(&c) > 1000000);
+	assert_true(kernels__deadline_left_ms(&c) == LONG_MAX);   /* none: no clock is read */
 	assert_int_equal(c.n_endpoints, 1);
 	assert_string_equal(c.endpoint, "http://a.invalid");
 	kernels__config_free(&c);
