@@ -334,9 +334,14 @@ static int open_raw(kernels__bundle_reader *r, const char *path, const void *mem
 	if (path && S_ISDIR(st.st_mode))
 		return kernels__error(KERNELS_EINVAL, "%s is a folder, not a bundle", path);
 	archive_read_support_format_raw(r->raw);
-	archive_read_support_filter_zstd(r->raw);
-	archive_read_support_filter_gzip(r->raw);
-	archive_read_support_filter_xz(r->raw);
+	/* Only decompressors libarchive has built in: where it lacks one it
+	 * would run an external program on the bundle's bytes. */
+	if (archive_libzstd_version())
+		archive_read_support_filter_zstd(r->raw);
+	if (archive_zlib_version())
+		archive_read_support_filter_gzip(r->raw);
+	if (archive_liblzma_version())
+		archive_read_support_filter_xz(r->raw);
 	if ((path ? archive_read_open_filename(r->raw, path, 1 << 20) : archive_read_open_memory(r->raw, mem, len)) !=
 	    ARCHIVE_OK || archive_read_next_header(r->raw, &ae) != ARCHIVE_OK)
 		return kernels__error(KERNELS_EPARSE, "%s is not a bundle (%s); make one with 'libkernels bundle'",

@@ -204,7 +204,8 @@ static int plan(importer *im)
 	for (i = 0; rc == 0 && i < n; i++)
 		if ((rc = repo_add(im, &im->b->variants[i], &im->repo_of[i])) == 0)
 			im->present[i] = variant_present(&im->repos[im->repo_of[i]], im->b, &im->b->variants[i]);
-	kernels_error_clear();
+	if (rc == 0) /* a probe's miss is no error; a failure keeps its reason */
+		kernels_error_clear();
 	return rc;
 }
 

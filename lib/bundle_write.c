@@ -365,8 +365,9 @@ static int write_archive(const char *path, const writer *w, const kernels_bundle
 	int rc = a && tmp ? 0 : kernels__error_oom(), fd;
 
 	if (rc == 0 && (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-			(archive_write_add_filter_zstd(a) != ARCHIVE_OK &&
-			 archive_write_add_filter_none(a) != ARCHIVE_OK) ||
+			/* zstd only when built in: never the external zstd program */
+			(archive_libzstd_version() ? archive_write_add_filter_zstd(a)
+						   : archive_write_add_filter_none(a)) != ARCHIVE_OK ||
 
 			archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 			archive_write_open_filename(a, tmp) != ARCHIVE_OK))
