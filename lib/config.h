@@ -7,6 +7,7 @@
 #include "kernels/options.h"
 #include "kernels/signature.h"
 #include "clock.h"
+#include <stdatomic.h>
 
 #define KERNELS__ENV_VARS 17
 
@@ -17,7 +18,8 @@ typedef struct kernels__endpoint_try {
 	long long first_byte_at; /* CLOCK_MONOTONIC ms by which it must have answered */
 	long budget_ms;
 	size_t after;            /* endpoints after it */
-	int answered;            /* it answered (any HTTP status): the call's deadline governs again */
+	atomic_int answered;     /* it answered (any HTTP status): the call's deadline governs again;
+				  * set by the prefetch threads too */
 } kernels__endpoint_try;
 
 /* The failures of endpoints tried in turn, each once, in order. */

@@ -156,6 +156,20 @@ void kernels__hub_set_backoff_base_ms(long ms)
 }
 #endif
 
+/* Guards every call's ua_system buffer: written once per call (here or
+ * by the variant selection), read by transfers that may run together. */
+static pthread_mutex_t ua_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void kernels__hub_ua_system_set(const kernels__config *cfg, const kernels_system *s)
+{
+	char part[KERNELS__UA_SYSTEM_MAX];
+
+	kernels__hub_ua_system(s, part, sizeof(part));
+	pthread_mutex_lock(&ua_lock);
+	memcpy(cfg->ua_system, part, sizeof(part));
+	pthread_mutex_unlock(&ua_lock);
+}
+
 void kernels__hub_ua_system(const kernels_system *s, char *buf, size_t size)
 {
 	kernels__buf ua = { 0 };
@@ -180,17 +194,19 @@ void kernels__hub_ua_system(const kernels_system *s, char *buf, size_t size)
  * the system (plan.c): describe it here, once per call, so that request
  * says backend/ too, as Python kernels' first one does. A failure leaves
  * the part out: the selection reports it. */
-static void ua_system_fill(const kernels__config *cfg)
+static void ua_system_get(const kernels__config *cfg, char out[KERNELS__UA_SYSTEM_MAX])
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	kernels_system *s = NULL;
 
-	pthread_mutex_lock(&lock); /* transfers of one call may start together */
+	/* Transfers of one call may start together: the call's buffer is
+	 * filled and read under one lock, never read while written. */
+	pthread_mutex_lock(&ua_lock);
 	if (!*cfg->ua_system && kernels__system_detect(cfg, &s) == 0)
 		kernels__hub_ua_system(s, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
 	else
 		kernels_error_clear();
-	pthread_mutex_unlock(&lock);
+	memcpy(out, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
+	pthread_mutex_unlock(&ua_lock);
 	kernels_system_free(s);
 }
 
@@ -202,13 +218,14 @@ static void ua_system_fill(const kernels__config *cfg)
 char *kernels__hub_user_agent(const kernels__config *cfg)
 {
 	const char *app = cfg->user_agent && *cfg->user_agent ? cfg->user_agent : NULL;
+	char part[KERNELS__UA_SYSTEM_MAX] = "";
 	const char *sys;
 
 	if (!cfg->telemetry)
 		return kernels__strdup("libkernels/" KERNELS_VERSION_STRING);
-	if (cfg->ua_system && !*cfg->ua_system)
-		ua_system_fill(cfg);
-	sys = cfg->ua_system && *cfg->ua_system ? cfg->ua_system : NULL;
+	if (cfg->ua_system)
+		ua_system_get(cfg, part);
+	sys = *part ? part : NULL;
 	return kernels__sprintf("%s%slibkernels/%s; os/%s; cpu/%s; platform/%s-%s; file_type/kernel%s%s",
 				app ? app : "", app ? "; " : "", KERNELS_VERSION_STRING, ua_os, ua_cpu, ua_cpu, ua_os,
 				sys ? "; " : "", sys ? sys : "");

@@ -169,6 +169,9 @@ char *kernels__hub_user_agent(const kernels__config *cfg);
 /* The system's part of the User-Agent: "backend/cu130; torch/2.11.0;
  * tvm-ffi/0.1; glibc/2.36", into buf. */
 void kernels__hub_ua_system(const kernels_system *s, char *buf, size_t size);
+/* Records `s`'s part as the call's (cfg->ua_system), under the lock its
+ * readers take: a call's transfers may already be running. */
+void kernels__hub_ua_system_set(const kernels__config *cfg, const kernels_system *s);
 
 /* The headers of one HTTP answer, parsed by kernels__hub_header_cb
  * (CURLOPT_HEADERFUNCTION with CURLOPT_HEADERDATA = a kernels__hub_headers*).

@@ -59,7 +59,7 @@ static int system_for(const kernels__config *cfg, kernels_system **sys)
 	if ((rc = kernels__system_detect(cfg, sys)) < 0)
 		return rc;
 	if (cfg->ua_system)
-		kernels__hub_ua_system(*sys, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
+		kernels__hub_ua_system_set(cfg, *sys);
 	return 0;
 }
 
