@@ -470,7 +470,7 @@ static void test_remove_during_download(void **state)
 	assert_true(asprintf(&repo, "%s/kernels--acme--guard", cache) > 0);
 	/* The first file of the variant stalls after its first byte. */
 	assert_int_equal(test_hub_fault(hub, "{\"path\": \"/build/" VARIANT "/\", \"mode\": \"slow\", "
-					"\"after_bytes\": 1, \"delay\": 2, \"count\": 1}"), 0);
+					"\"after_bytes\": 1, \"delay\": 8, \"count\": 1}"), 0);
 	assert_int_equal(pthread_create(&t, NULL, download_thread, &a), 0);
 	for (i = 0; i < 6000 && test_system("ls '%s'/blobs/*.incomplete >/dev/null 2>&1", repo) != 0; i++)
 		usleep(10000);

@@ -398,9 +398,9 @@ static void test_moved_name(void **state)
 }
 
 /* Refusals that cost little: an id ending in ".git" in any case sends
- * nothing; a repo the Hub does not have costs at most two requests (the
- * refs listing, and the one that tells a missing repo from a mirror
- * without git), whatever the revision form. */
+ * nothing; a repo the Hub does not have costs at most four requests
+ * (both git forms, then the REST refs listing, which a mirror without git
+ * answers), whatever the revision form. */
 static void test_cheap_refusals(void **state)
 {
 	static const char *const revisions[] = { "v1.0.0", "main", "1", ">=1.0,<2" };
