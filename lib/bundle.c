@@ -14,7 +14,7 @@
 
 #include "error.h"
 #include "cache.h"
-#include "hub.h"
+#include "tree.h"
 #include "refs.h"
 #include "util.h"
 

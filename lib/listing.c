@@ -13,6 +13,7 @@
 #include "listing.h"
 #include "cache.h"
 #include "error.h"
+#include "hub.h"
 #include "util.h"
 
 #include <errno.h>

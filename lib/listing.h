@@ -24,7 +24,7 @@
 #define KERNELS_LIB_LISTING_H
 
 #include "config.h"
-#include "hub.h"
+#include "tree.h"
 #include "repo.h"
 
 /* The most entries a build/ listing may have: twice what one variant may

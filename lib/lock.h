@@ -6,7 +6,7 @@
 #define KERNELS_LIB_LOCK_H
 
 #include "kernels/lock.h"
-#include "hub.h"
+#include "tree.h"
 
 /* Adds to the VARIANTS-format entry of `repo_id` (kernels_lock_add_entry
  * first) one git_lfs_concat hash per variant found in `tree`, a recursive

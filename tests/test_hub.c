@@ -1,4 +1,4 @@
-/* The Hub client's pure pieces: escaping, ETags, path safety, retry timing,
+/* The Hub client's pure pieces: escaping, ETags, retry timing,
  * User-Agent, origins. Network behaviour is tested against the fixture in
  * test_download*.c. */
 #include <setjmp.h>
@@ -40,20 +40,6 @@ static void test_etag(void **state)
 	free(a);
 	free(b);
 	free(c);
-}
-
-static void test_path_check(void **state)
-{
-	static const char *ok[] = { "build/v/a.so", "build/v/x/y/__init__.py", "a", "build/v/..hidden", "b/ü.txt" };
-	static const char *bad[] = { "", "/etc/passwd", "build/../x", "..", "build/v/..", "a//b", "a/./b", "a/",
-				     "a\\b", "a\nb", "a\x01", "a\x7f" };
-	size_t i;
-	(void)state;
-	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-		assert_int_equal(kernels__repo_path_check(ok[i]), 0);
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(kernels__repo_path_check(bad[i]), KERNELS_EUNSAFE);
-	assert_non_null(strstr(kernels_error_last(), "refusing"));
 }
 
 static void test_retry_timing(void **state)
@@ -516,7 +502,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_escape),     cmocka_unit_test(test_etag),
-		cmocka_unit_test(test_path_check),     cmocka_unit_test(test_retry_timing),
+		cmocka_unit_test(test_retry_timing),
 		cmocka_unit_test(test_user_agent),     cmocka_unit_test(test_origins),
 		cmocka_unit_test(test_offline_refuses), cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_status_errors),  cmocka_unit_test(test_ca_bundle),
