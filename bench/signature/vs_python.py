@@ -42,7 +42,7 @@ def c_verifier(lib, root):
     lib.kernels_options_init(ctypes.byref(opts), 1)
     if root:
         opts.sigstore_trusted_root = str(root).encode()
-    pol = Policy(ISSUER.encode(), IDENTITY.encode(), None, None, 0)
+    pol = Policy(1, ISSUER.encode(), IDENTITY.encode(), None, None, 0)  # version 1
 
     def verify(artifact, bundle):
         rc = lib.kernels_signature_verify_bundle(artifact, len(artifact), bundle, len(bundle), ctypes.byref(pol), 1,
