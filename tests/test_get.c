@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "alloc_fail.h"
 #include "../tests/data/variants/fixture.h"
@@ -36,14 +36,8 @@ static const struct {
 	{ "tvm-ffi01-cpu-x86_64-linux", 77, "cpu", NULL },
 };
 
-typedef struct {
-	test_hub *hub;
-	char *tmp;
-	char *cache;
-	char commit[3][41]; /* v1.0.0, v1.1.2, v2.0.0 */
-} world;
-
-static world W;
+/* commit[]: v1.0.0, v1.1.2, v2.0.0 */
+static test_world W;
 
 /* One commit's tree: every variant of the layout answering for `version`. */
 static char *make_tree(const char *tmp, int version, int minor)
@@ -59,11 +53,9 @@ static char *make_tree(const char *tmp, int version, int minor)
 	return root;
 }
 
-static void publish(const char *src, const char *refs, char out[41])
+static void publish(const char *src, const char *refs, int slot)
 {
-	assert_int_equal(test_hub_publish(W.hub, "--repo acme/answer --dir '%s' %s", src, refs), 0);
-	snprintf(out, 41, "%s", test_hub_last_commit(W.hub));
-	assert_int_equal(strlen(out), 40);
+	assert_int_equal(test_world_publish(&W, slot, "--repo acme/answer --dir '%s' %s", src, refs), 0);
 }
 
 static int setup(void **state)
@@ -71,15 +63,13 @@ static int setup(void **state)
 	char *a, *b, *c;
 	(void)state;
 
-	W.hub = test_hub_start();
-	assert_non_null(W.hub);
-	W.tmp = test_mkdtemp("get");
+	assert_int_equal(test_world_start(&W, "get"), 0);
 	a = make_tree(W.tmp, 1, 0);
 	b = make_tree(W.tmp, 1, 1);
 	c = make_tree(W.tmp, 2, 0);
-	publish(a, "--branch main --branch v1 --tag v1.0.0 --trusted", W.commit[0]);
-	publish(b, "--branch main --branch v1 --tag v1.1.2", W.commit[1]);
-	publish(c, "--branch main --branch v2 --tag v2.0.0 --parent v1.1.2", W.commit[2]);
+	publish(a, "--branch main --branch v1 --tag v1.0.0 --trusted", 0);
+	publish(b, "--branch main --branch v1 --tag v1.1.2", 1);
+	publish(c, "--branch main --branch v2 --tag v2.0.0 --parent v1.1.2", 2);
 	assert_int_equal(test_hub_publish(W.hub, "--repo acme/answer --target v1 --branch v1"), 0);
 	free(a);
 	free(b);
@@ -90,22 +80,20 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(W.hub);
-	test_rmtree_free(&W.tmp);
+	test_world_stop(&W);
 	return 0;
 }
 
 static int fresh_cache(void **state)
 {
 	(void)state;
-	test_fresh_dir(&W.cache, "get-cache");
-	test_hub_log_clear(W.hub);
+	test_world_fresh_cache(&W, "get-cache");
 	return 0;
 }
 
 static void options(kernels_options *o, kernels_system *sys)
 {
-	test_hub_options(o, W.hub, W.cache, sys);
+	test_world_options(&W, o, sys);
 }
 
 static kernels_system sys_cuda(void)
@@ -129,13 +117,6 @@ static kernels_system sys_cpu(int torch)
 	return s;
 }
 
-static int call_answer(kernels_kernel *k)
-{
-	int (*answer)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
-	assert_non_null(answer);
-	return answer();
-}
-
 static void expect(const char *revision, kernels_system sys, const char *variant, int answer)
 {
 	kernels_options o;
@@ -148,7 +129,7 @@ static void expect(const char *revision, kernels_system sys, const char *variant
 		fail_msg("kernels_get(%s): %s", revision, kernels_error_last());
 	assert_string_equal(kernels_kernel_variant(k), variant);
 	assert_string_equal(kernels_kernel_repo(k), "acme/answer");
-	assert_int_equal(call_answer(k), answer);
+	assert_int_equal(test_kernel_answer(k), answer);
 	kernels_kernel_close(k);
 }
 
@@ -247,7 +228,7 @@ static void test_second_get_is_served_from_cache_and_offline(void **state)
 	o.offline = 1;
 	assert_int_equal(kernels_get_ext(&b, &st, "acme/answer", ">=1,<2", &o), 0);
 	assert_ptr_equal(a, b);
-	assert_int_equal(call_answer(b), 1101);
+	assert_int_equal(test_kernel_answer(b), 1101);
 	kernels_kernel_close(b);
 	kernels_kernel_close(a);
 	{
@@ -277,7 +258,7 @@ static void test_cached_variant_skips_listing_and_repairs(void **state)
 	assert_int_equal(test_system("rm '%s'/kernels--acme--answer/snapshots/%s/build/torch29-cxx11-cpu-x86_64-linux/*.so",
 				     W.cache, W.commit[0]), 0);
 	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
-	assert_int_equal(call_answer(k), 1009);
+	assert_int_equal(test_kernel_answer(k), 1009);
 	kernels_kernel_close(k);
 }
 
@@ -299,7 +280,7 @@ static void test_hub_down_falls_back_to_the_cache(void **state)
 	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/\", \"mode\": \"reset\", \"count\": -1}"), 0);
 	o.max_retries = 0;
 	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
-	assert_int_equal(call_answer(k), 1001);
+	assert_int_equal(test_kernel_answer(k), 1001);
 	kernels_kernel_close(k);
 	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 1);
 	assert_int_equal(kernels_get(&k, "acme/answer", "v2.0.0", &o), KERNELS_ENETWORK);
@@ -311,7 +292,7 @@ static void test_hub_down_falls_back_to_the_cache(void **state)
 	 * the Hub that served it. */
 	o.endpoint = "http://127.0.0.1:9"; /* nothing listens there */
 	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
-	assert_int_equal(call_answer(k), 1001);
+	assert_int_equal(test_kernel_answer(k), 1001);
 	kernels_kernel_close(k);
 }
 
@@ -326,10 +307,10 @@ static void test_two_commits_side_by_side(void **state)
 	assert_int_equal(kernels_get(&one, "acme/answer", "v1.0.0", &o), 0);
 	assert_int_equal(kernels_get(&two, "acme/answer", "v2.0.0", &o), 0);
 	assert_ptr_not_equal(one, two);
-	assert_int_equal(call_answer(one), 1001);
-	assert_int_equal(call_answer(two), 2001);
+	assert_int_equal(test_kernel_answer(one), 1001);
+	assert_int_equal(test_kernel_answer(two), 2001);
 	kernels_kernel_close(one);
-	assert_int_equal(call_answer(two), 2001);
+	assert_int_equal(test_kernel_answer(two), 2001);
 	assert_string_equal(kernels_kernel_commit(two), W.commit[2]);
 	kernels_kernel_close(two);
 }
@@ -350,7 +331,7 @@ static void test_untrusted_publisher_is_refused(void **state)
 
 	o.trusted_orgs = "other, shady/answer ,x";
 	assert_int_equal(kernels_get(&k, "shady/answer", "v5.0.0", &o), 0);
-	assert_int_equal(call_answer(k), 5001);
+	assert_int_equal(test_kernel_answer(k), 5001);
 	kernels_kernel_close(k);
 	free(src);
 }
@@ -400,7 +381,7 @@ static void test_silent_first_endpoint_hands_over(void **state)
 	o.endpoints = list;
 	if (kernels_get(&k, "acme/answer", "v1.0.0", &o) != 0)
 		fail_msg("%s", kernels_error_last());
-	assert_int_equal(call_answer(k), 1001);
+	assert_int_equal(test_kernel_answer(k), 1001);
 	assert_true(test_hub_log_count(W.hub, "GET", "/info/refs") >= 1);
 	assert_true(test_hub_log_count(W.hub, "GET", "/resolve/") >= 1);
 	kernels_kernel_close(k);
@@ -454,7 +435,7 @@ static void test_redirect_is_followed(void **state)
 	options(&o, &s);
 	assert_int_equal(kernels_get(&k, "acme/old-name", "main", &o), 0);
 	assert_string_equal(kernels_kernel_repo(k), "acme/answer");
-	assert_int_equal(call_answer(k), 2001);
+	assert_int_equal(test_kernel_answer(k), 2001);
 	kernels_kernel_close(k);
 }
 
@@ -491,12 +472,12 @@ static void test_local_kernels_override(void **state)
 	o.endpoint = "http://127.0.0.1:9"; /* no network is needed */
 	assert_int_equal(kernels_get(&k, "acme/local", "main", &o), 0);
 	assert_string_equal(kernels_kernel_variant(k), "torch29-cxx11-cpu-x86_64-linux");
-	assert_int_equal(call_answer(k), 7009);
+	assert_int_equal(test_kernel_answer(k), 7009);
 	kernels_kernel_close(k);
 	unsetenv("LOCAL_KERNELS");
 
 	assert_int_equal(kernels_load_local(&k, src, &o), 0);
-	assert_int_equal(call_answer(k), 7009);
+	assert_int_equal(test_kernel_answer(k), 7009);
 	kernels_kernel_close(k);
 	free(env);
 	free(src);
@@ -568,7 +549,7 @@ static int local_get_call(const kernels_options *o, long n, int *fired)
 		assert_null(k);
 		return rc;
 	}
-	assert_int_equal(call_answer(k), 9009);
+	assert_int_equal(test_kernel_answer(k), 9009);
 	kernels_kernel_close(k);
 	return 0;
 }
@@ -641,7 +622,7 @@ static void test_variant_without_digest(void **state)
 	options(&o, &s);
 	if (kernels_get(&k, "acme/old", "v1.0.0", &o) < 0)
 		fail_msg("kernels_get: %s", kernels_error_last());
-	assert_int_equal(call_answer(k), 4242);
+	assert_int_equal(test_kernel_answer(k), 4242);
 	assert_int_equal(test_system("! grep -q digest '%s/metadata.json'", kernels_kernel_path(k)), 0);
 	kernels_kernel_close(k);
 
@@ -695,8 +676,5 @@ int main(void)
 		cmocka_unit_test_setup(test_variant_without_digest, fresh_cache),
 		cmocka_unit_test_setup(test_sixteen_threads, fresh_cache),
 	};
-	int rc = cmocka_run_group_tests(tests, setup, teardown);
-	test_rmtree(W.cache);
-	free(W.cache);
-	return rc;
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 
 #define VARIANT "torch-universal"
@@ -33,29 +33,22 @@
 #define RSS_MB_MAX (TEST_SANITIZED ? 900.0 : 300.0)
 #define HANG_GUARD_S 300
 
-static struct {
-	test_hub *hub;
-	char *tmp;
-	char commit[41];
-} W;
+/* commit[0]: org/big's main */
+static test_world W;
 
 static int setup(void **state)
 {
 	(void)state;
-	W.hub = test_hub_start();
-	assert_non_null(W.hub);
-	W.tmp = test_mkdtemp("listing-bound");
-	assert_int_equal(test_hub_publish(W.hub, "--repo org/big --text 'build/" VARIANT "/x.py=x = 1' --branch main "
-					  "--trusted"), 0);
-	snprintf(W.commit, sizeof(W.commit), "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(test_world_start(&W, "listing-bound"), 0);
+	assert_int_equal(test_world_publish(&W, 0, "--repo org/big --text 'build/" VARIANT "/x.py=x = 1' "
+					    "--branch main --trusted"), 0);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(W.hub);
-	test_rmtree_free(&W.tmp);
+	test_world_stop(&W);
 	return 0;
 }
 
@@ -98,7 +91,7 @@ static outcome download_in_child(const char *cache)
 		opts.max_retries = 0;
 		opts.deadline_ms = 120000;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		c.rc = kernels_download(&s, "org/big", W.commit, vs, 1, &opts);
+		c.rc = kernels_download(&s, "org/big", W.commit[0], vs, 1, &opts);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		c.wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		snprintf(c.msg, sizeof(c.msg), "%s", kernels_error_last());
@@ -142,12 +135,12 @@ static void report(const char *what, const outcome *o)
  * 10,000); not one file is requested, nothing is written. */
 static void test_million_entries_refused_by_the_cap(void **state)
 {
-	char *cache = test_mkdtemp("listing-bound-cache");
 	outcome o;
 	(void)state;
 
+	test_world_fresh_cache(&W, "listing-bound-cache");
 	huge(1000000, 1);
-	o = download_in_child(cache);
+	o = download_in_child(W.cache);
 	report("1,000,000 entries", &o);
 	assert_int_equal(o.rc, KERNELS_EPARSE);
 	assert_non_null(strstr(o.msg, "more than 200000 entries"));
@@ -155,9 +148,7 @@ static void test_million_entries_refused_by_the_cap(void **state)
 	assert_int_equal(test_hub_log_count(W.hub, NULL, "/resolve/"), 0);
 	assert_true(o.rss_mb <= RSS_MB_MAX);
 	/* Refused: the cache holds nothing. */
-	assert_int_equal(test_system("test -z \"$(find '%s' -type f -print -quit)\"", cache), 0);
-	test_rmtree(cache);
-	free(cache);
+	assert_int_equal(test_system("test -z \"$(find '%s' -type f -print -quit)\"", W.cache), 0);
 }
 
 /* At the cap: 100,000 distinct blobs are planned (O(n log n); the old
@@ -165,19 +156,17 @@ static void test_million_entries_refused_by_the_cap(void **state)
  * fixture has none of these files) and the call ends. */
 static void test_cap_is_planned(void **state)
 {
-	char *cache = test_mkdtemp("listing-bound-cache");
 	outcome o;
 	(void)state;
 
+	test_world_fresh_cache(&W, "listing-bound-cache");
 	huge(100000, 0);
-	o = download_in_child(cache);
+	o = download_in_child(W.cache);
 	report("100,000 entries", &o);
 	assert_int_equal(o.rc, KERNELS_ENOTFOUND);
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/tree/"), 10);
 	assert_true(test_hub_log_count(W.hub, "GET", "/resolve/") >= 1);
 	assert_true(o.rss_mb <= RSS_MB_MAX);
-	test_rmtree(cache);
-	free(cache);
 }
 
 int main(void)

@@ -10,17 +10,18 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 
 static const char *const VARIANTS[] = { "torch211-cxx11-cpu-x86_64-linux", "torch29-cxx11-cpu-x86_64-linux" };
 
+/* commit[]: acme/pinned v1.0.0, v2.0.0; acme/moved, once published */
+static test_world W;
+/* The app's folder and its kernels.lock, under W.tmp; owned here. */
 static struct {
-	test_hub *hub;
-	char *tmp, *cache, *project, *lock;
-	char commit[2][41];
-} W;
+	char *project, *lock;
+} P;
 
 static char *make_tree(int answer)
 {
@@ -38,20 +39,16 @@ static int setup(void **state)
 	char *a, *b, *pyproject;
 	(void)state;
 
-	W.hub = test_hub_start();
-	assert_non_null(W.hub);
-	W.tmp = test_mkdtemp("project");
+	assert_int_equal(test_world_start(&W, "project"), 0);
 	a = make_tree(100);
 	b = make_tree(200);
-	assert_int_equal(test_hub_publish(W.hub, "--repo acme/pinned --dir '%s' --branch main --branch v1 "
-					  "--tag v1.0.0 --trusted", a), 0);
-	snprintf(W.commit[0], 41, "%s", test_hub_last_commit(W.hub));
-	assert_int_equal(test_hub_publish(W.hub, "--repo acme/pinned --dir '%s' --branch main --branch v2 "
-					  "--tag v2.0.0", b), 0);
-	snprintf(W.commit[1], 41, "%s", test_hub_last_commit(W.hub));
-	assert_int_equal(asprintf(&W.project, "%s/app", W.tmp) > 0, 1);
-	assert_int_equal(asprintf(&pyproject, "%s/pyproject.toml", W.project) > 0, 1);
-	assert_int_equal(asprintf(&W.lock, "%s/kernels.lock", W.project) > 0, 1);
+	assert_int_equal(test_world_publish(&W, 0, "--repo acme/pinned --dir '%s' --branch main --branch v1 "
+					    "--tag v1.0.0 --trusted", a), 0);
+	assert_int_equal(test_world_publish(&W, 1, "--repo acme/pinned --dir '%s' --branch main --branch v2 "
+					    "--tag v2.0.0", b), 0);
+	assert_int_equal(asprintf(&P.project, "%s/app", W.tmp) > 0, 1);
+	assert_int_equal(asprintf(&pyproject, "%s/pyproject.toml", P.project) > 0, 1);
+	assert_int_equal(asprintf(&P.lock, "%s/kernels.lock", P.project) > 0, 1);
 	{
 		const char *text = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/pinned\" = 1\n";
 		assert_int_equal(test_write_file(pyproject, text, strlen(text)), 0);
@@ -65,26 +62,27 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(W.hub);
-	test_rmtree_free(&W.tmp);
-	free(W.project);
-	free(W.lock);
+	test_world_stop(&W);
+	free(P.project);
+	free(P.lock);
+	return 0;
+}
+
+static int fresh_cache(void **state)
+{
+	(void)state;
+	test_world_fresh_cache(&W, "project-cache");
 	return 0;
 }
 
 static void options(kernels_options *o, kernels_system *s)
 {
-	test_hub_options(o, W.hub, W.cache, s);
 	memset(s, 0, sizeof(*s));
 	s->torch_version = 211;
 	s->torch_cxx11_abi = 1;
 	s->backend = "cpu";
 	s->no_gpu = 1;
-}
-
-static int answer(kernels_kernel *k)
-{
-	return ((int (*)(void))kernels_symbol(k, "kernel_answer"))();
+	test_world_options(&W, o, s);
 }
 
 /* No lock path: $KERNELS_LOCK, else ./kernels.lock, else a message
@@ -99,14 +97,14 @@ static void default_lock_search(const kernels_options *o)
 	unsetenv("KERNELS_LOCK");
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", NULL, o), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "KERNELS_LOCK"));
-	setenv("KERNELS_LOCK", W.lock, 1);
+	setenv("KERNELS_LOCK", P.lock, 1);
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", NULL, o), 0);
-	assert_int_equal(answer(k), 100);
+	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 	unsetenv("KERNELS_LOCK");
-	assert_int_equal(chdir(W.project), 0);
+	assert_int_equal(chdir(P.project), 0);
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", NULL, o), 0);
-	assert_int_equal(answer(k), 100);
+	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 	assert_int_equal(chdir(cwd), 0);
 }
@@ -119,20 +117,19 @@ static void test_lock_download_and_load_offline(void **state)
 	char *text;
 	(void)state;
 
-	W.cache = test_mkdtemp("project-cache");
 	options(&o, &s);
-	assert_int_equal(kernels_project_lock(W.project, &o), 0);
-	text = test_read_file(W.lock, NULL);
+	assert_int_equal(kernels_project_lock(P.project, &o), 0);
+	text = test_read_file(P.lock, NULL);
 	assert_non_null(text);
 	assert_non_null(strstr(text, W.commit[0])); /* major version 1 is branch v1 */
 	assert_null(strstr(text, W.commit[1]));
 	free(text);
 
 	/* Nothing cached yet: the cache-only load says what to run. */
-	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), KERNELS_EOFFLINE);
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", P.lock, &o), KERNELS_EOFFLINE);
 	assert_non_null(strstr(kernels_error_last(), "libkernels download"));
 
-	assert_int_equal(kernels_project_download(W.project, 0, &o), 0);
+	assert_int_equal(kernels_project_download(P.project, 0, &o), 0);
 	{
 		/* A cached variant verifies in place: its links into blobs/ stay in the repo folder. */
 		char *dir;
@@ -142,8 +139,8 @@ static void test_lock_download_and_load_offline(void **state)
 		free(dir);
 	}
 	test_hub_log_clear(W.hub);
-	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), 0);
-	assert_int_equal(answer(k), 100);
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", P.lock, &o), 0);
+	assert_int_equal(test_kernel_answer(k), 100);
 	assert_string_equal(kernels_kernel_commit(k), W.commit[0]);
 	kernels_kernel_close(k);
 	{
@@ -151,10 +148,8 @@ static void test_lock_download_and_load_offline(void **state)
 		assert_string_equal(log, "[]");
 		free(log);
 	}
-	assert_int_equal(kernels_load_locked(&k, "acme/other", W.lock, &o), KERNELS_ENOTFOUND);
+	assert_int_equal(kernels_load_locked(&k, "acme/other", P.lock, &o), KERNELS_ENOTFOUND);
 	default_lock_search(&o);
-	test_rmtree(W.cache);
-	free(W.cache);
 }
 
 static void test_get_locked_downloads_and_detects_tampering(void **state)
@@ -164,11 +159,10 @@ static void test_get_locked_downloads_and_detects_tampering(void **state)
 	kernels_kernel *k = NULL;
 	(void)state;
 
-	W.cache = test_mkdtemp("project-cache");
 	options(&o, &s);
-	assert_int_equal(kernels_project_lock(W.project, &o), 0);
-	assert_int_equal(kernels_get_locked(&k, "acme/pinned", W.lock, &o), 0);
-	assert_int_equal(answer(k), 100);
+	assert_int_equal(kernels_project_lock(P.project, &o), 0);
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", P.lock, &o), 0);
+	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 
 	/* Overwrite the blob behind metadata's neighbour: the native module. */
@@ -176,11 +170,9 @@ static void test_get_locked_downloads_and_detects_tampering(void **state)
 				     "b=$(readlink -f \"$f\"); chmod u+w \"$b\"; printf 'tampered' >> \"$b\"; done",
 				     W.cache, VARIANTS[0]), 0);
 	/* The handle is gone, so this loads anew: verification must refuse it. */
-	assert_int_equal(kernels_load_locked(&k, "acme/pinned", W.lock, &o), KERNELS_EINTEGRITY);
+	assert_int_equal(kernels_load_locked(&k, "acme/pinned", P.lock, &o), KERNELS_EINTEGRITY);
 	assert_non_null(strstr(kernels_error_last(), "_pinned_100.abi3.so"));
 	assert_null(k);
-	test_rmtree(W.cache);
-	free(W.cache);
 }
 
 /* A seed-era lock carries variant hashes: a hash that differs is refused
@@ -194,7 +186,6 @@ static void test_variant_hash_lock(void **state)
 	char *path;
 	(void)state;
 
-	W.cache = test_mkdtemp("project-cache");
 	options(&o, &s);
 	assert_int_equal(asprintf(&path, "%s/seed.lock", W.tmp) > 0, 1);
 	assert_int_equal(kernels_lock_new(&lock, KERNELS_LOCK_FORMAT_VARIANTS), 0);
@@ -222,11 +213,9 @@ static void test_variant_hash_lock(void **state)
 		free(dir);
 	}
 	assert_int_equal(kernels_get_locked(&k, "acme/pinned", path, &o), 0);
-	assert_int_equal(answer(k), 200);
+	assert_int_equal(test_kernel_answer(k), 200);
 	kernels_kernel_close(k);
 	free(path);
-	test_rmtree(W.cache);
-	free(W.cache);
 }
 
 /* A specifier manifest is locked the seed-era way: commit plus one
@@ -241,7 +230,6 @@ static void test_specifier_manifest_locks_variant_hashes(void **state)
 	const char *mixed = "[tool.kernels.dependencies]\n\"acme/pinned\" = \">=1,<2\"\n\"acme/other\" = 1\n";
 	(void)state;
 
-	W.cache = test_mkdtemp("project-cache");
 	options(&o, &s);
 	assert_true(asprintf(&dir, "%s/seed-app", W.tmp) > 0);
 	assert_true(asprintf(&file, "%s/pyproject.toml", dir) > 0);
@@ -255,7 +243,7 @@ static void test_specifier_manifest_locks_variant_hashes(void **state)
 	assert_non_null(strstr(text, "git_lfs_concat"));
 	free(text);
 	assert_int_equal(kernels_get_locked(&k, "acme/pinned", lock, &o), 0);
-	assert_int_equal(answer(k), 100);
+	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 
 	assert_int_equal(test_write_file(file, mixed, strlen(mixed)), 0);
@@ -264,8 +252,6 @@ static void test_specifier_manifest_locks_variant_hashes(void **state)
 	free(dir);
 	free(file);
 	free(lock);
-	test_rmtree(W.cache);
-	free(W.cache);
 }
 
 static void test_malformed_lock_is_refused(void **state)
@@ -276,7 +262,6 @@ static void test_malformed_lock_is_refused(void **state)
 	char *path;
 	(void)state;
 
-	W.cache = test_mkdtemp("project-cache");
 	options(&o, &s);
 	assert_int_equal(asprintf(&path, "%s/broken.lock", W.tmp) > 0, 1);
 	{
@@ -287,8 +272,6 @@ static void test_malformed_lock_is_refused(void **state)
 	assert_null(k);
 	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", W.cache), 0);
 	free(path);
-	test_rmtree(W.cache);
-	free(W.cache);
 }
 
 /* A repo that moved (kernel-status.toml redirects) but keeps its builds:
@@ -300,39 +283,35 @@ static void test_moved_repo_locks_and_loads(void **state)
 	kernels_options o;
 	kernels_system s;
 	kernels_kernel *k = NULL;
-	char *src = make_tree(500), *project, *pyproject, *lock, *text, moved[41];
+	char *src = make_tree(500), *project, *pyproject, *lock, *text;
 	const char *manifest = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/moved\" = 1\n";
 	(void)state;
 
-	assert_int_equal(test_hub_publish(W.hub, "--repo acme/moved --dir '%s' --text 'kernel-status.toml=kind = "
-					  "\"redirect\"\ndestination = \"acme/pinned\"\nrevision = \"v2\"\n' "
-					  "--branch main --branch v1 --trusted", src), 0);
-	snprintf(moved, sizeof(moved), "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(test_world_publish(&W, 2, "--repo acme/moved --dir '%s' --text 'kernel-status.toml=kind = "
+					    "\"redirect\"\ndestination = \"acme/pinned\"\nrevision = \"v2\"\n' "
+					    "--branch main --branch v1 --trusted", src), 0);
 	assert_int_equal(asprintf(&project, "%s/moved-app", W.tmp) > 0, 1);
 	assert_int_equal(asprintf(&pyproject, "%s/pyproject.toml", project) > 0, 1);
 	assert_int_equal(asprintf(&lock, "%s/kernels.lock", project) > 0, 1);
 	assert_int_equal(test_write_file(pyproject, manifest, strlen(manifest)), 0);
-	W.cache = test_mkdtemp("project-cache");
 	options(&o, &s);
 	o.log_cb = test_log_warnings;
 	test_logged_clear();
 	assert_int_equal(kernels_project_lock(project, &o), 0);
 	assert_non_null(strstr(test_logged, "'acme/moved' has moved to 'acme/pinned'"));
 	assert_non_null(text = test_read_file(lock, NULL));
-	assert_non_null(strstr(text, moved));
+	assert_non_null(strstr(text, W.commit[2]));
 	assert_null(strstr(text, W.commit[1])); /* not the destination's v2 */
 	free(text);
 
 	assert_int_equal(kernels_project_download(project, 0, &o), 0);
 	test_hub_log_clear(W.hub);
 	assert_int_equal(kernels_load_locked(&k, "acme/moved", lock, &o), 0);
-	assert_int_equal(answer(k), 500);
+	assert_int_equal(test_kernel_answer(k), 500);
 	assert_string_equal(kernels_kernel_repo(k), "acme/moved");
-	assert_string_equal(kernels_kernel_commit(k), moved);
+	assert_string_equal(kernels_kernel_commit(k), W.commit[2]);
 	kernels_kernel_close(k);
 	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
-	test_rmtree(W.cache);
-	free(W.cache);
 	free(src);
 	free(project);
 	free(pyproject);
@@ -342,12 +321,12 @@ static void test_moved_repo_locks_and_loads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lock_download_and_load_offline),
-		cmocka_unit_test(test_get_locked_downloads_and_detects_tampering),
-		cmocka_unit_test(test_variant_hash_lock),
-		cmocka_unit_test(test_specifier_manifest_locks_variant_hashes),
-		cmocka_unit_test(test_malformed_lock_is_refused),
-		cmocka_unit_test(test_moved_repo_locks_and_loads),
+		cmocka_unit_test_setup(test_lock_download_and_load_offline, fresh_cache),
+		cmocka_unit_test_setup(test_get_locked_downloads_and_detects_tampering, fresh_cache),
+		cmocka_unit_test_setup(test_variant_hash_lock, fresh_cache),
+		cmocka_unit_test_setup(test_specifier_manifest_locks_variant_hashes, fresh_cache),
+		cmocka_unit_test_setup(test_malformed_lock_is_refused, fresh_cache),
+		cmocka_unit_test_setup(test_moved_repo_locks_and_loads, fresh_cache),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,7 +22,7 @@
 
 #include "kernels.h"
 #include "memo.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "alloc_fail.h"
 #include "../tests/data/variants/fixture.h"
@@ -33,11 +33,8 @@
 #define TVM "tvm-ffi01-cpu-x86_64-linux"
 #define FILES_PER_VARIANT 2 /* the module and metadata.json */
 
-static struct {
-	test_hub *hub;
-	char *tmp, *cache;
-	char commit[2][41]; /* v1.0.0, v1.1.0 */
-} W;
+/* commit[]: v1.0.0, v1.1.0 */
+static test_world W;
 
 static char *tree(int minor)
 {
@@ -55,17 +52,13 @@ static int setup(void **state)
 	char *a, *b;
 	(void)state;
 
-	W.hub = test_hub_start();
-	assert_non_null(W.hub);
-	W.tmp = test_mkdtemp("requests");
+	assert_int_equal(test_world_start(&W, "requests"), 0);
 	a = tree(0);
 	b = tree(1);
-	assert_int_equal(test_hub_publish(W.hub, "--repo " REPO " --dir '%s' --branch main --branch v1 --tag v1.0.0 "
-					  "--trusted", a), 0);
-	snprintf(W.commit[0], 41, "%s", test_hub_last_commit(W.hub));
-	assert_int_equal(test_hub_publish(W.hub, "--repo " REPO " --dir '%s' --branch main --branch v1 --tag v1.1.0", b),
-			 0);
-	snprintf(W.commit[1], 41, "%s", test_hub_last_commit(W.hub));
+	assert_int_equal(test_world_publish(&W, 0, "--repo " REPO " --dir '%s' --branch main --branch v1 --tag v1.0.0 "
+					    "--trusted", a), 0);
+	assert_int_equal(test_world_publish(&W, 1, "--repo " REPO " --dir '%s' --branch main --branch v1 --tag v1.1.0",
+					    b), 0);
 	free(a);
 	free(b);
 	return 0;
@@ -74,17 +67,15 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(W.hub);
-	test_rmtree_free(&W.tmp);
+	test_world_stop(&W);
 	return 0;
 }
 
 static int fresh_cache(void **state)
 {
 	(void)state;
-	test_fresh_dir(&W.cache, "requests-cache");
+	test_world_fresh_cache(&W, "requests-cache");
 	kernels__memo_clear();
-	test_hub_log_clear(W.hub);
 	return 0;
 }
 
@@ -107,7 +98,7 @@ static kernels_system sys_gpu(void)
 
 static void options(kernels_options *o, const kernels_system *sys)
 {
-	test_hub_options(o, W.hub, W.cache, sys);
+	test_world_options(&W, o, sys);
 }
 
 /* Every request the log holds, on stderr: what a failed count was made of. */
@@ -137,13 +128,6 @@ static void expect_requests(const char *what, int n)
 	}
 }
 
-static int answer(kernels_kernel *k)
-{
-	int (*f)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
-	assert_non_null(f);
-	return f();
-}
-
 /* kernels_get, the answer checked; the handle is closed unless kept. */
 static kernels_kernel *get(const kernels_options *o, const char *revision, int expect, int keep)
 {
@@ -151,7 +135,7 @@ static kernels_kernel *get(const kernels_options *o, const char *revision, int e
 
 	if (kernels_get(&k, REPO, revision, o) < 0)
 		fail_msg("kernels_get(%s): %s", revision, kernels_error_last());
-	assert_int_equal(answer(k), expect);
+	assert_int_equal(test_kernel_answer(k), expect);
 	if (!keep) {
 		kernels_kernel_close(k);
 		k = NULL;
@@ -361,7 +345,7 @@ static void test_model_repo(void **state)
 	options(&o, &s);
 	if (kernels_get(&k, "acme/mreq", "v1.0.0", &o) < 0)
 		fail_msg("kernels_get: %s", kernels_error_last());
-	assert_int_equal(answer(k), 105);
+	assert_int_equal(test_kernel_answer(k), 105);
 	kernels_kernel_close(k);
 	new_process();
 	assert_int_equal(kernels_get(&k, "acme/mreq", "v1.0.0", &o), 0);
@@ -480,8 +464,5 @@ int main(void)
 		cmocka_unit_test_setup(test_cheap_refusals, fresh_cache),
 		cmocka_unit_test_setup(test_ref_recorded_only_when_it_changes, fresh_cache),
 	};
-	int rc = cmocka_run_group_tests(tests, setup, teardown);
-	test_rmtree(W.cache);
-	free(W.cache);
-	return rc;
+	return cmocka_run_group_tests(tests, setup, teardown);
 }
