@@ -21,17 +21,19 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 
 static const char *const VARIANTS[] = { "torch211-cxx11-cpu-x86_64-linux", "torch29-cxx11-cpu-x86_64-linux" };
 
+/* commit[0]: acme/bundled v1.0.0 */
+static test_world W;
+/* Paths under W.tmp, owned here: the caches the bundle is written from,
+ * the locked app and its lock, the bundle. */
 static struct {
-	test_hub *hub;
-	char *tmp, *src_cache, *project, *lock, *bundle;
-	char commit[41];
-} W;
+	char *src_cache, *project, *lock, *bundle;
+} B;
 
 /* 0 from a library call, else the failure with its message. */
 #define assert_ok(call)                                                                                    \
@@ -75,27 +77,24 @@ static int setup(void **state)
 	size_t i;
 	(void)state;
 
-	W.hub = test_hub_start();
-	assert_non_null(W.hub);
-	W.tmp = test_mkdtemp("bundle");
+	assert_int_equal(test_world_start(&W, "bundle"), 0);
 	src = path_in("src");
 	for (i = 0; i < 2; i++)
 		assert_int_equal(fx_answer_variant(src, VARIANTS[i], "bundled", 100 + (int)i, "cpu", NULL, 1), 0);
-	assert_int_equal(test_hub_publish(W.hub, "--repo acme/bundled --dir '%s' --branch main --branch v1 "
-					  "--tag v1.0.0 --trusted", src), 0);
-	snprintf(W.commit, sizeof(W.commit), "%s", test_hub_last_commit(W.hub));
-	W.project = path_in("app");
+	assert_int_equal(test_world_publish(&W, 0, "--repo acme/bundled --dir '%s' --branch main --branch v1 "
+					    "--tag v1.0.0 --trusted", src), 0);
+	B.project = path_in("app");
 	pyproject = path_in("app/pyproject.toml");
-	W.lock = path_in("app/kernels.lock");
-	W.bundle = path_in("kernels.bundle");
-	W.src_cache = path_in("src-cache");
+	B.lock = path_in("app/kernels.lock");
+	B.bundle = path_in("kernels.bundle");
+	B.src_cache = path_in("src-cache");
 	{
 		const char *text = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/bundled\" = 1\n";
 		assert_int_equal(test_write_file(pyproject, text, strlen(text)), 0);
 	}
-	options(&o, &s, W.src_cache);
-	assert_ok(kernels_project_lock(W.project, &o));
-	assert_ok(kernels_bundle_write(W.bundle, W.project, NULL, &o));
+	options(&o, &s, B.src_cache);
+	assert_ok(kernels_project_lock(B.project, &o));
+	assert_ok(kernels_bundle_write(B.bundle, B.project, NULL, &o));
 	free(src);
 	free(pyproject);
 	return 0;
@@ -104,19 +103,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	if (W.hub)
-		test_hub_stop(W.hub);
-	test_rmtree_free(&W.tmp);
-	free(W.project);
-	free(W.lock);
-	free(W.bundle);
-	free(W.src_cache);
+	test_world_stop(&W);
+	free(B.project);
+	free(B.lock);
+	free(B.bundle);
+	free(B.src_cache);
 	return 0;
-}
-
-static int answer(kernels_kernel *k)
-{
-	return ((int (*)(void))kernels_symbol(k, "kernel_answer"))();
 }
 
 static void assert_log_empty(void)
@@ -140,11 +132,11 @@ static void test_ls_lists_variants_and_refs(void **state)
 	size_t i, metadata = 0, have_v1 = 0, have_tag = 0;
 	(void)state;
 
-	assert_ok(kernels_bundle_open(&b, W.bundle));
+	assert_ok(kernels_bundle_open(&b, B.bundle));
 	for (i = 0; i < kernels_bundle_file_count(b); i++) {
 		const kernels_bundle_file *f = kernels_bundle_file_at(b, i);
 		assert_string_equal(f->repo_id, "acme/bundled");
-		assert_string_equal(f->commit, W.commit);
+		assert_string_equal(f->commit, W.commit[0]);
 		assert_int_equal(strlen(f->sha256), 64);
 		metadata += !strcmp(f->path, "metadata.json");
 	}
@@ -152,7 +144,7 @@ static void test_ls_lists_variants_and_refs(void **state)
 	assert_null(kernels_bundle_file_at(b, i));
 	for (i = 0; i < kernels_bundle_ref_count(b); i++) {
 		const kernels_bundle_ref *r = kernels_bundle_ref_at(b, i);
-		assert_string_equal(r->commit, W.commit);
+		assert_string_equal(r->commit, W.commit[0]);
 		have_v1 += !strcmp(r->name, "v1");
 		have_tag += !strcmp(r->name, "v1.0.0");
 	}
@@ -160,7 +152,7 @@ static void test_ls_lists_variants_and_refs(void **state)
 	assert_int_equal(have_tag, 1);
 	kernels_bundle_free(b);
 	assert_int_equal(kernels_bundle_open(&b, "/nonexistent/bundle"), KERNELS_ENOTFOUND);
-	assert_int_equal(kernels_bundle_open(&b, W.lock), KERNELS_EPARSE);
+	assert_int_equal(kernels_bundle_open(&b, B.lock), KERNELS_EPARSE);
 }
 
 static void test_variant_filter(void **state)
@@ -174,19 +166,19 @@ static void test_variant_filter(void **state)
 	size_t i;
 	(void)state;
 
-	options(&o, &s, W.src_cache);
+	options(&o, &s, B.src_cache);
 	bo.variants = one;
-	assert_ok(kernels_bundle_write(out, W.project, &bo, &o));
+	assert_ok(kernels_bundle_write(out, B.project, &bo, &o));
 	assert_ok(kernels_bundle_open(&b, out));
 	assert_true(kernels_bundle_file_count(b) > 0);
 	for (i = 0; i < kernels_bundle_file_count(b); i++)
 		assert_string_equal(kernels_bundle_file_at(b, i)->variant, VARIANTS[1]);
 	kernels_bundle_free(b);
 	bo.variants = none;
-	assert_int_equal(kernels_bundle_write(out, W.project, &bo, &o), KERNELS_EINVAL);
+	assert_int_equal(kernels_bundle_write(out, B.project, &bo, &o), KERNELS_EINVAL);
 	assert_non_null(strstr(kernels_error_last(), none[0]));
 	bo.version = 99;
-	assert_int_equal(kernels_bundle_write(out, W.project, &bo, &o), KERNELS_EINVAL);
+	assert_int_equal(kernels_bundle_write(out, B.project, &bo, &o), KERNELS_EINVAL);
 	free(out);
 }
 
@@ -204,12 +196,12 @@ static void load_offline_all_ways(const char *cache)
 	o.offline = 1;
 	for (i = 0; i < 3; i++) {
 		assert_ok(kernels_get(&k, "acme/bundled", revs[i], &o));
-		assert_int_equal(answer(k), 100);
-		assert_string_equal(kernels_kernel_commit(k), W.commit);
+		assert_int_equal(test_kernel_answer(k), 100);
+		assert_string_equal(kernels_kernel_commit(k), W.commit[0]);
 		kernels_kernel_close(k);
 	}
-	assert_ok(kernels_load_locked(&k, "acme/bundled", W.lock, &o));
-	assert_int_equal(answer(k), 100);
+	assert_ok(kernels_load_locked(&k, "acme/bundled", B.lock, &o));
+	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 }
 
@@ -224,7 +216,7 @@ static void test_import_then_offline_loads(void **state)
 	options(&o, &s, cache);
 	o.offline = 1;
 	test_hub_log_clear(W.hub);
-	assert_ok(kernels_bundle_import(&st, W.bundle, &o));
+	assert_ok(kernels_bundle_import(&st, B.bundle, &o));
 	assert_int_equal(st.variants, 2);
 	assert_int_equal(st.variants_added, 2);
 	assert_true(st.blobs_added >= 3);
@@ -233,7 +225,7 @@ static void test_import_then_offline_loads(void **state)
 	assert_log_empty();
 
 	/* Again: nothing to add, nothing written. */
-	assert_ok(kernels_bundle_import(&st, W.bundle, &o));
+	assert_ok(kernels_bundle_import(&st, B.bundle, &o));
 	assert_int_equal(st.variants_added, 0);
 	assert_int_equal(st.blobs_added, 0);
 	assert_int_equal(st.refs_written, 0);
@@ -253,12 +245,12 @@ static void test_partial_cache_gets_the_rest(void **state)
 
 	options(&o, &s, cache);
 	o.offline = 1;
-	assert_ok(kernels_bundle_import(&st, W.bundle, &o));
+	assert_ok(kernels_bundle_import(&st, B.bundle, &o));
 	/* one variant, its module's blob and the refs gone */
 	assert_int_equal(test_system("cd '%s/kernels--acme--bundled' && rm -f \"$(readlink -f "
 				     "snapshots/%s/build/%s/_bundled_100.abi3.so)\" && rm -rf snapshots/%s/build/%s refs",
-				     cache, W.commit, VARIANTS[0], W.commit, VARIANTS[0]), 0);
-	assert_ok(kernels_bundle_import(&st, W.bundle, &o));
+				     cache, W.commit[0], VARIANTS[0], W.commit[0], VARIANTS[0]), 0);
+	assert_ok(kernels_bundle_import(&st, B.bundle, &o));
 	assert_int_equal(st.variants_added, 1);
 	assert_int_equal(st.blobs_added, 1);
 	assert_true(st.refs_written >= 2);
@@ -285,7 +277,7 @@ static void read_bundle(void)
 
 	archive_read_support_format_tar(a);
 	archive_read_support_filter_all(a);
-	assert_int_equal(archive_read_open_filename(a, W.bundle, 1 << 16), ARCHIVE_OK);
+	assert_int_equal(archive_read_open_filename(a, B.bundle, 1 << 16), ARCHIVE_OK);
 	for (NE = 0; archive_read_next_header(a, &ae) == ARCHIVE_OK; NE++) {
 		assert_true(NE < 64);
 		E[NE].name = strdup(archive_entry_pathname(ae));
@@ -422,7 +414,7 @@ static void write_hostile(const char *out, enum kind kind)
 		put(a, abs_path, AE_IFREG, "x", 1, 1, NULL);
 	if (kind == UNLISTED) {
 		char *extra;
-		assert_true(asprintf(&extra, "kernels--acme--bundled/%s/build/%s/extra.so", W.commit, VARIANTS[0]) > 0);
+		assert_true(asprintf(&extra, "kernels--acme--bundled/%s/build/%s/extra.so", W.commit[0], VARIANTS[0]) > 0);
 		put(a, extra, AE_IFREG, "x", 1, 1, NULL);
 		free(extra);
 	}
@@ -531,7 +523,7 @@ static void test_hostile_archives_refused_whole(void **state)
 		assert_false(test_exists(abs_path));
 	}
 	/* The good bundle still imports into the same cache afterwards. */
-	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	assert_ok(kernels_bundle_import(NULL, B.bundle, &o));
 	free_entries();
 	test_rmtree(cache);
 	free(cache);
@@ -550,7 +542,7 @@ static void test_signature_required_refuses_unsigned(void **state)
 	options(&o, &s, cache);
 	o.offline = 1;
 	o.signature = KERNELS_SIGNATURE_REQUIRE;
-	assert_int_equal(kernels_bundle_import(NULL, W.bundle, &o), KERNELS_ESIGNATURE);
+	assert_int_equal(kernels_bundle_import(NULL, B.bundle, &o), KERNELS_ESIGNATURE);
 	assert_non_null(strstr(kernels_error_last(), "nothing was imported"));
 	assert_nothing_published(cache);
 	test_rmtree(cache);
@@ -601,7 +593,7 @@ static void test_kill_mid_import(void **state)
 	assert_int_equal(test_system("test -z \"$(find '%s' -path '*/snapshots/*' -o -path '*/refs/*' -o -path "
 				     "'*/kernels--acme--bundled/blobs/*')\"", cache), 0);
 
-	assert_ok(kernels_bundle_import(&st, W.bundle, &o));
+	assert_ok(kernels_bundle_import(&st, B.bundle, &o));
 	assert_int_equal(st.variants_added, 2);
 	assert_int_equal(test_system("test -z \"$(find '%s' -name 'import.tmp-*')\"", cache), 0);
 	load_offline_all_ways(cache);
@@ -625,7 +617,7 @@ static void test_hub_stopped(void **state)
 	setenv("HF_HUB_OFFLINE", "1", 1);
 	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
 	o.cache_dir = cache;
-	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	assert_ok(kernels_bundle_import(NULL, B.bundle, &o));
 	{
 		kernels_kernel *k = NULL;
 		memset(&s, 0, sizeof(s));
@@ -636,9 +628,9 @@ static void test_hub_stopped(void **state)
 		o.system = &s;
 		o.trust_remote_code = 1;
 		assert_ok(kernels_get(&k, "acme/bundled", "v1", &o));
-		assert_int_equal(answer(k), 100);
+		assert_int_equal(test_kernel_answer(k), 100);
 		kernels_kernel_close(k);
-		assert_ok(kernels_load_locked(&k, "acme/bundled", W.lock, &o));
+		assert_ok(kernels_load_locked(&k, "acme/bundled", B.lock, &o));
 		kernels_kernel_close(k);
 	}
 	unsetenv("HF_HUB_OFFLINE");

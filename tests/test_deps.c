@@ -19,20 +19,20 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
 
-static struct {
-	test_hub *hub;
-	char *tmp, *cache, *log;
-} W;
+static test_world W;
+/* {W.tmp}/load.log, where the kernels' constructors write; owned here. */
+static char *load_log_path;
 
 /* {tmp}/src-{name}/build/VARIANT with _{name}_1.so: `code` compiled with a
- * constructor appending "{name}\n" to W.log, `flags` added to the compiler
- * line; metadata.json with `deps` as kernel-depends (JSON, NULL: none). */
+ * constructor appending "{name}\n" to load_log_path, `flags` added to the
+ * compiler line; metadata.json with `deps` as kernel-depends (JSON, NULL:
+ * none). */
 static char *make_kernel(const char *name, const char *code, const char *flags, const char *deps)
 {
 	char *src, *dir, *so, *c, *text;
@@ -45,7 +45,7 @@ static char *make_kernel(const char *name, const char *code, const char *flags, 
 			     "#include <stdio.h>\n%s\n"
 			     "__attribute__((constructor)) static void loaded(void) {\n"
 			     "  FILE *f = fopen(\"%s\", \"a\"); if (f) { fputs(\"%s\\n\", f); fclose(f); }\n}\n",
-			     code, W.log, name) > 0);
+			     code, load_log_path, name) > 0);
 	assert_int_equal(test_system("mkdir -p '%s'", dir), 0);
 	assert_int_equal(test_write_file(c, text, strlen(text)), 0);
 	assert_int_equal(test_system("cc -shared -fPIC -o '%s' '%s' %s", so, c, flags ? flags : ""), 0);
@@ -83,13 +83,13 @@ static void options(kernels_options *o, kernels_system *s)
 	s->os = "linux";
 	s->gpu_count = -1;
 	s->tvm_ffi_version = -1;
-	test_hub_options(o, W.hub, W.cache, s);
+	test_world_options(&W, o, s);
 }
 
 static char *load_log(void)
 {
-	char *s = test_read_file(W.log, NULL);
-	remove(W.log);
+	char *s = test_read_file(load_log_path, NULL);
+	remove(load_log_path);
 	return s ? s : strdup("");
 }
 
@@ -104,21 +104,17 @@ static int setup(void **state)
 {
 	(void)state;
 	unsetenv("LOCAL_KERNELS");
-	W.hub = test_hub_start();
-	assert_non_null(W.hub);
-	W.tmp = test_mkdtemp("deps");
-	W.cache = test_mkdtemp("deps-cache");
-	assert_true(asprintf(&W.log, "%s/load.log", W.tmp) > 0);
+	assert_int_equal(test_world_start(&W, "deps"), 0);
+	test_world_fresh_cache(&W, "deps-cache");
+	assert_true(asprintf(&load_log_path, "%s/load.log", W.tmp) > 0);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(W.hub);
-	test_rmtree_free(&W.tmp);
-	test_rmtree_free(&W.cache);
-	free(W.log);
+	test_world_stop(&W);
+	free(load_log_path);
 	return 0;
 }
 

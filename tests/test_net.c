@@ -24,7 +24,7 @@
 #include "config.h"
 #include "hub.h"
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 
@@ -32,11 +32,10 @@
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
 #define NEEDLES(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
-static struct {
-	test_hub *hub;
-	char *tmp, *cache, *dead;
-	char commit[2][41];     /* v1.0.0, v1.1.0 */
-} W;
+/* commit[]: v1.0.0, v1.1.0 */
+static test_world W;
+/* An endpoint where nothing listens (dead_endpoint); owned here. */
+static char *dead;
 
 /* ---- what the process holds ---- */
 
@@ -103,7 +102,7 @@ static char *dead_endpoint(void)
 	return url;
 }
 
-static void publish(int version, int minor, const char *refs, char out[41])
+static void publish(int version, int minor, const char *refs, int slot)
 {
 	char *root;
 
@@ -111,9 +110,8 @@ static void publish(int version, int minor, const char *refs, char out[41])
 	assert_int_equal(fx_answer_variant(root, VARIANT, "answer", version * 1000 + minor * 100 + 1, "cpu", NULL,
 					   version), 0);
 	/* A low LFS threshold puts the shared object on the CDN. */
-	assert_int_equal(test_hub_publish(W.hub, "--repo " REPO " --dir '%s' --lfs-threshold 4096 %s", root, refs), 0);
-	snprintf(out, 41, "%s", test_hub_last_commit(W.hub));
-	assert_int_equal(strlen(out), 40);
+	assert_int_equal(test_world_publish(&W, slot, "--repo " REPO " --dir '%s' --lfs-threshold 4096 %s", root, refs),
+			 0);
 	free(root);
 }
 
@@ -121,31 +119,27 @@ static int setup(void **state)
 {
 	(void)state;
 	kernels__hub_set_backoff_base_ms(20);
-	if (!(W.hub = test_hub_start()))
+	if (test_world_start(&W, "net"))
 		return -1;
-	W.tmp = test_mkdtemp("net");
-	publish(1, 0, "--branch main --branch v1 --tag v1.0.0 --trusted", W.commit[0]);
-	publish(1, 1, "--branch main --branch v1 --tag v1.1.0", W.commit[1]);
-	W.dead = dead_endpoint();
+	publish(1, 0, "--branch main --branch v1 --tag v1.0.0 --trusted", 0);
+	publish(1, 1, "--branch main --branch v1 --tag v1.1.0", 1);
+	dead = dead_endpoint();
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(W.hub);
-	test_rmtree_free(&W.tmp);
-	free(W.dead);
-	test_rmtree_free(&W.cache);
+	test_world_stop(&W);
+	free(dead);
 	return 0;
 }
 
 static int fresh(void **state)
 {
 	(void)state;
-	test_fresh_dir(&W.cache, "net-cache");
+	test_world_fresh_cache(&W, "net-cache");
 	test_hub_faults_clear(W.hub);
-	test_hub_log_clear(W.hub);
 	assert_int_equal(test_hub_config(W.hub, "{\"smart_http\": true, \"refs_api\": true, \"org_overview\": true}"), 0);
 	kernels__hub_down_forget_all();
 	test_logged_clear();
@@ -157,16 +151,9 @@ static const kernels_system SYS = TEST_SYS_CPU;
 /* Defaults, aimed at the local Hub, with our cache and log. */
 static void options(kernels_options *o)
 {
-	test_hub_options(o, W.hub, W.cache, &SYS);
+	test_world_options(&W, o, &SYS);
 	o->token = "";
 	o->log_cb = test_log_warnings;
-}
-
-static int answer_of(kernels_kernel *k)
-{
-	int (*answer)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
-	assert_non_null(answer);
-	return answer();
 }
 
 /* kernels_get that must succeed with `answer`. No test here reads a clock:
@@ -180,7 +167,7 @@ static void get_ok(const kernels_options *o, const char *rev, int answer)
 
 	if (kernels_get(&k, REPO, rev, o) < 0)
 		fail_msg("kernels_get(%s): %s", rev, kernels_error_last());
-	assert_int_equal(answer_of(k), answer);
+	assert_int_equal(test_kernel_answer(k), answer);
 	kernels_kernel_close(k);
 }
 
@@ -323,7 +310,7 @@ static void test_down_memory_expires(void **state)
 	(void)state;
 
 	options(&o);
-	o.endpoint = W.dead;
+	o.endpoint = dead;
 	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
 	assert_null(strstr(kernels_error_last(), "not asking again"));
 	assert_int_equal(kernels_revision_resolve(&r, "acme/never", "main", &o), KERNELS_ENETWORK);
@@ -498,7 +485,7 @@ static void test_endpoints_in_turn(void **state)
 	 * serve the organization API: the publisher is named here.) */
 	options(&o);
 	o.trusted_orgs = "acme";
-	assert_true(asprintf(&list, "%s,%s", W.dead, test_hub_endpoint(W.hub)) > 0);
+	assert_true(asprintf(&list, "%s,%s", dead, test_hub_endpoint(W.hub)) > 0);
 	o.endpoints = list;
 	before = now_held();
 	get_ok(&o, "v1.0.0", 1001);
@@ -517,7 +504,7 @@ static void test_endpoints_in_turn(void **state)
 
 	/* All down: the cache answers, once. */
 	kernels__hub_down_forget_all();
-	assert_true(asprintf(&list, "%s,%s", W.dead, "http://127.0.0.1:9") > 0);
+	assert_true(asprintf(&list, "%s,%s", dead, "http://127.0.0.1:9") > 0);
 	o.endpoints = list;
 	get_ok(&o, "v1.0.0", 1001);
 	free(list);

@@ -13,52 +13,43 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "trust.h"
 #include "fsync_log.h"
 #include "../tests/data/variants/fixture.h"
 
-static test_hub *hub;
-static char *tmp, *cache;
+static test_world W;
 static const kernels_system sys_cpu = TEST_SYS_CPU;
 
 static int setup(void **state)
 {
 	(void)state;
-	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("trust")))
+	if (test_world_start(&W, "trust"))
 		return -1;
-	return fx_publish_answer(hub, tmp, "good/answer", "answer", 1, NULL, "--trusted") ||
-	       fx_publish_answer(hub, tmp, "shady/answer", "shady", 2, NULL, "--untrusted") ? -1 : 0;
+	return fx_publish_answer(W.hub, W.tmp, "good/answer", "answer", 1, NULL, "--trusted") ||
+	       fx_publish_answer(W.hub, W.tmp, "shady/answer", "shady", 2, NULL, "--untrusted") ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(hub);
-	test_rmtree_free(&tmp);
+	test_world_stop(&W);
 	return 0;
 }
 
 static int fresh_cache(void **state)
 {
 	(void)state;
-	test_fresh_dir(&cache, "trust-cache");
-	test_hub_faults_clear(hub);
+	test_world_fresh_cache(&W, "trust-cache");
+	test_hub_faults_clear(W.hub);
 	return 0;
 }
 
 static void options(kernels_options *o)
 {
-	test_hub_options(o, hub, cache, &sys_cpu);
+	test_world_options(&W, o, &sys_cpu);
 	o->max_retries = 0;
-}
-
-static int answer(kernels_kernel *k)
-{
-	int (*fn)(void) = (int (*)(void))kernels_symbol(k, "kernel_answer");
-	assert_non_null(fn);
-	return fn();
 }
 
 static void get_ok(const char *repo, const kernels_options *o, int want)
@@ -66,7 +57,7 @@ static void get_ok(const char *repo, const kernels_options *o, int want)
 	kernels_kernel *k = NULL;
 	if (kernels_get(&k, repo, "v1.0.0", o) < 0)
 		fail_msg("kernels_get(%s): %s", repo, kernels_error_last());
-	assert_int_equal(answer(k), want);
+	assert_int_equal(test_kernel_answer(k), want);
 	kernels_kernel_close(k);
 }
 
@@ -97,7 +88,7 @@ static void test_untrusted_needs_opt_in_offline(void **state)
 	o.offline = 1;
 	get_untrusted("shady/answer", &o, "did not mark 'shady' as a trusted publisher");
 	o.offline = 0;
-	assert_int_equal(test_hub_fault(hub, "{\"path\": \"/\", \"mode\": \"reset\", \"count\": -1}"), 0);
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/\", \"mode\": \"reset\", \"count\": -1}"), 0);
 	get_untrusted("shady/answer", &o, "did not mark 'shady' as a trusted publisher");
 	o.trusted_orgs = "shady";
 	get_ok("shady/answer", &o, 2);
@@ -117,28 +108,28 @@ static void test_trusted_loads_offline(void **state)
 	get_ok("good/answer", &o, 1);
 	/* The verdict is recorded durably: flushed before its rename, and its
 	 * folder after. */
-	assert_true(asprintf(&record, "%s/kernels--good--answer/.libkernels", cache) > 0);
+	assert_true(asprintf(&record, "%s/kernels--good--answer/.libkernels", W.cache) > 0);
 	assert_true(fsync_log_count(record, "/trust.json.tmp-") >= 1);
 	assert_true(fsync_log_count(record, NULL) > fsync_log_count(record, "/trust.json"));
 	free(record);
 	/* Online again: the fresh "trusted" verdict is not asked for again;
 	 * an untrusted one always is (a publisher may become trusted). */
-	test_hub_log_clear(hub);
+	test_hub_log_clear(W.hub);
 	get_ok("good/answer", &o, 1);
-	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/"), 0);
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/api/organizations/"), 0);
 	o.trust_remote_code = 1;
 	get_ok("shady/answer", &o, 2);
 	o.trust_remote_code = 0;
-	test_hub_log_clear(hub);
+	test_hub_log_clear(W.hub);
 	get_untrusted("shady/answer", &o, "is not from a trusted publisher");
-	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/shady"), 1);
-	assert_true(asprintf(&record, "%s/kernels--good--answer/%s", cache, KERNELS__TRUST_RECORD) > 0);
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/api/organizations/shady"), 1);
+	assert_true(asprintf(&record, "%s/kernels--good--answer/%s", W.cache, KERNELS__TRUST_RECORD) > 0);
 	assert_int_equal(test_system("grep -q '\"verdict\": \"trusted\"' '%s' && grep -q '\"publisher\": \"good\"' '%s'",
 				     record, record), 0);
-	test_hub_log_clear(hub);
+	test_hub_log_clear(W.hub);
 	o.offline = 1;
 	get_ok("good/answer", &o, 1);
-	assert_int_equal(test_hub_log_count(hub, NULL, ""), 0);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, ""), 0);
 
 	/* Offline, whichever endpoint served the cache vouches for it. */
 	o.endpoint = "https://elsewhere.example";
@@ -162,8 +153,8 @@ static void test_cache_filled_by_python_needs_opt_in(void **state)
 
 	assert_int_equal(test_system("HF_ENDPOINT='%s' HF_HUB_CACHE='%s' %s -c \"from huggingface_hub import "
 				     "snapshot_download; snapshot_download('good/answer', repo_type='kernel', "
-				     "revision='v1.0.0')\" >/dev/null", test_hub_endpoint(hub), cache, KERNELS_PYTHON), 0);
-	assert_int_equal(test_system("ls -d '%s'/kernels--good--answer/snapshots/*/build >/dev/null", cache), 0);
+				     "revision='v1.0.0')\" >/dev/null", test_hub_endpoint(W.hub), W.cache, KERNELS_PYTHON), 0);
+	assert_int_equal(test_system("ls -d '%s'/kernels--good--answer/snapshots/*/build >/dev/null", W.cache), 0);
 	options(&o);
 	o.offline = 1;
 	get_untrusted("good/answer", &o, "no record of a publisher check");
@@ -184,27 +175,27 @@ static void test_cache_trust_records_python_filled_cache(void **state)
 	assert_int_equal(test_system("HF_ENDPOINT='%s' HF_HUB_CACHE='%s' %s -c \"from huggingface_hub import "
 				     "snapshot_download as d; d('good/answer', repo_type='kernel', revision='v1.0.0'); "
 				     "d('shady/answer', repo_type='kernel', revision='v1.0.0')\" >/dev/null",
-				     test_hub_endpoint(hub), cache, KERNELS_PYTHON), 0);
+				     test_hub_endpoint(W.hub), W.cache, KERNELS_PYTHON), 0);
 	options(&o);
 	o.offline = 1;
 	assert_int_equal(kernels_cache_trust(NULL, &o), KERNELS_EOFFLINE); /* the Hub must be asked */
 	o.offline = 0;
 	assert_int_equal(kernels_cache_trust("good/nothere", &o), KERNELS_ENOTFOUND);
-	test_hub_log_clear(hub);
+	test_hub_log_clear(W.hub);
 	assert_int_equal(kernels_cache_trust(NULL, &o), KERNELS_EUNTRUSTED);
 	assert_non_null(strstr(kernels_error_last(), "shady/answer"));
 	assert_null(strstr(kernels_error_last(), "good/answer"));
-	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/"), 2); /* one per repo */
-	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 2);
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/api/organizations/"), 2); /* one per repo */
+	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 2);
 
-	test_hub_log_clear(hub);
+	test_hub_log_clear(W.hub);
 	o.offline = 1;
 	get_ok("good/answer", &o, 1);
 	get_untrusted("shady/answer", &o, "did not mark 'shady' as a trusted publisher");
-	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 0);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
 	o.offline = 0;
 	assert_int_equal(kernels_cache_trust("good/answer", &o), 0);
-	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 0); /* recorded today: not asked again */
+	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0); /* recorded today: not asked again */
 }
 
 /* A repo that does not exist is "not found", whatever its org, and the
@@ -233,16 +224,16 @@ static void test_mirror_without_org_api(void **state)
 	(void)state;
 
 	assert_non_null(mirror = test_hub_start());
-	assert_int_equal(fx_publish_answer(mirror, tmp, "good/answer", "mirrored", 7, NULL, "--trusted"), 0);
+	assert_int_equal(fx_publish_answer(mirror, W.tmp, "good/answer", "mirrored", 7, NULL, "--trusted"), 0);
 	assert_int_equal(test_hub_config(mirror, "{\"org_overview\": false}"), 0);
 	options(&o);
 	o.endpoint = test_hub_endpoint(mirror);
 	get_untrusted("good/answer", &o, "has no publisher information for 'good'");
-	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(mirror), test_hub_endpoint(hub)) > 0);
+	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(mirror), test_hub_endpoint(W.hub)) > 0);
 	o.endpoints = list;
-	test_hub_log_clear(hub);
+	test_hub_log_clear(W.hub);
 	get_ok("good/answer", &o, 7); /* the mirror's files, the Hub's verdict */
-	assert_int_equal(test_hub_log_count(hub, "GET", "/api/organizations/good"), 1);
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/api/organizations/good"), 1);
 	test_hub_stop(mirror);
 	free(list);
 }
