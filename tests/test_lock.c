@@ -324,33 +324,29 @@ static void test_valid_files_roundtrip(void **state)
 	}
 }
 
+/* One line of invalid/expected.txt: "<file> <what the message says>". */
+static void check_invalid_file(char *line, void *payload)
+{
+	char name[256], path[1024], *what;
+	kernels_lock *lock = (kernels_lock *)1;
+	(void)payload;
+
+	assert_int_equal(sscanf(line, "%255s", name), 1);
+	what = line + strlen(name);
+	while (*what == ' ')
+		what++;
+	snprintf(path, sizeof(path), DATA "/invalid/%s", name);
+	if (kernels_lock_load(&lock, path) != KERNELS_EPARSE)
+		fail_msg("%s: not refused as malformed (%s)", name, kernels_error_last());
+	assert_null(lock);
+	if (strncmp(kernels_error_last(), path, strlen(path)) != 0 || !strstr(kernels_error_last(), what))
+		fail_msg("%s: wanted '%s', got: %s", name, what, kernels_error_last());
+}
+
 static void test_invalid_files(void **state)
 {
-	FILE *f = fopen(DATA "/invalid/expected.txt", "r");
-	char line[1024];
-	int count = 0;
 	(void)state;
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		char name[256], path[1024], *what;
-		kernels_lock *lock = (kernels_lock *)1;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		assert_int_equal(sscanf(line, "%255s", name), 1);
-		what = line + strlen(name);
-		while (*what == ' ')
-			what++;
-		snprintf(path, sizeof(path), DATA "/invalid/%s", name);
-		if (kernels_lock_load(&lock, path) != KERNELS_EPARSE)
-			fail_msg("%s: not refused as malformed (%s)", name, kernels_error_last());
-		assert_null(lock);
-		if (strncmp(kernels_error_last(), path, strlen(path)) != 0 || !strstr(kernels_error_last(), what))
-			fail_msg("%s: wanted '%s', got: %s", name, what, kernels_error_last());
-		count++;
-	}
-	fclose(f);
-	assert_true(count >= 25);
+	assert_true(test_each_entry(DATA "/invalid/expected.txt", check_invalid_file, NULL) >= 25);
 }
 
 static void test_load_errors(void **state)

@@ -371,33 +371,30 @@ static void test_valid_files(void **state)
 	assert_true(count >= 20);
 }
 
+/* One line of invalid/expected.txt: "<file> <line:col> <what the message
+ * says>". */
+static void check_invalid_file(char *line, void *payload)
+{
+	char name[256], where[64], path[1024], prefix[1200], *what;
+	kernels__toml_value *r = NULL;
+	(void)payload;
+
+	if (sscanf(line, "%255s %63s", name, where) != 2)
+		fail_msg("bad line in expected.txt: %s", line);
+	what = strstr(line, where) + strlen(where);
+	while (*what == ' ')
+		what++;
+	snprintf(path, sizeof(path), DATA "/invalid/%s", name);
+	assert_int_equal(kernels__toml_parse_file(path, &r), KERNELS_EPARSE);
+	snprintf(prefix, sizeof(prefix), "%s:%s: ", path, where);
+	if (strncmp(kernels_error_last(), prefix, strlen(prefix)) != 0 || !strstr(kernels_error_last(), what))
+		fail_msg("%s: wanted '%s ... %s', got: %s", name, prefix, what, kernels_error_last());
+}
+
 static void test_invalid_files(void **state)
 {
-	FILE *f = fopen(DATA "/invalid/expected.txt", "r");
-	char line[1024];
-	int count = 0;
 	(void)state;
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		char name[256], where[64], path[1024], prefix[1200], *what;
-		kernels__toml_value *r = NULL;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "%255s %63s", name, where) != 2)
-			fail_msg("bad line in expected.txt: %s", line);
-		what = strstr(line, where) + strlen(where);
-		while (*what == ' ')
-			what++;
-		snprintf(path, sizeof(path), DATA "/invalid/%s", name);
-		assert_int_equal(kernels__toml_parse_file(path, &r), KERNELS_EPARSE);
-		snprintf(prefix, sizeof(prefix), "%s:%s: ", path, where);
-		if (strncmp(kernels_error_last(), prefix, strlen(prefix)) != 0 || !strstr(kernels_error_last(), what))
-			fail_msg("%s: wanted '%s ... %s', got: %s", name, prefix, what, kernels_error_last());
-		count++;
-	}
-	fclose(f);
-	assert_true(count >= 20);
+	assert_true(test_each_entry(DATA "/invalid/expected.txt", check_invalid_file, NULL) >= 20);
 }
 
 int main(int argc, char **argv)

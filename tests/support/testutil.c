@@ -147,3 +147,24 @@ int test_exists(const char *path)
 	struct stat st;
 	return lstat(path, &st) == 0;
 }
+
+int test_each_entry(const char *path, void (*check)(char *line, void *payload), void *payload)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int count = 0;
+
+	if (!f) {
+		fprintf(stderr, "test_each_entry: cannot read %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		check(line, payload);
+		count++;
+	}
+	fclose(f);
+	return count;
+}

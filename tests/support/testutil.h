@@ -43,6 +43,12 @@ char *test_read_file(const char *path, size_t *len);
 int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 if `path` exists (lstat). */
 int test_exists(const char *path);
+/* Calls check(line, payload) for each entry of an expected-results list
+ * (tests/data/.../expected.txt): every line that is neither blank nor a
+ * '#' comment, without its newline; `line` is the caller's to change
+ * until check returns. The number of entries, or -1 with a message on
+ * stderr when the file cannot be read. */
+int test_each_entry(const char *path, void (*check)(char *line, void *payload), void *payload);
 
 /* A kernels_log_cb that keeps the warnings and errors (thread-safe) in
  * test_logged, one a line, for tests to search; test_logged_clear empties
