@@ -267,3 +267,12 @@ fail:
 	free(tmp);
 	return rc;
 }
+
+/* The first 64 KiB of a version or configuration file; NULL when absent. */
+char *kernels__read_small_file(const char *path)
+{
+	char *text;
+	size_t len;
+
+	return kernels__read_file(path, 65536, KERNELS__READ_PREFIX, &text, &len, NULL) == 0 ? text : NULL;
+}

@@ -67,4 +67,9 @@ enum {
  * KERNELS_EIO / KERNELS_ENOMEM with the error set. */
 int kernels__write_atomic(const char *path, const void *data, size_t len, int mode, unsigned int flags);
 
+/* The first 64 KiB of a small text file (a version file, pyvenv.cfg),
+ * NUL-terminated and malloc'ed; NULL when it is absent or unreadable (no
+ * error set: a missing one only means the fact it would give is unknown). */
+char *kernels__read_small_file(const char *path);
+
 #endif
