@@ -147,7 +147,7 @@ static void md_hex(job *j, char *out)
 
 /* ---- progress -------------------------------------------------------------------- */
 
-static void progress(fetch *f, job *j, int force)
+static void report_progress(fetch *f, job *j, int force)
 {
 	const kernels__config *cfg = f->cfg;
 
@@ -388,7 +388,7 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 	account(f, (long long)n);
 	if (f->stats)
 		f->stats->bytes_downloaded += n;
-	progress(f, j, 0);
+	report_progress(f, j, 0);
 	return f->cancelled ? 0 : n;
 }
 
@@ -429,7 +429,7 @@ static void link_blob_done(fetch *f, job *j)
 {
 	close_job(f, j);
 	settle(f, j, J_DONE);
-	progress(f, j, 1);
+	report_progress(f, j, 1);
 }
 
 /* Every byte arrived: the hash decides whether the blob may be published. */
