@@ -72,6 +72,7 @@ typedef struct {
 	kernels__hub_response r; /* the advertisement, fetched before libgit2 reads it */
 	long status;
 	int no_smart;
+	int repo_not_found;
 } ls_ctx;
 
 typedef struct {
@@ -101,6 +102,7 @@ static int fetch(ls_ctx *c, const char *url)
 	rc = kernels__hub_request(c->cfg, u, 0, &c->r);
 	if (rc == 0 && c->r.status != 200) {
 		c->status = c->r.status;
+		c->repo_not_found = c->r.error_code && !strcmp(c->r.error_code, "RepoNotFound");
 		rc = kernels__error(KERNELS_EHTTP, "GET %s answered HTTP %ld", u, c->r.status);
 	} else if (rc == 0 && !content_is_advertisement(c->r.content_type)) {
 		c->no_smart = 1;
@@ -240,6 +242,7 @@ static void no_refs(kernels__git_refs *out, const ls_ctx *c)
 	out->count = 0;
 	out->status = c->status;
 	out->no_smart = c->no_smart;
+	out->repo_not_found = c->repo_not_found;
 }
 
 int kernels__git_ls(const kernels__config *cfg, const char *url, kernels__git_refs *out)

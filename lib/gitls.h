@@ -17,6 +17,7 @@ typedef struct {
 	size_t count;
 	long status;           /* the HTTP status of info/refs when it was not 200, else 0 */
 	int no_smart;          /* 200, but not a smart-HTTP advertisement (a mirror, a web page) */
+	int repo_not_found;    /* the answer said X-Error-Code: RepoNotFound (the Hub itself, not a bare 404) */
 } kernels__git_refs;
 
 /* Lists the refs of the git repo at `url` (".../kernels/org/name"): one GET

@@ -1,8 +1,8 @@
 /* The refs a revision is matched against (reflist.h): the git remote's
  * advertisement through libgit2 (one GET of info/refs, no clone, carried by
  * the Hub client: gitls.c), the REST listing /api/{kernels,models}/{repo}/refs
- * when the endpoint serves no git smart HTTP (a mirror), or the cache's
- * refs/ folder offline. */
+ * when git does not settle a form (a mirror without git, a model repo not
+ * yet known as one), or the cache's refs/ folder offline. */
 #include "reflist.h"
 #include "cache.h"
 #include "error.h"
@@ -175,56 +175,134 @@ static int table_from_rest_list(table *t, json_t *list, kernels_revision_kind_t 
 	return 0;
 }
 
-/* GET /api/{kernels,models}/{repo}/refs, as huggingface_hub's list_repo_refs
- * reads it. 0 with `t` filled; else *status is the last answer's status
- * (0: none) and *missing is 1 when every answer was the Hub's RepoNotFound. */
-static int table_from_rest(const kernels__config *cfg, const char *repo_id, table *t, long *status, int *missing)
+/* What the answers so far say about one form (kernel or model) of a repo. */
+typedef enum { FORM_UNKNOWN, FORM_FOUND, FORM_ABSENT, FORM_AUTH } form_state;
+
+/* One search for a repo's refs on one endpoint. */
+typedef struct {
+	const kernels__config *cfg;
+	const char *repo_id;
+	table *t;
+	int no_smart;      /* git answered 200 with something that is not smart HTTP */
+	long git_status;   /* the last info/refs status that was not 200 */
+	long rest_status;  /* the last REST listing's status; 0: not asked */
+} search;
+
+/* GET /api/{kernels,models}/{repo}/refs of one form, as huggingface_hub's
+ * list_repo_refs reads it: `t` filled (FOUND), or what the answer says. */
+static int rest_form(search *s, kernels__repo_type type, form_state *st)
 {
 	kernels__hub_response r;
 	char *path, where[400];
 	json_t *doc;
-	int i, rc;
+	int rc;
 
-	*status = 0;
-	*missing = 1;
-	for (i = 0; i < 2; i++) {
-		if (!(path = kernels__sprintf("/api/%s/%s/refs", kernels__repo_api_name((kernels__repo_type)i),
-					      repo_id)))
-			return KERNELS_ENOMEM;
-		snprintf(where, sizeof(where), "%s%s", cfg->endpoint, path);
-		rc = kernels__hub_request(cfg, path, 0, &r);
-		free(path);
-		if (rc < 0)
-			return rc;
-		*status = r.status;
-		if (r.status == 200) {
-			doc = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
-			kernels__hub_response_free(&r);
-			if (!json_is_object(doc)) {
-				json_decref(doc);
-				return kernels__error(KERNELS_EPARSE, "%s is not a JSON object; check the endpoint",
-						      where);
-			}
-			t->type = (kernels__repo_type)i;
-			rc = table_from_rest_list(t, json_object_get(doc, "branches"), KERNELS_REVISION_BRANCH, where);
-			if (rc == 0)
-				rc = table_from_rest_list(t, json_object_get(doc, "tags"), KERNELS_REVISION_TAG, where);
-			json_decref(doc);
-			return rc;
-		}
-		if (!(r.status == 404 && r.error_code && !strcmp(r.error_code, "RepoNotFound")))
-			*missing = 0;
+	if (!(path = kernels__sprintf("/api/%s/%s/refs", kernels__repo_api_name(type), s->repo_id)))
+		return KERNELS_ENOMEM;
+	snprintf(where, sizeof(where), "%s%s", s->cfg->endpoint, path);
+	rc = kernels__hub_request(s->cfg, path, 0, &r);
+	free(path);
+	if (rc < 0)
+		return rc;
+	s->rest_status = r.status;
+	if (r.status != 200) {
+		/* The Hub's own RepoNotFound is final; a bare 404 is an endpoint
+		 * without the listing. */
+		if (r.status == 401 || r.status == 403)
+			*st = FORM_AUTH;
+		else if (r.status == 404 && r.error_code && !strcmp(r.error_code, "RepoNotFound"))
+			*st = FORM_ABSENT;
 		kernels__hub_response_free(&r);
-		/* A 404 of any kind under the kernel form: the repo may be a model
-		 * repo, or a mirror may serve only models. */
-		if (*status != 404 && *status != 401 && *status != 403)
-			break;
+		return 0;
 	}
-	return KERNELS_ENOTFOUND;
+	doc = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+	kernels__hub_response_free(&r);
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return kernels__error(KERNELS_EPARSE, "%s is not a JSON object; check the endpoint", where);
+	}
+	s->t->type = type;
+	rc = table_from_rest_list(s->t, json_object_get(doc, "branches"), KERNELS_REVISION_BRANCH, where);
+	if (rc == 0)
+		rc = table_from_rest_list(s->t, json_object_get(doc, "tags"), KERNELS_REVISION_TAG, where);
+	json_decref(doc);
+	*st = FORM_FOUND;
+	return rc;
 }
 
-/* The repo exists nowhere we may read (both git forms and the REST listing
- * said so): which of "needs a token", "token refused", "not found". */
+/* One form's git advertisement: `t` filled (FOUND), AUTH, or UNKNOWN with
+ * *rnf set when the 404 carried the Hub's RepoNotFound. */
+static int git_form(search *s, kernels__repo_type type, form_state *st, int *rnf)
+{
+	kernels__git_refs res;
+	char *url = repo_url(s->cfg, type, s->repo_id);
+	int rc;
+
+	if (!url)
+		return KERNELS_ENOMEM;
+	rc = kernels__git_ls(s->cfg, url, &res);
+	free(url);
+	if (rc == 0) {
+		s->t->type = type;
+		rc = table_from_heads(s->t, res.heads, res.count);
+		kernels__git_refs_free(&res);
+		*st = FORM_FOUND;
+		return rc;
+	}
+	if (rc == KERNELS_EHTTP && res.no_smart) {
+		s->no_smart = 1;
+		return 0;
+	}
+	if (rc != KERNELS_EHTTP || (res.status != 404 && res.status != 401 && res.status != 403)) {
+		if (rc == KERNELS_EHTTP)
+			rc = kernels__error(KERNELS_EHTTP, "the Hub at %s answered HTTP %ld when listing the refs of "
+					    "%s (%s); try again later", s->cfg->endpoint, res.status, s->repo_id,
+					    kernels_error_last());
+		return rc;
+	}
+	s->git_status = res.status;
+	*rnf = res.status == 404 && res.repo_not_found;
+	if (res.status != 404)
+		*st = FORM_AUTH;  /* a private or gated repo: git's answer stands */
+	return 0;
+}
+
+/* Settles one form with as few requests as what each answer proves allows.
+ * git's 404 RepoNotFound proves a kernel repo absent (mirrors serve kernel
+ * repos through git or not at all) but not a model repo: olah answers git
+ * that way for a model repo it serves only through the REST listing, whose
+ * RepoNotFound is final everywhere. So the model form, when not the one the
+ * cache expects, is asked of the REST listing first: a repo the Hub does
+ * not have then costs two requests, one per form. */
+static int settle(search *s, kernels__repo_type type, int expected, form_state *st)
+{
+	int rc, rnf = 0, rest_first = type == KERNELS__REPO_MODEL && !expected;
+
+	*st = FORM_UNKNOWN;
+	if (!rest_first && !s->no_smart) {
+		if ((rc = git_form(s, type, st, &rnf)) < 0 || *st != FORM_UNKNOWN)
+			return rc;
+		if (rnf && type == KERNELS__REPO_KERNEL) {
+			*st = FORM_ABSENT;
+			return 0;
+		}
+	}
+	if ((rc = rest_form(s, type, st)) < 0 || *st != FORM_UNKNOWN) {
+		if (rc == 0 && *st == FORM_FOUND && !rest_first)
+			kernels__log(s->cfg, KERNELS_LOG_INFO, "%s serves no git smart HTTP for %s; listed its refs "
+				     "through the REST API", s->cfg->endpoint, s->repo_id);
+		return rc;
+	}
+	if (rest_first && !s->no_smart && ((rc = git_form(s, type, st, &rnf)) < 0 || *st != FORM_UNKNOWN))
+		return rc;
+	/* An endpoint without the REST listing: git's own RepoNotFound is its word. */
+	if (rnf && s->rest_status == 404)
+		*st = FORM_ABSENT;
+	return 0;
+}
+
+/* The repo exists nowhere we may read (both forms said so): which of
+ * "needs a token", "token refused", "not found". */
 static int not_found_error(const kernels__config *cfg, const char *repo_id, int auth)
 {
 	if (auth && cfg->token)
@@ -243,18 +321,17 @@ static int not_found_error(const kernels__config *cfg, const char *repo_id, int 
 			      cfg->endpoint, repo_id, cfg->token ? "" : ", and set HF_TOKEN if it is private");
 }
 
-/* Fills `t` from the Hub: git smart HTTP first (kernel form, then model
- * form), the REST listing when neither serves it. KERNELS_ENETWORK means
- * "unreachable", the error saying why (get.c decides whether the cache
+/* Fills `t` from the Hub: the form the cache expects first (kernel when it
+ * knows nothing), then the other, each settled by settle(). KERNELS_ENETWORK
+ * means "unreachable", the error saying why (get.c decides whether the cache
  * answers instead). */
 static int table_from_remote(const kernels__config *cfg, const char *repo_id, table *t)
 {
-	kernels__git_refs res;
-	kernels__repo_type type, first = KERNELS__REPO_KERNEL;
+	search s = { .cfg = cfg, .repo_id = repo_id, .t = t };
+	form_state st[2];
+	kernels__repo_type type, first;
 	table cached = { 0 };
-	long rest_status;
-	char *url;
-	int i, rc, auth = 0, no_smart = 0, missing;
+	int i, rc;
 
 	if (cfg->token && strpbrk(cfg->token, "\r\n"))
 		return kernels__error(KERNELS_EINVAL,
@@ -267,57 +344,17 @@ static int table_from_remote(const kernels__config *cfg, const char *repo_id, ta
 	kernels__reflist_free(&cached);
 	for (i = 0; i < 2; i++) {
 		type = i ? (first == KERNELS__REPO_KERNEL ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL) : first;
-		if (!(url = repo_url(cfg, type, repo_id)))
-			return KERNELS_ENOMEM;
-		rc = kernels__git_ls(cfg, url, &res);
-		free(url);
-		if (rc == 0) {
-			t->type = type;
-			rc = table_from_heads(t, res.heads, res.count);
-			kernels__git_refs_free(&res);
+		if ((rc = settle(&s, type, i == 0, &st[i])) < 0 || st[i] == FORM_FOUND)
 			return rc;
-		}
-		if (rc == KERNELS_ENETWORK)
-			return rc;
-		if (rc == KERNELS_EHTTP && res.no_smart) {
-			no_smart = 1;
-			break;
-		}
-		/* The Hub answers 404 (or asks for credentials) when no kernel
-		 * repo has this name: then try the model repo. */
-		if (rc != KERNELS_EHTTP || (res.status != 404 && res.status != 401 && res.status != 403)) {
-			if (rc == KERNELS_EHTTP)
-				rc = kernels__error(KERNELS_EHTTP,
-						    "the Hub at %s answered HTTP %ld when listing the refs of %s "
-						    "(%s); try again later", cfg->endpoint, res.status, repo_id,
-						    kernels_error_last());
-			return rc;
-		}
-		auth |= res.status == 401 || res.status == 403;
 	}
-	/* A 401/403 is the Hub asking for a token (a private or gated repo):
-	 * git's answer stands. A 404 for both forms, or an answer that is not
-	 * smart HTTP: the repo does not exist, or the endpoint (a mirror)
-	 * serves only the REST API, which then lists the refs. */
-	if (auth && !no_smart)
-		return not_found_error(cfg, repo_id, 1);
-	rc = table_from_rest(cfg, repo_id, t, &rest_status, &missing);
-	if (rc == 0) {
-		kernels__log(cfg, KERNELS_LOG_INFO, "%s serves no git smart HTTP for %s; listed its refs through "
-			     "the REST API", cfg->endpoint, repo_id);
-		return 0;
-	}
-	if (rc != KERNELS_ENOTFOUND)
-		return rc;
-	if (missing || rest_status == 401 || rest_status == 403)
-		return not_found_error(cfg, repo_id, rest_status == 401 || rest_status == 403);
+	if (st[0] == FORM_AUTH || st[1] == FORM_AUTH || (st[0] == FORM_ABSENT && st[1] == FORM_ABSENT))
+		return not_found_error(cfg, repo_id, st[0] == FORM_AUTH || st[1] == FORM_AUTH);
 	return kernels__error(KERNELS_EHTTP,
 			      "%s lists no refs for %s: it serves neither git smart HTTP (info/refs: %s) nor the "
 			      "refs API (/api/{kernels,models}/%s/refs: HTTP %ld), as a mirror may not; through it "
 			      "only full commit ids resolve. Pin a full commit id, or list the Hub after it in "
 			      "KERNELS_ENDPOINTS (kernels_options.endpoints)", cfg->endpoint, repo_id,
-			      no_smart ? "not a smart-HTTP answer" : "HTTP 404", repo_id,
-			      rest_status);
+			      s.no_smart ? "not a smart-HTTP answer" : "HTTP 404", repo_id, s.rest_status);
 }
 
 int kernels__reflist_remote(const kernels__config *cfg, const char *repo_id, table *t)

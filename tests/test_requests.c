@@ -347,6 +347,14 @@ static void test_model_repo(void **state)
 		fail_msg("kernels_get: %s", kernels_error_last());
 	assert_int_equal(test_kernel_answer(k), 105);
 	kernels_kernel_close(k);
+	/* Cold, its refs cost two requests: the kernel form's git answer
+	 * (RepoNotFound), then the model form's REST listing. */
+	if (test_hub_log_count(W.hub, "GET", "/info/refs") + test_hub_log_count(W.hub, "GET", "/acme/mreq/refs") != 2) {
+		dump_log("a cold call to a model repo");
+		fail_msg("a cold call to a model repo: the refs listing was not two requests");
+	}
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/kernels/acme/mreq/info/refs"), 1);
+	assert_int_equal(test_hub_log_count(W.hub, "GET", "/api/models/acme/mreq/refs"), 1);
 	new_process();
 	assert_int_equal(kernels_get(&k, "acme/mreq", "v1.0.0", &o), 0);
 	kernels_kernel_close(k);
@@ -382,9 +390,10 @@ static void test_moved_name(void **state)
 }
 
 /* Refusals that cost little: an id ending in ".git" in any case sends
- * nothing; a repo the Hub does not have costs at most four requests
- * (both git forms, then the REST refs listing, which a mirror without git
- * answers), whatever the revision form. */
+ * nothing; a repo the Hub does not have costs two requests, whatever the
+ * revision form: git's RepoNotFound settles the kernel form, the REST
+ * listing's the model form (git's cannot: olah answers git that way for a
+ * model repo it serves through the REST listing only). */
 static void test_cheap_refusals(void **state)
 {
 	static const char *const revisions[] = { "v1.0.0", "main", "1", ">=1.0,<2" };
@@ -404,14 +413,12 @@ static void test_cheap_refusals(void **state)
 		assert_int_equal(kernels_get(&k, "acme/nope", revisions[i], &o), KERNELS_ENOTFOUND);
 		assert_null(k);
 		snprintf(what, sizeof(what), "a missing repo at %s", revisions[i]);
-		/* Both git forms, then the REST refs listing for each form: a
-		 * mirror (olah) answers git with the Hub's own RepoNotFound for a
-		 * repo it serves through the REST API, so a 404 from git alone
-		 * cannot end the search. */
-		if (requests(what) > 4) {
+		if (requests(what) > 2) {
 			dump_log(what);
-			fail_msg("%s: %d requests, at most 4 expected", what, requests(what));
+			fail_msg("%s: %d requests, at most 2 expected", what, requests(what));
 		}
+		assert_int_equal(test_hub_log_count(W.hub, "GET", "/kernels/acme/nope/info/refs"), 1);
+		assert_int_equal(test_hub_log_count(W.hub, "GET", "/api/models/acme/nope/refs"), 1);
 	}
 }
 
