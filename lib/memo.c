@@ -37,11 +37,12 @@ static memo *handles, *names;  /* most recently used first */
 typedef struct {
 	const char *name;
 	size_t off;
-	int is_str; /* const char * (NULL written as \x01); else int */
+	int is_str;         /* const char * (NULL written as \x01); else int */
+	unsigned int since; /* the struct's version that has it: an older caller's struct ends before */
 } field;
 
-#define FIELD_INT(type, name, member) { name, offsetof(type, member), 0 }
-#define FIELD_STR(type, name, member) { name, offsetof(type, member), 1 }
+#define FIELD_INT(type, name, member) { name, offsetof(type, member), 0, 1 }
+#define FIELD_STR(type, name, member) { name, offsetof(type, member), 1, 1 }
 
 static const field system_fields[] = {
 	FIELD_INT(kernels_system, "torch", torch_version),
@@ -63,36 +64,91 @@ static const field system_fields[] = {
 	FIELD_INT(kernels_system, "gpus", gpu_count), /* then each GPU: put_system */
 };
 
-/* Not the signature options: a handle still loaded is returned whatever
+/* Every field of kernels_options, in the header's order, and what the key
+ * does with it: KEY_INT / KEY_STR(member, name, since) key it, SKIP(member)
+ * leaves it out for the reason beside it. The struct mirrored from this
+ * list must have the options' size and every offset (the assertions
+ * below), so a field added to kernels_options and not here fails the
+ * build, and tests/python/test_memo_key.py fails on one added in padding.
+ * Not the signature options: a handle still loaded is returned whatever
  * they say (the loader checks a signature when it maps a variant), and a
  * closed one ends its entry. */
-static const field option_fields[] = {
-	FIELD_STR(kernels_options, "endpoint", endpoint),
-	FIELD_STR(kernels_options, "endpoints", endpoints),
-	FIELD_STR(kernels_options, "cache", cache_dir),
-	FIELD_INT(kernels_options, "offline", offline),
-	FIELD_INT(kernels_options, "trust", trust_remote_code),
-	FIELD_STR(kernels_options, "orgs", trusted_orgs),
-	FIELD_STR(kernels_options, "torch_dir", torch_dir),
-	FIELD_INT(kernels_options, "find_torch", find_torch),
-	FIELD_INT(kernels_options, "skip_arch_check", skip_arch_check), /* the arch check decides the variant */
-	FIELD_STR(kernels_options, "device", device),
+#define OPTION_FIELDS(KEY_INT, KEY_STR, SKIP)                                                              \
+	SKIP(version)                         /* checked first: any known version keys these */           \
+	KEY_STR(endpoint, "endpoint", 1)                                                                   \
+	KEY_STR(cache_dir, "cache", 1)                                                                     \
+	SKIP(token)                           /* never changes which variant a commit gives */             \
+	KEY_INT(offline, "offline", 1)                                                                     \
+	SKIP(timeout_ms)                      /* how requests are made, not what they answer */            \
+	SKIP(max_retries)                     /* likewise */                                               \
+	SKIP(max_parallel)                    /* likewise */                                               \
+	KEY_INT(trust_remote_code, "trust", 1)                                                             \
+	KEY_STR(trusted_orgs, "orgs", 1)                                                                   \
+	SKIP(system)                          /* keyed field by field: put_system */                       \
+	SKIP(log_cb)                          /* where messages go, not the answer */                      \
+	SKIP(log_payload)                     /* likewise */                                               \
+	SKIP(progress_cb)                     /* likewise */                                               \
+	SKIP(progress_payload)                /* likewise */                                               \
+	KEY_STR(torch_dir, "torch_dir", 1)                                                                 \
+	KEY_INT(find_torch, "find_torch", 1)                                                               \
+	SKIP(deadline_ms)                     /* how long the call may take */                             \
+	KEY_STR(endpoints, "endpoints", 1)                                                                 \
+	SKIP(log_level)                       /* where messages go */                                      \
+	SKIP(signature)                       /* the loader checks signatures: see above */                \
+	SKIP(sigstore_trusted_root)           /* likewise */                                               \
+	SKIP(signature_policies)              /* likewise */                                               \
+	SKIP(signature_policy_count)          /* likewise */                                               \
+	SKIP(revision_ttl_s)                  /* the memo's own clock for names (kernels__memo_name) */    \
+	KEY_INT(skip_arch_check, "skip_arch_check", 1) /* the arch check decides the variant */            \
+	KEY_STR(device, "device", 1)                                                                       \
+	SKIP(user_agent)                      /* what the Hub is told, not what it answers */              \
+	SKIP(stall_budget_ms)                 /* how requests are made */
+
+#define OPTION_INT(member, name, since) { name, offsetof(kernels_options, member), 0, since },
+#define OPTION_STR(member, name, since) { name, offsetof(kernels_options, member), 1, since },
+#define OPTION_SKIP(member)
+static const field option_fields[] = { OPTION_FIELDS(OPTION_INT, OPTION_STR, OPTION_SKIP) };
+
+/* The mirror: the members listed above, of the options' own types. */
+#define OPTION_TYPE(member) __typeof__(((kernels_options *)0)->member)
+#define MIRROR_KEYED(member, name, since) OPTION_TYPE(member) member;
+#define MIRROR_SKIP(member) OPTION_TYPE(member) member;
+struct options_mirror {
+	OPTION_FIELDS(MIRROR_KEYED, MIRROR_KEYED, MIRROR_SKIP)
 };
+_Static_assert(sizeof(struct options_mirror) == sizeof(kernels_options),
+	       "a field of kernels_options is missing from OPTION_FIELDS: key it or skip it, saying why");
+#define SAME_OFFSET(member, ...)                                                                          \
+	_Static_assert(offsetof(struct options_mirror, member) == offsetof(kernels_options, member),      \
+		       "OPTION_FIELDS is out of the options' order at " #member);
+#define SAME_OFFSET_SKIP(member) SAME_OFFSET(member)
+OPTION_FIELDS(SAME_OFFSET, SAME_OFFSET, SAME_OFFSET_SKIP)
+/* What put_fields reads must be of the kind the list says. */
+#define IS_INT(member, ...) _Static_assert(_Generic(((kernels_options *)0)->member, int: 1, default: 0), #member);
+#define IS_STR(member, ...)                                                                               \
+	_Static_assert(_Generic(((kernels_options *)0)->member, const char *: 1, default: 0), #member);
+#define NOT_READ(member)
+OPTION_FIELDS(IS_INT, IS_STR, NOT_READ)
 
 static int put_str(kernels__buf *b, const char *name, const char *v)
 {
 	return kernels__buf_printf(b, "%s=%s%c", name, v ? v : "\x01", 0x1e);
 }
 
-static int put_fields(kernels__buf *b, const void *st, const field *f, size_t n)
+/* The fields of `st`, a struct of layout `version`: one its caller's
+ * version does not have yet is keyed as absent, never read. */
+static int put_fields(kernels__buf *b, const void *st, unsigned int version, const field *f, size_t n)
 {
 	size_t i;
 	int rc = 0;
 
 	for (i = 0; i < n && rc == 0; i++) {
 		const char *at = (const char *)st + f[i].off;
-		rc = f[i].is_str ? put_str(b, f[i].name, *(const char *const *)at)
-				 : kernels__buf_printf(b, "%s=%d%c", f[i].name, *(const int *)at, 0x1e);
+		if (f[i].since > version)
+			rc = kernels__buf_printf(b, "%s%c", f[i].name, 0x1e);
+		else
+			rc = f[i].is_str ? put_str(b, f[i].name, *(const char *const *)at)
+					 : kernels__buf_printf(b, "%s=%d%c", f[i].name, *(const int *)at, 0x1e);
 	}
 	return rc;
 }
@@ -103,7 +159,7 @@ static int put_system(kernels__buf *b, const kernels_system *s)
 
 	if (!s)
 		return put_str(b, "system", NULL);
-	rc = put_fields(b, s, system_fields, sizeof(system_fields) / sizeof(system_fields[0]));
+	rc = put_fields(b, s, 1, system_fields, sizeof(system_fields) / sizeof(system_fields[0]));
 	for (i = 0; rc == 0 && i < s->gpu_count && i < KERNELS_MAX_GPUS; i++)
 		rc = kernels__buf_printf(b, "gpu=%d%cgpu_name=%s%c", s->gpu_archs[i], 0x1e,
 					 s->gpu_arch_names[i] ? s->gpu_arch_names[i] : "\x01", 0x1e);
@@ -134,12 +190,14 @@ int kernels__memo_settings(const kernels_options *o, kernels__buf *b)
 	char **e;
 	int rc;
 
-	/* The settings it keys on are all of version 1: any known version. */
+	/* Any known version: put_fields reads no further than it reaches. */
 	if (o && (o->version < 1 || o->version > KERNELS_OPTIONS_VERSION))
 		return -1;
 	if (!o)
 		rc = put_str(b, "options", "defaults");
-	else if ((rc = put_fields(b, o, option_fields, sizeof(option_fields) / sizeof(option_fields[0]))) == 0)
+	else
+		rc = put_fields(b, o, o->version, option_fields, sizeof(option_fields) / sizeof(*option_fields));
+	if (rc == 0 && o)
 		rc = put_system(b, o->system);
 	for (e = environ; rc == 0 && e && *e; e++)
 		if (env_counts(*e))
