@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "cache.h"
+#include "hash.h"
 #include "tree.h"
 #include "refs.h"
 #include "util.h"
@@ -464,26 +465,14 @@ typedef struct {
 
 static int hash_begin(entry_hash *h, const kernels__bundle_entry *e)
 {
-	char head[64];
-	int n;
-
 	h->got = 0;
-	if (!EVP_DigestInit_ex(h->sha256, EVP_sha256(), NULL))
+	if (!kernels__blob_digest_begin(h->sha256, KERNELS__BLOB_SHA256, 0))
 		return kernels__error_oom();
 	if (!e->f.etag || strlen(e->f.etag) != 40)
 		return 0;
-	n = snprintf(head, sizeof(head), "blob %llu", e->f.size);
-	if (!EVP_DigestInit_ex(h->sha1, EVP_sha1(), NULL) || !EVP_DigestUpdate(h->sha1, head, (size_t)n + 1))
+	if (!kernels__blob_digest_begin(h->sha1, KERNELS__BLOB_GIT_SHA1, (long long)e->f.size))
 		return kernels__error_oom();
 	return 0;
-}
-
-static void hex_of(const unsigned char *d, unsigned int n, char *out)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", d[i]);
 }
 
 static int hash_end(entry_hash *h, const kernels__bundle_entry *e, const char *name)
@@ -496,14 +485,14 @@ static int hash_end(entry_hash *h, const kernels__bundle_entry *e, const char *n
 		return kernels__error(KERNELS_EPARSE, "%s: entry '%s' has %llu bytes, the manifest says %llu; the "
 				      "bundle is damaged", name, e->entry, h->got, e->f.size);
 	EVP_DigestFinal_ex(h->sha256, d, &n);
-	hex_of(d, n, hex);
+	kernels__hex(d, n, hex);
 	if (strcmp(hex, e->f.sha256))
 		return kernels__error(KERNELS_EINTEGRITY, "%s: entry '%s' does not match the manifest (sha256 %s, "
 				      "listed %s); the bundle is damaged or was tampered with: nothing was imported",
 				      name, e->entry, hex, e->f.sha256);
 	if (e->f.etag && strlen(e->f.etag) == 40) {
 		EVP_DigestFinal_ex(h->sha1, d, &n);
-		hex_of(d, n, hex);
+		kernels__hex(d, n, hex);
 		if (strcmp(hex, e->f.etag))
 			return kernels__error(KERNELS_EINTEGRITY, "%s: entry '%s' does not match its blob name (git "
 					      "blob %s, listed %s); nothing was imported", name, e->entry, hex,

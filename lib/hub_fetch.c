@@ -16,6 +16,7 @@
 #include "cache.h"
 #include "receipt.h"
 #include "error.h"
+#include "hash.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -120,19 +121,11 @@ static void fail_job(fetch *f, job *j, int code)
 
 static int md_start(job *j)
 {
-	char hdr[64];
-	int n;
-
 	if (!j->md && !(j->md = EVP_MD_CTX_new()))
 		return kernels__error_oom();
-	if (!EVP_DigestInit_ex(j->md, j->lfs ? EVP_sha256() : EVP_sha1(), NULL))
+	if (!kernels__blob_digest_begin(j->md, j->lfs ? KERNELS__BLOB_SHA256 : KERNELS__BLOB_GIT_SHA1, j->size))
 		return kernels__error(KERNELS_ERROR, "cannot initialise %s; check the OpenSSL installation",
 				      j->lfs ? "sha256" : "sha1");
-	if (!j->lfs) {
-		/* A git blob id hashes "blob <size>\0" before the content. */
-		n = snprintf(hdr, sizeof(hdr), "blob %lld", j->size);
-		EVP_DigestUpdate(j->md, hdr, (size_t)n + 1);
-	}
 	return 0;
 }
 
