@@ -285,8 +285,7 @@ char *kernels__url_resolve(const char *base, const char *location)
 	return res;
 }
 
-/* scheme, lower-case host and port of `url` into `buf`; 0 on success. */
-static int origin_of(const char *url, char *buf, size_t n)
+int kernels__hub_origin(const char *url, char *buf, size_t n)
 {
 	CURLU *u = curl_url();
 	char *scheme = NULL, *host = NULL, *port = NULL;
@@ -314,7 +313,8 @@ int kernels__hub_same_origin(const kernels__config *cfg, const char *url)
 {
 	char a[700], b[700];
 
-	return origin_of(cfg->endpoint, a, sizeof(a)) == 0 && origin_of(url, b, sizeof(b)) == 0 && !strcmp(a, b);
+	return kernels__hub_origin(cfg->endpoint, a, sizeof(a)) == 0 && kernels__hub_origin(url, b, sizeof(b)) == 0 &&
+	       !strcmp(a, b);
 }
 
 /* ---- "the Hub did not answer" memory ------------------------------------------ */
@@ -355,7 +355,7 @@ static int down_key(const char *url, char *key, size_t n)
 	size_t i;
 	const char *v;
 
-	if (origin_of(url, key, n) < 0)
+	if (kernels__hub_origin(url, key, n) < 0)
 		return -1;
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		for (v = getenv(vars[i]); v && *v; v++)

@@ -159,6 +159,11 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
  * NULL (libcurl's own default). `*from` says which, for messages. */
 const char *kernels__hub_ca_bundle(const char **from);
 
+/* The origin of `url`, "scheme://host:port" (host lower-cased, the
+ * scheme's port when the URL names none), into `buf` (cut short when it
+ * does not fit); 0, or -1 when `url` does not parse. */
+int kernels__hub_origin(const char *url, char *buf, size_t n);
+
 /* 1 when `url` has the scheme, host and port of cfg->endpoint. */
 int kernels__hub_same_origin(const kernels__config *cfg, const char *url);
 

@@ -477,27 +477,18 @@ static void verify_and_publish(fetch *f, job *j)
 
 /* A transient failure: tried again after the backoff (or the server's
  * Retry-After), or the job fails once its retries are spent. */
-/* The host of `url` (scheme://host[:port]) into buf. */
-static const char *host_of(const char *url, char *buf, size_t n)
-{
-	const char *p = strstr(url, "://");
-	size_t len = p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : strlen(url);
-
-	snprintf(buf, n, "%.*s", (int)len, url);
-	return buf;
-}
-
 /* The stall budget is spent: the bytes stay for the next call, unpublished. */
 static int stalled_out(fetch *f, const job *j)
 {
-	char host[256];
+	char host[700];
 
+	if (kernels__hub_origin(j->url ? j->url : f->cfg->endpoint, host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "the server");
 	return kernels__error(KERNELS_ENETWORK,
 			      "downloading %s of %s: %s stopped sending it (%lld ms without a byte over %d "
 			      "attempt%s, the stall budget of %ld ms: "
 			      "kernels_options.stall_budget_ms or KERNELS_STALL_BUDGET_MS; raise it for a slow link); %lld of %lld bytes are kept in %s "
-			      "and the next try resumes there", j->entry->path, f->repo_id,
-			      host_of(j->url ? j->url : f->cfg->endpoint, host, sizeof(host)), j->stalled_ms,
+			      "and the next try resumes there", j->entry->path, f->repo_id, host, j->stalled_ms,
 			      j->attempts + 1, j->attempts ? "s" : "", f->cfg->stall_budget_ms, j->have, j->size,
 			      j->incomplete);
 }
