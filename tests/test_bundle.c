@@ -29,10 +29,11 @@ static const char *const VARIANTS[] = { "torch211-cxx11-cpu-x86_64-linux", "torc
 
 /* commit[0]: acme/bundled v1.0.0 */
 static test_world W;
-/* Paths under W.tmp, owned here: the caches the bundle is written from,
- * the locked app and its lock, the bundle. */
+/* Under W.tmp, owned here: the cache the bundle is written from, the
+ * locked app, the bundle. */
 static struct {
-	char *src_cache, *project, *lock, *bundle;
+	char *src_cache, *bundle;
+	test_app app;
 } B;
 
 /* 0 from a library call, else the failure with its message. */
@@ -73,7 +74,7 @@ static int setup(void **state)
 {
 	kernels_options o;
 	kernels_system s;
-	char *src, *pyproject;
+	char *src;
 	size_t i;
 	(void)state;
 
@@ -83,20 +84,14 @@ static int setup(void **state)
 		assert_int_equal(fx_answer_variant(src, VARIANTS[i], "bundled", 100 + (int)i, "cpu", NULL, 1), 0);
 	assert_int_equal(test_world_publish(&W, 0, "--repo acme/bundled --dir '%s' --branch main --branch v1 "
 					    "--tag v1.0.0 --trusted", src), 0);
-	B.project = path_in("app");
-	pyproject = path_in("app/pyproject.toml");
-	B.lock = path_in("app/kernels.lock");
+	assert_int_equal(test_app_make(&B.app, W.tmp, "app", "[project]\nname = \"app\"\n\n"
+					 "[tool.kernels.dependencies]\n\"acme/bundled\" = 1\n"), 0);
 	B.bundle = path_in("kernels.bundle");
 	B.src_cache = path_in("src-cache");
-	{
-		const char *text = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/bundled\" = 1\n";
-		assert_int_equal(test_write_file(pyproject, text, strlen(text)), 0);
-	}
 	options(&o, &s, B.src_cache);
-	assert_ok(kernels_project_lock(B.project, &o));
-	assert_ok(kernels_bundle_write(B.bundle, B.project, NULL, &o));
+	assert_ok(kernels_project_lock(B.app.dir, &o));
+	assert_ok(kernels_bundle_write(B.bundle, B.app.dir, NULL, &o));
 	free(src);
-	free(pyproject);
 	return 0;
 }
 
@@ -104,8 +99,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_world_stop(&W);
-	free(B.project);
-	free(B.lock);
+	test_app_free(&B.app);
 	free(B.bundle);
 	free(B.src_cache);
 	return 0;
@@ -152,7 +146,7 @@ static void test_ls_lists_variants_and_refs(void **state)
 	assert_int_equal(have_tag, 1);
 	kernels_bundle_free(b);
 	assert_int_equal(kernels_bundle_open(&b, "/nonexistent/bundle"), KERNELS_ENOTFOUND);
-	assert_int_equal(kernels_bundle_open(&b, B.lock), KERNELS_EPARSE);
+	assert_int_equal(kernels_bundle_open(&b, B.app.lock), KERNELS_EPARSE);
 }
 
 static void test_variant_filter(void **state)
@@ -168,17 +162,17 @@ static void test_variant_filter(void **state)
 
 	options(&o, &s, B.src_cache);
 	bo.variants = one;
-	assert_ok(kernels_bundle_write(out, B.project, &bo, &o));
+	assert_ok(kernels_bundle_write(out, B.app.dir, &bo, &o));
 	assert_ok(kernels_bundle_open(&b, out));
 	assert_true(kernels_bundle_file_count(b) > 0);
 	for (i = 0; i < kernels_bundle_file_count(b); i++)
 		assert_string_equal(kernels_bundle_file_at(b, i)->variant, VARIANTS[1]);
 	kernels_bundle_free(b);
 	bo.variants = none;
-	assert_int_equal(kernels_bundle_write(out, B.project, &bo, &o), KERNELS_EINVAL);
+	assert_int_equal(kernels_bundle_write(out, B.app.dir, &bo, &o), KERNELS_EINVAL);
 	assert_non_null(strstr(kernels_error_last(), none[0]));
 	bo.version = 99;
-	assert_int_equal(kernels_bundle_write(out, B.project, &bo, &o), KERNELS_EINVAL);
+	assert_int_equal(kernels_bundle_write(out, B.app.dir, &bo, &o), KERNELS_EINVAL);
 	free(out);
 }
 
@@ -200,7 +194,7 @@ static void load_offline_all_ways(const char *cache)
 		assert_string_equal(kernels_kernel_commit(k), W.commit[0]);
 		kernels_kernel_close(k);
 	}
-	assert_ok(kernels_load_locked(&k, "acme/bundled", B.lock, &o));
+	assert_ok(kernels_load_locked(&k, "acme/bundled", B.app.lock, &o));
 	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 }
@@ -630,7 +624,7 @@ static void test_hub_stopped(void **state)
 		assert_ok(kernels_get(&k, "acme/bundled", "v1", &o));
 		assert_int_equal(test_kernel_answer(k), 100);
 		kernels_kernel_close(k);
-		assert_ok(kernels_load_locked(&k, "acme/bundled", B.lock, &o));
+		assert_ok(kernels_load_locked(&k, "acme/bundled", B.app.lock, &o));
 		kernels_kernel_close(k);
 	}
 	unsetenv("HF_HUB_OFFLINE");

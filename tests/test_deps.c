@@ -105,7 +105,7 @@ static int setup(void **state)
 	(void)state;
 	unsetenv("LOCAL_KERNELS");
 	assert_int_equal(test_world_start(&W, "deps"), 0);
-	test_world_fresh_cache(&W, "deps-cache");
+	test_world_fresh_cache(&W);
 	assert_true(asprintf(&load_log_path, "%s/load.log", W.tmp) > 0);
 	return 0;
 }
@@ -335,19 +335,16 @@ static void test_lock_and_offline_locked_load(void **state)
 	kernels_system s;
 	kernels_kernel *k = NULL;
 	kernels_lock *lock = NULL;
-	char *project, *toml, *lockfile, *log;
+	test_app app;
+	char *log;
 	size_t i;
 	(void)state;
 
 	diamond("k");
-	assert_true(asprintf(&project, "%s/project", W.tmp) > 0);
-	assert_true(asprintf(&toml, "%s/pyproject.toml", project) > 0);
-	assert_true(asprintf(&lockfile, "%s/kernels.lock", project) > 0);
-	assert_int_equal(test_system("mkdir -p '%s'", project), 0);
-	assert_int_equal(test_write_file(toml, "[tool.kernels.dependencies]\n\"acme/ktop\" = 1\n", 44), 0);
+	assert_int_equal(test_app_make(&app, W.tmp, "project", "[tool.kernels.dependencies]\n\"acme/ktop\" = 1\n"), 0);
 	options(&o, &s);
-	assert_int_equal(kernels_project_lock(project, &o), 0);
-	assert_int_equal(kernels_lock_load(&lock, lockfile), 0);
+	assert_int_equal(kernels_project_lock(app.dir, &o), 0);
+	assert_int_equal(kernels_lock_load(&lock, app.lock), 0);
 	assert_int_equal(kernels_lock_entry_count(lock), 4);
 	{
 		static const char *const want[] = { "acme/kbase", "acme/kleft", "acme/kright", "acme/ktop" };
@@ -359,23 +356,21 @@ static void test_lock_and_offline_locked_load(void **state)
 		}
 	}
 	kernels_lock_free(lock);
-	assert_int_equal(kernels_project_download(project, 0, &o), 0);
+	assert_int_equal(kernels_project_download(app.dir, 0, &o), 0);
 	log = load_log();
 	assert_string_equal(log, ""); /* downloaded, nothing loaded */
 	free(log);
 
 	test_hub_log_clear(W.hub);
 	o.offline = 1;
-	assert_int_equal(kernels_load_locked(&k, "acme/ktop", lockfile, &o), 0);
+	assert_int_equal(kernels_load_locked(&k, "acme/ktop", app.lock, &o), 0);
 	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
 	assert_int_equal(fn(k, "ktop_value")(), 1112);
 	log = load_log();
 	assert_string_equal(log, "kbase\nkleft\nkright\nktop\n");
 	free(log);
 	kernels_kernel_close(k);
-	free(lockfile);
-	free(toml);
-	free(project);
+	test_app_free(&app);
 }
 
 static void test_locked_dependency_missing(void **state)
@@ -383,27 +378,21 @@ static void test_locked_dependency_missing(void **state)
 	kernels_options o;
 	kernels_system s;
 	kernels_kernel *k = NULL;
-	char *project, *toml, *lockfile;
+	test_app app;
 	(void)state;
 
 	diamond("m");
-	assert_true(asprintf(&project, "%s/project-m", W.tmp) > 0);
-	assert_true(asprintf(&toml, "%s/pyproject.toml", project) > 0);
-	assert_true(asprintf(&lockfile, "%s/kernels.lock", project) > 0);
-	assert_int_equal(test_system("mkdir -p '%s'", project), 0);
-	assert_int_equal(test_write_file(toml, "[tool.kernels.dependencies]\n\"acme/mtop\" = 1\n", 44), 0);
+	assert_int_equal(test_app_make(&app, W.tmp, "project-m", "[tool.kernels.dependencies]\n\"acme/mtop\" = 1\n"), 0);
 	options(&o, &s);
-	assert_int_equal(kernels_project_lock(project, &o), 0);
+	assert_int_equal(kernels_project_lock(app.dir, &o), 0);
 	assert_int_equal(test_system("python3 -c \"import json,sys; p=sys.argv[1]; l=json.load(open(p)); "
 				     "json.dump([e for e in l if e['dependency']['repo-id']!='acme/mright'], "
-				     "open(p,'w'), indent=2)\" '%s'", lockfile), 0);
-	assert_int_equal(kernels_get_locked(&k, "acme/mtop", lockfile, &o), KERNELS_ENOTFOUND);
+				     "open(p,'w'), indent=2)\" '%s'", app.lock), 0);
+	assert_int_equal(kernels_get_locked(&k, "acme/mtop", app.lock, &o), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "acme/mright (version 1) of acme/mtop is not in the lock file"));
 	assert_non_null(strstr(kernels_error_last(), "libkernels lock"));
 	free(load_log());
-	free(lockfile);
-	free(toml);
-	free(project);
+	test_app_free(&app);
 }
 
 static char warned[1024];

@@ -61,7 +61,6 @@ static void publish(const char *src, const char *refs, int slot)
 static int setup(void **state)
 {
 	char *a, *b, *c;
-	(void)state;
 
 	assert_int_equal(test_world_start(&W, "get"), 0);
 	a = make_tree(W.tmp, 1, 0);
@@ -74,20 +73,7 @@ static int setup(void **state)
 	free(a);
 	free(b);
 	free(c);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	test_world_stop(&W);
-	return 0;
-}
-
-static int fresh_cache(void **state)
-{
-	(void)state;
-	test_world_fresh_cache(&W, "get-cache");
+	*state = &W;
 	return 0;
 }
 
@@ -658,23 +644,23 @@ static void test_sixteen_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_revision_forms_pick_the_right_commit, fresh_cache),
-		cmocka_unit_test_setup(test_system_picks_the_variant, fresh_cache),
-		cmocka_unit_test_setup(test_trace_and_has_kernel, fresh_cache),
-		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, fresh_cache),
-		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, fresh_cache),
-		cmocka_unit_test_setup(test_hub_down_falls_back_to_the_cache, fresh_cache),
-		cmocka_unit_test_setup(test_two_commits_side_by_side, fresh_cache),
-		cmocka_unit_test_setup(test_untrusted_publisher_is_refused, fresh_cache),
-		cmocka_unit_test_setup(test_redirect_is_followed, fresh_cache),
-		cmocka_unit_test_setup(test_silent_first_endpoint_hands_over, fresh_cache),
-		cmocka_unit_test_setup(test_all_endpoints_silent_said_once_each, fresh_cache),
-		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, fresh_cache),
-		cmocka_unit_test_setup(test_local_kernels_override, fresh_cache),
-		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, fresh_cache),
-		cmocka_unit_test_setup(test_local_get_survives_allocation_failures, fresh_cache),
-		cmocka_unit_test_setup(test_variant_without_digest, fresh_cache),
-		cmocka_unit_test_setup(test_sixteen_threads, fresh_cache),
+		cmocka_unit_test_setup(test_revision_forms_pick_the_right_commit, test_world_fresh),
+		cmocka_unit_test_setup(test_system_picks_the_variant, test_world_fresh),
+		cmocka_unit_test_setup(test_trace_and_has_kernel, test_world_fresh),
+		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, test_world_fresh),
+		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, test_world_fresh),
+		cmocka_unit_test_setup(test_hub_down_falls_back_to_the_cache, test_world_fresh),
+		cmocka_unit_test_setup(test_two_commits_side_by_side, test_world_fresh),
+		cmocka_unit_test_setup(test_untrusted_publisher_is_refused, test_world_fresh),
+		cmocka_unit_test_setup(test_redirect_is_followed, test_world_fresh),
+		cmocka_unit_test_setup(test_silent_first_endpoint_hands_over, test_world_fresh),
+		cmocka_unit_test_setup(test_all_endpoints_silent_said_once_each, test_world_fresh),
+		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, test_world_fresh),
+		cmocka_unit_test_setup(test_local_kernels_override, test_world_fresh),
+		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, test_world_fresh),
+		cmocka_unit_test_setup(test_local_get_survives_allocation_failures, test_world_fresh),
+		cmocka_unit_test_setup(test_variant_without_digest, test_world_fresh),
+		cmocka_unit_test_setup(test_sixteen_threads, test_world_fresh),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, test_world_teardown);
 }

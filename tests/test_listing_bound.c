@@ -38,17 +38,10 @@ static test_world W;
 
 static int setup(void **state)
 {
-	(void)state;
 	assert_int_equal(test_world_start(&W, "listing-bound"), 0);
 	assert_int_equal(test_world_publish(&W, 0, "--repo org/big --text 'build/" VARIANT "/x.py=x = 1' "
 					    "--branch main --trusted"), 0);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	test_world_stop(&W);
+	*state = &W;
 	return 0;
 }
 
@@ -138,7 +131,6 @@ static void test_million_entries_refused_by_the_cap(void **state)
 	outcome o;
 	(void)state;
 
-	test_world_fresh_cache(&W, "listing-bound-cache");
 	huge(1000000, 1);
 	o = download_in_child(W.cache);
 	report("1,000,000 entries", &o);
@@ -159,7 +151,6 @@ static void test_cap_is_planned(void **state)
 	outcome o;
 	(void)state;
 
-	test_world_fresh_cache(&W, "listing-bound-cache");
 	huge(100000, 0);
 	o = download_in_child(W.cache);
 	report("100,000 entries", &o);
@@ -172,8 +163,8 @@ static void test_cap_is_planned(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_million_entries_refused_by_the_cap),
-		cmocka_unit_test(test_cap_is_planned),
+		cmocka_unit_test_setup(test_million_entries_refused_by_the_cap, test_world_fresh),
+		cmocka_unit_test_setup(test_cap_is_planned, test_world_fresh),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, test_world_teardown);
 }

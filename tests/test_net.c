@@ -138,7 +138,7 @@ static int teardown(void **state)
 static int fresh(void **state)
 {
 	(void)state;
-	test_world_fresh_cache(&W, "net-cache");
+	test_world_fresh_cache(&W);
 	test_hub_faults_clear(W.hub);
 	assert_int_equal(test_hub_config(W.hub, "{\"smart_http\": true, \"refs_api\": true, \"org_overview\": true}"), 0);
 	kernels__hub_down_forget_all();

@@ -18,10 +18,8 @@ static const char *const VARIANTS[] = { "torch211-cxx11-cpu-x86_64-linux", "torc
 
 /* commit[]: acme/pinned v1.0.0, v2.0.0; acme/moved, once published */
 static test_world W;
-/* The app's folder and its kernels.lock, under W.tmp; owned here. */
-static struct {
-	char *project, *lock;
-} P;
+/* The app locking acme/pinned = 1, under W.tmp; its paths owned here. */
+static test_app P;
 
 static char *make_tree(int answer)
 {
@@ -36,8 +34,7 @@ static char *make_tree(int answer)
 
 static int setup(void **state)
 {
-	char *a, *b, *pyproject;
-	(void)state;
+	char *a, *b;
 
 	assert_int_equal(test_world_start(&W, "project"), 0);
 	a = make_tree(100);
@@ -46,16 +43,11 @@ static int setup(void **state)
 					    "--tag v1.0.0 --trusted", a), 0);
 	assert_int_equal(test_world_publish(&W, 1, "--repo acme/pinned --dir '%s' --branch main --branch v2 "
 					    "--tag v2.0.0", b), 0);
-	assert_int_equal(asprintf(&P.project, "%s/app", W.tmp) > 0, 1);
-	assert_int_equal(asprintf(&pyproject, "%s/pyproject.toml", P.project) > 0, 1);
-	assert_int_equal(asprintf(&P.lock, "%s/kernels.lock", P.project) > 0, 1);
-	{
-		const char *text = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/pinned\" = 1\n";
-		assert_int_equal(test_write_file(pyproject, text, strlen(text)), 0);
-	}
-	free(pyproject);
+	assert_int_equal(test_app_make(&P, W.tmp, "app", "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n"
+					 "\"acme/pinned\" = 1\n"), 0);
 	free(a);
 	free(b);
+	*state = &W;
 	return 0;
 }
 
@@ -63,15 +55,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	test_world_stop(&W);
-	free(P.project);
-	free(P.lock);
-	return 0;
-}
-
-static int fresh_cache(void **state)
-{
-	(void)state;
-	test_world_fresh_cache(&W, "project-cache");
+	test_app_free(&P);
 	return 0;
 }
 
@@ -102,7 +86,7 @@ static void default_lock_search(const kernels_options *o)
 	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 	unsetenv("KERNELS_LOCK");
-	assert_int_equal(chdir(P.project), 0);
+	assert_int_equal(chdir(P.dir), 0);
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", NULL, o), 0);
 	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
@@ -118,7 +102,7 @@ static void test_lock_download_and_load_offline(void **state)
 	(void)state;
 
 	options(&o, &s);
-	assert_int_equal(kernels_project_lock(P.project, &o), 0);
+	assert_int_equal(kernels_project_lock(P.dir, &o), 0);
 	text = test_read_file(P.lock, NULL);
 	assert_non_null(text);
 	assert_non_null(strstr(text, W.commit[0])); /* major version 1 is branch v1 */
@@ -129,7 +113,7 @@ static void test_lock_download_and_load_offline(void **state)
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", P.lock, &o), KERNELS_EOFFLINE);
 	assert_non_null(strstr(kernels_error_last(), "libkernels download"));
 
-	assert_int_equal(kernels_project_download(P.project, 0, &o), 0);
+	assert_int_equal(kernels_project_download(P.dir, 0, &o), 0);
 	{
 		/* A cached variant verifies in place: its links into blobs/ stay in the repo folder. */
 		char *dir;
@@ -160,7 +144,7 @@ static void test_get_locked_downloads_and_detects_tampering(void **state)
 	(void)state;
 
 	options(&o, &s);
-	assert_int_equal(kernels_project_lock(P.project, &o), 0);
+	assert_int_equal(kernels_project_lock(P.dir, &o), 0);
 	assert_int_equal(kernels_get_locked(&k, "acme/pinned", P.lock, &o), 0);
 	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
@@ -225,33 +209,29 @@ static void test_specifier_manifest_locks_variant_hashes(void **state)
 	kernels_options o;
 	kernels_system s;
 	kernels_kernel *k = NULL;
-	char *dir, *file, *lock, *text;
+	test_app app;
+	char *text;
 	const char *spec = "[tool.kernels.dependencies]\n\"acme/pinned\" = \">=1,<2\"\n";
 	const char *mixed = "[tool.kernels.dependencies]\n\"acme/pinned\" = \">=1,<2\"\n\"acme/other\" = 1\n";
 	(void)state;
 
 	options(&o, &s);
-	assert_true(asprintf(&dir, "%s/seed-app", W.tmp) > 0);
-	assert_true(asprintf(&file, "%s/pyproject.toml", dir) > 0);
-	assert_true(asprintf(&lock, "%s/kernels.lock", dir) > 0);
-	assert_int_equal(test_write_file(file, spec, strlen(spec)), 0);
-	assert_int_equal(kernels_project_lock(dir, &o), 0);
-	text = test_read_file(lock, NULL);
+	assert_int_equal(test_app_make(&app, W.tmp, "seed-app", spec), 0);
+	assert_int_equal(kernels_project_lock(app.dir, &o), 0);
+	text = test_read_file(app.lock, NULL);
 	assert_non_null(strstr(text, W.commit[0]));
 	assert_non_null(strstr(text, "\"torch211-cxx11-cpu-x86_64-linux\": {"));
 	assert_non_null(strstr(text, "\"torch29-cxx11-cpu-x86_64-linux\": {"));
 	assert_non_null(strstr(text, "git_lfs_concat"));
 	free(text);
-	assert_int_equal(kernels_get_locked(&k, "acme/pinned", lock, &o), 0);
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", app.lock, &o), 0);
 	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
 
-	assert_int_equal(test_write_file(file, mixed, strlen(mixed)), 0);
-	assert_int_equal(kernels_project_lock(dir, &o), KERNELS_EINVAL);
+	assert_int_equal(test_write_file(app.manifest, mixed, strlen(mixed)), 0);
+	assert_int_equal(kernels_project_lock(app.dir, &o), KERNELS_EINVAL);
 	assert_non_null(strstr(kernels_error_last(), "mixes"));
-	free(dir);
-	free(file);
-	free(lock);
+	test_app_free(&app);
 }
 
 static void test_malformed_lock_is_refused(void **state)
@@ -283,50 +263,46 @@ static void test_moved_repo_locks_and_loads(void **state)
 	kernels_options o;
 	kernels_system s;
 	kernels_kernel *k = NULL;
-	char *src = make_tree(500), *project, *pyproject, *lock, *text;
+	char *src = make_tree(500), *text;
+	test_app app;
 	const char *manifest = "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/moved\" = 1\n";
 	(void)state;
 
 	assert_int_equal(test_world_publish(&W, 2, "--repo acme/moved --dir '%s' --text 'kernel-status.toml=kind = "
 					    "\"redirect\"\ndestination = \"acme/pinned\"\nrevision = \"v2\"\n' "
 					    "--branch main --branch v1 --trusted", src), 0);
-	assert_int_equal(asprintf(&project, "%s/moved-app", W.tmp) > 0, 1);
-	assert_int_equal(asprintf(&pyproject, "%s/pyproject.toml", project) > 0, 1);
-	assert_int_equal(asprintf(&lock, "%s/kernels.lock", project) > 0, 1);
-	assert_int_equal(test_write_file(pyproject, manifest, strlen(manifest)), 0);
+	assert_int_equal(test_app_make(&app, W.tmp, "moved-app", manifest), 0);
 	options(&o, &s);
 	o.log_cb = test_log_warnings;
 	test_logged_clear();
-	assert_int_equal(kernels_project_lock(project, &o), 0);
+	assert_int_equal(kernels_project_lock(app.dir, &o), 0);
 	assert_non_null(strstr(test_logged, "'acme/moved' has moved to 'acme/pinned'"));
-	assert_non_null(text = test_read_file(lock, NULL));
+	assert_non_null(text = test_read_file(app.lock, NULL));
 	assert_non_null(strstr(text, W.commit[2]));
 	assert_null(strstr(text, W.commit[1])); /* not the destination's v2 */
 	free(text);
 
-	assert_int_equal(kernels_project_download(project, 0, &o), 0);
+	assert_int_equal(kernels_project_download(app.dir, 0, &o), 0);
 	test_hub_log_clear(W.hub);
-	assert_int_equal(kernels_load_locked(&k, "acme/moved", lock, &o), 0);
+	assert_int_equal(kernels_load_locked(&k, "acme/moved", app.lock, &o), 0);
 	assert_int_equal(test_kernel_answer(k), 500);
 	assert_string_equal(kernels_kernel_repo(k), "acme/moved");
 	assert_string_equal(kernels_kernel_commit(k), W.commit[2]);
 	kernels_kernel_close(k);
 	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0);
 	free(src);
-	free(project);
-	free(pyproject);
-	free(lock);
+	test_app_free(&app);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_lock_download_and_load_offline, fresh_cache),
-		cmocka_unit_test_setup(test_get_locked_downloads_and_detects_tampering, fresh_cache),
-		cmocka_unit_test_setup(test_variant_hash_lock, fresh_cache),
-		cmocka_unit_test_setup(test_specifier_manifest_locks_variant_hashes, fresh_cache),
-		cmocka_unit_test_setup(test_malformed_lock_is_refused, fresh_cache),
-		cmocka_unit_test_setup(test_moved_repo_locks_and_loads, fresh_cache),
+		cmocka_unit_test_setup(test_lock_download_and_load_offline, test_world_fresh),
+		cmocka_unit_test_setup(test_get_locked_downloads_and_detects_tampering, test_world_fresh),
+		cmocka_unit_test_setup(test_variant_hash_lock, test_world_fresh),
+		cmocka_unit_test_setup(test_specifier_manifest_locks_variant_hashes, test_world_fresh),
+		cmocka_unit_test_setup(test_malformed_lock_is_refused, test_world_fresh),
+		cmocka_unit_test_setup(test_moved_repo_locks_and_loads, test_world_fresh),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -50,7 +50,6 @@ static char *tree(int minor)
 static int setup(void **state)
 {
 	char *a, *b;
-	(void)state;
 
 	assert_int_equal(test_world_start(&W, "requests"), 0);
 	a = tree(0);
@@ -61,20 +60,14 @@ static int setup(void **state)
 					    b), 0);
 	free(a);
 	free(b);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	test_world_stop(&W);
+	*state = &W;
 	return 0;
 }
 
 static int fresh_cache(void **state)
 {
 	(void)state;
-	test_world_fresh_cache(&W, "requests-cache");
+	test_world_fresh_cache(&W);
 	kernels__memo_clear();
 	return 0;
 }
@@ -471,5 +464,5 @@ int main(void)
 		cmocka_unit_test_setup(test_cheap_refusals, fresh_cache),
 		cmocka_unit_test_setup(test_ref_recorded_only_when_it_changes, fresh_cache),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, test_world_teardown);
 }

@@ -24,24 +24,17 @@ static const kernels_system sys_cpu = TEST_SYS_CPU;
 
 static int setup(void **state)
 {
-	(void)state;
+	*state = &W;
 	if (test_world_start(&W, "trust"))
 		return -1;
 	return fx_publish_answer(W.hub, W.tmp, "good/answer", "answer", 1, NULL, "--trusted") ||
 	       fx_publish_answer(W.hub, W.tmp, "shady/answer", "shady", 2, NULL, "--untrusted") ? -1 : 0;
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	test_world_stop(&W);
-	return 0;
-}
-
 static int fresh_cache(void **state)
 {
 	(void)state;
-	test_world_fresh_cache(&W, "trust-cache");
+	test_world_fresh_cache(&W);
 	test_hub_faults_clear(W.hub);
 	return 0;
 }
@@ -248,5 +241,5 @@ int main(void)
 		cmocka_unit_test_setup(test_existence_before_trust, fresh_cache),
 		cmocka_unit_test_setup(test_mirror_without_org_api, fresh_cache),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, test_world_teardown);
 }

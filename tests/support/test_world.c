@@ -14,6 +14,7 @@
 int test_world_start(test_world *w, const char *tag)
 {
 	memset(w, 0, sizeof(*w));
+	snprintf(w->tag, sizeof(w->tag), "%s", tag);
 	if (!(w->hub = test_hub_start()))
 		return -1;
 	if (!(w->tmp = test_mkdtemp(tag))) {
@@ -46,8 +47,11 @@ int test_world_publish(test_world *w, int slot, const char *fmt, ...)
 	return strlen(w->commit[slot]) == 40 ? 0 : -1;
 }
 
-void test_world_fresh_cache(test_world *w, const char *tag)
+void test_world_fresh_cache(test_world *w)
 {
+	char tag[64];
+
+	snprintf(tag, sizeof(tag), "%s-cache", w->tag);
 	test_fresh_dir(&w->cache, tag);
 	test_hub_log_clear(w->hub);
 }
@@ -63,6 +67,18 @@ void test_world_stop(test_world *w)
 	test_rmtree_free(&w->tmp);
 	test_rmtree_free(&w->cache);
 	memset(w, 0, sizeof(*w));
+}
+
+int test_world_fresh(void **state)
+{
+	test_world_fresh_cache(*state);
+	return 0;
+}
+
+int test_world_teardown(void **state)
+{
+	test_world_stop(*state);
+	return 0;
 }
 
 int test_kernel_answer(const kernels_kernel *k)

@@ -18,6 +18,7 @@ typedef struct test_world {
 	char *tmp;     /* owned: the sources' folder, removed by test_world_stop */
 	char *cache;   /* owned: NULL until test_world_fresh_cache; removed by test_world_stop */
 	char commit[TEST_WORLD_COMMITS][41]; /* what test_world_publish kept, by slot; "" before */
+	char tag[48]; /* names the world's folders: test_world_start's tag */
 } test_world;
 
 /* Starts the Hub and makes tmp (test_mkdtemp(tag)). 0, or -1 with a
@@ -30,8 +31,8 @@ int test_world_start(test_world *w, const char *tag);
 int test_world_publish(test_world *w, int slot, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A test's fresh start: the cache becomes a new empty folder
- * (test_mkdtemp(tag)) and the Hub's request log is cleared. */
-void test_world_fresh_cache(test_world *w, const char *tag);
+ * (test_mkdtemp("<tag>-cache")) and the Hub's request log is cleared. */
+void test_world_fresh_cache(test_world *w);
 
 /* test_hub_options aimed at the world's Hub and cache, for `sys` (NULL:
  * detect). `sys` is borrowed: it must outlive the options' use. */
@@ -39,6 +40,13 @@ void test_world_options(const test_world *w, kernels_options *o, const kernels_s
 
 /* Stops the Hub, removes tmp and cache; *w is then zeroed. */
 void test_world_stop(test_world *w);
+
+/* The same as cmocka fixtures, for a world the group set-up handed on
+ * (*state = &world; cmocka passes it to every test and its set-up):
+ * test_world_fresh is a test's set-up (test_world_fresh_cache),
+ * test_world_teardown the group's tear-down (test_world_stop). */
+int test_world_fresh(void **state);
+int test_world_teardown(void **state);
 
 /* What the test fixture's kernels (tests/data/variants/fixture.h) answer:
  * calls their `int kernel_answer(void)`; fails the running cmocka test when

@@ -168,3 +168,24 @@ int test_each_entry(const char *path, void (*check)(char *line, void *payload), 
 	fclose(f);
 	return count;
 }
+
+int test_app_make(test_app *app, const char *parent, const char *name, const char *manifest)
+{
+	memset(app, 0, sizeof(*app));
+	if (asprintf(&app->dir, "%s/%s", parent, name) < 0 ||
+	    asprintf(&app->manifest, "%s/pyproject.toml", app->dir) < 0 ||
+	    asprintf(&app->lock, "%s/kernels.lock", app->dir) < 0 ||
+	    test_write_file(app->manifest, manifest, strlen(manifest))) {
+		test_app_free(app);
+		return -1;
+	}
+	return 0;
+}
+
+void test_app_free(test_app *app)
+{
+	free(app->dir);
+	free(app->manifest);
+	free(app->lock);
+	memset(app, 0, sizeof(*app));
+}

@@ -43,6 +43,20 @@ char *test_read_file(const char *path, size_t *len);
 int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 if `path` exists (lstat). */
 int test_exists(const char *path);
+/* An app's folder for the project calls (lock, download, locked loads).
+ * Every path is malloc'ed and owned by the struct (test_app_free). */
+typedef struct test_app {
+	char *dir;      /* {parent}/{name} */
+	char *manifest; /* {dir}/pyproject.toml */
+	char *lock;     /* {dir}/kernels.lock, which test_app_make does not write */
+} test_app;
+/* Makes the folder and writes `manifest` (text) as its pyproject.toml.
+ * 0, or -1 (and *app zeroed) when a path or the file could not be made. */
+int test_app_make(test_app *app, const char *parent, const char *name, const char *manifest);
+/* Frees the paths (the files stay: they live under the caller's scratch
+ * folder) and zeroes *app. */
+void test_app_free(test_app *app);
+
 /* Calls check(line, payload) for each entry of an expected-results list
  * (tests/data/.../expected.txt): every line that is neither blank nor a
  * '#' comment, without its newline; `line` is the caller's to change
