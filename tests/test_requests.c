@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "kernels.h"
@@ -452,6 +453,56 @@ static void test_ref_recorded_only_when_it_changes(void **state)
 	free(ref);
 }
 
+static int record_warnings;
+
+static void count_record_warnings(kernels_log_level level, const char *message, void *payload)
+{
+	(void)payload;
+	if (level >= KERNELS_LOG_WARNING && strstr(message, "could not record"))
+		record_warnings++;
+}
+
+/* A record that cannot be written (a read-only shared cache; here
+ * refs/v1.0.0 is a folder, which refuses the write even to root) is warned
+ * about once per call, and only while the record would change. */
+static void test_unwritable_record_warns_once_per_call(void **state)
+{
+	kernels_system sys = sys_cpu();
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char *ref, *inside;
+	int i;
+	(void)state;
+
+	options(&o, &sys);
+	o.log_cb = count_record_warnings;
+	record_warnings = 0;
+	assert_int_equal(kernels_get(&k, REPO, "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	assert_int_equal(record_warnings, 0);
+	assert_true(asprintf(&ref, "%s/kernels--acme--req/refs/v1.0.0", W.cache) > 0);
+	assert_true(asprintf(&inside, "%s/keep", ref) > 0);
+	assert_int_equal(unlink(ref), 0);
+	assert_int_equal(mkdir(ref, 0755), 0);
+	assert_int_equal(test_write_file(inside, "x", 1), 0);
+	for (i = 1; i <= 2; i++) {
+		new_process();
+		assert_int_equal(kernels_get(&k, REPO, "v1.0.0", &o), 0);
+		kernels_kernel_close(k);
+		assert_int_equal(record_warnings, i);
+	}
+	/* The record holds the answer: nothing to write, nothing to say. */
+	assert_int_equal(unlink(inside), 0);
+	assert_int_equal(rmdir(ref), 0);
+	assert_int_equal(test_write_file(ref, W.commit[0], 40), 0);
+	new_process();
+	assert_int_equal(kernels_get(&k, REPO, "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	assert_int_equal(record_warnings, 2);
+	free(inside);
+	free(ref);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +514,7 @@ int main(void)
 		cmocka_unit_test_setup(test_moved_name, fresh_cache),
 		cmocka_unit_test_setup(test_cheap_refusals, fresh_cache),
 		cmocka_unit_test_setup(test_ref_recorded_only_when_it_changes, fresh_cache),
+		cmocka_unit_test_setup(test_unwritable_record_warns_once_per_call, fresh_cache),
 	};
 	return cmocka_run_group_tests(tests, setup, test_world_teardown);
 }
