@@ -208,50 +208,15 @@ int kernels__info_get(const kernels__config *cfg, kernels_info **out, const char
 	return 0;
 }
 
-const char *kernels_info_repo_id(const kernels_info *i)
-{
-	return i ? i->repo_id : NULL;
-}
-
-const char *kernels_info_path(const kernels_info *i)
-{
-	return i ? i->path : NULL;
-}
-
-const char *kernels_info_revision(const kernels_info *i)
-{
-	return i ? i->revision : NULL;
-}
-
-const char *kernels_info_commit(const kernels_info *i)
-{
-	return i ? i->commit : NULL;
-}
-
-const kernels_metadata *kernels_info_metadata(const kernels_info *i)
-{
-	return i ? i->meta : NULL;
-}
-
-size_t kernels_info_backend_count(const kernels_info *i)
-{
-	return i ? i->nbackends : 0;
-}
-
-const char *kernels_info_backend_at(const kernels_info *i, size_t k)
-{
-	return i && k < i->nbackends ? i->backends[k] : NULL;
-}
-
-size_t kernels_info_variant_count(const kernels_info *i)
-{
-	return i ? i->nvariants : 0;
-}
-
-const char *kernels_info_variant_at(const kernels_info *i, size_t k)
-{
-	return i && k < i->nvariants ? i->variants[k] : NULL;
-}
+KERNELS__GETTER(const char *, kernels_info_repo_id, kernels_info, repo_id, NULL)
+KERNELS__GETTER(const char *, kernels_info_path, kernels_info, path, NULL)
+KERNELS__GETTER(const char *, kernels_info_revision, kernels_info, revision, NULL)
+KERNELS__GETTER(const char *, kernels_info_commit, kernels_info, commit, NULL)
+KERNELS__GETTER(const kernels_metadata *, kernels_info_metadata, kernels_info, meta, NULL)
+KERNELS__GETTER(size_t, kernels_info_backend_count, kernels_info, nbackends, 0)
+KERNELS__GETTER_AT(const char *, kernels_info_backend_at, kernels_info, backends, nbackends)
+KERNELS__GETTER(size_t, kernels_info_variant_count, kernels_info, nvariants, 0)
+KERNELS__GETTER_AT(const char *, kernels_info_variant_at, kernels_info, variants, nvariants)
 
 /* ---- 0.17's hint when no variant fits ---------------------------------------- */
 

@@ -891,45 +891,14 @@ int kernels_kernel_list(kernels_kernel ***out, size_t *count)
 	return 0;
 }
 
-const char *kernels_kernel_repo(const kernels_kernel *k)
-{
-	return k ? k->repo : NULL;
-}
-
-const char *kernels_kernel_commit(const kernels_kernel *k)
-{
-	return k ? k->commit : NULL;
-}
-
-const char *kernels_kernel_variant(const kernels_kernel *k)
-{
-	return k ? k->variant : NULL;
-}
-
-const char *kernels_kernel_path(const kernels_kernel *k)
-{
-	return k ? k->path : NULL;
-}
-
-const char *kernels_kernel_library(const kernels_kernel *k)
-{
-	return k ? k->library : NULL;
-}
-
-const kernels_metadata *kernels_kernel_metadata(const kernels_kernel *k)
-{
-	return k ? k->meta : NULL;
-}
-
-size_t kernels_kernel_dependency_count(const kernels_kernel *k)
-{
-	return k ? k->ndeps : 0;
-}
-
-const kernels_kernel *kernels_kernel_dependency_at(const kernels_kernel *k, size_t i)
-{
-	return k && i < k->ndeps ? k->deps[i] : NULL;
-}
+KERNELS__GETTER(const char *, kernels_kernel_repo, kernels_kernel, repo, NULL)
+KERNELS__GETTER(const char *, kernels_kernel_commit, kernels_kernel, commit, NULL)
+KERNELS__GETTER(const char *, kernels_kernel_variant, kernels_kernel, variant, NULL)
+KERNELS__GETTER(const char *, kernels_kernel_path, kernels_kernel, path, NULL)
+KERNELS__GETTER(const char *, kernels_kernel_library, kernels_kernel, library, NULL)
+KERNELS__GETTER(const kernels_metadata *, kernels_kernel_metadata, kernels_kernel, meta, NULL)
+KERNELS__GETTER(size_t, kernels_kernel_dependency_count, kernels_kernel, ndeps, 0)
+KERNELS__GETTER_AT(const kernels_kernel *, kernels_kernel_dependency_at, kernels_kernel, deps, ndeps)
 
 int kernels_kernel_refcount(const kernels_kernel *k)
 {

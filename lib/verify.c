@@ -596,15 +596,8 @@ int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, cons
 	return rc;
 }
 
-size_t kernels__metadata_file_count(const kernels_metadata *m)
-{
-	return m ? m->nwalked : 0;
-}
-
-const char *kernels__metadata_file(const kernels_metadata *m, size_t i)
-{
-	return m && i < m->nwalked ? m->walked[i] : NULL;
-}
+KERNELS__GETTER(size_t, kernels__metadata_file_count, kernels_metadata, nwalked, 0)
+KERNELS__GETTER_AT(const char *, kernels__metadata_file, kernels_metadata, walked, nwalked)
 
 const char *kernels__metadata_file_digest(const kernels_metadata *m, const char *rel, const char **algorithm)
 {
@@ -625,47 +618,17 @@ const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t
 	return m && i < m->nwalked && m->walked_st ? &m->walked_st[i] : NULL;
 }
 
-const char *kernels_metadata_id(const kernels_metadata *m)
-{
-	return m ? m->id : NULL;
-}
-
-const char *kernels_metadata_name(const kernels_metadata *m)
-{
-	return m ? m->name : NULL;
-}
-
-int kernels_metadata_version(const kernels_metadata *m)
-{
-	return m ? m->version : -1;
-}
-
-const char *kernels_metadata_license(const kernels_metadata *m)
-{
-	return m ? m->license : NULL;
-}
-
-const char *kernels_metadata_backend(const kernels_metadata *m)
-{
-	return m ? m->backend : NULL;
-}
-
-size_t kernels_metadata_arch_count(const kernels_metadata *m)
-{
-	return m ? m->narchs : 0;
-}
-
-const char *kernels_metadata_arch_at(const kernels_metadata *m, size_t i)
-{
-	return m && i < m->narchs ? m->archs[i] : NULL;
-}
+KERNELS__GETTER(const char *, kernels_metadata_id, kernels_metadata, id, NULL)
+KERNELS__GETTER(const char *, kernels_metadata_name, kernels_metadata, name, NULL)
+KERNELS__GETTER(int, kernels_metadata_version, kernels_metadata, version, -1)
+KERNELS__GETTER(const char *, kernels_metadata_license, kernels_metadata, license, NULL)
+KERNELS__GETTER(const char *, kernels_metadata_backend, kernels_metadata, backend, NULL)
+KERNELS__GETTER(size_t, kernels_metadata_arch_count, kernels_metadata, narchs, 0)
+KERNELS__GETTER_AT(const char *, kernels_metadata_arch_at, kernels_metadata, archs, narchs)
 
 const char *const *kernels_metadata_archs(const kernels_metadata *m)
 {
 	return m ? (const char *const *)m->archs : NULL;
 }
 
-int kernels_metadata_dirty(const kernels_metadata *m)
-{
-	return m ? m->dirty : 0;
-}
+KERNELS__GETTER(int, kernels_metadata_dirty, kernels_metadata, dirty, 0)

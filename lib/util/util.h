@@ -52,4 +52,19 @@ int kernels__version_major_minor(const char *s);
  * is valid; otherwise the offset of the first bad sequence. */
 size_t kernels__utf8_valid_prefix(const char *s, size_t len);
 
+/* The accessors of an opaque handle, one line each: `fn` returns
+ * h->member, or `none` for a NULL handle; the _AT form h->array[i], or
+ * NULL for a NULL handle or past h->count. So every accessor of the API
+ * treats NULL and a bound alike. */
+#define KERNELS__GETTER(ret, fn, handle, member, none) \
+	ret fn(const handle *h)                        \
+	{                                              \
+		return h ? h->member : none;           \
+	}
+#define KERNELS__GETTER_AT(ret, fn, handle, array, count)      \
+	ret fn(const handle *h, size_t i)                      \
+	{                                                      \
+		return h && i < h->count ? h->array[i] : NULL; \
+	}
+
 #endif
