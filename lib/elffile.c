@@ -105,59 +105,73 @@ static int read_with_strings(const kernels__elf_file *f, const Elf64_Shdr *sh, s
 	return 0;
 }
 
-static int walk_dynamic(const kernels__elf_file *f, const Elf64_Shdr *sh, kernels__elf_dyn_cb cb, void *payload)
-{
-	Elf64_Dyn *dyn;
-	char *str;
-	uint64_t i, strsize = 0;
-	int rc;
+/* The callback of a walk: one of the two, by the section's type. */
+typedef struct {
+	kernels__elf_dyn_cb dyn;
+	kernels__elf_sym_cb sym;
+	void *payload;
+} walk;
 
-	if ((rc = read_with_strings(f, sh, sizeof(*dyn), "the dynamic section has an unexpected entry size",
-				    (void **)&dyn, &str, &strsize)) == 0)
+/* Hands each entry of one section, read with its strings, to the walk's
+ * callback: dynamic entries up to DT_NULL, or symbols after the null one. */
+static int visit_entries(const Elf64_Shdr *sh, const void *tab, const char *str, uint64_t strsize, const walk *w)
+{
+	const Elf64_Dyn *dyn = tab;
+	const Elf64_Sym *sym = tab;
+	uint64_t i;
+	int rc = 0;
+
+	if (sh->sh_type == SHT_DYNAMIC)
 		for (i = 0; i < sh->sh_size / sizeof(*dyn) && dyn[i].d_tag != DT_NULL && rc == 0; i++)
-			rc = cb(&dyn[i], dyn[i].d_un.d_val < strsize ? str + dyn[i].d_un.d_val : NULL, payload);
-	free(dyn);
-	free(str);
+			rc = w->dyn(&dyn[i], dyn[i].d_un.d_val < strsize ? str + dyn[i].d_un.d_val : NULL, w->payload);
+	else
+		for (i = 1; i < sh->sh_size / sizeof(*sym) && rc == 0; i++)
+			rc = w->sym(&sym[i], sym[i].st_name < strsize ? str + sym[i].st_name : "",
+				    sh->sh_offset + i * sizeof(*sym), w->payload);
+	return rc;
+}
+
+/* Walks every section of `type` (entries of `entsize` bytes, else `what`
+ * is the complaint) until a callback returns nonzero; *seen: whether the
+ * file has one. */
+static int walk_sections(const kernels__elf_file *f, uint32_t type, size_t entsize, const char *what, const walk *w,
+			 int *seen)
+{
+	size_t i;
+	int rc = 0;
+
+	*seen = 0;
+	for (i = 0; i < f->eh.e_shnum && rc == 0; i++) {
+		void *tab;
+		char *str;
+		uint64_t strsize = 0;
+
+		if (f->sh[i].sh_type != type)
+			continue;
+		*seen = 1;
+		if ((rc = read_with_strings(f, &f->sh[i], entsize, what, &tab, &str, &strsize)) == 0)
+			rc = visit_entries(&f->sh[i], tab, str, strsize, w);
+		free(tab);
+		free(str);
+	}
 	return rc;
 }
 
 int kernels__elf_dynamic(const kernels__elf_file *f, kernels__elf_dyn_cb cb, void *payload)
 {
-	size_t i;
-	int rc = 0, seen = 0;
+	const walk w = { cb, NULL, payload };
+	int seen, rc;
 
-	for (i = 0; i < f->eh.e_shnum && rc == 0; i++)
-		if (f->sh[i].sh_type == SHT_DYNAMIC) {
-			seen = 1;
-			rc = walk_dynamic(f, &f->sh[i], cb, payload);
-		}
+	rc = walk_sections(f, SHT_DYNAMIC, sizeof(Elf64_Dyn), "the dynamic section has an unexpected entry size", &w,
+			   &seen);
 	return rc == 0 && !seen ? bad(f, "it has no dynamic section") : rc;
-}
-
-static int walk_symbols(const kernels__elf_file *f, const Elf64_Shdr *sh, kernels__elf_sym_cb cb, void *payload)
-{
-	Elf64_Sym *sym;
-	char *str;
-	uint64_t i, strsize = 0;
-	int rc;
-
-	if ((rc = read_with_strings(f, sh, sizeof(*sym), "the dynamic symbol table has an unexpected entry size",
-				    (void **)&sym, &str, &strsize)) == 0)
-		for (i = 1; i < sh->sh_size / sizeof(*sym) && rc == 0; i++)
-			rc = cb(&sym[i], sym[i].st_name < strsize ? str + sym[i].st_name : "",
-				sh->sh_offset + i * sizeof(*sym), payload);
-	free(sym);
-	free(str);
-	return rc;
 }
 
 int kernels__elf_symbols(const kernels__elf_file *f, kernels__elf_sym_cb cb, void *payload)
 {
-	size_t i;
-	int rc = 0;
+	const walk w = { NULL, cb, payload };
+	int seen;
 
-	for (i = 0; i < f->eh.e_shnum && rc == 0; i++)
-		if (f->sh[i].sh_type == SHT_DYNSYM)
-			rc = walk_symbols(f, &f->sh[i], cb, payload);
-	return rc;
+	return walk_sections(f, SHT_DYNSYM, sizeof(Elf64_Sym), "the dynamic symbol table has an unexpected entry size",
+			     &w, &seen);
 }
