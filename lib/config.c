@@ -1,5 +1,6 @@
 #include "config.h"
 #include "error.h"
+#include "hub.h"
 #include "layout.h"
 #include "util.h"
 
@@ -861,17 +862,34 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 
 	if ((rc = device_load(cfg, opts)) < 0 || (rc = strings_load(cfg, opts)) < 0 ||
 	    (rc = log_setup(cfg, opts)) < 0 || (rc = endpoints_load(cfg, opts)) < 0 ||
-	    (rc = sigconf_load(&cfg->sig, opts)) < 0 || (rc = env_capture(cfg)) < 0 || (rc = endpoint_check(cfg)) < 0) {
+	    (rc = sigconf_load(&cfg->sig, opts)) < 0 || (rc = env_capture(cfg)) < 0 || (rc = endpoint_check(cfg)) < 0 ||
+	    (!(cfg->conn = kernels__hub_conn_new()) && (rc = KERNELS_ENOMEM))) {
 		kernels__config_free(cfg);
 		return rc;
 	}
 	return 0;
 }
 
+/* What the call's connections carried, for whoever debugs a slow call:
+ * a request that opened no connection reused one. */
+static void conn_close(kernels__config *cfg)
+{
+	unsigned long requests, connects;
+
+	if (!cfg->conn)
+		return;
+	kernels__hub_conn_counts(cfg->conn, &requests, &connects);
+	if (requests)
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%lu request%s over %lu new connection%s", requests,
+			     requests == 1 ? "" : "s", connects, connects == 1 ? "" : "s");
+	kernels__hub_conn_free(cfg->conn);
+}
+
 void kernels__config_free(kernels__config *cfg)
 {
 	size_t i;
 
+	conn_close(cfg);
 	free(cfg->endpoint);
 	free(cfg->cache_dir);
 	free(cfg->token);

@@ -67,6 +67,8 @@ typedef struct {
 	char *ua_system;       /* what this call's system description adds to the User-Agent (get.c writes it,
 				  hub.c reads it; KERNELS__UA_SYSTEM_MAX bytes, shared by shallow copies) */
 	char *env[KERNELS__ENV_VARS]; /* the variables of kernels__config_env, as the call began; NULL: unset */
+	struct kernels__hub_conn *conn; /* the call's connections (hub.h; shared by shallow copies); NULL: each
+					   request on a connection of its own */
 } kernels__config;
 
 /* What a stage needs of the environment besides the options' variables

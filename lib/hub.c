@@ -1,7 +1,9 @@
 /* The Hub client on libcurl. Every request of the process shares DNS
  * answers and TLS sessions (a curl share handle guarded by mutexes), so a
- * new connection resumes TLS cheaply; connections themselves are pooled
- * per transfer batch, as libcurl cannot share them across threads. Redirects are
+ * new connection resumes TLS cheaply; connections themselves belong to the
+ * call (hub_conn.c: one multi handle carries every request of a call, from
+ * all its threads, HTTP/2 where offered), as libcurl cannot share one
+ * connection between threads. Redirects are
  * followed here, not by curl, because the token travels in a custom header
  * that curl would happily forward to whatever host a redirect names. */
 #include "hub.h"
@@ -117,8 +119,8 @@ static void global_init(void)
 	/* Not CURL_LOCK_DATA_CONNECT: libcurl does not support sharing
 	 * connections between threads (valgrind caught 16 concurrent
 	 * kernels_get writing to a connection another thread freed). Each
-	 * transfer batch keeps its own multi-handle pool; DNS and TLS sessions
-	 * are still shared, so a new connection resumes TLS cheaply. */
+	 * call keeps its own (hub_conn.c); DNS and TLS sessions are still
+	 * shared, so a call's new connection resumes TLS cheaply. */
 	if (uname(&u) == 0) {
 		lower_copy(ua_os, sizeof(ua_os), u.sysname);
 		lower_copy(ua_cpu, sizeof(ua_cpu), u.machine);
@@ -582,6 +584,12 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	/* Requests that start together while the call's connection to a host
+	 * is still being made wait to learn whether it multiplexes (HTTP/2,
+	 * known only after TLS's ALPN) instead of each opening its own. Plain
+	 * HTTP is HTTP/1.1 here: nothing to wait for. */
+	if (cfg->conn && !strncasecmp(url, "https://", 8))
+		curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	{
 		const char *from, *ca = kernels__hub_ca_bundle(&from);
@@ -790,7 +798,8 @@ static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, ho
 	}
 	if (head)
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	rc = curl_easy_perform(c);
+	rc = cfg->conn ? kernels__hub_conn_perform(cfg->conn, c) : curl_easy_perform(c);
+	kernels__hub_conn_done(cfg->conn, c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->hd.status);
 	curl_easy_cleanup(c);
 	curl_slist_free_all(headers);

@@ -152,6 +152,33 @@ void kernels__hub_headers_clear(kernels__hub_headers *h);
 CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
 			struct curl_slist **headers);
 
+/* ---- the call's connections (hub_conn.c) ------------------------------------- */
+
+/* One call's connections: a curl multi handle, made on the call's first
+ * request and closed by kernels__hub_conn_free, that every request of the
+ * call goes through (cfg->conn), from any of its threads. */
+typedef struct kernels__hub_conn kernels__hub_conn;
+
+/* A new, empty one (no multi yet): NULL when out of memory (error set). */
+kernels__hub_conn *kernels__hub_conn_new(void);
+/* Closes the call's connections. Every transfer must be over. NULL: no-op. */
+void kernels__hub_conn_free(kernels__hub_conn *c);
+/* Runs easy handle `h` to its end on the call's connections, like
+ * curl_easy_perform (which it falls back to when the calling thread holds
+ * the multi itself). Thread-safe: any thread of the call may drive the
+ * others' transfers while it waits for its own. Sets CURLOPT_PRIVATE. */
+CURLcode kernels__hub_conn_perform(kernels__hub_conn *c, CURL *h);
+/* The multi, for the calling thread alone until kernels__hub_conn_release
+ * (requests of other threads wait): hub_fetch.c runs its own loop on it.
+ * NULL when this thread holds it already or it cannot be made. */
+CURLM *kernels__hub_conn_hold(kernels__hub_conn *c);
+void kernels__hub_conn_release(kernels__hub_conn *c);
+/* Counts a finished transfer of `h` (its new connections: CURLINFO_NUM_CONNECTS).
+ * NULL `c`: no-op. */
+void kernels__hub_conn_done(kernels__hub_conn *c, CURL *h);
+/* The call's requests so far and the connections they opened. */
+void kernels__hub_conn_counts(kernels__hub_conn *c, unsigned long *requests, unsigned long *connects);
+
 /* The CA bundle every handle is given: the first of $REQUESTS_CA_BUNDLE,
  * $CURL_CA_BUNDLE, $SSL_CERT_FILE that is set; else, when libcurl's built-in
  * bundle is missing (a libcurl built on another distribution, as the Python

@@ -90,7 +90,8 @@ typedef struct fetch {
 	size_t first_open;                 /* no job before this one is still open */
 	size_t publish;                    /* jobs in J_PUBLISH */
 	int published;                     /* a blob was renamed into blobs/: sync the folder once */
-	CURLM *multi;
+	CURLM *multi;                      /* the call's (borrowed: kernels__hub_conn_hold), else our own */
+	int borrowed;
 	unsigned int active, holding;
 	unsigned long long all_done, all_total;
 	int cancelled;
@@ -530,6 +531,7 @@ static void finished(fetch *f, job *j, CURLcode res)
 	char *next;
 
 	curl_multi_remove_handle(f->multi, j->h);
+	kernels__hub_conn_done(f->cfg->conn, j->h);
 	curl_easy_cleanup(j->h);
 	j->h = NULL;
 	curl_slist_free_all(j->hdrs);
@@ -1022,7 +1024,9 @@ static void fetch_free(fetch *f)
 		kernels__buf_free(&j->errbody);
 	}
 	free(f->jobs);
-	if (f->multi)
+	if (f->borrowed)
+		kernels__hub_conn_release(f->cfg->conn);
+	else if (f->multi)
 		curl_multi_cleanup(f->multi);
 	free(f->repo_dir);
 	free(f->cache_name);
@@ -1061,7 +1065,11 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 		}
 		if ((rc = kernels__hub_global_init()) < 0)
 			goto out;
-		if (!(f.multi = curl_multi_init())) {
+		/* The call's connections: the Hub's is open already (the listings
+		 * came over it), and the CDN's stays for the call's next fetch. */
+		if (cfg->conn && (f.multi = kernels__hub_conn_hold(cfg->conn)))
+			f.borrowed = 1;
+		else if (!(f.multi = curl_multi_init())) {
 			rc = kernels__error_oom();
 			goto out;
 		}

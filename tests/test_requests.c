@@ -5,7 +5,8 @@
  * sends only what is learnt once per commit and then kept (the trust
  * verdict, kernel-status.toml's absence from the top folder's listing, the
  * build/ listing) plus one request per file, and nothing under /resolve/
- * before the trust verdict. A second kernels_get in the same process returns the
+ * before the trust verdict, all over connections the call reuses (counted
+ * at the fixture: one per client port). A second kernels_get in the same process returns the
  * same handle: no request for a commit, one for a name, none for a name
  * within kernels_options.revision_ttl_s; never a handle that was closed,
  * and never across settings that decide another answer. */
@@ -122,6 +123,23 @@ static void expect_requests(const char *what, int n)
 	}
 }
 
+/* A call's requests share its connections (lib/hub_conn.c): no more are
+ * opened to the Hub than requests were in flight at once (the trust check
+ * beside the two listings: 3; the files come over those), and one to the
+ * CDN, whatever the files. Each request on its own connection made 6. */
+#define HUB_CONNECTIONS_MAX 3
+
+static void expect_connections(const char *what)
+{
+	int hub = test_hub_log_connections(W.hub, "hub"), cdn = test_hub_log_connections(W.hub, "cdn");
+
+	if (hub < 1 || hub > HUB_CONNECTIONS_MAX || cdn > 1) {
+		dump_log(what);
+		fail_msg("%s: %d connections to the Hub (1 to %d expected), %d to the CDN (at most 1)", what, hub,
+			 HUB_CONNECTIONS_MAX, cdn);
+	}
+}
+
 /* kernels_get, the answer checked; the handle is closed unless kept. */
 static kernels_kernel *get(const kernels_options *o, const char *revision, int expect, int keep)
 {
@@ -164,12 +182,14 @@ static void test_cold_then_warm_cpu(void **state)
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/tree/"), 2);
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), FILES_PER_VARIANT);
 	expect_requests("a cold fetch", 4 + FILES_PER_VARIANT);
+	expect_connections("a cold fetch");
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		new_process();
 		get(&o, names[i], 101, 0);
 		expect_requests(names[i], 1);
 		assert_int_equal(test_hub_log_count(W.hub, "GET", "/info/refs"), 1);
+		assert_int_equal(test_hub_log_connections(W.hub, NULL), 1);
 	}
 	new_process();
 	get(&o, W.commit[1], 101, 0);
@@ -197,6 +217,7 @@ static void test_cold_then_warm_gpu(void **state)
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "build/" CU130 "/metadata.json"), 1);
 	assert_int_equal(test_hub_log_count(W.hub, "GET", "/resolve/"), FILES_PER_VARIANT);
 	expect_requests("a cold fetch with a GPU", 4 + FILES_PER_VARIANT);
+	expect_connections("a cold fetch with a GPU");
 	new_process();
 	get(&o, "v1.1.0", 201, 0);
 	expect_requests("warm, with a GPU", 1);

@@ -332,6 +332,29 @@ int test_hub_log_count_ex(test_hub *hub, const char *method, const char *path_su
 	return count;
 }
 
+int test_hub_log_connections(test_hub *hub, const char *listener)
+{
+	char *text = test_hub_log(hub);
+	json_t *log, *entry, *seen = json_object();
+	size_t i;
+	int count = -1;
+
+	log = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	if (json_is_array(log) && seen) {
+		json_array_foreach(log, i, entry) {
+			const char *l = json_string_value(json_object_get(entry, "listener"));
+			const char *c = json_string_value(json_object_get(entry, "conn"));
+			if (c && (!listener || (l && !strcmp(l, listener))))
+				json_object_set_new(seen, c, json_true());
+		}
+		count = (int)json_object_size(seen);
+	}
+	json_decref(seen);
+	json_decref(log);
+	return count;
+}
+
 void test_hub_log_clear(test_hub *hub)
 {
 	control(hub, "DELETE", "/_fixture/log", NULL, NULL);

@@ -57,6 +57,9 @@ int test_hub_log_count(test_hub *hub, const char *method, const char *path_subst
  * sent (1 sent, 0 not sent, -1 any).  -1 on failure. */
 int test_hub_log_count_ex(test_hub *hub, const char *method, const char *path_substring, const char *listener,
 			  int status, int authorization);
+/* Number of distinct TCP connections (the log's "conn") that requests to
+ * `listener` ("hub", "cdn" or NULL: both) came over.  -1 on failure. */
+int test_hub_log_connections(test_hub *hub, const char *listener);
 /* DELETE /_fixture/log. */
 void test_hub_log_clear(test_hub *hub);
 
