@@ -249,6 +249,7 @@ int kernels_get_ext(kernels_kernel **out, kernels_get_stats *stats, const char *
 	kernels_options full;
 	kernels_system system;
 	kernels_get_stats all = KERNELS_GET_STATS_INIT;
+	kernels__repo repo;
 	int rc;
 
 	if (!out)
@@ -258,9 +259,9 @@ int kernels_get_ext(kernels_kernel **out, kernels_get_stats *stats, const char *
 	/* The caller's structs, read (and written) no further than their
 	 * versions reach: nothing below sees them. */
 	if ((stats && (rc = kernels__layout_check(&get_stats_layout, stats)) < 0) ||
-	    (rc = kernels__options_full(&full, &system, opts)) < 0)
+	    (rc = kernels__options_full(&full, &system, opts)) < 0 || (rc = kernels__repo_parse(&repo, repo_id)) < 0)
 		return rc;
-	rc = get_full(out, repo_id, revision, opts ? &full : NULL, &all);
+	rc = get_full(out, repo.id, revision, opts ? &full : NULL, &all);
 	all.download.version = KERNELS_DOWNLOAD_STATS_VERSION;
 	if (stats)
 		kernels__layout_write(&get_stats_layout, stats, &all);
@@ -391,14 +392,15 @@ int kernels_get_variants(kernels_variant_trace **out, const char *repo_id, const
 			 const kernels_options *opts)
 {
 	kernels__config cfg;
+	kernels__repo repo;
 	int rc;
 
 	if (!out)
 		return kernels__error(KERNELS_EINVAL, "kernels_get_variants: out is NULL");
 	*out = NULL;
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+	if ((rc = kernels__repo_parse(&repo, repo_id)) < 0 || (rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = variants_with_fallback(&cfg, repo_id, revision, out, NULL);
+	rc = variants_with_fallback(&cfg, repo.id, revision, out, NULL);
 	kernels__config_free(&cfg);
 	return rc;
 }
@@ -407,11 +409,12 @@ int kernels_has_kernel(const char *repo_id, const char *revision, const kernels_
 {
 	kernels_variant_trace *trace = NULL;
 	kernels__config cfg;
+	kernels__repo repo;
 	int rc, has = 0;
 
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+	if ((rc = kernels__repo_parse(&repo, repo_id)) < 0 || (rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	rc = variants_with_fallback(&cfg, repo_id, revision, &trace, &has);
+	rc = variants_with_fallback(&cfg, repo.id, revision, &trace, &has);
 	kernels_variant_trace_free(trace);
 	kernels__config_free(&cfg);
 	return rc < 0 ? rc : has;

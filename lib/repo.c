@@ -2,9 +2,9 @@
 #include "error.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <string.h>
 
-#define REPO_ID_MAX 96
 
 static int part_ok(const char *s, size_t n)
 {
@@ -35,13 +35,13 @@ int kernels__repo_id_check(const char *repo_id)
 				      "\"kernels-community/activation\"");
 	n = strlen(repo_id);
 	slash = strchr(repo_id, '/');
-	if (n > REPO_ID_MAX || !slash || strchr(slash + 1, '/') ||
+	if (n > KERNELS__REPO_ID_MAX || !slash || strchr(slash + 1, '/') ||
 	    !part_ok(repo_id, (size_t)(slash - repo_id)) || !part_ok(slash + 1, strlen(slash + 1)))
 		return kernels__error(KERNELS_EINVAL,
 				      "repo id '%.*s' is not valid: use \"org/name\" with one '/', each part made of "
 				      "letters, digits, '-', '_' or '.', not starting or ending with '-' or '.', "
 				      "without '--' or '..', at most %d characters",
-				      200, repo_id, REPO_ID_MAX);
+				      200, repo_id, KERNELS__REPO_ID_MAX);
 	/* A git URL habit: the Hub's clients refuse it, and it would make a
 	 * second cache folder for the same repo. */
 	if (n > 4 && !strcasecmp(repo_id + n - 4, ".git"))
@@ -66,4 +66,26 @@ char *kernels__repo_cache_name(kernels__repo_type type, const char *repo_id)
 
 	return kernels__sprintf("%s--%.*s--%s", kernels__repo_api_name(type),
 				(int)(slash - repo_id), repo_id, slash + 1);
+}
+
+int kernels__repo_parse(kernels__repo *r, const char *repo_id)
+{
+	size_t org;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if ((rc = kernels__repo_id_check(repo_id)) < 0)
+		return rc;
+	org = (size_t)(strchr(repo_id, '/') - repo_id);
+	snprintf(r->id, sizeof(r->id), "%s", repo_id);
+	snprintf(r->org, sizeof(r->org), "%.*s", (int)org, repo_id);
+	snprintf(r->name, sizeof(r->name), "%s", repo_id + org + 1);
+	kernels__repo_set_type(r, KERNELS__REPO_KERNEL);
+	return 0;
+}
+
+void kernels__repo_set_type(kernels__repo *r, kernels__repo_type type)
+{
+	r->type = type;
+	snprintf(r->cache_name, sizeof(r->cache_name), "%s--%s--%s", kernels__repo_api_name(type), r->org, r->name);
 }

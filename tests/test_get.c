@@ -460,6 +460,14 @@ static void test_local_kernels_override(void **state)
 	assert_string_equal(kernels_kernel_variant(k), "torch29-cxx11-cpu-x86_64-linux");
 	assert_int_equal(test_kernel_answer(k), 7009);
 	kernels_kernel_close(k);
+	/* The id is checked at the door, before LOCAL_KERNELS is read: a name
+	 * the Hub would refuse is refused though an entry names it. */
+	free(env);
+	assert_int_equal(asprintf(&env, "acme/-local=%s", src) > 0, 1);
+	setenv("LOCAL_KERNELS", env, 1);
+	assert_int_equal(kernels_get(&k, "acme/-local", "main", &o), KERNELS_EINVAL);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "'acme/-local' is not valid"));
 	unsetenv("LOCAL_KERNELS");
 
 	assert_int_equal(kernels_load_local(&k, src, &o), 0);

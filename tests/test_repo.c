@@ -51,12 +51,32 @@ static void test_cache_names(void **state)
 	free(b);
 }
 
+/* The value a public call makes of the id at its door. */
+static void test_parse(void **state)
+{
+	kernels__repo r;
+	(void)state;
+	assert_int_equal(kernels__repo_parse(&r, "kernels-community/relu.v2"), 0);
+	assert_string_equal(r.id, "kernels-community/relu.v2");
+	assert_string_equal(r.org, "kernels-community");
+	assert_string_equal(r.name, "relu.v2");
+	assert_int_equal(r.type, KERNELS__REPO_KERNEL);
+	assert_string_equal(r.cache_name, "kernels--kernels-community--relu.v2");
+	kernels__repo_set_type(&r, KERNELS__REPO_MODEL);
+	assert_string_equal(r.cache_name, "models--kernels-community--relu.v2");
+	assert_int_equal(kernels__repo_parse(&r, "org/name.git"), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "'.git'"));
+	assert_int_equal(kernels__repo_parse(&r, NULL), KERNELS_EINVAL);
+	assert_string_equal(r.id, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid_ids),
 		cmocka_unit_test(test_invalid_ids),
 		cmocka_unit_test(test_cache_names),
+		cmocka_unit_test(test_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
