@@ -499,6 +499,53 @@ int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revi
 	return kernels__repo_locate(cfg, rev->repo_id, rev->commit, type);
 }
 
+/* One public call's work at one endpoint, the repo's type located there. */
+typedef int (*endpoint_work)(const kernels__config *at, kernels__repo_type type, const char *repo_id,
+			     const char *commit, void *arg);
+
+/* The endpoints in turn (a mirror, then the Hub), under the call's one
+ * deadline, each but the last with its share for a first answer, as
+ * kernels_get walks them: a dead or silent mirror hands over to the next,
+ * and every endpoint's failure is reported once, in order. */
+static int at_each_endpoint(const kernels__config *cfg, const char *repo_id, const char *commit,
+			    endpoint_work work, void *arg, kernels__repo_type *type)
+{
+	kernels__endpoint_failures failed = { .n = 0 };
+	kernels__endpoint_try t;
+	kernels__config at;
+	size_t i;
+	int rc = KERNELS_ERROR;
+
+	for (i = 0; i < cfg->n_endpoints; i++) {
+		kernels__endpoint_try_begin(cfg, i, &at, &t);
+		if ((rc = kernels__repo_locate(&at, repo_id, commit, type)) == 0)
+			rc = work(&at, *type, repo_id, commit, arg);
+		if (rc < 0 && !cfg->offline)
+			kernels__endpoint_failed(&failed, at.endpoint, kernels_error_last());
+		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
+			break;
+		kernels__log(cfg, KERNELS_LOG_INFO, "%s failed (%s); trying %s", at.endpoint, kernels_error_last(),
+			     cfg->endpoints[i + 1]);
+	}
+	return rc < 0 ? kernels__endpoint_failures_raise(&failed, rc) : rc;
+}
+
+typedef struct {
+	const char *const *variants;
+	size_t n;
+	kernels_snapshot *s;
+} download_args;
+
+static int download_at(const kernels__config *at, kernels__repo_type type, const char *repo_id, const char *commit,
+		       void *arg)
+{
+	download_args *a = arg;
+
+	free(a->s->path);
+	a->s->path = NULL;
+	return kernels__download(at, type, repo_id, commit, a->variants, a->n, &a->s->path, &a->s->stats);
+}
+
 int kernels_download(kernels_snapshot **out, const char *repo_id, const char *commit,
 		     const char *const *variants, size_t n_variants, const kernels_options *opts)
 {
@@ -516,8 +563,10 @@ int kernels_download(kernels_snapshot **out, const char *repo_id, const char *co
 		free(s);
 		return rc;
 	}
-	if ((rc = args_check(repo_id, commit)) == 0 && (rc = kernels__repo_locate(&cfg, repo_id, commit, &type)) == 0)
-		rc = kernels__download(&cfg, type, repo_id, commit, variants, n_variants, &s->path, &s->stats);
+	if ((rc = args_check(repo_id, commit)) == 0) {
+		download_args a = { variants, n_variants, s };
+		rc = at_each_endpoint(&cfg, repo_id, commit, download_at, &a, &type);
+	}
 	kernels__config_free(&cfg);
 	if (rc == 0 && !(s->commit = kernels__strdup(commit)))
 		rc = KERNELS_ENOMEM;
@@ -569,6 +618,19 @@ void kernels_snapshot_free(kernels_snapshot *snapshot)
 	free(snapshot);
 }
 
+typedef struct {
+	char ***names;
+	size_t *count;
+} list_args;
+
+static int list_at(const kernels__config *at, kernels__repo_type type, const char *repo_id, const char *commit,
+		   void *arg)
+{
+	list_args *a = arg;
+
+	return kernels__variants_list(at, type, repo_id, commit, a->names, a->count);
+}
+
 int kernels_variants_list(char ***names, size_t *count, const char *repo_id, const char *commit,
 			  const kernels_options *opts)
 {
@@ -582,8 +644,10 @@ int kernels_variants_list(char ***names, size_t *count, const char *repo_id, con
 	*count = 0;
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	if ((rc = args_check(repo_id, commit)) == 0 && (rc = kernels__repo_locate(&cfg, repo_id, commit, &type)) == 0)
-		rc = kernels__variants_list(&cfg, type, repo_id, commit, names, count);
+	if ((rc = args_check(repo_id, commit)) == 0) {
+		list_args a = { names, count };
+		rc = at_each_endpoint(&cfg, repo_id, commit, list_at, &a, &type);
+	}
 	kernels__config_free(&cfg);
 	if (rc == 0 && (rc = kernels__strings_pack(names, *count)) < 0)
 		*count = 0;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -386,6 +388,74 @@ static void test_model_repo_and_variants(void **state)
 	assert_int_equal(download(e, &o, "org/k", e->commit, "../x", NULL), KERNELS_EINVAL);
 	assert_int_equal(download(e, &o, "org/k", "main", V1, NULL), KERNELS_EINVAL);
 	assert_int_equal(download(e, &o, "org/nope", e->commit, V1, NULL), KERNELS_ENOTFOUND);
+}
+
+/* A local port nothing listens on: connections to it are refused. */
+static char *dead_endpoint(void)
+{
+	struct sockaddr_in a = { 0 };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char *url;
+
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	assert_true(asprintf(&url, "http://127.0.0.1:%d", ntohs(a.sin_port)) > 0);
+	return url;
+}
+
+/* kernels_download and kernels_variants_list walk the endpoints
+ * (kernels_options.endpoints, KERNELS_ENDPOINTS) as kernels_get does: a
+ * dead first endpoint, or a mirror without the repo, hands over to the
+ * next, whose request log shows the work done. */
+static void test_endpoints_in_turn(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	test_hub *empty;
+	char *dead = dead_endpoint(), *list, **names = NULL;
+	size_t n = 0;
+
+	options(e, &o);
+	assert_true(asprintf(&list, "%s,%s", dead, test_hub_endpoint(e->hub)) > 0);
+	o.endpoints = list;
+	if (download(e, &o, "org/k", e->commit, V1, NULL) < 0)
+		fail_msg("a dead first endpoint: %s", kernels_error_last());
+	check_layout(e, "kernels--org--k", e->commit);
+	assert_true(test_hub_log_count(e->hub, "GET", "/tree/") >= 1);
+	assert_true(test_hub_log_count(e->hub, "GET", "/org/k/resolve/") >= 1);
+	free(list);
+
+	/* A mirror that lacks the repo: it is asked, then the Hub answers. */
+	assert_non_null(empty = test_hub_start());
+	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(empty), test_hub_endpoint(e->hub)) > 0);
+	o.endpoints = list;
+	test_hub_log_clear(e->hub);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->mcommit, &o), 0);
+	assert_int_equal(n, 2);
+	kernels_free(names);
+	assert_true(test_hub_log_count(empty, "GET", "/org/m/revision/") >= 1);
+	assert_true(test_hub_log_count(e->hub, "GET", "/api/models/org/m/tree/") >= 1);
+	test_hub_log_clear(e->hub);
+	if (download(e, &o, "org/m", e->mcommit, V1, NULL) < 0)
+		fail_msg("a mirror without the repo: %s", kernels_error_last());
+	check_layout(e, "models--org--m", e->mcommit);
+	assert_true(test_hub_log_count(e->hub, "GET", "/org/m/resolve/") >= 1);
+
+	/* Every endpoint fails: each said once, in order. */
+	free(list);
+	assert_true(asprintf(&list, "%s,%s", dead, test_hub_endpoint(empty)) > 0);
+	o.endpoints = list;
+	assert_int_equal(download(e, &o, "org/nowhere", e->commit, V1, NULL), KERNELS_ENOTFOUND);
+	assert_non_null(strstr(kernels_error_last(), dead));
+	assert_non_null(strstr(kernels_error_last(), test_hub_endpoint(empty)));
+	test_hub_stop(empty);
+	kernels__hub_down_forget_all();
+	free(list);
+	free(dead);
 }
 
 static void test_download_file(void **state)
@@ -1031,6 +1101,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_fetch_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_model_repo_and_variants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_download_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_endpoints_in_turn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_5xx_and_429, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_reset_and_truncate_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_wrong_bytes, setup, teardown),
