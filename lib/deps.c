@@ -266,11 +266,11 @@ static int from_hub(const kernels__config *cfg, ctx *c, const char *self, const 
 	p.pinned = c->lock != NULL; /* a locked commit is loaded, moved or not */
 	rc = kernels__plan_remote(cfg, d->repo_id, revision, &p, &stats);
 	if (rc == 0)
-		rc = settle(c, p.repo_id, kernels_revision_commit(p.rev), self);
+		rc = settle(c, p.repo.id, kernels_revision_commit(p.rev), self);
 	if (rc == 0)
 		rc = kernels__plan_fetch_and_load(cfg, &p, kernels__deps_load, &stats, out);
 	if (rc == 0)
-		remember_loaded(p.repo_id, kernels_revision_commit(p.rev), self);
+		remember_loaded(p.repo.id, kernels_revision_commit(p.rev), self);
 	kernels__plan_free(&p);
 	return rc;
 }
@@ -435,7 +435,8 @@ static int has_one(const kernels__config *cfg, const char *repo_id, const char *
 		if ((rc = kernels__plan_remote(cfg, repo_id, revision, &p, &stats)) == 0 &&
 		    (chosen = kernels_variant_trace_chosen(p.trace)) &&
 		    (path = kernels__sprintf("build/%s/metadata.json", chosen)) &&
-		    kernels__download_file(cfg, p.type, p.repo_id, kernels_revision_commit(p.rev), path, &file) == 0 &&
+		    kernels__download_file(cfg, p.repo.type, p.repo.id, kernels_revision_commit(p.rev), path,
+					   &file) == 0 &&
 		    (slash = strrchr(file, '/'))) {
 			*slash = '\0';
 			if (kernels_metadata_read(&m, file) < 0)

@@ -90,10 +90,10 @@ static int cache_lacks(const kernels__config *cfg, const char *repo_id, const ch
 	if (!p->rev)
 		snprintf(lacks, sizeof(lacks), "no record of revision '%s' of %s", revision ? revision : "", repo_id);
 	else if (!variant)
-		snprintf(lacks, sizeof(lacks), "no variant list for %s at commit %s", p->repo_id ? p->repo_id : repo_id,
-			 kernels_revision_commit(p->rev));
+		snprintf(lacks, sizeof(lacks), "no variant list for %s at commit %s",
+			 p->repo.id[0] ? p->repo.id : repo_id, kernels_revision_commit(p->rev));
 	else
-		snprintf(lacks, sizeof(lacks), "no copy of variant %s of %s at commit %s", variant, p->repo_id,
+		snprintf(lacks, sizeof(lacks), "no copy of variant %s of %s at commit %s", variant, p->repo.id,
 			 kernels_revision_commit(p->rev));
 	return kernels__error(KERNELS_ENETWORK, "the Hub is down or not answering (%s), and the cache at %s lacks what "
 			      "was asked: %s; try again when the Hub answers, or ask for a revision the cache holds",
@@ -171,7 +171,7 @@ static int get_at(const kernels__config *cfg, const char *repo_id, const char *r
 	if (rc == 0)
 		rc = kernels__plan_fetch_and_load(cfg, p, kernels__deps_load, stats, out);
 	/* A redirect's destination may move under the same commit: never memoised. */
-	if (rc == 0 && memo && !strcmp(p->repo_id, repo_id)) {
+	if (rc == 0 && memo && !strcmp(p->repo.id, repo_id)) {
 		kernels__memo_put(memo, repo_id, kernels_revision_commit(p->rev), *out);
 		if (strcmp(revision, kernels_revision_commit(p->rev)))
 			kernels__memo_name_put(memo, repo_id, revision, kernels_revision_commit(p->rev));

@@ -40,7 +40,6 @@ typedef kernels__plan plan;
 
 void kernels__plan_free(plan *p)
 {
-	free(p->repo_id);
 	kernels_revision_free(p->rev);
 	kernels_system_free(p->sys);
 	kernels_variant_trace_free(p->trace);
@@ -73,7 +72,7 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	size_t len;
 	int rc;
 
-	rc = kernels__download_file(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev),
+	rc = kernels__download_file(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev),
 				    "kernel-status.toml", &local);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
 		kernels_error_clear();
@@ -88,10 +87,10 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	if (rc < 0 && errno == ENOMEM)
 		return kernels__error_oom();
 	if (rc < 0)
-		return kernels__error(KERNELS_EIO, "cannot read kernel-status.toml of %s from the cache", p->repo_id);
+		return kernels__error(KERNELS_EIO, "cannot read kernel-status.toml of %s from the cache", p->repo.id);
 	rc = kernels__kernel_status_parse(data, len, "kernel-status.toml", st);
 	free(data);
-	return rc < 0 ? kernels__error_prefix("%s", p->repo_id) : 1;
+	return rc < 0 ? kernels__error_prefix("%s", p->repo.id) : 1;
 }
 
 /* A pinned repo that has moved stays where it is (kernels 0.17.2 never
@@ -100,7 +99,7 @@ static int warn_moved(const kernels__config *cfg, const plan *p, kernels__kernel
 {
 	kernels__log(cfg, KERNELS_LOG_WARNING, "'%s' has moved to '%s' (revision %s, says its kernel-status.toml); "
 		     "the lock pins %s@%.12s itself, as kernels 0.17.2 does: to follow the move, depend on '%s' "
-		     "and lock again", p->repo_id, st->destination, st->revision, p->repo_id,
+		     "and lock again", p->repo.id, st->destination, st->revision, p->repo.id,
 		     kernels_revision_commit(p->rev), st->destination);
 	kernels__kernel_status_clear(st);
 	return 0;
@@ -112,37 +111,36 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 			   kernels_revision *first,
 		   plan *p)
 {
-	char *rev_owned = NULL;
+	const char *id = repo_id;
+	char *rev_owned = NULL, *id_owned = NULL;
 	int hops, rc;
 
-	if (!(p->repo_id = kernels__strdup(repo_id))) {
-		kernels_revision_free(first);
-		return KERNELS_ENOMEM;
-	}
 	for (hops = 0;; hops++) {
 		kernels__kernel_status st = { 0 };
 		kernels__prefetch pf;
+		kernels__repo_type type;
 
-		if ((rc = kernels__repo_id_check(p->repo_id)) < 0)
+		if ((rc = kernels__repo_parse(&p->repo, id)) < 0)
 			break;
 		/* Existence before trust: a misspelled repo is "not found", not
 		 * "untrusted" (listing refs runs no code). */
 		if (first) {
 			p->rev = first;
 			first = NULL;
-		} else if ((rc = kernels__revision_resolve(cfg, p->repo_id, rev_owned ? rev_owned : revision,
+		} else if ((rc = kernels__revision_resolve(cfg, p->repo.id, rev_owned ? rev_owned : revision,
 							   &p->rev)) < 0) {
 			break;
 		}
 		/* Kernel repo or model repo: decided here, once; every later stage
-		 * takes p->type as it is. */
-		if ((rc = kernels__repo_locate_revision(cfg, p->rev, &p->type)) < 0)
+		 * takes p->repo.type as it is. */
+		if ((rc = kernels__repo_locate_revision(cfg, p->rev, &type)) < 0)
 			break;
+		kernels__repo_set_type(&p->repo, type);
 		/* kernel-status.toml and the build/ listing are asked for beside the
 		 * trust check (prefetch.h): one round trip instead of three. The
 		 * verdict still comes first: nothing read is used before it. */
-		kernels__prefetch_start(&pf, cfg, p->type, p->repo_id, kernels_revision_commit(p->rev));
-		rc = kernels__trust_check(cfg, p->type, p->repo_id);
+		kernels__prefetch_start(&pf, cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev));
+		rc = kernels__trust_check(cfg, p->repo.type, p->repo.id);
 		kernels__prefetch_join(&pf);
 		if (rc == 0 && kernels__deadline_left_ms(cfg) <= 0)
 			rc = kernels__prefetch_failure(&pf); /* what the time went on */
@@ -159,19 +157,20 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 					    repo_id, MAX_MOVES);
 			break;
 		}
-		kernels__log(cfg, KERNELS_LOG_WARNING, "'%s' redirected to '%s' (revision %s)", p->repo_id,
+		kernels__log(cfg, KERNELS_LOG_WARNING, "'%s' redirected to '%s' (revision %s)", p->repo.id,
 			     st.destination, st.revision);
-		free(p->repo_id);
+		free(id_owned);
 		free(rev_owned);
-		p->repo_id = st.destination;
+		id = id_owned = st.destination;
 		rev_owned = st.revision;
 		st.destination = st.revision = NULL;
 		kernels_revision_free(p->rev);
 		p->rev = NULL;
 	}
+	free(id_owned);
 	free(rev_owned);
 	kernels_revision_free(first);
-	if (rc == 0 && !(p->what = kernels__sprintf("%s@%.7s", p->repo_id, kernels_revision_commit(p->rev))))
+	if (rc == 0 && !(p->what = kernels__sprintf("%s@%.7s", p->repo.id, kernels_revision_commit(p->rev))))
 		rc = KERNELS_ENOMEM;
 	return rc;
 }
@@ -195,7 +194,7 @@ static int read_archs(void *ctx, const char *variant, kernels_metadata **m)
 	*m = NULL;
 	if (!path)
 		return KERNELS_ENOMEM;
-	rc = kernels__download_file(a->cfg, a->p->type, a->p->repo_id, kernels_revision_commit(a->p->rev), path,
+	rc = kernels__download_file(a->cfg, a->p->repo.type, a->p->repo.id, kernels_revision_commit(a->p->rev), path,
 				    &local);
 	free(path);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
@@ -222,7 +221,7 @@ static int select_variant(const kernels__config *cfg, plan *p)
 	size_t count = 0;
 	int rc;
 
-	rc = kernels__variants_list(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), &names, &count);
+	rc = kernels__variants_list(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), &names, &count);
 	if (rc == 0)
 		rc = system_for(cfg, &p->sys);
 	if (rc == 0)
@@ -246,7 +245,7 @@ int kernels__plan_remote_from(const kernels__config *cfg, const char *repo_id, c
 	rc = select_variant(cfg, p);
 	stats->select_ms = kernels__now_ms_precise() - t0;
 	snprintf(stats->commit, sizeof(stats->commit), "%s", kernels_revision_commit(p->rev));
-	snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", p->repo_id);
+	snprintf(stats->repo_id, sizeof(stats->repo_id), "%s", p->repo.id);
 	return rc;
 }
 
@@ -266,7 +265,7 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 	int rc;
 
 	*folder = NULL;
-	rc = kernels__download(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
+	rc = kernels__download(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
 			       &stats->download);
 	stats->download_ms = kernels__now_ms_precise() - t0;
 	stats->from_cache = stats->download.blobs_downloaded == 0;
@@ -289,13 +288,13 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 		       kernels_get_stats *stats, kernels_kernel **out)
 {
 	const char *variant = strrchr(folder, '/') + 1;
-	char *root = kernels__cache_repo_dir(cfg, p->type, p->repo_id);
+	char *root = kernels__cache_repo_dir(cfg, p->repo.type, p->repo.id);
 	double t0 = kernels__now_ms_precise();
 	int rc;
 
-	rc = !root ? KERNELS_ENOMEM : kernels__cache_guard(cfg, p->type, p->repo_id);
+	rc = !root ? KERNELS_ENOMEM : kernels__cache_guard(cfg, p->repo.type, p->repo.id);
 	if (rc == 0)
-		rc = kernels__loader_open(cfg, deps, p->repo_id, kernels_revision_commit(p->rev), variant, folder, root,
+		rc = kernels__loader_open(cfg, deps, p->repo.id, kernels_revision_commit(p->rev), variant, folder, root,
 					  out);
 	stats->load_ms = kernels__now_ms_precise() - t0;
 	free(root);
@@ -325,7 +324,7 @@ static int load_cached(const kernels__config *cfg, plan *p, const char *variant,
 		       kernels_get_stats *stats,
 		       kernels_kernel **out)
 {
-	char *dir = kernels__cache_repo_dir(cfg, p->type, p->repo_id), *folder, *meta;
+	char *dir = kernels__cache_repo_dir(cfg, p->repo.type, p->repo.id), *folder, *meta;
 	int rc = 1;
 
 	folder = dir ? kernels__sprintf("%s/snapshots/%s/build/%s", dir, kernels_revision_commit(p->rev), variant)
@@ -356,7 +355,7 @@ int kernels__plan_fetch_and_load(const kernels__config *cfg, plan *p, kernels__d
 	int rc;
 
 	if (!variant) /* with 0.17's hint when the newest version has a build that fits */
-		return kernels__no_match_hint(cfg, p->repo_id, p->sys,
+		return kernels__no_match_hint(cfg, p->repo.id, p->sys,
 					      kernels__variant_no_match(p->trace, p->what, p->sys));
 	if ((rc = load_cached(cfg, p, variant, deps, stats, out)) <= 0)
 		return rc;

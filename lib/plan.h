@@ -11,9 +11,8 @@
 
 /* What the remote part of the pipeline settled on. */
 typedef struct {
-	char *repo_id;               /* after redirects */
+	kernels__repo repo;          /* after redirects; its type decided once (download.c: kernels__repo_locate) */
 	kernels_revision *rev;
-	kernels__repo_type type;     /* decided once (download.c: kernels__repo_locate) */
 	kernels_system *sys;
 	kernels_variant_trace *trace;
 	char *what;                  /* "org/x@abc1234", for messages */

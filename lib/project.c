@@ -48,13 +48,13 @@ static int lock_format_of(const kernels_manifest *m, kernels_lock_format_t *form
 static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, kernels_lock *lock)
 {
 	kernels__tree tree = { 0 };
-	int rc = kernels_lock_add_entry(lock, p->repo_id, kernels_revision_commit(p->rev));
+	int rc = kernels_lock_add_entry(lock, p->repo.id, kernels_revision_commit(p->rev));
 
 	if (rc == 0)
-		rc = kernels__hub_tree_list(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), "build", 1,
+		rc = kernels__hub_tree_list(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), "build", 1,
 					    &tree);
 	if (rc == 0)
-		rc = kernels__lock_add_tree_variants_as(lock, p->repo_id, &tree, 1);
+		rc = kernels__lock_add_tree_variants_as(lock, p->repo.id, &tree, 1);
 	kernels__tree_free(&tree);
 	return rc;
 }
@@ -81,7 +81,7 @@ static int lock_variant_deps(const kernels__config *cfg, kernels__plan *p, const
 
 	if (!path)
 		return KERNELS_ENOMEM;
-	rc = kernels__download_file(cfg, p->type, p->repo_id, kernels_revision_commit(p->rev), path, &local);
+	rc = kernels__download_file(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), path, &local);
 	free(path);
 	if (rc == KERNELS_ENOTFOUND) { /* a folder without metadata.json is no variant */
 		kernels_error_clear();
@@ -121,7 +121,8 @@ static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependen
 	p.pinned = 1; /* a moved repo is locked where it is, with a warning */
 	rc = kernels__plan_resolve(cfg, d->repo_id, d->revision ? d->revision : major, &p);
 	if (rc == 0)
-		rc = kernels__variants_list(cfg, p.type, p.repo_id, kernels_revision_commit(p.rev), &names, &count);
+		rc = kernels__variants_list(cfg, p.repo.type, p.repo.id, kernels_revision_commit(p.rev), &names,
+					    &count);
 	for (i = 0; rc == 0 && i < count; i++)
 		rc = lock_variant_deps(cfg, &p, names[i], lock, &here);
 	/* The dependency as written, at the commit it resolved to. */
