@@ -94,6 +94,16 @@ static int step(int fd, const char *part, const char *root, const char *rel, siz
 	return rc;
 }
 
+#ifdef KERNELS_TESTING
+/* Tests swap a folder for a link here, after the walk and before the
+ * caller writes through its descriptor (tests/test_cache.c defines it);
+ * the release library has no such hook. */
+extern void kernels__test_after_walk(const char *root, const char *rel) __attribute__((weak));
+#define AFTER_WALK(root, rel) (kernels__test_after_walk ? kernels__test_after_walk(root, rel) : (void)0)
+#else
+#define AFTER_WALK(root, rel) ((void)0)
+#endif
+
 int kernels__cache_dir_open(const char *root, const char *rel, int create)
 {
 	char part[NAME_MAX + 1];
@@ -126,6 +136,7 @@ int kernels__cache_dir_open(const char *root, const char *rel, int create)
 		}
 		at += len + (rel[at + len] == '/');
 	}
+	AFTER_WALK(root, rel);
 	return fd;
 }
 
@@ -170,15 +181,21 @@ int kernels__cache_write(const char *repo_dir, const char *path, const void *dat
 	size_t n = strlen(repo_dir);
 	const char *slash = strrchr(path, '/');
 	char *sub;
-	int rc;
+	int fd, rc;
 
 	if (strncmp(path, repo_dir, n) || path[n] != '/' || !slash || slash < path + n)
 		return kernels__error(KERNELS_EINVAL, "%s is not in the repo folder %s", path, repo_dir);
 	if (!(sub = strndup(path + n + 1, slash > path + n ? (size_t)(slash - path - n - 1) : 0)))
 		return KERNELS_ENOMEM;
-	rc = kernels__cache_mkdirs(repo_dir, sub);
+	/* Written through the walked folder's descriptor, not by path: a
+	 * folder swapped for a link after the walk is not followed. */
+	fd = kernels__cache_repo_dir_open(repo_dir, sub, 1);
 	free(sub);
-	return rc < 0 ? rc : kernels__write_atomic(path, data, len, -1, flags & ~(unsigned int)KERNELS__WRITE_MKDIR);
+	if (fd < 0)
+		return fd;
+	rc = kernels__write_atomic_at(fd, slash + 1, path, data, len, -1, flags);
+	close(fd);
+	return rc;
 }
 
 /* The folders of a repo the guard looks at before any write or load;
@@ -544,32 +561,42 @@ void kernels__cache_sync_folder(const char *dir, const char *sub)
 	kernels_error_clear();
 }
 
-int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st, int sync_folder)
+int kernels__cache_publish_at(int fd, int dirfd, const char *from, const char *to, const char *shown,
+			      struct stat *st, int sync_folder)
 {
-	int err;
+	int err, dfd;
 
 	if (fsync(fd) < 0) {
 		err = errno;
 		close(fd);
-		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", from,
+		return kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; check free space", shown, from,
 				      strerror(err));
 	}
-	if (rename(from, to) < 0) {
+	if (renameat(dirfd, from, dirfd, to) < 0) {
 		err = errno;
 		close(fd);
-		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, to, strerror(err));
+		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, shown, strerror(err));
 	}
 	/* The identity after the rename, which moves the change time. */
 	if (st && fstat(fd, st) < 0)
 		memset(st, 0, sizeof(*st));
 	/* close() releases the descriptor even when it fails: never close twice. */
 	if (close(fd) < 0)
-		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", to,
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", shown,
 				      strerror(errno));
 	/* The rename itself must survive a crash, or the link may point at nothing. */
-	if (sync_folder)
+	if (sync_folder && dirfd == AT_FDCWD) {
 		kernels__fsync_parent(to);
+	} else if (sync_folder && (dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
 	return 0;
+}
+
+int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st, int sync_folder)
+{
+	return kernels__cache_publish_at(fd, AT_FDCWD, from, to, to, st, sync_folder);
 }
 
 /* ---- offline checks ------------------------------------------------------------ */

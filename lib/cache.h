@@ -116,6 +116,13 @@ int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long siz
 struct stat;
 int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st, int sync_folder);
 
+/* The same, `from` and `to` being names in the folder `dirfd` (a
+ * descriptor from kernels__cache_dir_open: the rename is relative to it, so
+ * a folder swapped for a link after the walk is not followed); `shown`
+ * names `to` in messages. */
+int kernels__cache_publish_at(int fd, int dirfd, const char *from, const char *to, const char *shown,
+			      struct stat *st, int sync_folder);
+
 /* fsync of the folder {dir}/{sub} (sub may be NULL): renames into it
  * survive a crash. Best effort, as a folder sync is. */
 void kernels__cache_sync_folder(const char *dir, const char *sub);

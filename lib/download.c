@@ -347,16 +347,17 @@ static void mark_no_exist(const kernels__config *cfg, kernels__repo_type type, c
 	char *marker = dir ? kernels__sprintf("%s/.no_exist/%s/%s", dir, commit, path) : NULL;
 	char *slash = marker ? strrchr(marker, '/') : NULL;
 	char saved[4096];
-	int code = kernels_error_last_code(), fd;
+	int code = kernels_error_last_code(), fd, dfd;
 
 	snprintf(saved, sizeof(saved), "%s", kernels_error_last());
-	/* Its folders walked from the cache root without following links. */
+	/* Its folders walked from the cache root without following links, the
+	 * marker made relative to the last one. */
 	if (slash) {
 		*slash = '\0';
-		if (kernels__cache_mkdirs(dir, marker + strlen(dir) + 1) == 0) {
-			*slash = '/';
-			if ((fd = open(marker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666)) >= 0)
+		if ((dfd = kernels__cache_repo_dir_open(dir, marker + strlen(dir) + 1, 1)) >= 0) {
+			if ((fd = openat(dfd, slash + 1, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666)) >= 0)
 				close(fd);
+			close(dfd);
 		}
 	}
 	kernels__error(code, "%s", saved);   /* the caller's error stands */

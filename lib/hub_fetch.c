@@ -83,6 +83,7 @@ typedef struct fetch {
 	kernels__repo_type type;
 	const char *repo_id, *commit;
 	char *repo_dir;
+	int blobs_fd;                      /* blobs/, walked from the cache root: every write there is relative to it */
 	char *cache_name;                  /* {kernels|models}--{org}--{name}, for lock paths */
 	job *jobs;
 	size_t n_jobs;
@@ -162,6 +163,26 @@ static void account(fetch *f, long long delta)
 
 /* ---- the .incomplete file --------------------------------------------------------- */
 
+/* The name of a blob's file (blob or .incomplete) in blobs/. */
+static const char *in_blobs(const char *path)
+{
+	return strrchr(path, '/') + 1;
+}
+
+/* blobs/ opened once from the cache root without following links (made
+ * where missing): the .incomplete files are created, removed and renamed
+ * relative to it, so a blobs/ swapped for a link after the walk is not
+ * followed. */
+static int blobs_open(fetch *f)
+{
+	if (f->blobs_fd < 0 && (f->blobs_fd = kernels__cache_repo_dir_open(f->repo_dir, "blobs", 1)) < 0) {
+		int rc = f->blobs_fd;
+		f->blobs_fd = -1;
+		return rc;
+	}
+	return 0;
+}
+
 static int truncate_incomplete(fetch *f, job *j)
 {
 	if (ftruncate(j->fd, 0) < 0 || lseek(j->fd, 0, SEEK_SET) < 0)
@@ -181,9 +202,10 @@ static int open_incomplete(fetch *f, job *j)
 	ssize_t n;
 	int rc;
 
-	/* blobs/ was walked from the cache root (disk_check); a link planted
-	 * at the .incomplete name is not followed. */
-	j->fd = open(j->incomplete, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+	/* A link planted at the .incomplete name is not followed either. */
+	if ((rc = blobs_open(f)) < 0)
+		return rc;
+	j->fd = openat(f->blobs_fd, in_blobs(j->incomplete), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (j->fd < 0)
 		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache folder is writable "
 				      "(shared caches: group-writable) or set KERNELS_CACHE", j->incomplete,
@@ -435,7 +457,7 @@ static void verify_and_publish(fetch *f, job *j)
 
 	md_hex(j, got);
 	if (strcmp(got, j->etag)) {
-		unlink(j->incomplete);
+		unlinkat(f->blobs_fd, in_blobs(j->incomplete), 0);
 		if (!j->restarted) {
 			/* Bytes damaged in transit (or a stale .incomplete): once more from scratch. */
 			kernels__log(f->cfg, KERNELS_LOG_WARNING, "%s: downloaded bytes hash to %s, expected %s; "
@@ -461,7 +483,8 @@ static void verify_and_publish(fetch *f, job *j)
 		fail_job(f, j, rc);
 		return;
 	}
-	rc = kernels__cache_publish(j->fd, j->incomplete, j->blob, &st, 0);
+	rc = kernels__cache_publish_at(j->fd, f->blobs_fd, in_blobs(j->incomplete), in_blobs(j->blob), j->blob, &st,
+				       0);
 	f->published |= rc == 0;
 	j->fd = -1;
 	if (rc < 0) {
@@ -554,7 +577,7 @@ static void finished(fetch *f, job *j, CURLcode res)
 	}
 	if (j->abort_code) {
 		if (j->abort_code == KERNELS_EINTEGRITY)
-			unlink(j->incomplete);
+			unlinkat(f->blobs_fd, in_blobs(j->incomplete), 0);
 		fail_job(f, j, j->abort_code);
 		return;
 	}
@@ -831,7 +854,7 @@ static int disk_check(fetch *f, unsigned long long need)
 
 	if (!blobs)
 		return KERNELS_ENOMEM;
-	if ((rc = kernels__cache_mkdirs(f->repo_dir, "blobs")) == 0 && statvfs(blobs, &vs) == 0) {
+	if ((rc = blobs_open(f)) == 0 && statvfs(blobs, &vs) == 0) {
 		unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
 		if (need > avail)
 			rc = kernels__error(KERNELS_EIO,
@@ -1028,6 +1051,8 @@ static void fetch_free(fetch *f)
 		kernels__hub_conn_release(f->cfg->conn);
 	else if (f->multi)
 		curl_multi_cleanup(f->multi);
+	if (f->blobs_fd >= 0)
+		close(f->blobs_fd);
 	free(f->repo_dir);
 	free(f->cache_name);
 }
@@ -1040,6 +1065,7 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 	int rc, any = 0;
 
 	memset(&f, 0, sizeof(f));
+	f.blobs_fd = -1;
 	f.cfg = cfg;
 	f.type = type;
 	f.repo_id = repo_id;

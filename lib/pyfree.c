@@ -145,53 +145,68 @@ static int reuse(const paths *p, const char *source, const struct stat *st)
 	return -1;
 }
 
-/* An unnamed file in the folder (nothing left behind by a crash before it
- * is complete), else a named temporary one (*named). */
-static int create_tmp(const paths *p, int *named)
+/* The name of a file of .libkernels/patched/. */
+static const char *leaf(const char *path)
 {
-	int tfd = open(p->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0444);
+	return strrchr(path, '/') + 1;
+}
+
+/* An unnamed file in the folder `dfd` (nothing left behind by a crash
+ * before it is complete), else a named temporary one (*named). */
+static int create_tmp(const paths *p, int dfd, int *named)
+{
+	int tfd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0444);
 
 	*named = 0;
 	if (tfd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
 		return tfd;
-	if ((tfd = open(p->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) >= 0)
+	if ((tfd = openat(dfd, leaf(p->tmp), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444)) >= 0)
 		*named = 1;
 	return tfd;
 }
 
 /* Writes the copy: complete and synced before it takes its name, so a
  * receipt can only ever name whole bytes; the receipt after the rename
- * (which moves the change time). Returns a read-only descriptor of it, or
- * -1 with errno. */
+ * (which moves the change time). Every step is relative to the folder as
+ * walked from the cache root, so a folder swapped for a link meanwhile is
+ * not followed. Returns a read-only descriptor of it, or -1 with errno. */
 static int write_copy(const kernels__config *cfg, const paths *p, const char *source, int fd, const struct stat *st,
 		      const kernels__elf *e)
 {
 	char self[64];
 	struct stat cst;
-	int tfd, rfd = -1, named = 0, err;
+	int dfd, tfd, rfd = -1, named = 0, err;
 
-	if (kernels__cache_mkdirs(p->root, ".libkernels/patched") < 0 || (tfd = create_tmp(p, &named)) < 0)
+	if ((dfd = kernels__cache_repo_dir_open(p->root, ".libkernels/patched", 1)) < 0)
 		return -1;
+	if ((tfd = create_tmp(p, dfd, &named)) < 0) {
+		err = errno;
+		close(dfd);
+		errno = err;
+		return -1;
+	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", tfd);
 	if (copy_all(fd, tfd, st->st_size) < 0 || weaken(tfd, e, 1) < 0 || fsync(tfd) < 0 ||
-	    (!named && linkat(AT_FDCWD, self, AT_FDCWD, p->tmp, AT_SYMLINK_FOLLOW) < 0))
+	    (!named && linkat(AT_FDCWD, self, dfd, leaf(p->tmp), AT_SYMLINK_FOLLOW) < 0))
 		goto fail;
 	named = 1;
-	if (rename(p->tmp, p->copy) < 0)
+	if (renameat(dfd, leaf(p->tmp), dfd, leaf(p->copy)) < 0)
 		goto fail;
 	named = 0;
 	if ((rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0 || fstat(rfd, &cst) < 0)
 		goto fail;
 	close(tfd);
+	close(dfd);
 	kernels__receipt_copy_write(cfg, p->root, p->receipt, source, &cst);
 	return rfd;
 fail:
 	err = errno;
 	if (named)
-		unlink(p->tmp);
+		unlinkat(dfd, leaf(p->tmp), 0);
 	if (rfd >= 0)
 		close(rfd);
 	close(tfd);
+	close(dfd);
 	errno = err;
 	return -1;
 }

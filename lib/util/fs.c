@@ -81,6 +81,21 @@ void kernels__fsync_parent(const char *path)
 	free(dir);
 }
 
+/* Flushes the folder a rename into `dirfd` went to: `dirfd` itself (an
+ * O_PATH descriptor cannot be synced: the folder is opened through it),
+ * or, for AT_FDCWD, the folder holding `name`. */
+static void fsync_dirfd(int dirfd, const char *name)
+{
+	int fd;
+
+	if (dirfd == AT_FDCWD) {
+		kernels__fsync_parent(name);
+	} else if ((fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
 static int walk_in(const char *dir, const char *rel, int depth, int max_depth, kernels__walk_fn visit,
 		   void *payload)
 {
@@ -226,44 +241,43 @@ static int make_parent(const char *path)
 	return rc;
 }
 
-int kernels__write_atomic(const char *path, const void *data, size_t len, int mode, unsigned int flags)
+int kernels__write_atomic_at(int dirfd, const char *name, const char *shown, const void *data, size_t len, int mode,
+			     unsigned int flags)
 {
 	char *tmp = NULL;
 	int fd = -1, rc;
 
-	if ((flags & KERNELS__WRITE_MKDIR) && (rc = make_parent(path)) < 0)
-		return rc;
-	if (!(tmp = kernels__tmp_name(path)))
+	if (!(tmp = kernels__tmp_name(name)))
 		return KERNELS_ENOMEM;
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0) {
+	if ((fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0) {
 		rc = kernels__error(KERNELS_EIO, "cannot create a temporary file next to '%s': %s; check that its "
-				    "folder exists and is writable", path, strerror(errno));
+				    "folder exists and is writable", shown, strerror(errno));
 		free(tmp);
 		return rc;
 	}
 	if (write_fd(fd, data, len) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode) < 0) ||
 	    ((flags & KERNELS__WRITE_DURABLE) && fsync(fd) < 0)) {
-		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space and permissions", tmp,
+		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space and permissions", shown,
 				    strerror(errno));
 		close(fd);
 		goto fail;
 	}
 	/* close() releases the descriptor even when it fails: never close twice. */
 	if (close(fd) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space", tmp, strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space", shown, strerror(errno));
 		goto fail;
 	}
-	if (rename(tmp, path) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot replace '%s': %s; check the folder's permissions", path,
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		rc = kernels__error(KERNELS_EIO, "cannot replace '%s': %s; check the folder's permissions", shown,
 				    strerror(errno));
 		goto fail;
 	}
 	if (flags & KERNELS__WRITE_DURABLE)
-		kernels__fsync_parent(path);
+		fsync_dirfd(dirfd, name);
 	free(tmp);
 	return 0;
 fail:
-	unlink(tmp);
+	unlinkat(dirfd, tmp, 0);
 	free(tmp);
 	return rc;
 }
@@ -275,4 +289,13 @@ char *kernels__read_small_file(const char *path)
 	size_t len;
 
 	return kernels__read_file(path, 65536, KERNELS__READ_PREFIX, &text, &len, NULL) == 0 ? text : NULL;
+}
+
+int kernels__write_atomic(const char *path, const void *data, size_t len, int mode, unsigned int flags)
+{
+	int rc;
+
+	if ((flags & KERNELS__WRITE_MKDIR) && (rc = make_parent(path)) < 0)
+		return rc;
+	return kernels__write_atomic_at(AT_FDCWD, path, path, data, len, mode, flags);
 }

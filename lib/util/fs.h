@@ -67,6 +67,13 @@ enum {
  * KERNELS_EIO / KERNELS_ENOMEM with the error set. */
 int kernels__write_atomic(const char *path, const void *data, size_t len, int mode, unsigned int flags);
 
+/* The same for the file `name` of the folder `dirfd` (an O_PATH descriptor
+ * will do: every step is an *at call relative to it, so a folder swapped
+ * for a link after the caller opened it is not followed); `shown` names it
+ * in messages. KERNELS__WRITE_MKDIR is not looked at. */
+int kernels__write_atomic_at(int dirfd, const char *name, const char *shown, const void *data, size_t len, int mode,
+			     unsigned int flags);
+
 /* The first 64 KiB of a small text file (a version file, pyvenv.cfg),
  * NUL-terminated and malloc'ed; NULL when it is absent or unreadable (no
  * error set: a missing one only means the fact it would give is unknown). */
