@@ -63,31 +63,73 @@ static int read_capped(const char *path, size_t max, const char *what, char **ou
 /* ---- the trusted root, parsed once per content ------------------------------ */
 
 /* A parsed root shared by the verifications that use it: keyed by the
- * SHA-256 of its bytes (a file is read again on every call, a few
- * kilobytes, so a changed file is a new key and nothing is trusted by
- * name or time stamp), held until a key or CA it left out starts. */
+ * SHA-256 of its bytes (two names of one content share a parse, and
+ * nothing is trusted by name), held until a key or CA it left out starts.
+ * Entries are immutable once listed; a verification holds a reference, so
+ * one dropped from the list meanwhile lives until it is done. */
 typedef struct root_entry {
 	unsigned char sha[32];
 	ks_trustroot t;
 	int refs; /* the cache's own, while listed, and one per verification using it */
+	int permanent; /* the built-in root: never freed, never counted */
 	struct root_entry *next;
 } root_entry;
 
-#define ROOTS_MAX 4 /* the built-in root and a few files */
+/* A root file as it was when last read: while stat() still shows this
+ * identity, the file holds the bytes hashed then and is not read again.
+ * Only a settled file is remembered (see settled()). */
+typedef struct root_file {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	unsigned char sha[32];
+	struct root_file *next;
+} root_file;
+
+#define ROOTS_MAX 4 /* a few files (the built-in root is kept apart) */
+#define FILES_MAX 4
+/* How far a file's timestamps must lie behind the clock when it is read
+ * for its identity to vouch for its bytes: a write in the same tick of the
+ * file system's clock (FAT counts 2 s) could otherwise keep every field
+ * of the identity, as git's racy-clean rule has it. */
+#define SETTLE_NS (2 * 1000000000LL)
 
 static pthread_mutex_t roots_mu = PTHREAD_MUTEX_INITIALIZER;
 static root_entry *roots; /* most recently used first; under roots_mu */
-static size_t root_parses; /* under roots_mu; what the test build reads */
+static root_file *root_files; /* most recently used first; under roots_mu */
+static size_t root_parses, root_reads; /* under roots_mu; what the test build reads */
+static long long settle_ns = SETTLE_NS; /* under roots_mu; the test build may lower it */
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+static root_entry *builtin; /* set once by builtin_parse, never freed */
 
 #ifdef KERNELS_TESTING
-size_t kernels__signature_root_parses(void)
+static size_t counter(const size_t *n)
 {
-	size_t n;
+	size_t v;
 
 	pthread_mutex_lock(&roots_mu);
-	n = root_parses;
+	v = *n;
 	pthread_mutex_unlock(&roots_mu);
-	return n;
+	return v;
+}
+
+size_t kernels__signature_root_parses(void)
+{
+	return counter(&root_parses);
+}
+
+size_t kernels__signature_root_reads(void)
+{
+	return counter(&root_reads);
+}
+
+void kernels__signature_root_settle_ns(long long ns)
+{
+	pthread_mutex_lock(&roots_mu);
+	settle_ns = ns < 0 ? SETTLE_NS : ns;
+	pthread_mutex_unlock(&roots_mu);
 }
 #endif
 
@@ -102,7 +144,7 @@ static void root_unref(root_entry *e)
 
 static void root_release(root_entry *e)
 {
-	if (!e)
+	if (!e || e->permanent)
 		return;
 	pthread_mutex_lock(&roots_mu);
 	root_unref(e);
@@ -110,7 +152,8 @@ static void root_release(root_entry *e)
 }
 
 /* The listed entry for `sha` still good at `now`, with a reference for the
- * caller, moved to the front; a stale one is unlisted. NULL when none. */
+ * caller, moved to the front; a stale one is unlisted. NULL when none;
+ * under roots_mu. */
 static root_entry *roots_take(const unsigned char sha[32], int64_t now)
 {
 	root_entry **p, *e;
@@ -161,25 +204,16 @@ static root_entry *roots_put(root_entry *e, int64_t now)
 	return e;
 }
 
-/* The parsed root of `data`: the shared one, or parsed now (outside the
- * lock: a parse takes milliseconds) and shared from then on. */
-static int root_parsed(const void *data, size_t size, const char *what, int64_t now, root_entry **out)
+/* A new entry for the root in `data`, parsed (outside any lock: a parse
+ * takes milliseconds), with one reference. */
+static int root_new(const unsigned char sha[32], const void *data, size_t size, const char *what, int64_t now,
+		    root_entry **out)
 {
-	root_entry *e;
-	unsigned char sha[32];
+	root_entry *e = calloc(1, sizeof(*e));
 	int rc;
 
 	*out = NULL;
-	if (!EVP_Digest(data, size, sha, NULL, EVP_sha256(), NULL))
-		return kernels__error(KERNELS_ESIGNATURE, "trusted root %s: SHA-256 failed (OpenSSL)", what);
-	pthread_mutex_lock(&roots_mu);
-	e = roots_take(sha, now);
-	pthread_mutex_unlock(&roots_mu);
-	if (e) {
-		*out = e;
-		return 0;
-	}
-	if (!(e = calloc(1, sizeof(*e))))
+	if (!e)
 		return kernels__error_oom();
 	if ((rc = ks_trustroot_parse(&e->t, data, size, what, now)) < 0) {
 		free(e);
@@ -187,36 +221,223 @@ static int root_parsed(const void *data, size_t size, const char *what, int64_t 
 	}
 	memcpy(e->sha, sha, 32);
 	e->refs = 1;
+	*out = e;
+	return 0;
+}
+
+/* The parsed root of `data` (whose SHA-256 is `sha`): the shared one, or
+ * parsed now and shared from then on. */
+static int root_parsed(const unsigned char sha[32], const void *data, size_t size, const char *what, int64_t now,
+		       root_entry **out)
+{
+	root_entry *e;
+	int rc;
+
+	pthread_mutex_lock(&roots_mu);
+	*out = roots_take(sha, now);
+	pthread_mutex_unlock(&roots_mu);
+	if (*out)
+		return 0;
+	if ((rc = root_new(sha, data, size, what, now, &e)) < 0)
+		return rc;
 	*out = roots_put(e, now);
 	return 0;
 }
 
-static int trustroot_load(const struct kernels__sigconf *c, root_entry **out)
+static int sha256(const void *data, size_t size, const char *what, unsigned char sha[32])
+{
+	if (!EVP_Digest(data, size, sha, NULL, EVP_sha256(), NULL))
+		return kernels__error(KERNELS_ESIGNATURE, "trusted root %s: SHA-256 failed (OpenSSL)", what);
+	return 0;
+}
+
+/* ---- the built-in root: parsed once per process ----------------------------- */
+
+static void builtin_parse(void)
 {
 	int64_t now = (int64_t)time(NULL) * 1000000;
+	unsigned char sha[32];
+	root_entry *e;
+
+	if (sha256(ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", sha) < 0 ||
+	    root_new(sha, ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", now, &e) < 0)
+		return; /* every call then parses it as any other root, and says what fails */
+	e->permanent = 1;
+	pthread_mutex_lock(&roots_mu);
+	root_parses++;
+	pthread_mutex_unlock(&roots_mu);
+	builtin = e;
+}
+
+/* The built-in root: its parse of the first call, unless a key it left out
+ * has started since (then parsed for now, as a file would be). */
+static int builtin_root(int64_t now, root_entry **out)
+{
+	unsigned char sha[32];
+	int rc;
+
+	pthread_once(&builtin_once, builtin_parse);
+	if (builtin && now < builtin->t.next_start) {
+		*out = builtin;
+		return 0;
+	}
+	if ((rc = sha256(ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", sha)) < 0)
+		return rc;
+	return root_parsed(sha, ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", now, out);
+}
+
+/* ---- root files: read again only when their identity changes ---------------- */
+
+static int same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static int same_identity(const root_file *f, const struct stat *st)
+{
+	return f->dev == st->st_dev && f->ino == st->st_ino && f->size == st->st_size && same_time(&f->mtime, &st->st_mtim) &&
+	       same_time(&f->ctime, &st->st_ctim);
+}
+
+static long long ns_of(const struct timespec *t)
+{
+	return (long long)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+/* Whether `st` (taken when the read began at `read_ns`) vouches for the
+ * bytes read: its last change lies far enough behind the clock that any
+ * later write shows another ctime. Under roots_mu. */
+static int settled(const struct stat *st, long long read_ns)
+{
+	long long changed = ns_of(&st->st_ctim) > ns_of(&st->st_mtim) ? ns_of(&st->st_ctim) : ns_of(&st->st_mtim);
+
+	return changed + settle_ns < read_ns;
+}
+
+/* The SHA-256 of the root file at `path` as last read, while it keeps that
+ * identity; under roots_mu. */
+static const root_file *file_known(const char *path, const struct stat *st)
+{
+	root_file *f;
+
+	for (f = root_files; f; f = f->next)
+		if (!strcmp(f->path, path))
+			return same_identity(f, st) ? f : NULL;
+	return NULL;
+}
+
+static void file_free(root_file *f)
+{
+	if (f)
+		free(f->path);
+	free(f);
+}
+
+/* Keeps the FILES_MAX most recently used; under roots_mu. */
+static void files_trim(void)
+{
+	root_file **p, *f;
+	int n = 0;
+
+	for (p = &root_files; *p; n++) {
+		if (n < FILES_MAX) {
+			p = &(*p)->next;
+			continue;
+		}
+		f = *p;
+		*p = f->next;
+		file_free(f);
+	}
+}
+
+/* Remembers what `path` held when read (identity `st`, read from
+ * `read_ns`), or forgets it when the file was not settled. */
+static void file_note(const char *path, const struct stat *st, long long read_ns, const unsigned char sha[32])
+{
+	root_file **p, *f = NULL;
+
+	pthread_mutex_lock(&roots_mu);
+	root_reads++;
+	for (p = &root_files; *p; p = &(*p)->next)
+		if (!strcmp((*p)->path, path)) {
+			f = *p;
+			*p = f->next;
+			break;
+		}
+	if (settled(st, read_ns) && (f || ((f = calloc(1, sizeof(*f))) && (f->path = kernels__strdup(path))))) {
+		f->dev = st->st_dev;
+		f->ino = st->st_ino;
+		f->size = st->st_size;
+		f->mtime = st->st_mtim;
+		f->ctime = st->st_ctim;
+		memcpy(f->sha, sha, 32);
+		f->next = root_files;
+		root_files = f;
+		f = NULL;
+	}
+	file_free(f);
+	files_trim();
+	pthread_mutex_unlock(&roots_mu);
+}
+
+/* The parse of the root file whose identity is `st`, when the file was read
+ * before with that identity and its parse is still kept; else NULL. */
+static root_entry *file_parsed(const char *path, const struct stat *st, int64_t now)
+{
+	const root_file *f;
+	root_entry *e = NULL;
+
+	pthread_mutex_lock(&roots_mu);
+	if ((f = file_known(path, st)))
+		e = roots_take(f->sha, now);
+	pthread_mutex_unlock(&roots_mu);
+	return e;
+}
+
+/* Reads the root file and parses it (or finds the parse of its bytes). A
+ * root that does not parse is the caller's mistake, not the variant's:
+ * KERNELS_EINVAL naming where the setting came from. */
+static int file_read(const struct kernels__sigconf *c, int64_t now, root_entry **out)
+{
+	const char *path = c->root_path;
+	struct timespec t0;
+	struct stat st;
+	unsigned char sha[32];
 	char *data;
 	size_t size;
 	int rc;
 
-	if (!c->root_path)
-		return root_parsed(ks_public_good_root, ks_public_good_root_size, "(built-in public-good)", now, out);
-	rc = read_capped(c->root_path, ROOT_FILE_MAX, "a trusted root", &data, &size, NULL);
+	clock_gettime(CLOCK_REALTIME, &t0);
+	rc = read_capped(path, ROOT_FILE_MAX, "a trusted root", &data, &size, &st);
 	if (rc == KERNELS_ENOTFOUND)
-		return kernels__error(KERNELS_EINVAL, "%s names %s, which does not exist", c->root_source,
-				      c->root_path);
+		return kernels__error(KERNELS_EINVAL, "%s names %s, which does not exist", c->root_source, path);
 	if (rc < 0)
 		return rc;
-	rc = root_parsed(data, size, c->root_path, now, out);
+	if ((rc = sha256(data, size, path, sha)) == 0)
+		rc = root_parsed(sha, data, size, path, now, out);
 	free(data);
-	/* A trusted root that does not read is the caller's mistake, not the
-	 * variant's: say so with EINVAL. */
-	if (rc < 0) {
+	if (rc == 0) {
+		file_note(path, &st, ns_of(&t0), sha);
+	} else {
 		char *why = kernels__strdup(kernels_error_last());
 		rc = kernels__error(KERNELS_EINVAL, "%s (from %s); fix or remove it", why ? why : "unreadable",
 				    c->root_source);
 		free(why);
 	}
 	return rc;
+}
+
+static int trustroot_load(const struct kernels__sigconf *c, root_entry **out)
+{
+	int64_t now = (int64_t)time(NULL) * 1000000;
+	struct stat st;
+
+	*out = NULL;
+	if (!c->root_path)
+		return builtin_root(now, out);
+	if (stat(c->root_path, &st) == 0 && (*out = file_parsed(c->root_path, &st, now)))
+		return 0;
+	return file_read(c, now, out);
 }
 
 /* Bundle and metadata bytes verified against the configured root. */

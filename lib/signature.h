@@ -22,6 +22,12 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 /* The test build only: how many trusted roots this process has parsed (each
  * distinct content once, while it stays among the few kept). */
 size_t kernels__signature_root_parses(void);
+/* How many times a trusted root file was read (a file whose identity has
+ * not changed since a settled read is not read again). */
+size_t kernels__signature_root_reads(void);
+/* How far a root file's last change must lie behind the clock for its
+ * identity to be trusted (default 2 s; negative restores it). */
+void kernels__signature_root_settle_ns(long long ns);
 #endif
 
 #endif

@@ -9,7 +9,10 @@
  *    loads the valid one and refuses tampered metadata, a tampered module
  *    (the digest, after a valid signature), a wrong signer, an expired
  *    certificate, a broken inclusion proof, and an unsigned variant when
- *    signatures are required; a refused variant's constructor never runs.
+ *    signatures are required; a refused variant's constructor never runs;
+ *  - a trusted root is parsed once per content and a root file read again
+ *    only when its identity changes: rewritten in place (same size and
+ *    modification time) or renamed over, it judges by its new bytes.
  * The same bundles are checked against sigstore-python by
  * tests/python/test_signature_reference.py. */
 #include <stdarg.h>
@@ -17,7 +20,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +361,142 @@ static void test_trusted_root_is_parsed_once(void **state)
 	free(file);
 }
 
+/* ---- a root file replaced under its name is read again ---------------------- */
+
+size_t kernels__signature_root_reads(void);
+void kernels__signature_root_settle_ns(long long ns);
+
+/* `src`'s bytes padded with spaces to `size` (JSON allows them at the end). */
+static char *padded(const char *src, size_t size)
+{
+	size_t n;
+	char *data = test_read_file(src, &n), *out;
+
+	assert_non_null(data);
+	assert_true(n <= size);
+	out = malloc(size);
+	assert_non_null(out);
+	memcpy(out, data, n);
+	memset(out + n, ' ', size - n);
+	free(data);
+	return out;
+}
+
+/* Writes `src` padded to `size` into `dst` through one descriptor (the
+ * same inode when dst exists), then gives it modification time `mt`. */
+static void write_in_place(const char *src, const char *dst, size_t size, const struct timespec *mt)
+{
+	char *data = padded(src, size);
+	struct timespec times[2] = { *mt, *mt };
+	int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, size), (ssize_t)size);
+	assert_int_equal(futimens(fd, times), 0);
+	assert_int_equal(close(fd), 0);
+	free(data);
+}
+
+static size_t file_size(const char *p)
+{
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	return (size_t)st.st_size;
+}
+
+static void assert_same_size_and_mtime(const struct stat *a, const char *p)
+{
+	struct stat b;
+
+	assert_int_equal(stat(p, &b), 0);
+	assert_int_equal(a->st_size, b.st_size);
+	assert_int_equal(a->st_mtim.tv_sec, b.st_mtim.tv_sec);
+	assert_int_equal(a->st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+}
+
+static char *other_root(void)
+{
+	char *keys2 = path("%s/keys2", W.tmp), *root2 = path("%s/trusted_root.json", keys2);
+
+	if (access(root2, R_OK) != 0)
+		assert_int_equal(test_system("%s '%s/tests/data/sigstore/testsign.py' init '%s'", KERNELS_PYTHON,
+					     KERNELS_SOURCE_DIR, keys2), 0);
+	free(keys2);
+	return root2;
+}
+
+/* A root file rewritten in place with other bytes of the same size, its
+ * modification time put back, judges by its new content (and again by the
+ * old when that comes back): the identity kept for a file includes its
+ * inode change time, and a file changed within the last moments is read
+ * on every call anyway. */
+static void test_trusted_root_rewritten_in_place_is_read_again(void **state)
+{
+	char *b = path("%s/inplace.sigstore", W.tmp), *file = path("%s/inplace-root.json", W.tmp), *root2 = other_root();
+	size_t size = (file_size(W.root) > file_size(root2) ? file_size(W.root) : file_size(root2)) + 8, reads;
+	struct timespec mt = { 1700000000, 123456789 };
+	kernels_options o;
+	struct stat first;
+	(void)state;
+
+	assert_int_equal(sign(W.artifact, b, NULL), 0);
+	options(&o, 0);
+	o.sigstore_trusted_root = file;
+	write_in_place(W.root, file, size, &mt);
+	assert_int_equal(stat(file, &first), 0);
+	assert_int_equal(verify_file(b, &o), 0);
+	reads = kernels__signature_root_reads();
+	write_in_place(root2, file, size, &mt);
+	assert_same_size_and_mtime(&first, file);
+	assert_int_equal(verify_file(b, &o), KERNELS_ESIGNATURE);
+	assert_non_null(strstr(kernels_error_last(), "Fulcio"));
+	assert_true(kernels__signature_root_reads() > reads);
+	write_in_place(W.root, file, size, &mt);
+	assert_int_equal(verify_file(b, &o), 0);
+	free(b);
+	free(file);
+	free(root2);
+}
+
+/* Once a root file's last change lies behind the clock (here: at once), it
+ * is not read again while its identity stays; another file renamed over it
+ * with the same size and modification time has another inode, and is read
+ * and judges. */
+static void test_trusted_root_file_identity(void **state)
+{
+	char *b = path("%s/identity.sigstore", W.tmp), *file = path("%s/identity-root.json", W.tmp);
+	char *next = path("%s/identity-root.json.new", W.tmp), *root2 = other_root();
+	size_t size = (file_size(W.root) > file_size(root2) ? file_size(W.root) : file_size(root2)) + 8, reads;
+	struct timespec mt = { 1700000000, 5 };
+	kernels_options o;
+	struct stat first, now;
+	(void)state;
+
+	assert_int_equal(sign(W.artifact, b, NULL), 0);
+	kernels__signature_root_settle_ns(0);
+	options(&o, 0);
+	o.sigstore_trusted_root = file;
+	write_in_place(W.root, file, size, &mt);
+	assert_int_equal(stat(file, &first), 0);
+	assert_int_equal(verify_file(b, &o), 0);
+	reads = kernels__signature_root_reads();
+	assert_int_equal(verify_file(b, &o), 0);
+	assert_int_equal(verify_file(b, &o), 0);
+	assert_int_equal(kernels__signature_root_reads(), reads);
+	write_in_place(root2, next, size, &mt);
+	assert_int_equal(rename(next, file), 0);
+	assert_same_size_and_mtime(&first, file);
+	assert_int_equal(stat(file, &now), 0);
+	assert_true(now.st_ino != first.st_ino);
+	assert_int_equal(verify_file(b, &o), KERNELS_ESIGNATURE);
+	assert_int_equal(kernels__signature_root_reads(), reads + 1);
+	kernels__signature_root_settle_ns(-1);
+	free(b);
+	free(file);
+	free(next);
+	free(root2);
+}
+
 static void test_bad_options_are_refused(void **state)
 {
 	kernels_options o;
@@ -595,6 +736,8 @@ int main(void)
 		cmocka_unit_test(test_policies_decide_who_may_sign),
 		cmocka_unit_test(test_trusted_root_sources),
 		cmocka_unit_test(test_trusted_root_is_parsed_once),
+		cmocka_unit_test(test_trusted_root_rewritten_in_place_is_read_again),
+		cmocka_unit_test(test_trusted_root_file_identity),
 		cmocka_unit_test(test_bad_options_are_refused),
 		cmocka_unit_test(test_verify_variant_statuses),
 		cmocka_unit_test(test_require_from_the_environment),
