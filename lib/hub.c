@@ -768,8 +768,9 @@ static size_t on_body(char *data, size_t size, size_t nitems, void *userdata)
 }
 
 /* One request without redirects or retries. Returns the curl result;
- * *waited_ms is how long it took. */
-static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, hop *h, char *errbuf,
+ * *waited_ms is how long it took. `fresh`: on a new connection (the last
+ * attempt broke, and the call's connection it used may be what broke). */
+static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, hop *h, char *errbuf, int fresh,
 		       long long *waited_ms)
 {
 	struct curl_slist *headers;
@@ -798,6 +799,8 @@ static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, ho
 	}
 	if (head)
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	if (fresh)
+		curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
 	rc = cfg->conn ? kernels__hub_conn_perform(cfg->conn, c) : curl_easy_perform(c);
 	kernels__hub_conn_done(cfg->conn, c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->hd.status);
@@ -872,7 +875,7 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 			return kernels__error(KERNELS_ENETWORK, "%s %s: %s ran out %s%s", method, url,
 					      kernels__deadline_what(cfg, budget, sizeof(budget)),
 					      attempt ? "after " : "before it was sent", attempt ? why : "");
-		cc = do_hop(cfg, url, head, h, errbuf, &waited);
+		cc = do_hop(cfg, url, head, h, errbuf, attempt > 0 && cc != CURLE_OK, &waited);
 		if (cc == CURLE_OUT_OF_MEMORY)
 			return kernels__error_oom();
 		if (cc == CURLE_WRITE_ERROR && h->body_overflow)

@@ -61,6 +61,9 @@ typedef struct {
 	long long have;                    /* bytes in .incomplete, all hashed */
 	int restarted;                     /* already started over after a bad hash */
 	int got_bytes;                     /* a byte of the file arrived: the stall timeout governs it now */
+	int fresh;                         /* an attempt broke: its later hops open new connections (the
+					      call's connection it used may be what broke: a frozen HTTP/2 one
+					      would take every stream sent on it) */
 	long long started;                 /* when its current request went out */
 	long long last_byte;               /* when its current request last got a byte (or went out) */
 	long long stalled_ms;              /* silence before its failed attempts, summed: the stall budget */
@@ -304,6 +307,8 @@ static int start(fetch *f, job *j)
 	curl_easy_setopt(j->h, CURLOPT_WRITEDATA, j);
 	curl_easy_setopt(j->h, CURLOPT_PRIVATE, j);
 	curl_easy_setopt(j->h, CURLOPT_ERRORBUFFER, j->curl_err);
+	if (j->fresh)
+		curl_easy_setopt(j->h, CURLOPT_FRESH_CONNECT, 1L);
 	if (curl_multi_add_handle(f->multi, j->h) != CURLM_OK) {
 		curl_easy_cleanup(j->h);
 		j->h = NULL;
@@ -561,6 +566,7 @@ static void finished(fetch *f, job *j, CURLcode res)
 	j->hdrs = NULL;
 	f->active--;
 	j->state = J_READY;
+	j->fresh |= res != CURLE_OK;
 	if (status > 0)
 		kernels__endpoint_answered(f->cfg);
 
