@@ -19,6 +19,7 @@ port: nothing is fetched from anywhere else.
 import ctypes
 import fcntl
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -195,6 +196,12 @@ class Lib:
         return Path(path)
 
 
+def olah_requests(tmp_path):
+    """The paths olah's access log shows, in order."""
+    text = (tmp_path / "olah.log").read_text(errors="replace")
+    return re.findall(r'"(?:GET|HEAD) (\S+) HTTP/', text)
+
+
 def test_every_revision_form_through_olah(hub, olah, tmp_path):
     v100 = hub.publish(REPO, files={"build/torch-cpu/kernel.py": b"V = 100\n", "README.md": b"one"},
                        branches=["main", "v1"], tags=["v1.0.0"])
@@ -211,7 +218,12 @@ def test_every_revision_form_through_olah(hub, olah, tmp_path):
     lib = Lib()
     cache = tmp_path / "cache"
     lib.set(endpoint=olah, cache_dir=str(cache), token="", offline=0, deadline_ms=20000)
+    before = len(olah_requests(tmp_path))
     assert lib.resolve("v1.0.0") == v100        # a tag
+    # A cold search costs two requests: git's RepoNotFound settles the kernel
+    # form, the REST listing the model form (olah's git answer cannot).
+    asked = olah_requests(tmp_path)[before:]
+    assert [p.split("?")[0] for p in asked] == ["/kernels/" + REPO + "/info/refs", "/api/models/" + REPO + "/refs"]
     assert lib.resolve("1") == v110             # a vN branch
     assert lib.resolve("2") == v200
     assert lib.resolve(">=1.0,<1.1") == v100    # a specifier
