@@ -10,8 +10,8 @@
  *                  read the trusted root, parse the bundle, verify chain,
  *                  SCT, checkpoint, proof, SET, signature, log entry
  *   public-good    the same bundle against the built-in public-good root
- *                  (parsed on every call; refused at the chain): the
- *                  cost of that root
+ *                  (parsed once per process; refused at the chain): what
+ *                  a call costs before any signature is checked
  *   digest         kernels_verify_variant: every file hashed (no signature)
  *   sig+digest     kernels_signature_verify_variant: both
  *   load off       a cold kernels_load_local in a fresh (forked) process,
