@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -38,6 +37,7 @@ typedef struct {
 	kernels__repo_type type;
 	const char *repo_id;
 	char *dir, *stage;
+	int stage_fd; /* the staging folder, locked while this import runs; or -1 */
 	kernels__cache_lock lock;
 	int made_dir; /* this import created the repo folder */
 } imp_repo;
@@ -84,23 +84,51 @@ static void rm_tree(const char *path)
 	rm_at(AT_FDCWD, path);
 }
 
-/* Staging folders of imports whose process is gone (killed, crashed). */
+/* Staging folders of imports that are over (killed, crashed). A live
+ * import holds a lock on its folder for as long as it runs; the lock, not
+ * the pid in the name, says so, since a process of another PID namespace
+ * (a container sharing the cache) has a pid this one cannot see. */
 static void remove_stale(const char *libdir)
 {
 	DIR *d = opendir(libdir);
 	struct dirent *de;
+	int fd;
 
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		long pid;
 		if (strncmp(de->d_name, STAGE_PREFIX, strlen(STAGE_PREFIX)))
 			continue;
-		pid = strtol(de->d_name + strlen(STAGE_PREFIX), NULL, 10);
-		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
 			rm_at(dirfd(d), de->d_name);
+		if (fd >= 0)
+			close(fd);
 	}
 	closedir(d);
+}
+
+/* The staging folder is made and locked under a name the reaper above
+ * does not look at, then renamed to its own: never seen unlocked. */
+static int stage_make(imp_repo *r, const char *libdir)
+{
+	char *base = kernels__sprintf("%s/import", libdir), *fresh = NULL;
+	int rc = 0;
+
+	if (!base || !(r->stage = kernels__tmp_name(base)) || !(fresh = kernels__sprintf("%s.new", r->stage))) {
+		free(base);
+		return KERNELS_ENOMEM;
+	}
+	if (mkdir(fresh, 0777) < 0 ||
+	    (r->stage_fd = open(fresh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    flock(r->stage_fd, LOCK_EX | LOCK_NB) < 0 || rename(fresh, r->stage) < 0)
+		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable", r->stage,
+				    strerror(errno));
+	if (rc < 0)
+		rmdir(fresh);
+	free(fresh);
+	free(base);
+	return rc;
 }
 
 static int repo_begin(importer *im, imp_repo *r)
@@ -112,23 +140,15 @@ static int repo_begin(importer *im, imp_repo *r)
 	r->made_dir = rc == 0 && lstat(r->dir, &st) < 0;
 	if (rc == 0 && (rc = kernels__cache_repo_lock(im->cfg, r->type, r->repo_id, LOCK_SH, &r->lock)) == 2)
 		rc = 0; /* no lock file can be made: the writes below say why */
-	if (rc == 0 && (!(libdir = kernels__sprintf("%s/.libkernels", r->dir)) ||
-			!(base = kernels__sprintf("%s/" STAGE_PREFIX, libdir))))
+	if (rc == 0 && !(libdir = kernels__sprintf("%s/.libkernels", r->dir)))
 		rc = KERNELS_ENOMEM;
 	if (rc == 0)
 		rc = kernels__cache_mkdirs(r->dir, ".libkernels");
 	if (rc == 0) {
 		remove_stale(libdir);
-		/* {libdir}/import.tmp-{pid}-{n}: the name kernels__tmp_name gives "import" */
-		free(base);
-		base = kernels__sprintf("%s/import", libdir);
-		if (!base || !(r->stage = kernels__tmp_name(base)))
-			rc = KERNELS_ENOMEM;
+		rc = stage_make(r, libdir); /* {libdir}/import.tmp-{pid}-{n} */
 	}
-	if (rc == 0 && mkdir(r->stage, 0777) < 0)
-		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable", r->stage,
-				    strerror(errno));
-	if (rc == 0 && !(base = (free(base), kernels__sprintf("%s/blobs", r->stage))))
+	if (rc == 0 && !(base = kernels__sprintf("%s/blobs", r->stage)))
 		rc = KERNELS_ENOMEM;
 	if (rc == 0 && mkdir(base, 0777) < 0)
 		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s", base, strerror(errno));
@@ -144,6 +164,8 @@ static void repo_end(imp_repo *r)
 
 	if (r->stage)
 		rm_tree(r->stage);
+	if (r->stage_fd >= 0)
+		close(r->stage_fd);
 	if (r->made_dir && (p = kernels__sprintf("%s/.libkernels", r->dir))) {
 		rmdir(p);
 		rmdir(r->dir);
@@ -166,6 +188,7 @@ static int repo_add(importer *im, const kernels__bundle_variant *v, size_t *at)
 	if (KERNELS__ARRAY_GROW(im->repos, im->caprepos, im->nrepos) < 0)
 		return KERNELS_ENOMEM;
 	memset(&im->repos[i], 0, sizeof(im->repos[i]));
+	im->repos[i].stage_fd = -1;
 	im->repos[i].type = v->type;
 	im->repos[i].repo_id = v->repo_id;
 	im->repos[i].lock.fd = -1;

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -598,6 +600,37 @@ static void test_kill_mid_import(void **state)
 	free(cache);
 }
 
+/* An import running in another PID namespace (a container sharing the
+ * cache) has a pid this process cannot see: its staging folder, locked,
+ * stays while another import runs; once the lock is gone, the next import
+ * removes it. */
+static void test_live_import_elsewhere_is_left_alone(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	char *cache = path_in("cache-elsewhere"), *stage = NULL;
+	int fd;
+	(void)state;
+
+	options(&o, &s, cache);
+	o.offline = 1;
+	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	/* no process has pid 999999999 (above the kernel's pid_max) */
+	assert_true(asprintf(&stage, "%s/kernels--acme--bundled/.libkernels/import.tmp-999999999-0", cache) > 0);
+	assert_int_equal(test_system("mkdir -p '%s'", stage), 0);
+	fd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	assert_int_equal(access(stage, F_OK), 0);
+	close(fd);
+	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	assert_int_equal(access(stage, F_OK), -1);
+	free(stage);
+	test_rmtree(cache);
+	free(cache);
+}
+
 /* Last: with the Hub gone and HF_HUB_OFFLINE=1, an import and the loads. */
 static void test_hub_stopped(void **state)
 {
@@ -642,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_archives_refused_whole),
 		cmocka_unit_test(test_signature_required_refuses_unsigned),
 		cmocka_unit_test(test_kill_mid_import),
+		cmocka_unit_test(test_live_import_elsewhere_is_left_alone),
 		cmocka_unit_test(test_hub_stopped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
