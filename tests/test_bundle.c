@@ -614,17 +614,17 @@ static void test_live_import_elsewhere_is_left_alone(void **state)
 
 	options(&o, &s, cache);
 	o.offline = 1;
-	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	assert_ok(kernels_bundle_import(NULL, B.bundle, &o));
 	/* no process has pid 999999999 (above the kernel's pid_max) */
 	assert_true(asprintf(&stage, "%s/kernels--acme--bundled/.libkernels/import.tmp-999999999-0", cache) > 0);
 	assert_int_equal(test_system("mkdir -p '%s'", stage), 0);
 	fd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(flock(fd, LOCK_EX), 0);
-	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	assert_ok(kernels_bundle_import(NULL, B.bundle, &o));
 	assert_int_equal(access(stage, F_OK), 0);
 	close(fd);
-	assert_ok(kernels_bundle_import(NULL, W.bundle, &o));
+	assert_ok(kernels_bundle_import(NULL, B.bundle, &o));
 	assert_int_equal(access(stage, F_OK), -1);
 	free(stage);
 	test_rmtree(cache);
