@@ -38,6 +38,7 @@ typedef struct {
 	const char *repo_id;
 	char *dir, *stage;
 	int stage_fd; /* the staging folder, locked while this import runs; or -1 */
+	int stage_blobs; /* its blobs/, where blobs are staged relative to it; or -1 */
 	kernels__cache_lock lock;
 	int made_dir; /* this import created the repo folder */
 } imp_repo;
@@ -148,9 +149,13 @@ static int repo_begin(importer *im, imp_repo *r)
 		remove_stale(libdir);
 		rc = stage_make(r, libdir); /* {libdir}/import.tmp-{pid}-{n} */
 	}
+	/* Blobs are staged relative to descriptors of the stage and its
+	 * blobs/, not by path: a folder swapped for a link meanwhile is not
+	 * followed. */
 	if (rc == 0 && !(base = kernels__sprintf("%s/blobs", r->stage)))
 		rc = KERNELS_ENOMEM;
-	if (rc == 0 && mkdir(base, 0777) < 0)
+	if (rc == 0 && (mkdirat(r->stage_fd, "blobs", 0777) < 0 ||
+			(r->stage_blobs = openat(r->stage_fd, "blobs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0))
 		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s", base, strerror(errno));
 	free(base);
 	free(libdir);
@@ -164,6 +169,8 @@ static void repo_end(imp_repo *r)
 
 	if (r->stage)
 		rm_tree(r->stage);
+	if (r->stage_blobs >= 0)
+		close(r->stage_blobs);
 	if (r->stage_fd >= 0)
 		close(r->stage_fd);
 	if (r->made_dir && (p = kernels__sprintf("%s/.libkernels", r->dir))) {
@@ -188,7 +195,7 @@ static int repo_add(importer *im, const kernels__bundle_variant *v, size_t *at)
 	if (KERNELS__ARRAY_GROW(im->repos, im->caprepos, im->nrepos) < 0)
 		return KERNELS_ENOMEM;
 	memset(&im->repos[i], 0, sizeof(im->repos[i]));
-	im->repos[i].stage_fd = -1;
+	im->repos[i].stage_fd = im->repos[i].stage_blobs = -1;
 	im->repos[i].type = v->type;
 	im->repos[i].repo_id = v->repo_id;
 	im->repos[i].lock.fd = -1;
@@ -248,11 +255,12 @@ static int on_begin(void *payload, const kernels__bundle_entry *e)
 	free(im->blob);
 	if (!(im->blob = kernels__sprintf("%s/blobs/%s", r->stage, e->f.etag)))
 		return KERNELS_ENOMEM;
-	if (lstat(im->blob, &st) == 0)
+	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0; /* the same bytes, staged for another file */
 	/* A blob the cache has already is linked into the staging folder, not written again. */
 	if ((real = kernels__sprintf("%s/blobs/%s", r->dir, e->f.etag)) &&
-	    kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size) && link(real, im->blob) == 0) {
+	    kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size) &&
+	    linkat(AT_FDCWD, real, r->stage_blobs, e->f.etag, 0) == 0) {
 		free(real);
 		return 0;
 	}
@@ -260,7 +268,8 @@ static int on_begin(void *payload, const kernels__bundle_entry *e)
 	free(im->inc);
 	if (!(im->inc = kernels__sprintf("%s.incomplete", im->blob)))
 		return KERNELS_ENOMEM;
-	if ((im->fd = open(im->inc, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0)
+	if ((im->fd = openat(r->stage_blobs, strrchr(im->inc, '/') + 1,
+			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0)
 		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable and has "
 				      "room", im->inc, strerror(errno));
 	return 0;
@@ -299,8 +308,8 @@ static int on_end(void *payload, const kernels__bundle_entry *e)
 	im->fd = -1;
 	if (fd < 0)
 		return 0;
-	rc = kernels__cache_publish(fd, im->inc, im->blob, &st, 0);
 	r = &im->repos[im->repo_of[e->variant]];
+	rc = kernels__cache_publish_at(fd, r->stage_blobs, strrchr(im->inc, '/') + 1, e->f.etag, im->blob, &st, 0);
 	if (rc == 0 && strlen(e->f.etag) == 64 && e->f.size >= KERNELS__BLOB_RECEIPT_MIN &&
 	    kernels__realpath(r->stage, real, NULL))
 		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st);
@@ -314,7 +323,7 @@ static void on_abort(void *payload, const kernels__bundle_entry *e)
 	(void)e;
 	if (im->fd >= 0) {
 		close(im->fd);
-		unlink(im->inc);
+		unlinkat(im->repos[im->repo_of[e->variant]].stage_blobs, strrchr(im->inc, '/') + 1, 0);
 	}
 	im->fd = -1;
 }
@@ -348,16 +357,17 @@ static int stage_variant(importer *im, size_t vi)
 
 /* ---- publishing ------------------------------------------------------------------ */
 
-/* Moves `from` into the folder {repo}/{sub}, opened from the cache root
- * without following a link (the cache stage's containment), as `name`:
- * 0, 1 with errno when the rename fails, or the error opening the folder. */
-static int move_into(const imp_repo *r, const char *from, const char *sub, const char *name)
+/* Moves `from` (below the folder `from_dfd`) into the folder {repo}/{sub},
+ * opened from the cache root without following a link (the cache stage's
+ * containment), as `name`: 0, 1 with errno when the rename fails, or the
+ * error opening the folder. */
+static int move_into(const imp_repo *r, int from_dfd, const char *from, const char *sub, const char *name)
 {
 	int dfd = kernels__cache_repo_dir_open(r->dir, sub, 1), rc, err;
 
 	if (dfd < 0)
 		return dfd;
-	rc = renameat(AT_FDCWD, from, dfd, name) < 0;
+	rc = renameat(from_dfd, from, dfd, name) < 0;
 	err = errno;
 	close(dfd);
 	errno = err;
@@ -372,11 +382,12 @@ static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_e
 
 	if (!from)
 		return KERNELS_ENOMEM;
-	if (lstat(from, &st) < 0 || kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size)) {
+	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size)) {
 		free(from); /* published for an earlier file, or cached already */
 		return 0;
 	}
-	if ((rc = move_into(r, from, "blobs", e->f.etag)) == 1)
+	if ((rc = move_into(r, r->stage_blobs, e->f.etag, "blobs", e->f.etag)) == 1)
 		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/blobs: %s", from, r->dir, strerror(errno));
 	free(from);
 	from = NULL;
@@ -415,7 +426,8 @@ static int publish_variant(importer *im, size_t vi)
 	const imp_repo *r = &im->repos[im->repo_of[vi]];
 	char *build = kernels__sprintf("snapshots/%s/build", v->commit);
 	char *from = kernels__sprintf("%s/snapshots/%s/build/%s", r->stage, v->commit, v->name);
-	int rc = build && from ? move_into(r, from, build, v->name) : KERNELS_ENOMEM;
+	char *rel = kernels__sprintf("snapshots/%s/build/%s", v->commit, v->name);
+	int rc = build && from && rel ? move_into(r, r->stage_fd, rel, build, v->name) : KERNELS_ENOMEM;
 
 	if (rc == 1 && (errno == ENOTEMPTY || errno == EEXIST))
 		rc = link_each(im, r, v);
@@ -427,6 +439,7 @@ static int publish_variant(importer *im, size_t vi)
 	}
 	free(build);
 	free(from);
+	free(rel);
 	return rc;
 }
 
