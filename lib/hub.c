@@ -28,8 +28,6 @@
 #define TREE_MAX_PAGES 10000
 #define TREE_MAX_ENTRIES 1000000
 #define TREE_PAGE_MAX (8u << 20)   /* one page of a listing: the Hub's are ~250 KiB (1,000 entries) */
-#define DOWN_SLOTS 16
-#define DOWN_TTL_MS 30000          /* documented: docs/fleets-and-mirrors.md */
 #define DOWN_AFTER_SILENT_MS 1000  /* a silence shorter than this proves nothing */
 
 /* ---- process-wide state --------------------------------------------------- */
@@ -37,8 +35,8 @@
 /* Nothing here is a setting a call could change for another: what a call
  * sets (endpoint, token, timeouts, User-Agent) lives in its kernels__config.
  * These are written once (libcurl, the share, uname's answers), caches
- * behind a lock (the share's DNS and TLS sessions, the "did not answer"
- * memory below), or knobs only the test build's hooks turn (KERNELS_TESTING:
+ * behind a lock (the share's DNS and TLS sessions; the "did not answer"
+ * memory is origin.c's), or knobs only the test build's hooks turn (KERNELS_TESTING:
  * the release library has no function that writes them). */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
@@ -46,18 +44,6 @@ static CURLSH *share;
 static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 static char ua_os[64], ua_cpu[64];
 static _Atomic long backoff_base_ms = 250; /* tests shorten it (kernels__hub_set_backoff_base_ms) */
-
-/* Origins that did not answer lately: the next call falls back at once
- * instead of waiting for the same silence again. Process-wide on purpose
- * (the network is the process's), behind down_lock, forgotten after
- * down_ttl_ms (tests shorten it). */
-static pthread_mutex_t down_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	char origin[300];
-	long long since, until;
-	char why[256];
-} down[DOWN_SLOTS];
-static _Atomic long down_ttl_ms = DOWN_TTL_MS;
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *payload)
 {
@@ -285,152 +271,6 @@ char *kernels__url_resolve(const char *base, const char *location)
 	}
 	curl_url_cleanup(u);
 	return res;
-}
-
-int kernels__hub_origin(const char *url, char *buf, size_t n)
-{
-	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *port = NULL;
-	int rc = -1;
-
-	if (!u)
-		return -1;
-	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-		char lhost[512];
-		lower_copy(lhost, sizeof(lhost), host);
-		snprintf(buf, n, "%s://%s:%s", scheme, lhost, port);
-		rc = 0;
-	}
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
-	return rc;
-}
-
-int kernels__hub_same_origin(const kernels__config *cfg, const char *url)
-{
-	char a[700], b[700];
-
-	return kernels__hub_origin(cfg->endpoint, a, sizeof(a)) == 0 && kernels__hub_origin(url, b, sizeof(b)) == 0 &&
-	       !strcmp(a, b);
-}
-
-/* ---- "the Hub did not answer" memory ------------------------------------------ */
-
-#ifdef KERNELS_TESTING
-void kernels__hub_set_down_ttl_ms(long ms)
-{
-	down_ttl_ms = ms;
-}
-
-void kernels__hub_down_forget_all(void)
-{
-	pthread_mutex_lock(&down_lock);
-	memset(down, 0, sizeof(down));
-	pthread_mutex_unlock(&down_lock);
-}
-
-void kernels__hub_down_age_all(long ms)
-{
-	int i;
-
-	pthread_mutex_lock(&down_lock);
-	for (i = 0; i < DOWN_SLOTS; i++) {
-		down[i].since -= ms;
-		down[i].until -= ms;
-	}
-	pthread_mutex_unlock(&down_lock);
-}
-#endif
-
-/* The memory's key: the origin, and the proxy settings curl reads for it
- * (a dead proxy is not a dead Hub; new settings deserve a new try). */
-static int down_key(const char *url, char *key, size_t n)
-{
-	static const char *const vars[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
-					     "ALL_PROXY", "no_proxy", "NO_PROXY" };
-	unsigned long hash = 5381;
-	size_t i;
-	const char *v;
-
-	if (kernels__hub_origin(url, key, n) < 0)
-		return -1;
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		for (v = getenv(vars[i]); v && *v; v++)
-			hash = hash * 33 + (unsigned char)*v + i;
-	snprintf(key + strlen(key), n - strlen(key), " %lx", hash);
-	return 0;
-}
-
-void kernels__hub_down_mark(const char *url, const char *why)
-{
-	char o[300];
-	long long now = kernels__now_ms();
-	int i, slot = 0;
-
-	if (down_key(url, o, sizeof(o)) < 0 || down_ttl_ms <= 0)
-		return;
-	pthread_mutex_lock(&down_lock);
-	for (i = 0; i < DOWN_SLOTS; i++) {
-		if (!strcmp(down[i].origin, o) || down[i].until < now) {
-			slot = i;
-			if (!strcmp(down[i].origin, o))
-				break;
-		} else if (down[i].until < down[slot].until) {
-			slot = i;
-		}
-	}
-	snprintf(down[slot].origin, sizeof(down[slot].origin), "%s", o);
-	snprintf(down[slot].why, sizeof(down[slot].why), "%s", why);
-	down[slot].since = now;
-	down[slot].until = now + down_ttl_ms;
-	pthread_mutex_unlock(&down_lock);
-}
-
-static void down_forget(const char *url)
-{
-	char o[300];
-	int i;
-
-	if (down_key(url, o, sizeof(o)) < 0)
-		return;
-	pthread_mutex_lock(&down_lock);
-	for (i = 0; i < DOWN_SLOTS; i++)
-		if (!strcmp(down[i].origin, o))
-			memset(&down[i], 0, sizeof(down[i]));
-	pthread_mutex_unlock(&down_lock);
-}
-
-int kernels__hub_down_check(const char *url)
-{
-	char o[300], why[256] = "";
-	long long now = kernels__now_ms(), since = 0, until = 0;
-	int i, hit = 0;
-
-	if (down_key(url, o, sizeof(o)) < 0)
-		return 0;
-	pthread_mutex_lock(&down_lock);
-	for (i = 0; i < DOWN_SLOTS && !hit; i++) {
-		if (strcmp(down[i].origin, o) || down[i].until <= now)
-			continue;
-		hit = 1;
-		since = down[i].since;
-		until = down[i].until;
-		memcpy(why, down[i].why, sizeof(why));
-	}
-	pthread_mutex_unlock(&down_lock);
-	if (!hit)
-		return 0;
-	*strchr(o, ' ') = '\0';    /* the origin without the proxy hash */
-	/* Worded like the first failure ("cannot reach the Hub"): which of a
-	 * call's concurrent requests met the failure first is chance. */
-	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s: it did not answer %.1f s ago (%s); not "
-			      "asking again for %.1f s", o, (double)(now - since) / 1000, why,
-			      (double)(until - now) / 1000);
 }
 
 int kernels__hub_transient_curl(CURLcode rc)
@@ -884,7 +724,7 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 					      h->body_max >> 20);
 		if (cc == CURLE_OK) {
 			snprintf(why, sizeof(why), "HTTP %ld", h->hd.status);
-			down_forget(url);
+			kernels__hub_down_forget(url);
 			kernels__endpoint_answered(cfg);
 			if (!kernels__hub_transient_status(h->hd.status) || attempt >= cfg->max_retries)
 				return 0;
@@ -1184,6 +1024,8 @@ int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type ty
 	int rc, pages;
 
 	memset(out, 0, sizeof(*out));
+	if (max_entries > TREE_MAX_ENTRIES)
+		max_entries = TREE_MAX_ENTRIES;
 	snprintf(where, sizeof(where), "listing '%.300s' of %s at %.64s", *path ? path : "/", repo_id, commit);
 	if (*path && (rc = kernels__repo_path_check(path)) < 0)
 		return kernels__error_prefix("%s", where);
@@ -1199,8 +1041,7 @@ int kernels__hub_tree_list_max(const kernels__config *cfg, kernels__repo_type ty
 		rc = parse_json(&r, where, &list);
 		kernels__hub_response_free(&r);
 		if (rc == 0)
-			rc = kernels__tree_append_json(list, path, where,
-						       max_entries < TREE_MAX_ENTRIES ? max_entries : TREE_MAX_ENTRIES, out);
+			rc = kernels__tree_append_json(list, path, where, max_entries, out);
 		json_decref(list);
 		list = NULL;
 		if (rc < 0 || !next)

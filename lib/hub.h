@@ -12,6 +12,7 @@
 #include "config.h"
 #include "kernels/download.h"
 #include "kernels/system.h"
+#include "origin.h"
 #include "repo.h"
 #include "tree.h"
 
@@ -186,14 +187,6 @@ void kernels__hub_conn_counts(kernels__hub_conn *c, unsigned long *requests, uns
  * NULL (libcurl's own default). `*from` says which, for messages. */
 const char *kernels__hub_ca_bundle(const char **from);
 
-/* The origin of `url`, "scheme://host:port" (host lower-cased, the
- * scheme's port when the URL names none), into `buf` (cut short when it
- * does not fit); 0, or -1 when `url` does not parse. */
-int kernels__hub_origin(const char *url, char *buf, size_t n);
-
-/* 1 when `url` has the scheme, host and port of cfg->endpoint. */
-int kernels__hub_same_origin(const kernels__config *cfg, const char *url);
-
 /* Resolves `location` (absolute or relative) against `base`. malloc'ed or NULL. */
 char *kernels__url_resolve(const char *base, const char *location);
 
@@ -214,28 +207,6 @@ char *kernels__etag_normalize(const char *etag);
 #ifdef KERNELS_TESTING
 /* The test build only: the base of the exponential backoff in ms (default 250). */
 void kernels__hub_set_backoff_base_ms(long ms);
-#endif
-
-/* ---- "did not answer" memory ------------------------------------------------ */
-
-/* An origin (scheme, host, port) where a connection was refused, a DNS
- * lookup failed, or nothing answered for a second or more is remembered
- * process-wide for 30 s (mutex-protected), so the calls that follow fall
- * back to the cache at once instead of waiting for the same silence; the
- * first call after that tries again, and any answer clears it.
- * kernels__hub_down_check: KERNELS_ENETWORK (with a message saying when
- * and why) while `url`'s origin is remembered, else 0. Every request of
- * the Hub client and the transfer engine checks it first. */
-int kernels__hub_down_check(const char *url);
-/* Remembers `url`'s origin as not answering (`why`: what happened). */
-void kernels__hub_down_mark(const char *url, const char *why);
-#ifdef KERNELS_TESTING
-/* The test build only: the memory's expiry (ms; 0 turns it off) and forgetting it all. */
-void kernels__hub_set_down_ttl_ms(long ms);
-void kernels__hub_down_forget_all(void);
-/* A fake clock for the memory: every entry `ms` older, as if that much
- * time had passed, so a test sees it expire without sleeping. */
-void kernels__hub_down_age_all(long ms);
 #endif
 
 #endif
