@@ -53,6 +53,11 @@ for f in usr/include/kernels.h usr/lib/$multiarch/libkernels.a usr/lib/$multiarc
          usr/share/zsh/site-functions/_libkernels usr/share/fish/vendor_completions.d/libkernels.fish; do
   test -e "$work/root/$f" || { echo "not packaged: /$f"; exit 1; }
 done
+# The symbols file travels in the package: dpkg-gensymbols compared the
+# built library with debian/libkernels1.symbols, and a dependent package
+# gets the version that added each symbol it uses.
+dpkg-deb -I "$work/libkernels1_${ver}_${arch}.deb" symbols | grep -q "^ kernels_get@KERNELS_1.0 1.0.0" ||
+  { echo "libkernels1 ships no symbols file naming kernels_get@KERNELS_1.0"; exit 1; }
 deps=$(dpkg-deb -f "$work/libkernels1_${ver}_${arch}.deb" Depends)
 for d in libcurl4 libgit2 libjansson4 libarchive13 libssl3; do
   grep -q "$d" <<<"$deps" || { echo "libkernels1 does not depend on $d: $deps"; exit 1; }

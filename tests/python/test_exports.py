@@ -175,3 +175,18 @@ def test_the_test_build_has_them():
     # kernels__test_* are hooks a test program defines (weak references here).
     missing = sorted(n for n in _testing_names() - symbols if not n.startswith("kernels__test_"))
     assert missing == [], f"declared under KERNELS_TESTING but not in the test build: {missing}"
+
+
+def test_debian_symbols_file_follows_the_exports():
+    """debian/libkernels1.symbols names every export at its version node,
+    with the release that added it, and nothing else: dpkg-gensymbols then
+    fails the package build when a symbol disappears."""
+    lines = (ROOT / "debian" / "libkernels1.symbols").read_text().splitlines()
+    assert lines[0] == "libkernels.so.1 libkernels1 #MINVER#"
+    listed = {l.split()[0]: l.split()[1] for l in lines[1:] if l.startswith(" ")}
+    expected = {}
+    for node, names in _nodes().items():
+        release = node.split("_")[1] + ".0"
+        expected[f"{node}@{node}"] = release
+        expected.update({f"{n}@{node}": release for n in names})
+    assert listed == expected

@@ -80,16 +80,35 @@ def test_readme_is_short_and_starts_with_the_two_commands():
 def test_every_environment_variable_is_documented():
     """Each environment variable lib/ names (an upper-case string literal
     with an underscore that no public header defines; sigstore's algorithm
-    names aside) has its row in docs/environment.md."""
+    names aside), and each one the bindings read, has its row in
+    docs/environment.md."""
     literals = set()
     for path in (ROOT / "lib").rglob("*.c"):
         if "sigstore" in path.parts:
             continue
         code = re.sub(r"/\*.*?\*/", " ", path.read_text(), flags=re.S)
         literals |= set(re.findall(r'"([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])"', code))
+    for path in (ROOT / "bindings").rglob("*"):
+        if path.suffix in (".py", ".c"):
+            literals |= set(re.findall(r'(?:getenv\(|environ\.get\(|environ\[)"([A-Z][A-Z0-9_]*)"', path.read_text()))
     defined = set()
     for header in (ROOT / "include").rglob("*.h"):
-        defined |= set(re.findall(r"\b(KERNELS_[A-Z0-9_]+)\b", header.read_text()))
+        # A name the headers only mention in a comment is not theirs.
+        code = re.sub(r"/\*.*?\*/|//[^\n]*", " ", header.read_text(), flags=re.S)
+        defined |= set(re.findall(r"\b(KERNELS_[A-Z0-9_]+)\b", code))
     doc = (ROOT / "docs" / "environment.md").read_text()
     missing = sorted(n for n in literals - defined if not re.search(r"`%s`" % n, doc))
     assert missing == [], f"environment variables lib/ reads that docs/environment.md does not list: {missing}"
+
+
+def test_every_relative_link_in_docs_exists():
+    """A link in docs/*.md to a file of the project points at one that is
+    there, taken from the page's own folder as a Markdown reader takes it."""
+    broken = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.name}: {target}")
+    assert broken == []
