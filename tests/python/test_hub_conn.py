@@ -23,9 +23,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import test_binding as tb  # noqa: E402
 from hubclient import random_bytes  # noqa: E402
-from test_nginx_cache import free_port, nginx_binary  # noqa: E402
+from test_wheel_manylinux import start_tls_proxy  # noqa: E402
 
 REPO = "acme/conn"
+LOG_FORMAT = "$server_port $connection $server_protocol $request_method $request_uri $status"
 VARIANT = "torch-cpu"
 FILES = {
     f"build/{VARIANT}/__init__.py": b"from ._ops import ops\n",
@@ -36,70 +37,13 @@ FILES = {
 }
 
 
-def openssl(*args):
-    subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
-
-
-def make_ca(d):
-    """A CA and a certificate for 127.0.0.1 it signed: (ca.pem, cert.pem, cert.key)."""
-    ca, ca_key, cert, key, csr, ext = (d / n for n in ("ca.pem", "ca.key", "cert.pem", "cert.key", "cert.csr",
-                                                        "ext.cnf"))
-    ext.write_text("basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n")
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca_key,
-            "-out", ca, "-days", "2", "-subj", "/CN=test_hub_conn CA")
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", csr,
-            "-subj", "/CN=127.0.0.1")
-    openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2",
-            "-extfile", ext)
-    return ca, cert, key
-
-
 @pytest.fixture
 def tls(hub, tmp_path):
     """nginx (TLS, HTTP/2 by ALPN) in front of the Hub and its CDN, which the
     fixture names as its endpoint and CDN: (endpoint, ca.pem, access log)."""
-    prefix = tmp_path / "nginx"
-    (prefix / "logs").mkdir(parents=True)
-    ca, cert, key = make_ca(tmp_path)
-    ports = free_port(), free_port()
-    servers = "".join(f"""
-    server {{
-        listen 127.0.0.1:{port} ssl http2;
-        ssl_certificate {cert};
-        ssl_certificate_key {key};
-        location / {{
-            proxy_pass {upstream};
-            proxy_set_header Host $http_host;
-            proxy_buffering off;
-        }}
-    }}""" for port, upstream in zip(ports, (hub.endpoint, hub.cdn)))
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    (prefix / "nginx.conf").write_text(f"""{user}worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/logs/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    log_format conn '$server_port $connection $server_protocol $request_method $request_uri $status';
-    access_log {prefix}/logs/access.log conn;
-    client_body_temp_path {prefix}/client_body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;{servers}
-}}
-""")
-    proc = subprocess.Popen([nginx_binary(), "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g",
-                             "daemon off;"], stdin=subprocess.DEVNULL)
+    proc, endpoint, ca = start_tls_proxy(hub, tmp_path / "tls", log_format=LOG_FORMAT)
     try:
-        deadline = time.monotonic() + 60  # a hang guard: nginx starts in well under a second
-        while not all(_listening(p) for p in ports):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                errors = prefix / "logs" / "error.log"
-                pytest.fail("nginx did not start: " + (errors.read_text() if errors.exists() else ""))
-            time.sleep(0.05)
-        endpoint, cdn = (f"https://127.0.0.1:{p}" for p in ports)
-        hub.config(endpoint=endpoint, cdn=cdn)
-        yield endpoint, ports, ca, prefix / "logs" / "access.log"
+        yield endpoint, ca, tmp_path / "tls" / "access.log"
     finally:
         proc.terminate()
         try:
@@ -107,15 +51,6 @@ http {{
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def _listening(port):
-    import socket
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
 
 
 def download(endpoint, cache_dir, commit):
@@ -144,7 +79,8 @@ def download(endpoint, cache_dir, commit):
 
 
 def test_one_call_one_http2_connection_per_server(hub, tls, tmp_path, monkeypatch):
-    endpoint, (hub_port, cdn_port), ca, access_log = tls
+    endpoint, ca, access_log = tls
+    hub_port = int(endpoint.rsplit(":", 1)[1])
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))
     for var in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
@@ -169,5 +105,6 @@ def test_one_call_one_http2_connection_per_server(hub, tls, tmp_path, monkeypatc
         conns[int(port)].add(conn)
     assert hub.count(listener="cdn") == 2, hub.log()
     assert len(lines) == hub.count(), (lines, hub.log())
-    assert len(conns[hub_port]) == 1, lines
-    assert len(conns[cdn_port]) == 1, lines
+    assert len(conns) == 2, lines  # the Hub and the CDN
+    assert all(len(c) == 1 for c in conns.values()), lines
+    assert hub_port in conns, lines

@@ -229,9 +229,10 @@ def make_ca(d):
     return d / "ca.pem", d / "srv.pem", d / "srv.key"
 
 
-def start_tls_proxy(hub, d):
+def start_tls_proxy(hub, d, log_format=None):
     """nginx terminating TLS (HTTP/2 offered) for the Hub and its CDN; the fixture hands out their https
-    URLs. Returns (the process, the Hub's https endpoint, the CA's file)."""
+    URLs. Returns (the process, the Hub's https endpoint, the CA's file). `log_format`: what each line of
+    d/access.log says (nginx's variables), else nginx's combined format."""
     d.mkdir()
     ca, cert, key = make_ca(d)
     ports = {"hub": free_port(), "cdn": free_port()}
@@ -242,12 +243,13 @@ def start_tls_proxy(hub, d):
     }}""" for name, upstream in (("hub", hub.endpoint), ("cdn", hub.cdn)))
     user = "user root;\n" if os.geteuid() == 0 else ""
     temps = "".join(f"    {t}_temp_path {d}/{t};\n" for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    log = f"    log_format lines '{log_format}';\n" if log_format else ""
     (d / "nginx.conf").write_text(f"""{user}worker_processes 1;
 pid {d}/nginx.pid;
 error_log {d}/error.log warn;
 events {{ worker_connections 64; }}
 http {{
-    access_log {d}/access.log;
+{log}    access_log {d}/access.log{" lines" if log_format else ""};
 {temps}    ssl_certificate {cert};
     ssl_certificate_key {key};
 {servers}
