@@ -196,7 +196,8 @@ static int ask(const kernels__config *cfg, const char *org, long *status, int *t
 /* The endpoint in use first; when it has no organization API (a mirror
  * answering 401/404), the others of the list in turn: the Hub behind the
  * mirror knows the publisher. */
-static int check_online(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org)
+static int check_online(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org,
+			int *recorded)
 {
 	kernels__config at;
 	char why[512];
@@ -207,7 +208,7 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 	/* A "trusted" verdict this young is not asked again: a warm call costs
 	 * the refs listing alone. */
 	if (record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_FRESH, why, sizeof(why)) > 0)
-		return 0;
+		return *recorded = 1, 0;
 	rc = ask(cfg, org, &status, &trusted);
 	for (i = 0; rc == 0 && status != 200 && i < cfg->n_endpoints; i++) {
 		if (!strcmp(cfg->endpoints[i], cfg->endpoint))
@@ -220,6 +221,7 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 	}
 	if (rc == 0 && status == 200)
 		record_write(cfg, type, repo_id, org, trusted);
+	*recorded = rc == 0 && status == 200;
 	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
 	 * then answer from the cache, where the record decides. */
 	if (rc < 0 || trusted)
@@ -238,43 +240,76 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
 {
 	char *org;
-	int rc;
+	int rc, recorded;
 
 	if (cfg->trust_remote_code || allowlisted(cfg->trusted_orgs, repo_id))
 		return 0;
 	if (!(org = strndup(repo_id, strcspn(repo_id, "/"))))
 		return kernels__error_oom();
-	rc = cfg->offline ? check_offline(cfg, type, repo_id, org) : check_online(cfg, type, repo_id, org);
+	rc = cfg->offline ? check_offline(cfg, type, repo_id, org) : check_online(cfg, type, repo_id, org, &recorded);
 	free(org);
 	return rc;
 }
 
 /* ---- recording trust for a cache another client filled ----------------- */
 
+/* The repos kernels_cache_trust could not call trusted: those the Hub
+ * answered for (recorded) apart from those no endpoint gave a verdict for
+ * (a mirror without the organization API: nothing recorded). */
+typedef struct {
+	kernels__buf untrusted, unverified;
+	size_t n_untrusted, n_unverified;
+	char first_why[1024]; /* why the first unverified one was */
+} trust_tally;
+
 /* One cached repo: the Hub asked (check_online records its answer). */
-static int trust_one(const kernels__config *cfg, const kernels_cache_repo *r, size_t *untrusted_n)
+static int trust_one(const kernels__config *cfg, const kernels_cache_repo *r, trust_tally *t)
 {
 	kernels__repo_type type = r->is_model ? KERNELS__REPO_MODEL : KERNELS__REPO_KERNEL;
 	char *org = strndup(r->repo_id, strcspn(r->repo_id, "/"));
-	int rc;
+	int rc, recorded = 0;
 
 	if (!org)
 		return kernels__error_oom();
-	rc = check_online(cfg, type, r->repo_id, org);
+	rc = check_online(cfg, type, r->repo_id, org, &recorded);
 	free(org);
 	kernels__log(cfg, KERNELS_LOG_INFO, "%s: %s", r->repo_id, rc == 0 ? "trusted publisher, recorded"
-		     : rc == KERNELS_EUNTRUSTED ? "not from a trusted publisher, recorded" : kernels_error_last());
-	if (rc == KERNELS_EUNTRUSTED)
-		++*untrusted_n;
+		     : rc == KERNELS_EUNTRUSTED && recorded ? "not from a trusted publisher, recorded" : kernels_error_last());
+	if (rc == KERNELS_EUNTRUSTED && recorded) {
+		t->n_untrusted++;
+		kernels__buf_printf(&t->untrusted, "%s%s", t->untrusted.ptr ? ", " : "", r->repo_id);
+	} else if (rc == KERNELS_EUNTRUSTED) {
+		if (!t->n_unverified++)
+			snprintf(t->first_why, sizeof(t->first_why), "%s", kernels_error_last());
+		kernels__buf_printf(&t->unverified, "%s%s", t->unverified.ptr ? ", " : "", r->repo_id);
+	}
 	return rc;
+}
+
+static int trust_report(const trust_tally *t)
+{
+	char recorded[1024] = "";
+
+	if (t->n_untrusted)
+		snprintf(recorded, sizeof(recorded), "%zu cached repo%s not from a publisher the Hub marks as "
+			 "trusted (%s): recorded as such, so offline loads of %s still need options.trust_remote_code "
+			 "or options.trusted_orgs%s", t->n_untrusted, t->n_untrusted == 1 ? " is" : "s are",
+			 t->untrusted.ptr, t->n_untrusted == 1 ? "it" : "them", t->n_unverified ? "; " : "");
+	if (!t->n_unverified)
+		return kernels__error(KERNELS_EUNTRUSTED, "%s", recorded);
+	return kernels__error(KERNELS_EUNTRUSTED, "%s%zu cached repo%s (%s) got no verdict, so nothing was "
+			      "recorded for %s: list an endpoint with the organization API (the Hub) after the mirror "
+			      "in KERNELS_ENDPOINTS and run it again (the first: %s)", recorded, t->n_unverified,
+			      t->n_unverified == 1 ? "" : "s", t->unverified.ptr, t->n_unverified == 1 ? "it" : "them",
+			      t->first_why);
 }
 
 int kernels_cache_trust(const char *repo_id, const kernels_options *opts)
 {
 	kernels__config cfg;
 	kernels_cache_info *info = NULL;
-	kernels__buf names = { 0 };
-	size_t i, untrusted_n = 0;
+	trust_tally t = { 0 };
+	size_t i;
 	int rc;
 
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
@@ -288,19 +323,14 @@ int kernels_cache_trust(const char *repo_id, const kernels_options *opts)
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s is not in the cache at %s; nothing to record trust for",
 				    repo_id, info->cache_dir);
 	for (i = 0; rc == 0 && info && i < info->repos_count; i++) {
-		int one = trust_one(&cfg, &info->repos[i], &untrusted_n);
-		if (one == KERNELS_EUNTRUSTED) /* recorded; the others are still asked */
-			kernels__buf_printf(&names, "%s%s", names.ptr ? ", " : "", info->repos[i].repo_id);
-		else
+		int one = trust_one(&cfg, &info->repos[i], &t);
+		if (one != KERNELS_EUNTRUSTED) /* untrusted: the others are still asked */
 			rc = one;
 	}
-	if (rc == 0 && untrusted_n)
-		rc = kernels__error(KERNELS_EUNTRUSTED, "%zu cached repo%s not from a publisher the Hub marks as trusted "
-				    "(%s): recorded as such, so offline loads of %s still need "
-				    "options.trust_remote_code or options.trusted_orgs", untrusted_n,
-				    untrusted_n == 1 ? " is" : "s are", names.ptr ? names.ptr : "",
-				    untrusted_n == 1 ? "it" : "them");
-	kernels__buf_free(&names);
+	if (rc == 0 && (t.n_untrusted || t.n_unverified))
+		rc = trust_report(&t);
+	kernels__buf_free(&t.untrusted);
+	kernels__buf_free(&t.unverified);
 	kernels_cache_info_free(info);
 	kernels__config_free(&cfg);
 	return rc;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <cmocka.h>
 
@@ -231,6 +232,38 @@ static void test_mirror_without_org_api(void **state)
 	free(list);
 }
 
+/* Recording through a mirror that has no organization API: no endpoint
+ * gives a verdict, so nothing is recorded and the message says so (not
+ * "recorded as such"); with the Hub listed after the mirror, it is. */
+static void test_cache_trust_without_a_verdict_records_nothing(void **state)
+{
+	kernels_options o;
+	test_hub *mirror;
+	char *list, *record;
+	(void)state;
+
+	assert_non_null(mirror = test_hub_start());
+	assert_int_equal(fx_publish_answer(mirror, W.tmp, "good/answer", "mirrored", 7, NULL, "--trusted"), 0);
+	assert_int_equal(test_hub_config(mirror, "{\"org_overview\": false}"), 0);
+	options(&o);
+	o.endpoint = test_hub_endpoint(mirror);
+	o.trust_remote_code = 1; /* fetched with the opt-in: no verdict asked, none recorded */
+	get_ok("good/answer", &o, 7);
+	o.trust_remote_code = 0;
+	assert_int_equal(kernels_cache_trust("good/answer", &o), KERNELS_EUNTRUSTED);
+	assert_non_null(strstr(kernels_error_last(), "got no verdict, so nothing was recorded"));
+	assert_null(strstr(kernels_error_last(), "recorded as such"));
+	assert_true(asprintf(&record, "%s/kernels--good--answer/%s", W.cache, KERNELS__TRUST_RECORD) > 0);
+	assert_int_equal(access(record, F_OK), -1);
+	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(mirror), test_hub_endpoint(W.hub)) > 0);
+	o.endpoints = list;
+	assert_int_equal(kernels_cache_trust("good/answer", &o), 0);
+	assert_int_equal(access(record, F_OK), 0);
+	test_hub_stop(mirror);
+	free(record);
+	free(list);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +271,7 @@ int main(void)
 		cmocka_unit_test_setup(test_trusted_loads_offline, fresh_cache),
 		cmocka_unit_test_setup(test_cache_filled_by_python_needs_opt_in, fresh_cache),
 		cmocka_unit_test_setup(test_cache_trust_records_python_filled_cache, fresh_cache),
+		cmocka_unit_test_setup(test_cache_trust_without_a_verdict_records_nothing, fresh_cache),
 		cmocka_unit_test_setup(test_existence_before_trust, fresh_cache),
 		cmocka_unit_test_setup(test_mirror_without_org_api, fresh_cache),
 	};

@@ -151,9 +151,8 @@ int cmd_trust(cli_ctx *ctx, const cli_command *cmd)
 		untrusted += one != 0;
 		json_array_append_new(rows, json_pack("{s:s,s:s}", "repo_id", repo, "verdict",
 						      one == 0 ? "trusted" : "untrusted"));
-		if (!ctx->json)
-			printf("%s: %s\n", repo, one == 0 ? "trusted publisher, recorded"
-			       : "not from a trusted publisher (recorded; offline loads still need the opt-in)");
+		if (!ctx->json) /* not trusted: the library says whether its verdict was recorded */
+			printf("%s: %s\n", repo, one == 0 ? "trusted publisher, recorded" : kernels_error_last());
 	}
 	if (!ctx->json && !info->repos_count)
 		printf("(no kernels in the cache)\n");

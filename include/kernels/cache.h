@@ -159,7 +159,9 @@ KERNELS_EXTERN(void) kernels_cache_removal_free(kernels_cache_removal *removal);
  *
  * Returns 0 when every repo asked about is from a trusted publisher (and
  * recorded); KERNELS_EUNTRUSTED when one is not (the message names it; the
- * others are still asked and recorded); KERNELS_EOFFLINE (offline: the
+ * others are still asked and recorded), or when no endpoint gave a verdict
+ * for one (a mirror without the organization API: nothing is recorded for
+ * it, and the message says so); KERNELS_EOFFLINE (offline: the
  * Hub must be asked), KERNELS_ENOTFOUND (`repo_id` not in the cache),
  * KERNELS_ENETWORK, KERNELS_EINVAL (invalid repo id) or KERNELS_ENOMEM.
  * Since 1.0.
