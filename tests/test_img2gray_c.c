@@ -15,6 +15,8 @@
 #include <dlfcn.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 typedef int (*cpu_fn)(const uint8_t *, uint8_t *, int64_t, int64_t, int64_t);
 typedef int (*cuda_fn)(const uint8_t *, uint8_t *, int64_t, int64_t, int64_t, void *);
 
@@ -29,14 +31,6 @@ static uint8_t reference_pixel(unsigned r, unsigned g, unsigned b)
 }
 
 static uint64_t rng_state;
-static uint64_t rng(void)
-{
-	/* splitmix64 */
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static int setup(void **state)
 {
@@ -55,7 +49,7 @@ static int setup(void **state)
 	img2gray_cpu = (cpu_fn)dlsym(lib, "img2gray_cpu");
 	if (!img2gray_cpu)
 		return -1;
-	rng_state = (uint64_t)time(NULL) ^ (uint64_t)clock();
+	rng_state = test_rng_seed();
 	printf("# seed %llu\n", (unsigned long long)rng_state);
 	return 0;
 }
@@ -76,7 +70,7 @@ static void check_shape(int64_t b, int64_t h, int64_t w)
 	assert_non_null(rgb);
 	assert_non_null(gray);
 	for (i = 0; i < 3 * n; i++)
-		rgb[i] = (uint8_t)(rng() >> 56);
+		rgb[i] = (uint8_t)(test_rng(&rng_state) >> 56);
 	memset(gray, 0x5a, n + 1); /* poison, plus a guard byte */
 	assert_int_equal(img2gray_cpu(rgb, gray, b, h, w), 0);
 	for (i = 0; i < n; i++) {
@@ -105,7 +99,8 @@ static void test_random_odd_shapes(void **state)
 	int i;
 	(void)state;
 	for (i = 0; i < 20; i++)
-		check_shape(1 + (int64_t)(rng() % 4), 1 + 2 * (int64_t)(rng() % 100), 1 + 2 * (int64_t)(rng() % 200));
+		check_shape(1 + (int64_t)(test_rng(&rng_state) % 4), 1 + 2 * (int64_t)(test_rng(&rng_state) % 100),
+			    1 + 2 * (int64_t)(test_rng(&rng_state) % 200));
 }
 
 /* Every (R, G, B): the kernel equals the documented formula, and the fixed

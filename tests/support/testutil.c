@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 char *test_mkdtemp(const char *tag)
@@ -188,4 +189,18 @@ void test_app_free(test_app *app)
 	free(app->manifest);
 	free(app->lock);
 	memset(app, 0, sizeof(*app));
+}
+
+uint64_t test_rng_seed(void)
+{
+	return (uint64_t)time(NULL) ^ (uint64_t)clock();
+}
+
+uint64_t test_rng(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
 }

@@ -3,6 +3,7 @@
 #define KERNELS_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels/common.h"
 #include "kernels/system.h"
@@ -43,6 +44,12 @@ char *test_read_file(const char *path, size_t *len);
 int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 if `path` exists (lstat). */
 int test_exists(const char *path);
+/* Randomised inputs that can be replayed: a test seeds its state with
+ * test_rng_seed() (another each run), prints the seed, and draws from
+ * test_rng (splitmix64), which advances *state. */
+uint64_t test_rng_seed(void);
+uint64_t test_rng(uint64_t *state);
+
 /* An app's folder for the project calls (lock, download, locked loads).
  * Every path is malloc'ed and owned by the struct (test_app_free). */
 typedef struct test_app {

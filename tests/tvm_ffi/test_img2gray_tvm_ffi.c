@@ -30,22 +30,13 @@ static test_hub *hub;
 static char *cache, *scratch, tag[32];
 static uint64_t rng_state;
 
-static uint64_t rng(void)
-{
-	/* splitmix64 */
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static int setup(void **state)
 {
 	TVMFFIVersion v;
 	(void)state;
 	TVMFFIGetVersion(&v);
 	snprintf(tag, sizeof(tag), "tvm-ffi%u%u-", v.major, v.minor);
-	rng_state = (uint64_t)time(NULL) ^ (uint64_t)clock();
+	rng_state = test_rng_seed();
 	printf("# seed %llu, linked tvm-ffi %u.%u.%u\n", (unsigned long long)rng_state, v.major, v.minor, v.patch);
 	if (!(hub = test_hub_start()) || !(cache = test_mkdtemp("tvm-ffi-cache")) ||
 	    !(scratch = test_mkdtemp("tvm-ffi-scratch")))
@@ -145,7 +136,7 @@ static void check_image(void *fn, int nbatch, const int64_t *batch, int64_t h, i
 	assert_non_null(rgb);
 	assert_non_null(gray);
 	for (i = 0; i < (size_t)(3 * n); i++)
-		rgb[i] = (uint8_t)(rng() >> 56);
+		rgb[i] = (uint8_t)(test_rng(&rng_state) >> 56);
 	memset(gray, 0x5a, (size_t)n + 16);
 	in = tensor(rgb, nbatch + 3, in_shape);
 	out = tensor(gray, nbatch + 2, out_shape);
@@ -176,9 +167,10 @@ static void check_random_images(void *fn)
 	}
 	for (i = 0; i < 12; i++) {
 		int nbatch = 1 + i % 2;
-		batch[0] = 1 + (int64_t)(rng() % 4);
-		batch[1] = 1 + 2 * (int64_t)(rng() % 2);
-		check_image(fn, nbatch, batch, 1 + 2 * (int64_t)(rng() % 100), 1 + 2 * (int64_t)(rng() % 150));
+		batch[0] = 1 + (int64_t)(test_rng(&rng_state) % 4);
+		batch[1] = 1 + 2 * (int64_t)(test_rng(&rng_state) % 2);
+		check_image(fn, nbatch, batch, 1 + 2 * (int64_t)(test_rng(&rng_state) % 100),
+			    1 + 2 * (int64_t)(test_rng(&rng_state) % 150));
 	}
 }
 
