@@ -27,42 +27,40 @@ static int clean_env(void **state)
 	return 0;
 }
 
+/* Loads the configuration with `opts` (NULL: none), checks that its
+ * string `field` is `want`, and frees it. A macro, so that a failure names
+ * the line of the check. */
+#define expect_config_string(opts, field, want)                                                      \
+	do {                                                                                         \
+		kernels__config c_;                                                                  \
+		assert_int_equal(kernels__config_load(&c_, (opts)), 0);                              \
+		assert_string_equal(c_.field, (want));                                               \
+		kernels__config_free(&c_);                                                           \
+	} while (0)
+
 static void test_cache_dir_precedence(void **state)
 {
-	kernels__config cfg;
 	(void)state;
 
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.cache_dir, "/home/someone/.cache/huggingface/hub");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, cache_dir, "/home/someone/.cache/huggingface/hub");
 
 	setenv("XDG_CACHE_HOME", "/xdg", 1);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.cache_dir, "/xdg/huggingface/hub");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, cache_dir, "/xdg/huggingface/hub");
 
 	setenv("HF_HOME", "/hf", 1);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.cache_dir, "/hf/hub");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, cache_dir, "/hf/hub");
 
 	setenv("HF_HUB_CACHE", "/hubcache", 1);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.cache_dir, "/hubcache");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, cache_dir, "/hubcache");
 
 	setenv("KERNELS_CACHE", "/kc", 1);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.cache_dir, "/kc");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, cache_dir, "/kc");
 
 	{
 		kernels_options opts;
 		kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
 		opts.cache_dir = "/explicit";
-		assert_int_equal(kernels__config_load(&cfg, &opts), 0);
-		assert_string_equal(cfg.cache_dir, "/explicit");
-		kernels__config_free(&cfg);
+		expect_config_string(&opts, cache_dir, "/explicit");
 	}
 }
 
@@ -72,14 +70,10 @@ static void test_endpoint(void **state)
 	kernels_options opts;
 	(void)state;
 
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.endpoint, "https://huggingface.co");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, endpoint, "https://huggingface.co");
 
 	setenv("HF_ENDPOINT", "http://127.0.0.1:8080//", 1);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.endpoint, "http://127.0.0.1:8080");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, endpoint, "http://127.0.0.1:8080");
 
 	setenv("HF_ENDPOINT", "ftp://example", 1);
 	assert_int_equal(kernels__config_load(&cfg, NULL), KERNELS_EINVAL);
@@ -87,9 +81,7 @@ static void test_endpoint(void **state)
 
 	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
 	opts.endpoint = "https://mirror.example";
-	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
-	assert_string_equal(cfg.endpoint, "https://mirror.example");
-	kernels__config_free(&cfg);
+	expect_config_string(&opts, endpoint, "https://mirror.example");
 }
 
 static void test_token_sources(void **state)
@@ -106,23 +98,17 @@ static void test_token_sources(void **state)
 
 	assert_int_equal(asprintf(&file, "%s/token", dir) > 0, 1);
 	assert_int_equal(test_write_file(file, "  hf_fromfile \n", 15), 0);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.token, "hf_fromfile");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, token, "hf_fromfile");
 	free(file);
 
 	assert_int_equal(asprintf(&file, "%s/other", dir) > 0, 1);
 	assert_int_equal(test_write_file(file, "hf_path\n", 8), 0);
 	setenv("HF_TOKEN_PATH", file, 1);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.token, "hf_path");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, token, "hf_path");
 	free(file);
 
 	setenv("HF_TOKEN", "hf_env", 1);
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	assert_string_equal(cfg.token, "hf_env");
-	kernels__config_free(&cfg);
+	expect_config_string(NULL, token, "hf_env");
 
 	test_rmtree(dir);
 	free(dir);

@@ -138,19 +138,26 @@ static int run_case(json_t *c)
 	return failures;
 }
 
-static void test_anchor(void **state)
+/* tests/data/variants/<name>, parsed; the test fails when it cannot be. */
+static json_t *load_data(const char *name)
 {
 	char path[4096];
 	json_error_t err;
-	json_t *doc, *cases, *c;
+	json_t *doc;
+
+	snprintf(path, sizeof(path), "%s/tests/data/variants/%s", KERNELS_SOURCE_DIR, name);
+	if (!(doc = json_load_file(path, 0, &err)))
+		fail_msg("cannot read %s: %s", path, err.text);
+	return doc;
+}
+
+static void test_anchor(void **state)
+{
+	json_t *doc = load_data("anchor.json"), *cases, *c;
 	size_t i;
 	int failures = 0;
 	(void)state;
 
-	snprintf(path, sizeof(path), "%s/tests/data/variants/anchor.json", KERNELS_SOURCE_DIR);
-	doc = json_load_file(path, 0, &err);
-	if (!doc)
-		fail_msg("cannot read %s: %s", path, err.text);
 	cases = json_object_get(doc, "cases");
 	assert_true(json_array_size(cases) >= 40);
 	json_array_foreach(cases, i, c)
@@ -209,18 +216,13 @@ static int run_corpus_case(json_t *c, const kernels_variant_candidate *cand, siz
 
 static void test_corpus(void **state)
 {
-	char path[4096];
-	json_error_t err;
-	json_t *doc, *c, *v;
+	json_t *doc = load_data("corpus.json"), *c, *v;
 	kernels_variant_candidate *cand;
 	const char ***archs;
 	size_t i, j, n;
 	int failures = 0;
 	(void)state;
 
-	snprintf(path, sizeof(path), "%s/tests/data/variants/corpus.json", KERNELS_SOURCE_DIR);
-	if (!(doc = json_load_file(path, 0, &err)))
-		fail_msg("cannot read %s: %s", path, err.text);
 	n = json_array_size(json_object_get(doc, "variants"));
 	assert_true(n >= 90);
 	cand = calloc(n, sizeof(*cand));

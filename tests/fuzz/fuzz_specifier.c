@@ -24,16 +24,9 @@
 #include "kernels/common.h"
 #include "error.h"
 #include "specifier.h"
+#include "fuzz_common.h"
 
 #define MAX_VERSIONS 12
-
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "invariant broken at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			abort();                                                       \
-		}                                                                      \
-	} while (0)
 
 static int sign(int c)
 {
