@@ -16,6 +16,7 @@
 
 #include "kernels.h"
 #include "backend.h"
+#include "testutil.h"
 
 #define CU130 "torch211-cxx11-cu130-x86_64-linux"
 #define ROCM63 "torch211-cxx11-rocm63-x86_64-linux"
@@ -281,15 +282,7 @@ static void test_backend_table_and_system(void **state)
  * what counts and in which order, and what is left out. */
 static void put(const char *root, const char *rel, const char *text)
 {
-	char path[1024], cmd[1200];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
-	assert_int_equal(system(cmd), 0);
-	assert_non_null(f = fopen(path, "w"));
-	fputs(text, f);
-	fclose(f);
+	assert_int_equal(test_put(root, rel, text), 0);
 }
 
 static void pci(const char *root, const char *slot, const char *vendor, const char *cls, const char *device)

@@ -141,10 +141,7 @@ static const char *zip_get(const zip_contents *z, const char *name)
 
 static void put(const char *dir, const char *rel, const char *text)
 {
-	char *p;
-	assert_true(asprintf(&p, "%s/%s", dir, rel) > 0);
-	assert_int_equal(test_write_file(p, text, strlen(text)), 0);
-	free(p);
+	assert_int_equal(test_put(dir, rel, text), 0);
 }
 
 static void test_write_current_layout(void **state)

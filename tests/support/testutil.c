@@ -103,6 +103,18 @@ int test_write_file(const char *path, const void *data, size_t len)
 	return (fclose(f) == 0 && ok) ? 0 : -1;
 }
 
+int test_put(const char *root, const char *rel, const char *text)
+{
+	char *path;
+	int rc;
+
+	if (asprintf(&path, "%s/%s", root, rel) < 0)
+		return -1;
+	rc = test_write_file(path, text, strlen(text));
+	free(path);
+	return rc;
+}
+
 char *test_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

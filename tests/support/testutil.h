@@ -38,6 +38,8 @@ void test_rmtree_free(char **path);
 void test_fresh_dir(char **path, const char *tag);
 /* Writes `len` bytes to `path`, creating parent folders. 0 on success. */
 int test_write_file(const char *path, const void *data, size_t len);
+/* Writes `text` to {root}/{rel}, creating parent folders. 0 on success. */
+int test_put(const char *root, const char *rel, const char *text);
 /* Reads a whole file (NUL-terminated, malloc'ed); NULL when unreadable. */
 char *test_read_file(const char *path, size_t *len);
 /* Runs a shell command; returns its exit status (or -1). */
