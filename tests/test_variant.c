@@ -304,20 +304,18 @@ static void test_parse(void **state)
 	assert_int_equal(kernels_variant_parse(&v, NULL), KERNELS_EINVAL);
 }
 
+/* A CUDA 12.8 torch 2.11 (C++11 ABI) on x86_64 Linux, nothing said of GPUs. */
+static const kernels_system SYS_CU128 = { .torch_version = 211, .torch_cxx11_abi = 1, .backend = "cuda",
+					  .backend_version = 1208, .cpu = "x86_64", .os = "linux" };
+
 static void test_trace_api(void **state)
 {
 	const char *names[] = { "torch211-cu130-x86_64-linux", "bogus", "torch211-cu128-x86_64-linux", NULL,
 				"torch-cuda" };
-	kernels_system sys = { 0 };
+	kernels_system sys = SYS_CU128;
 	kernels_variant_trace *t;
 	(void)state;
 
-	sys.torch_version = 211;
-	sys.torch_cxx11_abi = 1;
-	sys.backend = "cuda";
-	sys.backend_version = 1208;
-	sys.cpu = "x86_64";
-	sys.os = "linux";
 	assert_int_equal(kernels_variant_resolve(&t, names, 5, &sys, NULL), 0);
 	assert_int_equal(kernels_variant_trace_count(t), 4); /* the NULL name is ignored */
 	assert_string_equal(kernels_variant_trace_chosen(t), "torch211-cu128-x86_64-linux");
@@ -368,7 +366,7 @@ static void test_no_match_hint(void **state)
 {
 	const char *cuda_cpu[] = { "torch211-cxx11-cu130-x86_64-linux", "torch211-cxx11-cpu-x86_64-linux" };
 	const char *plain[] = { "torch211-cxx11-cpu-x86_64-linux", "tvm-ffi01-cpu-x86_64-linux" };
-	kernels_system sys = { 0 };
+	kernels_system sys = SYS_CU128;
 	kernels_variant_trace *t;
 	kernels_options o;
 	const char *h;
@@ -377,12 +375,6 @@ static void test_no_match_hint(void **state)
 	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
 	o.find_torch = 0;
 	/* a CUDA 12.8 torch on a machine with no GPU */
-	sys.torch_version = 211;
-	sys.torch_cxx11_abi = 1;
-	sys.backend = "cuda";
-	sys.backend_version = 1208;
-	sys.cpu = "x86_64";
-	sys.os = "linux";
 	assert_int_equal(kernels_variant_resolve(&t, cuda_cpu, 2, &sys, &o), 0);
 	assert_null(kernels_variant_trace_chosen(t));
 	assert_non_null(h = kernels_variant_trace_hint(t));
