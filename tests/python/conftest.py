@@ -5,6 +5,10 @@ It is a hubclient.Hub: hub.endpoint, hub.cdn, hub.root, hub.publish(...),
 hub.publish_cli(...), hub.fault(...), hub.faults_clear(), hub.log(),
 hub.log_clear(), hub.requests(...), hub.count(...), hub.config(...),
 hub.hf_env(cache_dir).  See tests/hub/README.md.
+
+Helpers that are not fixtures (stopping a process, free ports, a
+virtualenv made once, built variants, a Python client run against the
+hub) are in testsupport.py.
 """
 
 import os

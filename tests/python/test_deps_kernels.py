@@ -188,14 +188,21 @@ LOCK_KERNELS = """
 """
 
 
-def test_transitive_lock_and_offline_locked_load(hub, tmp_path):
-    commits = diamond(hub, tmp_path, "k")
-    manifest = '[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"acme/ktop" = 1\n'
+def lock_both_ways(hub, tmp_path, manifest):
+    """Two app folders with `manifest` as their pyproject.toml: "theirs",
+    locked by kernels 0.17.2 now, and "ours", for libkernels to lock."""
     ours_dir, theirs_dir = tmp_path / "ours", tmp_path / "theirs"
     for d in (ours_dir, theirs_dir):
         d.mkdir()
         (d / "pyproject.toml").write_text(manifest)
     run(hub, tmp_path / "cache-lock-kernels", "kernels", LOCK_KERNELS.replace("sys.argv[2]", repr(str(theirs_dir))))
+    return ours_dir, theirs_dir
+
+
+def test_transitive_lock_and_offline_locked_load(hub, tmp_path):
+    commits = diamond(hub, tmp_path, "k")
+    manifest = '[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"acme/ktop" = 1\n'
+    ours_dir, theirs_dir = lock_both_ways(hub, tmp_path, manifest)
     cache = tmp_path / "cache"
     run(hub, cache, "libkernels", f"""
         K.lock_project({str(ours_dir)!r})
@@ -232,11 +239,7 @@ def test_moved_repo_locks_and_loads_like_kernels_017(hub, tmp_path):
     moved = kernel(hub, tmp_path, "mold", "int mold_value(void) { return 3; }",
                    status='kind = "redirect"\ndestination = "acme/mdest"\nrevision = "v1"\n')
     manifest = '[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"acme/mold" = 1\n'
-    ours_dir, theirs_dir = tmp_path / "ours", tmp_path / "theirs"
-    for d in (ours_dir, theirs_dir):
-        d.mkdir()
-        (d / "pyproject.toml").write_text(manifest)
-    run(hub, tmp_path / "cache-lock-kernels", "kernels", LOCK_KERNELS.replace("sys.argv[2]", repr(str(theirs_dir))))
+    ours_dir, theirs_dir = lock_both_ways(hub, tmp_path, manifest)
     cache = tmp_path / "cache"
     locked = run(hub, cache, "libkernels", f"""
         K.lock_project({str(ours_dir)!r})

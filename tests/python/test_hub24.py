@@ -14,42 +14,35 @@ torch and pytest).
   kernels 0.17.2 + huggingface_hub 2.4 share one cache both ways, offline
   with no request, locks byte-identical, dependencies alike.
 """
-import fcntl
 import json
 import os
 import subprocess
-import sys
 import sysconfig
 import textwrap
 from pathlib import Path
 
 import test_binding as tb
 from hubclient import random_bytes
+from testsupport import cached_venv
 
 SRC = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("KERNELS_BINARY_DIR", SRC / "build"))
 REQUIREMENTS = SRC / "tests" / "requirements-hub24.txt"
 
 
+def project_env_behind(venv):
+    """A .pth that puts this interpreter's site-packages (torch, pytest,
+    ...) behind the venv's own packages."""
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; "
+                           "print(sysconfig.get_paths()['purelib'])"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    Path(site, "zz-project-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+
 def hub24_python():
-    """The virtualenv's interpreter, made once (under a lock: two runs at
-    once must not both build it). Its own packages come first; a .pth puts
-    this interpreter's site-packages (torch, pytest, ...) behind them."""
-    venv = BIN / "hub24-venv"
-    stamp = venv / "requirements.txt"
-    BIN.mkdir(parents=True, exist_ok=True)
-    with open(BIN / "hub24-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not stamp.exists() or stamp.read_text() != REQUIREMENTS.read_text():
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-            subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "--no-deps",
-                            "-r", str(REQUIREMENTS)], check=True)
-            site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; "
-                                   "print(sysconfig.get_paths()['purelib'])"], check=True, capture_output=True,
-                                  text=True).stdout.strip()
-            Path(site, "zz-project-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-            stamp.write_text(REQUIREMENTS.read_text())
-    return venv / "bin" / "python"
+    """The virtualenv's interpreter, made once. Its own packages come
+    first, the project's environment behind them."""
+    return cached_venv(BIN / "hub24-venv", REQUIREMENTS, ["--no-deps"], project_env_behind)
 
 
 PROBE = """

@@ -9,46 +9,24 @@ formula. metadata.json is checked for the keys and the digest kernel-builder wri
 the real `kernels` package (PyPI) loads the build tree too. CUDA checks run
 where torch sees a GPU and must be bit-identical to the CPU results.
 """
-import base64
-import hashlib
 import importlib.util
 import json
 import os
 import platform
-import sys
 from pathlib import Path
 
 import pytest
 
 import torch  # required: CI installs it (tests/requirements.txt); a missing torch is a failure
+from testsupport import built_variants, load_variant, variant_digest
 
 REPO = Path(os.environ.get("KERNELS_BINARY_DIR", "")) / "variants" / "img2gray"
 TORCH_TAG = "torch{}{}".format(*torch.__version__.split("+")[0].split(".")[:2])
 
 
-def torch_variants():
-    build = REPO / "build"
-    found = sorted(p for p in build.glob("torch*") if p.is_dir()) if build.is_dir() else []
-    if not found:
-        pytest.fail(f"no img2gray torch variant under {build}: configure the build with torch importable "
-                    "(pip install -r tests/requirements.txt) so cuda/CMakeLists.txt builds them")
-    return found
-
-
-VARIANTS = torch_variants()
+VARIANTS = built_variants(REPO / "build", "torch*", "configure the build with torch importable (pip install -r "
+                          "tests/requirements.txt) so cuda/CMakeLists.txt builds the img2gray torch variants")
 CUDA = torch.cuda.is_available()
-
-
-def load_variant(path):
-    meta = json.loads((path / "metadata.json").read_text())
-    name = meta["id"]
-    if name in sys.modules:
-        return sys.modules[name], meta
-    spec = importlib.util.spec_from_file_location(name, path / "__init__.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod, meta
 
 
 def reference(rgb):
@@ -83,12 +61,9 @@ def test_metadata_and_digest(variant):
     if want_backend == "cuda":
         assert meta["backend"]["archs"] == ["8.0", "9.0+PTX"]
     assert variant.name.startswith(TORCH_TAG + "-cxx11-") and variant.name.endswith(f"-{platform.machine()}-linux")
-    files = {}
-    for f in variant.rglob("*"):
-        rel = f.relative_to(variant).as_posix()
-        if f.is_file() and rel != "metadata.json" and "__pycache__" not in f.parts and f.suffix != ".pyc":
-            files[rel] = base64.b64encode(hashlib.sha256(f.read_bytes()).digest()).decode()
-    assert meta["digest"] == {"algorithm": "sha256", "files": files}
+    digest = variant_digest(variant)
+    assert meta["digest"] == digest
+    files = digest["files"]
     assert set(files) == {"__init__.py", "_ops.py", "img2gray/__init__.py", meta["id"] + ".abi3.so"}
 
 

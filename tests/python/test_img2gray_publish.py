@@ -3,14 +3,13 @@ Python clients: the refs exist as the clients resolve them (vN branches, vX.Y.Z
 tags, main), and the Python
 `kernels` package (PyPI) fetches our img2gray by major version from the local
 Hub, verifies it and runs it (the Python half of the round trip)."""
-import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from testsupport import run_client
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KERNELS_BINARY_DIR", "")) / "variants" / "img2gray" / "build"
@@ -23,17 +22,6 @@ def publish(hub):
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "publish-img2gray.py"), "--root", str(hub.root),
                           "--build", str(BUILD), "--repo", REPO], check=True, capture_output=True, text=True).stdout
     return dict(line.split() for line in out.splitlines())
-
-
-def run_client(hub, tmp_path, code):
-    # kernels 0.17.2 with telemetry disabled sends a user agent ending in "; ",
-    # which httpx refuses (LocalProtocolError): keep telemetry on, it only
-    # goes to the local Hub.
-    env = hub.hf_env(tmp_path / "cache", PYTHONDONTWRITEBYTECODE="1", HF_HUB_DISABLE_TELEMETRY="0")
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_publish_refs(hub, tmp_path):

@@ -8,20 +8,17 @@ and `kernels` fetches the variant from the local Hub, imports it and runs it
 with torch tensors, against a reference computed here from the documented
 formula. CUDA checks run where torch sees a GPU.
 """
-import base64
-import hashlib
-import importlib.util
 import json
 import os
 import platform
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch  # required: CI installs it (tests/requirements.txt)
 import tvm_ffi  # required: CI installs apache-tvm-ffi (tests/requirements.txt)
+from testsupport import built_variants, load_variant, run_client, variant_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KERNELS_BINARY_DIR", "")) / "variants" / "img2gray" / "build"
@@ -30,32 +27,15 @@ _v = tvm_ffi.__version__.split(".")
 TAG = f"tvm-ffi{_v[0]}{_v[1]}"
 
 
-def tvm_ffi_variants():
-    found = sorted(p for p in BUILD.glob(TAG + "-*") if (p / "metadata.json").is_file()) if BUILD.is_dir() else []
-    if not found:
-        pytest.fail(f"no img2gray {TAG} variant under {BUILD}: configure the build with tvm_ffi importable "
-                    "(pip install -r tests/requirements.txt) so cuda/tvm_ffi.cmake builds them")
-    return found
-
-
-VARIANTS = tvm_ffi_variants()
+VARIANTS = built_variants(BUILD, TAG + "-*", "configure the build with tvm_ffi importable (pip install -r "
+                          "tests/requirements.txt) so cuda/tvm_ffi.cmake builds the img2gray tvm-ffi variants",
+                          need="metadata.json")
 CUDA = torch.cuda.is_available()
 
 
 def reference(rgb):
     x = rgb.to(torch.int32)
     return ((54 * x[..., 0] + 184 * x[..., 1] + 18 * x[..., 2] + 128) >> 8).to(torch.uint8)
-
-
-def load_variant(path):
-    meta = json.loads((path / "metadata.json").read_text())
-    if meta["id"] in sys.modules:
-        return sys.modules[meta["id"]], meta
-    spec = importlib.util.spec_from_file_location(meta["id"], path / "__init__.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[meta["id"]] = mod
-    spec.loader.exec_module(mod)
-    return mod, meta
 
 
 @pytest.fixture(params=VARIANTS, ids=lambda p: p.name)
@@ -78,12 +58,9 @@ def test_layout_and_metadata(variant):
     parsed = parse_variant(variant.name)
     assert isinstance(parsed.framework, TvmFfi)
     assert str(parsed.framework.version) == f"{_v[0]}.{_v[1]}"
-    files = {}
-    for f in variant.rglob("*"):
-        rel = f.relative_to(variant).as_posix()
-        if f.is_file() and rel != "metadata.json" and "__pycache__" not in f.parts and f.suffix != ".pyc":
-            files[rel] = base64.b64encode(hashlib.sha256(f.read_bytes()).digest()).decode()
-    assert meta["digest"] == {"algorithm": "sha256", "files": files}
+    digest = variant_digest(variant)
+    assert meta["digest"] == digest
+    files = digest["files"]
     assert set(files) == {"__init__.py", "_ops.py", meta["id"] + ".so"}
     assert f'"{meta["id"]}"' in (variant / "_ops.py").read_text()
 
@@ -109,16 +86,6 @@ def test_functions_cpu(variant):
         mod.img2gray(torch.zeros((4, 6, 4), dtype=torch.uint8))
     with pytest.raises(ValueError, match="output must have the input's shape"):
         mod.ops.img2gray_cpu(torch.empty((6, 5), dtype=torch.uint8), rgb)
-
-
-def run_client(hub, tmp_path, code):
-    # kernels 0.17.2 with telemetry disabled sends a user agent ending in "; ",
-    # which httpx refuses: keep telemetry on, it only goes to the local Hub.
-    env = hub.hf_env(tmp_path / "cache", PYTHONDONTWRITEBYTECODE="1", HF_HUB_DISABLE_TELEMETRY="0")
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_python_kernels_from_local_hub(hub, tmp_path):

@@ -17,10 +17,8 @@ port: nothing is fetched from anywhere else.
 """
 
 import ctypes
-import fcntl
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +31,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import test_binding as tb  # noqa: E402
+from testsupport import cached_venv, fetch_api, free_port, stop_process  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("KERNELS_BINARY_DIR", SRC / "build"))
@@ -41,27 +40,8 @@ REPO = "acme/mirrored"
 
 
 def olah_python():
-    """The olah virtualenv's interpreter, made once (under a lock: two
-    runs at once must not both build it)."""
-    venv = BIN / "olah-venv"
-    stamp = venv / "requirements.txt"
-    BIN.mkdir(parents=True, exist_ok=True)
-    with open(BIN / "olah-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not stamp.exists() or stamp.read_text() != REQUIREMENTS.read_text():
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-            subprocess.run(
-                [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "-r", str(REQUIREMENTS)],
-                check=True,
-            )
-            stamp.write_text(REQUIREMENTS.read_text())
-    return venv / "bin" / "python"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """The olah virtualenv's interpreter, made once."""
+    return cached_venv(BIN / "olah-venv", REQUIREMENTS)
 
 
 @pytest.fixture
@@ -79,12 +59,7 @@ def olah(hub, tmp_path):
         yield start
     finally:
         for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
 
 
 def start_olah(hub, tmp_path):
@@ -136,22 +111,7 @@ class Lib:
     """The few C entry points this test needs, straight through ctypes."""
 
     def __init__(self):
-        self.c = ctypes.CDLL(tb.library_path())
-        c = self.c
-        c.kernels_error_last.restype = ctypes.c_char_p
-        c.kernels_revision_resolve.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p,
-                                               ctypes.c_void_p]
-        c.kernels_revision_commit.restype = ctypes.c_char_p
-        c.kernels_revision_commit.argtypes = [ctypes.c_void_p]
-        c.kernels_revision_free.argtypes = [ctypes.c_void_p]
-        c.kernels_versions_list.argtypes = [ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
-                                            ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_void_p]
-        c.kernels_free.argtypes = [ctypes.c_void_p]
-        c.kernels_download.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p,
-                                       ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_void_p]
-        c.kernels_snapshot_path.restype = ctypes.c_char_p
-        c.kernels_snapshot_path.argtypes = [ctypes.c_void_p]
-        c.kernels_snapshot_free.argtypes = [ctypes.c_void_p]
+        c = self.c = fetch_api(tb.library_path())
         from libkernels import _lib
 
         self.opts = _lib.Options()

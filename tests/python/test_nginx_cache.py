@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import test_binding as tb  # noqa: E402
 from hubclient import http, random_bytes  # noqa: E402
+from testsupport import fetch_api, free_port, stop_process  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[2]
 TEMPLATE = SRC / "examples" / "nginx" / "hub-cache.conf"
@@ -57,12 +58,6 @@ def nginx_binary():
     subprocess.run(sudo + ["apt-get", "install", "-y", "-q", "nginx"], check=True, stdout=subprocess.DEVNULL,
                    env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     return shutil.which("nginx") or "/usr/sbin/nginx"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def render(values):
@@ -123,12 +118,7 @@ http {{
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}", prefix / "logs" / "access.log"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 class Lib:
@@ -137,18 +127,7 @@ class Lib:
     def __init__(self):
         from libkernels import _lib
 
-        c = self.c = ctypes.CDLL(tb.library_path())
-        c.kernels_error_last.restype = ctypes.c_char_p
-        c.kernels_revision_resolve.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p,
-                                               ctypes.c_void_p]
-        c.kernels_revision_commit.restype = ctypes.c_char_p
-        c.kernels_revision_commit.argtypes = [ctypes.c_void_p]
-        c.kernels_revision_free.argtypes = [ctypes.c_void_p]
-        c.kernels_download.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p,
-                                       ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_void_p]
-        c.kernels_snapshot_path.restype = ctypes.c_char_p
-        c.kernels_snapshot_path.argtypes = [ctypes.c_void_p]
-        c.kernels_snapshot_free.argtypes = [ctypes.c_void_p]
+        self.c = fetch_api(tb.library_path())
         self._lib = _lib
 
     def options(self, endpoint, cache_dir):
