@@ -390,23 +390,6 @@ static void test_model_repo_and_variants(void **state)
 	assert_int_equal(download(e, &o, "org/nope", e->commit, V1, NULL), KERNELS_ENOTFOUND);
 }
 
-/* A local port nothing listens on: connections to it are refused. */
-static char *dead_endpoint(void)
-{
-	struct sockaddr_in a = { 0 };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	char *url;
-
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	assert_true(asprintf(&url, "http://127.0.0.1:%d", ntohs(a.sin_port)) > 0);
-	return url;
-}
-
 /* kernels_download and kernels_variants_list walk the endpoints
  * (kernels_options.endpoints, KERNELS_ENDPOINTS) as kernels_get does: a
  * dead first endpoint, or a mirror without the repo, hands over to the
@@ -416,9 +399,10 @@ static void test_endpoints_in_turn(void **state)
 	env *e = *state;
 	kernels_options o;
 	test_hub *empty;
-	char *dead = dead_endpoint(), *list, **names = NULL;
+	char *dead = test_dead_endpoint(), *list, **names = NULL;
 	size_t n = 0;
 
+	assert_non_null(dead);
 	options(e, &o);
 	assert_true(asprintf(&list, "%s,%s", dead, test_hub_endpoint(e->hub)) > 0);
 	o.endpoints = list;

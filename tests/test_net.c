@@ -86,22 +86,6 @@ static void expect_nothing_left(held before)
 
 /* ---- the world ---- */
 
-static char *dead_endpoint(void)
-{
-	struct sockaddr_in a = { 0 };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	char *url;
-
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);     /* nothing listens there now: connections are refused */
-	assert_true(asprintf(&url, "http://127.0.0.1:%d", ntohs(a.sin_port)) > 0);
-	return url;
-}
-
 static void publish(int version, int minor, const char *refs, int slot)
 {
 	char *root;
@@ -123,7 +107,8 @@ static int setup(void **state)
 		return -1;
 	publish(1, 0, "--branch main --branch v1 --tag v1.0.0 --trusted", 0);
 	publish(1, 1, "--branch main --branch v1 --tag v1.1.0", 1);
-	dead = dead_endpoint();
+	dead = test_dead_endpoint();
+	assert_non_null(dead);
 	return 0;
 }
 

@@ -443,29 +443,12 @@ static void test_offline_ambiguous(void **state)
 	ctx_free(&c);
 }
 
-/* A port nothing listens on. */
-static char *dead_endpoint(void)
-{
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	char *url;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	assert_true(asprintf(&url, "http://127.0.0.1:%d", ntohs(a.sin_port)) > 0);
-	return url;
-}
-
 static void test_unreachable_fallback(void **state)
 {
-	char *dead = dead_endpoint();
+	char *dead = test_dead_endpoint();
 	ctx c;
 	(void)state;
+	assert_non_null(dead);
 	ctx_init(&c);
 	expect(&c, "org/kern", "main", c_main, KERNELS_REVISION_BRANCH, "main");
 	expect(&c, "org/kern", ">=1,<2", c_main, KERNELS_REVISION_VERSION_SPEC, "v1.1.2");

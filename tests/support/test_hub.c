@@ -5,13 +5,16 @@
 #include "clock.h"
 
 #include <curl/curl.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -385,4 +388,23 @@ void test_hub_options(kernels_options *o, const test_hub *hub, const char *cache
 	o->cache_dir = cache;
 	o->offline = 0;
 	o->system = sys;
+}
+
+char *test_dead_endpoint(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+	char *url = NULL;
+
+	if (fd < 0)
+		return NULL;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0;
+	close(fd); /* nothing listens there now */
+	if (ok && asprintf(&url, "http://127.0.0.1:%d", ntohs(a.sin_port)) < 0)
+		url = NULL;
+	return url;
 }

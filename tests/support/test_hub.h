@@ -67,6 +67,11 @@ void test_hub_log_clear(test_hub *hub);
  * offline, and `sys` (may be NULL: detect) as the system. */
 void test_hub_options(kernels_options *o, const test_hub *hub, const char *cache, const kernels_system *sys);
 
+/* "http://127.0.0.1:PORT" where nothing listens (a port bound, then
+ * closed): connections to it are refused. malloc'ed, the caller frees it;
+ * NULL on failure. */
+char *test_dead_endpoint(void);
+
 /* Kills the server, waits for it, removes the temp root, frees the hub.
  * NULL is a no-op. */
 void test_hub_stop(test_hub *hub);
