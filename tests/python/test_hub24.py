@@ -122,7 +122,7 @@ def test_interop_suites_under_huggingface_hub_24(tmp_path):
     python = hub24_python()
     suites = ["test_cache_interop.py", "test_interop_kernels.py", "test_deps_kernels.py"]
     p = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
-                       cwd=Path(__file__).parent, capture_output=True, text=True, timeout=1500,
+                       cwd=Path(__file__).parent, capture_output=True, text=True, timeout=3000,
                        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     tail = p.stdout[-4000:] + p.stderr[-2000:]
     assert p.returncode == 0, tail
