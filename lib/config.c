@@ -918,6 +918,18 @@ int kernels__endpoint_failover(int rc)
 	return rc == KERNELS_ENETWORK || rc == KERNELS_EHTTP || rc == KERNELS_ENOTFOUND;
 }
 
+int kernels__endpoint_next(const kernels__config *cfg, size_t i, const kernels__config *at, int rc,
+			   kernels__endpoint_failures *failed)
+{
+	if (rc < 0 && !cfg->offline)
+		kernels__endpoint_failed(failed, at->endpoint, kernels_error_last());
+	if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
+		return 0;
+	kernels__log(cfg, KERNELS_LOG_INFO, "%s failed (%s); trying %s", at->endpoint, kernels_error_last(),
+		     cfg->endpoints[i + 1]);
+	return 1;
+}
+
 void kernels__log(const kernels__config *cfg, kernels_log_level level, const char *fmt, ...)
 {
 	char msg[2048];

@@ -158,6 +158,13 @@ void kernels__config_at_endpoint(const kernels__config *cfg, size_t i, kernels__
  * repo or revision (KERNELS_ENOTFOUND). */
 int kernels__endpoint_failover(int rc);
 
+/* For a caller walking the endpoints: endpoint `i` of cfg's list, asked
+ * through `at`, ended with `rc`. Records its failure (unless offline:
+ * nothing was asked) and returns 1 when the next one should try (said at
+ * info level), 0 when the walk is over. */
+int kernels__endpoint_next(const kernels__config *cfg, size_t i, const kernels__config *at, int rc,
+			   kernels__endpoint_failures *failed);
+
 /* Reports a warning/info through the configured callback (stderr default). */
 void kernels__log(const kernels__config *cfg, kernels_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

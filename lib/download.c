@@ -521,12 +521,8 @@ static int at_each_endpoint(const kernels__config *cfg, const char *repo_id, con
 		kernels__endpoint_try_begin(cfg, i, &at, &t);
 		if ((rc = kernels__repo_locate(&at, repo_id, commit, type)) == 0)
 			rc = work(&at, *type, repo_id, commit, arg);
-		if (rc < 0 && !cfg->offline)
-			kernels__endpoint_failed(&failed, at.endpoint, kernels_error_last());
-		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
+		if (!kernels__endpoint_next(cfg, i, &at, rc, &failed))
 			break;
-		kernels__log(cfg, KERNELS_LOG_INFO, "%s failed (%s); trying %s", at.endpoint, kernels_error_last(),
-			     cfg->endpoints[i + 1]);
 	}
 	return rc < 0 ? kernels__endpoint_failures_raise(&failed, rc) : rc;
 }

@@ -212,12 +212,8 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		kernels__endpoint_try_begin(cfg, i, &at, &t);
 		kernels__plan_free(&p);
 		rc = get_at(&at, repo_id, revision, &p, stats, out, memo);
-		if (rc < 0 && !cfg->offline)
-			kernels__endpoint_failed(&failed, at.endpoint, kernels_error_last());
-		if (rc == 0 || cfg->offline || !kernels__endpoint_failover(rc) || i + 1 == cfg->n_endpoints)
+		if (!kernels__endpoint_next(cfg, i, &at, rc, &failed))
 			break;
-		kernels__log(cfg, KERNELS_LOG_INFO, "%s failed (%s); trying %s", at.endpoint, kernels_error_last(),
-			     cfg->endpoints[i + 1]);
 	}
 	if (rc < 0)
 		rc = kernels__endpoint_failures_raise(&failed, rc);
