@@ -208,6 +208,18 @@ static void test_existence_before_trust(void **state)
 	assert_int_equal(kernels_get(&k, "good/answer.git", "v1.0.0", &o), KERNELS_EINVAL);
 }
 
+/* A second local Hub serving good/answer (answering 7) with no
+ * organization API, as a mirror may; the caller stops it. */
+static test_hub *mirror_without_org_api(void)
+{
+	test_hub *mirror;
+
+	assert_non_null(mirror = test_hub_start());
+	assert_int_equal(fx_publish_answer(mirror, W.tmp, "good/answer", "mirrored", 7, NULL, "--trusted"), 0);
+	assert_int_equal(test_hub_config(mirror, "{\"org_overview\": false}"), 0);
+	return mirror;
+}
+
 /* A mirror without the organization API first, the Hub second: the Hub
  * vouches for the publisher; the mirror alone cannot. */
 static void test_mirror_without_org_api(void **state)
@@ -217,9 +229,7 @@ static void test_mirror_without_org_api(void **state)
 	char *list;
 	(void)state;
 
-	assert_non_null(mirror = test_hub_start());
-	assert_int_equal(fx_publish_answer(mirror, W.tmp, "good/answer", "mirrored", 7, NULL, "--trusted"), 0);
-	assert_int_equal(test_hub_config(mirror, "{\"org_overview\": false}"), 0);
+	mirror = mirror_without_org_api();
 	options(&o);
 	o.endpoint = test_hub_endpoint(mirror);
 	get_untrusted("good/answer", &o, "has no publisher information for 'good'");
@@ -242,9 +252,7 @@ static void test_cache_trust_without_a_verdict_records_nothing(void **state)
 	char *list, *record;
 	(void)state;
 
-	assert_non_null(mirror = test_hub_start());
-	assert_int_equal(fx_publish_answer(mirror, W.tmp, "good/answer", "mirrored", 7, NULL, "--trusted"), 0);
-	assert_int_equal(test_hub_config(mirror, "{\"org_overview\": false}"), 0);
+	mirror = mirror_without_org_api();
 	options(&o);
 	o.endpoint = test_hub_endpoint(mirror);
 	o.trust_remote_code = 1; /* fetched with the opt-in: no verdict asked, none recorded */
