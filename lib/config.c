@@ -532,7 +532,12 @@ void kernels__endpoint_answered(const kernels__config *cfg)
 
 const char *kernels__deadline_what(const kernels__config *cfg, char *buf, size_t n)
 {
-	if (cfg->attempt && !cfg->attempt->answered && cfg->attempt->first_byte_at <= kernels__now_ms())
+	/* Which bound ends first, not which one the clock has passed when this
+	 * is written: a timeout set to what was left can fire a millisecond
+	 * before either, and the message must not depend on that. */
+	const kernels__endpoint_try *t = cfg->attempt;
+
+	if (t && !t->answered && t->after > 0 && (!cfg->deadline_at || t->first_byte_at < cfg->deadline_at))
 		snprintf(buf, n, "its first-byte budget of %ld ms (its share of the call's deadline, leaving the "
 			 "rest to the %zu endpoint%s after it)", cfg->attempt->budget_ms, cfg->attempt->after,
 			 cfg->attempt->after == 1 ? "" : "s");

@@ -493,6 +493,7 @@ typedef struct {
 	kernels__buf body;
 	size_t body_max;        /* the cap for this request's body */
 	int body_overflow;
+	int timeout_is_budget;  /* its timeout was what was left of the call's budget */
 } hop;
 
 static void hop_free(hop *h)
@@ -635,6 +636,7 @@ static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, ho
 	 * and within what is left of the call's budget. */
 	{
 		long left = kernels__deadline_left_ms(cfg), whole = cfg->timeout_ms * 4;
+		h->timeout_is_budget = left < whole;
 		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left < whole ? (left > 0 ? left : 1L) : whole);
 	}
 	if (head)
@@ -753,7 +755,7 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		kernels__log(cfg, KERNELS_LOG_INFO, "%s %s failed (%s); retrying in %ld ms", method, url, why, ms);
 		kernels__sleep_ms(ms);
 	}
-	if (cc == CURLE_OPERATION_TIMEDOUT && kernels__deadline_left_ms(cfg) <= 0) {
+	if (cc == CURLE_OPERATION_TIMEDOUT && (h->timeout_is_budget || kernels__deadline_left_ms(cfg) <= 0)) {
 		char budget[256];
 		return kernels__error(KERNELS_ENETWORK, "%s %s: no answer within %s (%s, %d attempt%s)", method, url,
 				      kernels__deadline_what(cfg, budget, sizeof(budget)), why, attempt + 1,
