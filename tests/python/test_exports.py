@@ -189,4 +189,5 @@ def test_debian_symbols_file_follows_the_exports():
         release = node.split("_")[1] + ".0"
         expected[f"{node}@{node}"] = release
         expected.update({f"{n}@{node}": release for n in names})
-    assert listed == expected
+    assert listed == expected, ("debian/libkernels1.symbols differs from lib/kernels.exports: give each "
+                                "export a line ' name@NODE x.y.0' under the release that added it")
