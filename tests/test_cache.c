@@ -168,6 +168,23 @@ static char *digest(const char *dir)
 	return line;
 }
 
+/* After a call that had a link into `outside` within its reach: the folder
+ * outside the cache is byte for byte as `before` (its digest) says, so the
+ * call wrote nothing through the link. Both scratch folders are removed;
+ * `cache`, `outside` and `before` are freed. */
+static void check_outside_unchanged(const char *level, char *cache, char *outside, char *before)
+{
+	char *after = digest(outside);
+
+	if (strcmp(before, after))
+		fail_msg("%s: the folder outside the cache changed", level);
+	test_system("rm -rf '%s' '%s'", cache, outside);
+	free(before);
+	free(after);
+	free(outside);
+	free(cache);
+}
+
 /* A link planted at any folder libkernels writes below the root, pointing
  * at a folder outside the cache that already holds something: an online
  * load from a cold cache writes nothing there (byte for byte) and loads
@@ -201,8 +218,7 @@ static void test_planted_links_write_nothing(void **state)
 	(void)state;
 
 	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
-		char *cache = make_cache("level-link"), *outside = make_cache("level-outside"), *rel, *link, *before,
-		     *after, *p;
+		char *cache = make_cache("level-link"), *outside = make_cache("level-outside"), *rel, *link, *before, *p;
 		kernels_options o;
 		kernels_kernel *k = NULL;
 		int rc;
@@ -238,16 +254,9 @@ static void test_planted_links_write_nothing(void **state)
 		if (levels[i].must_refuse)
 			assert_int_not_equal(access(marker, F_OK), 0);
 		kernels_kernel_close(k);
-		after = digest(outside);
-		if (strcmp(before, after))
-			fail_msg("%s: the folder outside the cache changed", rel);
-		test_system("rm -rf '%s' '%s'", cache, outside);
-		free(before);
-		free(after);
+		check_outside_unchanged(rel, cache, outside, before);
 		free(link);
 		free(rel);
-		free(outside);
-		free(cache);
 	}
 }
 
@@ -294,7 +303,7 @@ static void test_swap_after_walk_writes_nothing(void **state)
 	(void)state;
 
 	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
-		char *cache = make_cache("swap-cache"), *outside = make_cache("swap-outside"), *level, *before, *after;
+		char *cache = make_cache("swap-cache"), *outside = make_cache("swap-outside"), *level, *before;
 		kernels_options o;
 		kernels_kernel *k = NULL;
 
@@ -314,15 +323,8 @@ static void test_swap_after_walk_writes_nothing(void **state)
 		swap.level = NULL;
 		if (!swap.fired)
 			fail_msg("%s: no walk reached it", level);
-		after = digest(outside);
-		if (strcmp(before, after))
-			fail_msg("%s swapped for a link after the walk: the folder outside the cache changed", level);
-		test_system("rm -rf '%s' '%s'", cache, outside);
-		free(before);
-		free(after);
+		check_outside_unchanged(level, cache, outside, before);
 		free(level);
-		free(outside);
-		free(cache);
 	}
 }
 
