@@ -425,6 +425,28 @@ static char *other_root(void)
 	return root2;
 }
 
+/* A size both test roots fit in, so either can be written over the other
+ * in place without the file's size telling them apart. */
+static size_t in_place_size(const char *root2)
+{
+	return (file_size(W.root) > file_size(root2) ? file_size(W.root) : file_size(root2)) + 8;
+}
+
+/* The common start of the root-file cases: the artifact signed into
+ * `bundle`, `o` pointed at `file`, which holds the test root written in
+ * place (`size` bytes, modification time `mt`), `first` its stat, and the
+ * signature verified against it once, so the file's identity is known. */
+static void signed_with_root_file(const char *bundle, const char *file, size_t size, const struct timespec *mt,
+				  kernels_options *o, struct stat *first)
+{
+	assert_int_equal(sign(W.artifact, bundle, NULL), 0);
+	options(o, 0);
+	o->sigstore_trusted_root = file;
+	write_in_place(W.root, file, size, mt);
+	assert_int_equal(stat(file, first), 0);
+	assert_int_equal(verify_file(bundle, o), 0);
+}
+
 /* A root file rewritten in place with other bytes of the same size, its
  * modification time put back, judges by its new content (and again by the
  * old when that comes back): the identity kept for a file includes its
@@ -433,18 +455,13 @@ static char *other_root(void)
 static void test_trusted_root_rewritten_in_place_is_read_again(void **state)
 {
 	char *b = path("%s/inplace.sigstore", W.tmp), *file = path("%s/inplace-root.json", W.tmp), *root2 = other_root();
-	size_t size = (file_size(W.root) > file_size(root2) ? file_size(W.root) : file_size(root2)) + 8, reads;
+	size_t size = in_place_size(root2), reads;
 	struct timespec mt = { 1700000000, 123456789 };
 	kernels_options o;
 	struct stat first;
 	(void)state;
 
-	assert_int_equal(sign(W.artifact, b, NULL), 0);
-	options(&o, 0);
-	o.sigstore_trusted_root = file;
-	write_in_place(W.root, file, size, &mt);
-	assert_int_equal(stat(file, &first), 0);
-	assert_int_equal(verify_file(b, &o), 0);
+	signed_with_root_file(b, file, size, &mt, &o, &first);
 	reads = kernels__signature_root_reads();
 	write_in_place(root2, file, size, &mt);
 	assert_same_size_and_mtime(&first, file);
@@ -466,19 +483,14 @@ static void test_trusted_root_file_identity(void **state)
 {
 	char *b = path("%s/identity.sigstore", W.tmp), *file = path("%s/identity-root.json", W.tmp);
 	char *next = path("%s/identity-root.json.new", W.tmp), *root2 = other_root();
-	size_t size = (file_size(W.root) > file_size(root2) ? file_size(W.root) : file_size(root2)) + 8, reads;
+	size_t size = in_place_size(root2), reads;
 	struct timespec mt = { 1700000000, 5 };
 	kernels_options o;
 	struct stat first, now;
 	(void)state;
 
-	assert_int_equal(sign(W.artifact, b, NULL), 0);
 	kernels__signature_root_settle_ns(0);
-	options(&o, 0);
-	o.sigstore_trusted_root = file;
-	write_in_place(W.root, file, size, &mt);
-	assert_int_equal(stat(file, &first), 0);
-	assert_int_equal(verify_file(b, &o), 0);
+	signed_with_root_file(b, file, size, &mt, &o, &first);
 	reads = kernels__signature_root_reads();
 	assert_int_equal(verify_file(b, &o), 0);
 	assert_int_equal(verify_file(b, &o), 0);
