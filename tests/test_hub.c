@@ -42,7 +42,9 @@ static void test_etag(void **state)
 	free(c);
 }
 
-static void test_retry_timing(void **state)
+/* What a retry waits and which failures it retries: pure functions of
+ * their arguments (Retry-After, attempt, base), bounds only, no clock. */
+static void test_retry_delays(void **state)
 {
 	long a, b;
 	(void)state;
@@ -502,7 +504,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_escape),     cmocka_unit_test(test_etag),
-		cmocka_unit_test(test_retry_timing),
+		cmocka_unit_test(test_retry_delays),
 		cmocka_unit_test(test_user_agent),     cmocka_unit_test(test_origins),
 		cmocka_unit_test(test_offline_refuses), cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_status_errors),  cmocka_unit_test(test_ca_bundle),
