@@ -490,45 +490,74 @@ static char *pyenv_python(const kernels__config *cfg, const char *root, int *sys
 	return found;
 }
 
-/* The torch of the python3 first on PATH, as that python3 would import it. */
-static int torch_of_path_python(const kernels__config *cfg, kernels__torch_info *t)
+/* The python3 at `py` on PATH, as the torch search asks it: a pyenv shim
+ * (a script in {root}/shims) stands for the interpreter pyenv chooses;
+ * *skip when pyenv chooses "system" (then the next python3 on PATH runs).
+ * Takes `py`; returns the interpreter (malloc'ed), NULL on ENOMEM. */
+static char *interpreter_of(const kernels__config *cfg, char *py, const char *dir, int *skip)
+{
+	size_t n = strlen(dir);
+	char *root, *versions, *chosen = NULL;
+
+	*skip = 0;
+	if (n <= 6 || strcmp(dir + n - 6, "/shims"))
+		return py;
+	if (!(root = strndup(dir, n - 6)) || !(versions = kernels__sprintf("%s/versions", root))) {
+		free(root);
+		free(py);
+		return NULL;
+	}
+	if (is_dir(versions))
+		chosen = pyenv_python(cfg, root, skip);
+	free(versions);
+	free(root);
+	if (!chosen)
+		return py;
+	free(py);
+	return chosen;
+}
+
+int kernels__path_python3(const kernels__config *cfg, char **out)
 {
 	const char *p;
 
+	*out = NULL;
 	for (p = env(cfg, "PATH"); p && *p; p += strcspn(p, ":"), p += *p == ':') {
 		size_t n = strcspn(p, ":");
 		/* An empty entry is the current folder, as the shell reads PATH. */
 		char *dir = n ? strndup(p, n) : strdup("."), *py = dir ? kernels__sprintf("%s/python3", dir) : NULL;
-		char *real = NULL;
 		struct stat st;
-		int rc = 0, system = 0;
+		int skip = 0;
 
-		if (!py) {
-			free(dir);
-			return KERNELS_ENOMEM;
-		}
-		if (stat(py, &st) || !S_ISREG(st.st_mode) || access(py, X_OK)) {
+		if (py && (stat(py, &st) || !S_ISREG(st.st_mode) || access(py, X_OK))) {
 			free(py);
 			free(dir);
 			continue;
 		}
-		if (n > 6 && !strcmp(dir + n - 6, "/shims")) {
-			/* A pyenv shim is a script: the interpreter is pyenv's choice. */
-			char *versions;
-			dir[n - 6] = '\0';
-			if ((versions = kernels__sprintf("%s/versions", dir)) && is_dir(versions))
-				real = pyenv_python(cfg, dir, &system);
-			free(versions);
-		}
-		if (!system)
-			rc = torch_of_python(cfg, t, real ? real : py);
-		free(real);
-		free(py);
+		py = py ? interpreter_of(cfg, py, dir, &skip) : NULL;
 		free(dir);
-		if (!system) /* pyenv's "system": the next python3 on PATH */
-			return rc;
+		if (!py)
+			return KERNELS_ENOMEM;
+		if (!skip) {
+			*out = py;
+			return 0;
+		}
+		free(py);
 	}
 	return 0;
+}
+
+/* The torch of the python3 first on PATH, as that python3 would import it. */
+static int torch_of_path_python(const kernels__config *cfg, kernels__torch_info *t)
+{
+	char *py;
+	int rc = kernels__path_python3(cfg, &py);
+
+	if (rc < 0 || !py)
+		return rc;
+	rc = torch_of_python(cfg, t, py);
+	free(py);
+	return rc;
 }
 
 /* The torch of the process, else the one named by the caller, else (when

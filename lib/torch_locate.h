@@ -38,6 +38,14 @@ void kernels__loaded_libs_free(kernels__loaded_libs *l);
  * cannot be resolved. */
 char *kernels__package_root(const char *lib);
 
+/* *out: the python3 whose torch the search reads when it looks outside
+ * the process (the first executable python3 on the call's PATH, a pyenv
+ * shim resolved to the interpreter pyenv chooses), malloc'ed; NULL when
+ * PATH has none. The one walk of PATH, so that whatever names "the
+ * python3 on PATH" (the variant stage's hint) names the one asked.
+ * 0 or KERNELS_ENOMEM. */
+int kernels__path_python3(const kernels__config *cfg, char **out);
+
 /* Fills `t` with the torch of the process (from `l`), else, when
  * `outside`, the caller's torch folder or an installed one (as the header
  * says). t->version 0: none found. 0, or an error: KERNELS_EINVAL when a

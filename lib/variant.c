@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "error.h"
 #include "system.h"
+#include "torch_locate.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 /* ---- parsing ------------------------------------------------------------- */
 
@@ -530,27 +530,6 @@ static const entry *first_of(const kernels_variant_trace *t, const kernels_syste
 	return NULL;
 }
 
-/* *out: the python3 the torch search asks (the first on PATH), or NULL. */
-static int path_python3(const kernels__config *cfg, char **out)
-{
-	const char *p = cfg ? kernels__config_env(cfg, "PATH") : NULL;
-
-	*out = NULL;
-	while (p && *p) {
-		size_t n = strcspn(p, ":");
-		char *cand = kernels__sprintf("%.*s/python3", (int)n, p);
-		if (!cand)
-			return KERNELS_ENOMEM;
-		if (n && access(cand, X_OK) == 0) {
-			*out = cand;
-			return 0;
-		}
-		free(cand);
-		p += n + (p[n] == ':');
-	}
-	return 0;
-}
-
 /* No GPU, a GPU backend (a CUDA build of torch): a cpu variant would fit. */
 static int hint_cpu(kernels_variant_trace *t, const kernels_system *s, kernels__buf *b)
 {
@@ -592,7 +571,9 @@ static int hint_torch(const kernels__config *cfg, const kernels_variant_trace *t
 				    "torch of $VIRTUAL_ENV or of python3 on PATH, or name one with `--torch-dir DIR` / "
 				    "`KERNELS_TORCH_DIR` (kernels_options.torch_dir); a program linking libtorch needs "
 				    "neither", e->name);
-	if (path_python3(cfg, &py) < 0)
+	/* The python3 the torch search asked, from the search itself: a hint
+	 * naming another would send the user to the wrong interpreter. */
+	if (kernels__path_python3(cfg, &py) < 0)
 		return KERNELS_ENOMEM;
 	rc = kernels__buf_printf(b, "\n- torch variants exist (`%s`) but no torch was found (not in $VIRTUAL_ENV, not "
 			    "imported by %s%s): activate the virtual environment that has torch, or name it with "

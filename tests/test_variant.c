@@ -415,6 +415,65 @@ static void test_no_match_hint(void **state)
 	assert_null(kernels_variant_trace_hint(NULL));
 }
 
+/* Puts back a variable a test changed (`value`, taken: NULL unsets it). */
+static void restore_env(const char *name, char *value)
+{
+	if (value)
+		setenv(name, value, 1);
+	else
+		unsetenv(name);
+	free(value);
+}
+
+/* A scratch PATH where the hint's old walk of PATH and the torch search
+ * parted: a folder named python3 first (not a program: the search passes
+ * over it), then a pyenv shim whose chosen version has no torch. System
+ * detection finds no torch, and the hint names the interpreter the search
+ * asked, pyenv's 3.13.0, never the folder or the shim. */
+static void test_hint_names_the_python3_searched(void **state)
+{
+	char *tmp = test_mkdtemp("variant-path"), *path, *py, *old_path, *old_home, name[128];
+	kernels_system *sys;
+	kernels_variant_trace *t;
+	kernels_options o;
+	const char *names[1] = { name }, *h;
+	(void)state;
+
+	assert_int_equal(test_system("cd '%s' && mkdir -p dir/python3 home pyenv/shims pyenv/versions/3.13.0/bin "
+				     "pyenv/versions/3.13.0/lib/python3.13/site-packages && printf '#!/bin/sh\\nexit 99\\n' "
+				     "> pyenv/shims/python3 && cp pyenv/shims/python3 pyenv/versions/3.13.0/bin/python3.13 "
+				     "&& ln -s python3.13 pyenv/versions/3.13.0/bin/python3 && chmod 755 dir/python3 "
+				     "pyenv/shims/python3 pyenv/versions/3.13.0/bin/python3.13", tmp), 0);
+	assert_true(asprintf(&path, "%s/dir:%s/pyenv/shims", tmp, tmp) > 0);
+	assert_true(asprintf(&py, "%s/pyenv/versions/3.13.0/bin/python3", tmp) > 0);
+	old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+	setenv("PATH", path, 1);
+	setenv("PYENV_VERSION", "3.13.0", 1);
+	setenv("HOME", tmp, 1);
+	unsetenv("VIRTUAL_ENV");
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.find_torch = 1;
+	assert_int_equal(kernels_system_detect(&sys, &o), 0);
+	assert_int_equal(sys->torch_version, 0);
+	assert_null(sys->torch_source);
+	snprintf(name, sizeof(name), "torch211-cxx11-cpu-%s-%s", sys->cpu, sys->os);
+	assert_int_equal(kernels_variant_resolve(&t, names, 1, NULL, &o), 0);
+	assert_null(kernels_variant_trace_chosen(t));
+	assert_non_null(h = kernels_variant_trace_hint(t));
+	if (!strstr(h, py) || strstr(h, "/dir/python3") || strstr(h, "/shims/python3"))
+		fail_msg("the hint does not name the python3 the search asked (%s): %s", py, h);
+	kernels_variant_trace_free(t);
+	kernels_system_free(sys);
+	restore_env("PATH", old_path);
+	restore_env("HOME", old_home);
+	unsetenv("PYENV_VERSION");
+	test_rmtree(tmp);
+	free(tmp);
+	free(path);
+	free(py);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_trace_api),
 		cmocka_unit_test(test_detected_system),
 		cmocka_unit_test(test_no_match_hint),
+		cmocka_unit_test(test_hint_names_the_python3_searched),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
