@@ -37,6 +37,8 @@ typedef struct {
 	kernels__repo_type type;
 	const char *repo_id;
 	char *dir, *stage;
+	const char *stage_name; /* the staging folder's name in .libkernels/ (in `stage`) */
+	int lib_fd; /* {repo}/.libkernels/ as the cache walk opened it; or -1 */
 	int stage_fd; /* the staging folder, locked while this import runs; or -1 */
 	int stage_blobs; /* its blobs/, where blobs are staged relative to it; or -1 */
 	kernels__cache_lock lock;
@@ -80,23 +82,21 @@ static void rm_at(int dfd, const char *name)
 	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-static void rm_tree(const char *path)
-{
-	rm_at(AT_FDCWD, path);
-}
-
 /* Staging folders of imports that are over (killed, crashed). A live
  * import holds a lock on its folder for as long as it runs; the lock, not
  * the pid in the name, says so, since a process of another PID namespace
  * (a container sharing the cache) has a pid this one cannot see. */
-static void remove_stale(const char *libdir)
+static void remove_stale(int lib_fd)
 {
-	DIR *d = opendir(libdir);
+	int dfd = openat(lib_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
-	int fd;
 
-	if (!d)
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
 		return;
+	}
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, STAGE_PREFIX, strlen(STAGE_PREFIX)))
 			continue;
@@ -109,24 +109,45 @@ static void remove_stale(const char *libdir)
 	closedir(d);
 }
 
-/* The staging folder is made and locked under a name the reaper above
- * does not look at, then renamed to its own: never seen unlocked. */
+/* Later steps reach the staging folder by path (links made in it, the
+ * variant verified in it): that path must still lead to the folder made
+ * here, not through a .libkernels/ replaced by a link since the walk. */
+static int stage_reachable(const imp_repo *r)
+{
+	struct stat by_fd, by_path;
+
+	if (fstat(r->stage_fd, &by_fd) == 0 && stat(r->stage, &by_path) == 0 && by_fd.st_dev == by_path.st_dev &&
+	    by_fd.st_ino == by_path.st_ino)
+		return 0;
+	return kernels__error(KERNELS_EUNSAFE, "%s/.libkernels was replaced (by a link?) while this import "
+			      "created its staging folder in it: nothing was imported, and nothing was written "
+			      "through it; check what else writes the cache, restore the folder, and import again",
+			      r->dir);
+}
+
+/* The staging folder is made, locked and renamed through the descriptor
+ * of .libkernels/ the cache walk opened (a folder swapped for a link after
+ * the walk is not followed), under a name the reaper above does not look
+ * at, then renamed to its own: never seen unlocked. */
 static int stage_make(imp_repo *r, const char *libdir)
 {
 	char *base = kernels__sprintf("%s/import", libdir), *fresh = NULL;
 	int rc = 0;
 
-	if (!base || !(r->stage = kernels__tmp_name(base)) || !(fresh = kernels__sprintf("%s.new", r->stage))) {
+	if (!base || !(r->stage = kernels__tmp_name(base)) ||
+	    !(fresh = kernels__sprintf("%s.new", r->stage_name = strrchr(r->stage, '/') + 1))) {
 		free(base);
 		return KERNELS_ENOMEM;
 	}
-	if (mkdir(fresh, 0777) < 0 ||
-	    (r->stage_fd = open(fresh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    flock(r->stage_fd, LOCK_EX | LOCK_NB) < 0 || rename(fresh, r->stage) < 0)
+	if (mkdirat(r->lib_fd, fresh, 0777) < 0 ||
+	    (r->stage_fd = openat(r->lib_fd, fresh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    flock(r->stage_fd, LOCK_EX | LOCK_NB) < 0 || renameat(r->lib_fd, fresh, r->lib_fd, r->stage_name) < 0)
 		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable", r->stage,
 				    strerror(errno));
 	if (rc < 0)
-		rmdir(fresh);
+		unlinkat(r->lib_fd, fresh, AT_REMOVEDIR);
+	else
+		rc = stage_reachable(r);
 	free(fresh);
 	free(base);
 	return rc;
@@ -143,10 +164,10 @@ static int repo_begin(importer *im, imp_repo *r)
 		rc = 0; /* no lock file can be made: the writes below say why */
 	if (rc == 0 && !(libdir = kernels__sprintf("%s/.libkernels", r->dir)))
 		rc = KERNELS_ENOMEM;
-	if (rc == 0)
-		rc = kernels__cache_mkdirs(r->dir, ".libkernels");
+	if (rc == 0 && (r->lib_fd = kernels__cache_repo_dir_open(r->dir, ".libkernels", 1)) < 0)
+		rc = r->lib_fd;
 	if (rc == 0) {
-		remove_stale(libdir);
+		remove_stale(r->lib_fd);
 		rc = stage_make(r, libdir); /* {libdir}/import.tmp-{pid}-{n} */
 	}
 	/* Blobs are staged relative to descriptors of the stage and its
@@ -167,8 +188,10 @@ static void repo_end(imp_repo *r)
 {
 	char *p;
 
-	if (r->stage)
-		rm_tree(r->stage);
+	if (r->stage_name && r->lib_fd >= 0)
+		rm_at(r->lib_fd, r->stage_name);
+	if (r->lib_fd >= 0)
+		close(r->lib_fd);
 	if (r->stage_blobs >= 0)
 		close(r->stage_blobs);
 	if (r->stage_fd >= 0)
@@ -195,7 +218,7 @@ static int repo_add(importer *im, const kernels__bundle_variant *v, size_t *at)
 	if (KERNELS__ARRAY_GROW(im->repos, im->caprepos, im->nrepos) < 0)
 		return KERNELS_ENOMEM;
 	memset(&im->repos[i], 0, sizeof(im->repos[i]));
-	im->repos[i].stage_fd = im->repos[i].stage_blobs = -1;
+	im->repos[i].lib_fd = im->repos[i].stage_fd = im->repos[i].stage_blobs = -1;
 	im->repos[i].type = v->type;
 	im->repos[i].repo_id = v->repo_id;
 	im->repos[i].lock.fd = -1;

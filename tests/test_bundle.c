@@ -631,6 +631,84 @@ static void test_live_import_elsewhere_is_left_alone(void **state)
 	free(cache);
 }
 
+/* ---- a folder swapped for a link after the walk ------------------------------------ */
+
+/* Swaps {root}/{level} for a link to `outside` right after the cache walk
+ * that opened it, once: lib/cache.c calls this in the test build, between
+ * the walk and the writes through its descriptor. */
+static struct {
+	const char *level, *outside;
+	int fired;
+} swap;
+
+void kernels__test_after_walk(const char *root, const char *rel);
+void kernels__test_after_walk(const char *root, const char *rel)
+{
+	size_t n = swap.level ? strlen(swap.level) : 0;
+	char *at, *aside;
+
+	if (!n || swap.fired || strncmp(rel, swap.level, n) || (rel[n] && rel[n] != '/'))
+		return;
+	swap.fired = 1;
+	assert_true(asprintf(&at, "%s/%s", root, swap.level) > 0);
+	assert_true(asprintf(&aside, "%s.aside", at) > 0);
+	assert_int_equal(rename(at, aside), 0);
+	assert_int_equal(symlink(swap.outside, at), 0);
+	free(at);
+	free(aside);
+}
+
+/* Each folder an import writes into, swapped for a link to a folder
+ * outside the cache right after its walk (a race in a shared cache, made
+ * certain by the hook): nothing is made in that folder, not even for a
+ * moment (its change time stays), and nothing in it changes, whatever the
+ * import answers. A swapped .libkernels/, where the staging folder is
+ * made, is refused with nothing published. */
+static void test_swap_after_walk_writes_nothing(void **state)
+{
+	static const char *const levels[] = { ".libkernels", "blobs", "refs", "snapshots/%s/build" };
+	kernels_options o;
+	kernels_system s;
+	struct stat before, after;
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		char *cache = path_in("swap-cache"), *outside = path_in("swap-outside"), *sub, *level;
+		int rc;
+
+		assert_true(asprintf(&sub, levels[i], W.commit[0]) > 0);
+		assert_true(asprintf(&level, "kernels--acme--bundled/%s", sub) > 0);
+		assert_int_equal(test_system("mkdir -p '%s/sub' && printf keep > '%s/sub/keep.txt'", outside, outside), 0);
+		assert_int_equal(stat(outside, &before), 0);
+		swap.level = level;
+		swap.outside = outside;
+		swap.fired = 0;
+		options(&o, &s, cache);
+		o.offline = 1;
+		rc = kernels_bundle_import(NULL, B.bundle, &o);
+		swap.level = NULL;
+		if (!swap.fired)
+			fail_msg("%s: no walk reached it", sub);
+		assert_int_equal(stat(outside, &after), 0);
+		if (before.st_ctim.tv_sec != after.st_ctim.tv_sec || before.st_ctim.tv_nsec != after.st_ctim.tv_nsec ||
+		    test_system("test \"$(cd '%s' && find . | LC_ALL=C sort | tr '\\n' ' ')$(cat '%s/sub/keep.txt')\" = "
+				"'. ./sub ./sub/keep.txt keep'", outside, outside) != 0)
+			fail_msg("%s swapped for a link after the walk: the folder outside the cache changed", sub);
+		if (i == 0) {
+			assert_int_equal(rc, KERNELS_EUNSAFE);
+			assert_non_null(strstr(kernels_error_last(), "nothing was imported"));
+			assert_nothing_published(cache);
+		}
+		test_rmtree(cache);
+		test_rmtree(outside);
+		free(cache);
+		free(outside);
+		free(sub);
+		free(level);
+	}
+}
+
 /* Last: with the Hub gone and HF_HUB_OFFLINE=1, an import and the loads. */
 static void test_hub_stopped(void **state)
 {
@@ -676,6 +754,7 @@ int main(void)
 		cmocka_unit_test(test_signature_required_refuses_unsigned),
 		cmocka_unit_test(test_kill_mid_import),
 		cmocka_unit_test(test_live_import_elsewhere_is_left_alone),
+		cmocka_unit_test(test_swap_after_walk_writes_nothing),
 		cmocka_unit_test(test_hub_stopped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
