@@ -268,7 +268,6 @@ static int on_begin(void *payload, const kernels__bundle_entry *e)
 {
 	importer *im = payload;
 	const imp_repo *r;
-	char *real;
 	struct stat st;
 
 	im->fd = -1;
@@ -280,14 +279,10 @@ static int on_begin(void *payload, const kernels__bundle_entry *e)
 		return KERNELS_ENOMEM;
 	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0; /* the same bytes, staged for another file */
-	/* A blob the cache has already is linked into the staging folder, not written again. */
-	if ((real = kernels__sprintf("%s/blobs/%s", r->dir, e->f.etag)) &&
-	    kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size) &&
-	    linkat(AT_FDCWD, real, r->stage_blobs, e->f.etag, 0) == 0) {
-		free(real);
-		return 0;
-	}
-	free(real);
+	/* A blob the cache has already is staged from the bundle too, never
+	 * hard-linked from blobs/: a link changes the cached blob's change
+	 * time, the identity its verification receipts record (receipt.h),
+	 * and the next load would hash it again. publish_blob leaves it be. */
 	free(im->inc);
 	if (!(im->inc = kernels__sprintf("%s.incomplete", im->blob)))
 		return KERNELS_ENOMEM;
@@ -407,7 +402,7 @@ static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_e
 		return KERNELS_ENOMEM;
 	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size)) {
-		free(from); /* published for an earlier file, or cached already */
+		free(from); /* published for an earlier file, or cached already: left as it is */
 		return 0;
 	}
 	if ((rc = move_into(r, r->stage_blobs, e->f.etag, "blobs", e->f.etag)) == 1)

@@ -255,6 +255,68 @@ static void test_partial_cache_gets_the_rest(void **state)
 	free(cache);
 }
 
+static int receipt_used;
+
+static void count_receipts(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	if (level == KERNELS_LOG_DEBUG && strstr(msg, "unchanged since (receipt)"))
+		receipt_used++;
+}
+
+/* An offline load by branch; 1 when a verification receipt spared the hashing. */
+static int load_by_receipt(const char *cache)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+
+	options(&o, &s, cache);
+	o.offline = 1;
+	o.log_cb = count_receipts;
+	receipt_used = 0;
+	assert_ok(kernels_get(&k, "acme/bundled", "v1", &o));
+	kernels_kernel_close(k);
+	return receipt_used > 0;
+}
+
+/* A cache that holds the bundle's blobs already, verified (a receipt
+ * records their identities), and lost the variant folder: the import
+ * stages the variant again and publishes it without touching the cached
+ * blobs (a hard link would change their change time), so the receipt
+ * still vouches for them and the next offline load hashes nothing. */
+static void test_import_keeps_receipts(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
+	char *cache = path_in("cache-receipts"), *module;
+	struct stat before, after;
+	(void)state;
+
+	options(&o, &s, cache);
+	o.offline = 1;
+	assert_ok(kernels_bundle_import(NULL, B.bundle, &o));
+	assert_int_equal(load_by_receipt(cache), 0); /* hashed, receipt written */
+	assert_int_equal(load_by_receipt(cache), 1);
+	assert_true(asprintf(&module, "%s/kernels--acme--bundled/snapshots/%s/build/%s/_bundled_100.abi3.so", cache,
+			     W.commit[0], VARIANTS[0]) > 0);
+	assert_int_equal(stat(module, &before), 0);
+	assert_int_equal(test_system("rm -rf '%s/kernels--acme--bundled/snapshots/%s/build/%s'", cache, W.commit[0],
+				     VARIANTS[0]), 0);
+	assert_ok(kernels_bundle_import(&st, B.bundle, &o));
+	assert_int_equal(st.variants_added, 1);
+	assert_int_equal(st.blobs_added, 0);
+	assert_int_equal(load_by_receipt(cache), 1);
+	assert_int_equal(stat(module, &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);
+	assert_int_equal(after.st_nlink, before.st_nlink);
+	assert_true(after.st_ctim.tv_sec == before.st_ctim.tv_sec && after.st_ctim.tv_nsec == before.st_ctim.tv_nsec);
+	free(module);
+	test_rmtree(cache);
+	free(cache);
+}
+
 /* ---- hostile archives ------------------------------------------------------------- */
 
 typedef struct {
@@ -750,6 +812,7 @@ int main(void)
 		cmocka_unit_test(test_variant_filter),
 		cmocka_unit_test(test_import_then_offline_loads),
 		cmocka_unit_test(test_partial_cache_gets_the_rest),
+		cmocka_unit_test(test_import_keeps_receipts),
 		cmocka_unit_test(test_hostile_archives_refused_whole),
 		cmocka_unit_test(test_signature_required_refuses_unsigned),
 		cmocka_unit_test(test_kill_mid_import),

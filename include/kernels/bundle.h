@@ -110,7 +110,9 @@ typedef struct kernels_bundle_import_stats {
  * rename: a crash or a kill leaves no half variant visible, and the next
  * import completes. Variants already cached are left as they are (importing
  * twice is a no-op that succeeds); a cache holding part of the bundle gets
- * the rest. Refs are written last.
+ * the rest, its blobs untouched (not linked, not rewritten: the
+ * verification records of variants using them stay valid, and offline
+ * loads do not hash them again). Refs are written last.
  *
  * Parameters: `stats` (may be NULL; its `version` set) receives what was
  * done; `path` the bundle; `opts` may be NULL.
