@@ -28,6 +28,7 @@
 #include "receipt.h"
 #include "refs.h"
 #include "signature.h"
+#include "specifier.h"
 #include "util.h"
 #include "verify.h"
 
@@ -461,6 +462,81 @@ static int publish_variant(importer *im, size_t vi)
 	return rc;
 }
 
+/* The highest version a version tag ("v1.2.0") naming `commit` carries,
+ * among the cache's refs (`have`) and the bundle's for the repo, with
+ * `*tag` that tag's name; NULL when none does. Major-version branches
+ * ("v1") move, so only names with a dot count. */
+static kernels__version *newest_tag(const kernels__ref *have, size_t n, const kernels_bundle *b,
+				    const char *repo_id, const char *commit, const char **tag)
+{
+	kernels__version *best = NULL, *v;
+	size_t i;
+
+	for (i = 0; i < n + b->nrefs; i++) {
+		const char *name = i < n ? have[i].name : b->refs[i - n].name;
+		const char *at = i < n ? have[i].commit : b->refs[i - n].commit;
+		if ((i >= n && strcmp(b->refs[i - n].repo_id, repo_id)) || strcmp(at, commit) || name[0] != 'v' ||
+		    !strchr(name, '.') || !(v = kernels__version_try_parse(name + 1)))
+			continue;
+		if (best && kernels__version_compare(v, best) <= 0) {
+			kernels__version_free(v);
+		} else {
+			kernels__version_free(best);
+			best = v;
+			*tag = name;
+		}
+	}
+	return best;
+}
+
+/* Whether the bundle's `ref` may replace the cache's `old`: as git fetch
+ * moves a branch only forward, so does an import, and an older bundle
+ * never takes a cache back. The cache keeps no commit graph; version tags
+ * are what order two commits, and without them the cache's ref stays,
+ * with a warning saying how to take the bundle's. */
+static int ref_moves_forward(importer *im, const imp_repo *r, const kernels__ref *have, size_t n,
+			     const kernels__ref *old, const kernels_bundle_ref *ref)
+{
+	const char *was_tag = "", *now_tag = "";
+	kernels__version *was = newest_tag(have, n, im->b, ref->repo_id, old->commit, &was_tag);
+	kernels__version *now = newest_tag(have, n, im->b, ref->repo_id, ref->commit, &now_tag);
+	int forward = was && now && kernels__version_compare(now, was) > 0;
+
+	if (forward)
+		kernels__log(im->cfg, KERNELS_LOG_INFO, "%s: refs/%s moved forward from %.12s (%s) to %.12s (%s), "
+			     "bundle %s", ref->repo_id, ref->name, old->commit, was_tag, ref->commit, now_tag, im->name);
+	else
+		kernels__log(im->cfg, KERNELS_LOG_WARNING, "%s: refs/%s kept at %.12s%s%s%s: bundle %s names %.12s%s%s%s, "
+			     "and an import never moves a ref back; %s. To take the bundle's, remove %s/refs/%s and "
+			     "import again", ref->repo_id, ref->name, old->commit, was ? " (" : "", was_tag,
+			     was ? ")" : "", im->name, ref->commit, now ? " (" : "", now_tag, now ? ")" : "",
+			     was && now ? "the cache's is as new or newer" : "no version tag tells which of the two "
+			     "commits is newer (the cache keeps no commit history)", r->dir, ref->name);
+	kernels__version_free(was);
+	kernels__version_free(now);
+	return forward;
+}
+
+/* One ref of the bundle: written when the cache has no ref of that name,
+ * moved when it names an older commit (ref_moves_forward), else kept. */
+static int publish_ref(importer *im, const imp_repo *r, const kernels_bundle_ref *ref)
+{
+	kernels__ref *have = NULL;
+	size_t n = 0, at = 0;
+	int rc = kernels__refs_list(r->dir, &have, &n);
+
+	if (rc < 0)
+		return rc;
+	while (at < n && strcmp(have[at].name, ref->name))
+		at++;
+	if (at == n || (strcmp(have[at].commit, ref->commit) && ref_moves_forward(im, r, have, n, &have[at], ref))) {
+		rc = kernels__refs_write(r->dir, ref->name, ref->commit);
+		im->st.refs_written += rc == 0;
+	}
+	kernels__refs_free(have, n);
+	return rc;
+}
+
 static int publish_refs(importer *im)
 {
 	size_t i, j;
@@ -468,21 +544,10 @@ static int publish_refs(importer *im)
 
 	for (i = 0; rc == 0 && i < im->b->nrefs; i++) {
 		const kernels_bundle_ref *ref = &im->b->refs[i];
-		kernels__ref *have = NULL;
-		size_t n = 0, found = 0;
 		for (j = 0; j < im->nrepos && strcmp(im->repos[j].repo_id, ref->repo_id); j++)
 			;
-		if (j == im->nrepos)
-			continue; /* a repo with no variant in the bundle: nothing to name */
-		if ((rc = kernels__refs_list(im->repos[j].dir, &have, &n)) < 0)
-			break;
-		while (found < n && strcmp(have[found].name, ref->name))
-			found++;
-		if (found == n || strcmp(have[found].commit, ref->commit)) {
-			rc = kernels__refs_write(im->repos[j].dir, ref->name, ref->commit);
-			im->st.refs_written += rc == 0;
-		}
-		kernels__refs_free(have, n);
+		if (j < im->nrepos) /* else a repo with no variant in the bundle: nothing to name */
+			rc = publish_ref(im, &im->repos[j], ref);
 	}
 	return rc;
 }

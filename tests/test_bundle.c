@@ -771,6 +771,120 @@ static void test_swap_after_walk_writes_nothing(void **state)
 	}
 }
 
+/* ---- refs --------------------------------------------------------------------------- */
+
+static size_t kept_warnings;
+
+static void count_kept(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	kept_warnings += level == KERNELS_LOG_WARNING && strstr(msg, "kept at") && strstr(msg, "remove ");
+}
+
+/* An import of `bundle` into `cache`: its stats, the kept-ref warnings counted. */
+static kernels_bundle_import_stats import_counting(const char *cache, const char *bundle)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
+
+	options(&o, &s, cache);
+	o.offline = 1;
+	o.log_cb = count_kept;
+	kept_warnings = 0;
+	assert_ok(kernels_bundle_import(&st, bundle, &o));
+	return st;
+}
+
+static void assert_ref(const char *cache, const char *name, const char *commit)
+{
+	char *path, *text;
+
+	assert_true(asprintf(&path, "%s/kernels--acme--bundled/refs/%s", cache, name) > 0);
+	text = test_read_file(path, NULL);
+	assert_non_null(text);
+	if (strncmp(text, commit, 40))
+		fail_msg("refs/%s holds %.40s, not %s", name, text, commit);
+	free(text);
+	free(path);
+}
+
+/* A bundle of a newer release (v1.1.0, main and v1 moved to it). */
+static char *newer_bundle(void)
+{
+	kernels_options o;
+	kernels_system s;
+	test_app app;
+	char *src = path_in("src-new"), *src_cache = path_in("src-cache-new"), *out = path_in("new.bundle");
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		assert_int_equal(fx_answer_variant(src, VARIANTS[i], "bundled", 110 + (int)i, "cpu", NULL, 1), 0);
+	assert_int_equal(test_world_publish(&W, 1, "--repo acme/bundled --dir '%s' --branch main --branch v1 "
+					    "--tag v1.1.0 --trusted", src), 0);
+	assert_int_equal(test_app_make(&app, W.tmp, "app-new", "[project]\nname = \"app\"\n\n"
+				       "[tool.kernels.dependencies]\n\"acme/bundled\" = 1\n"), 0);
+	options(&o, &s, src_cache);
+	assert_ok(kernels_project_lock(app.dir, &o));
+	assert_ok(kernels_bundle_write(out, app.dir, NULL, &o));
+	test_app_free(&app);
+	free(src);
+	free(src_cache);
+	return out;
+}
+
+/* As git fetch refuses a non-fast-forward, an import never moves a ref
+ * back: an older bundle after a newer one keeps the cache's branches (a
+ * warning says how to take the bundle's) and adds only the names the
+ * cache lacks; a newer one after an older moves them forward (version
+ * tags order the commits); with no version tag to order them the cache's
+ * ref stays until it is removed, as the warning says. */
+static void test_refs_never_move_back(void **state)
+{
+	char *newer = newer_bundle(), *cache = path_in("cache-refs"), *forward = path_in("cache-refs-forward");
+	kernels_bundle_import_stats st;
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	import_counting(cache, newer);
+	st = import_counting(cache, B.bundle);
+	assert_int_equal(st.refs_written, 1); /* v1.0.0, new to the cache */
+	assert_int_equal(kept_warnings, 2);   /* main, v1 */
+	assert_ref(cache, "main", W.commit[1]);
+	assert_ref(cache, "v1", W.commit[1]);
+	assert_ref(cache, "v1.0.0", W.commit[0]);
+	options(&o, &s, cache);
+	o.offline = 1;
+	assert_ok(kernels_get(&k, "acme/bundled", "main", &o));
+	assert_int_equal(test_kernel_answer(k), 110);
+	kernels_kernel_close(k);
+
+	import_counting(forward, B.bundle);
+	st = import_counting(forward, newer);
+	assert_int_equal(kept_warnings, 0);
+	assert_int_equal(st.refs_written, 3); /* main and v1 moved forward, v1.1.0 new */
+	assert_ref(forward, "main", W.commit[1]);
+	assert_ref(forward, "v1", W.commit[1]);
+
+	assert_int_equal(test_system("printf %s > '%s/kernels--acme--bundled/refs/main'",
+				     "0123456789012345678901234567890123456789", forward), 0);
+	st = import_counting(forward, newer);
+	assert_int_equal(kept_warnings, 1);
+	assert_int_equal(st.refs_written, 0);
+	assert_ref(forward, "main", "0123456789012345678901234567890123456789");
+	assert_int_equal(test_system("rm '%s/kernels--acme--bundled/refs/main'", forward), 0);
+	st = import_counting(forward, newer);
+	assert_int_equal(st.refs_written, 1);
+	assert_ref(forward, "main", W.commit[1]);
+	test_rmtree(cache);
+	test_rmtree(forward);
+	free(cache);
+	free(forward);
+	free(newer);
+}
+
 /* Last: with the Hub gone and HF_HUB_OFFLINE=1, an import and the loads. */
 static void test_hub_stopped(void **state)
 {
@@ -818,6 +932,7 @@ int main(void)
 		cmocka_unit_test(test_kill_mid_import),
 		cmocka_unit_test(test_live_import_elsewhere_is_left_alone),
 		cmocka_unit_test(test_swap_after_walk_writes_nothing),
+		cmocka_unit_test(test_refs_never_move_back),
 		cmocka_unit_test(test_hub_stopped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

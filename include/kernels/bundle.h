@@ -89,7 +89,7 @@ typedef struct kernels_bundle_import_stats {
 	size_t variants;            /**< variants the bundle holds */
 	size_t variants_added;      /**< variants this call published into the cache */
 	size_t blobs_added;         /**< blobs this call published (the rest were cached already) */
-	size_t refs_written;        /**< refs/ files created or changed */
+	size_t refs_written;        /**< refs/ files created, or moved forward (never back) */
 	unsigned long long bytes;   /**< file bytes read from the bundle (all verified) */
 } kernels_bundle_import_stats;
 
@@ -112,7 +112,14 @@ typedef struct kernels_bundle_import_stats {
  * twice is a no-op that succeeds); a cache holding part of the bundle gets
  * the rest, its blobs untouched (not linked, not rewritten: the
  * verification records of variants using them stay valid, and offline
- * loads do not hash them again). Refs are written last.
+ * loads do not hash them again). Refs are written last, and never moved
+ * back (as git fetch refuses a non-fast-forward): a branch or tag the
+ * cache lacks is written; one the cache has at another commit is moved
+ * only when version tags ("v1.2.0", in the cache or the bundle) show the
+ * bundle's commit to be the newer. Otherwise the cache's ref stays (an
+ * older bundle does not take a cache back) and a KERNELS_LOG_WARNING names
+ * it and how to take the bundle's: remove {repo folder}/refs/{name}, then
+ * import again.
  *
  * Parameters: `stats` (may be NULL; its `version` set) receives what was
  * done; `path` the bundle; `opts` may be NULL.
