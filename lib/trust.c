@@ -304,17 +304,17 @@ static int trust_report(const trust_tally *t)
 			      t->first_why);
 }
 
-int kernels_cache_trust(const char *repo_id, const kernels_options *opts)
+/* Asks the Hub about `repo_id` (NULL: every cached repo), tallying the
+ * verdicts: 0, KERNELS_EUNTRUSTED with trust_report's message, or the
+ * failure that stopped it. */
+static int trust_cached(const kernels__config *cfg, const char *repo_id, const kernels_options *opts,
+			trust_tally *t)
 {
-	kernels__config cfg;
 	kernels_cache_info *info = NULL;
-	trust_tally t = { 0 };
 	size_t i;
-	int rc;
+	int rc = 0;
 
-	if ((rc = kernels__config_load(&cfg, opts)) < 0)
-		return rc;
-	if (cfg.offline)
+	if (cfg->offline)
 		rc = kernels__error(KERNELS_EOFFLINE, "offline: recording trust asks the Hub for each publisher; run "
 				    "it while online (unset HF_HUB_OFFLINE)");
 	if (rc == 0)
@@ -323,15 +323,48 @@ int kernels_cache_trust(const char *repo_id, const kernels_options *opts)
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s is not in the cache at %s; nothing to record trust for",
 				    repo_id, info->cache_dir);
 	for (i = 0; rc == 0 && info && i < info->repos_count; i++) {
-		int one = trust_one(&cfg, &info->repos[i], &t);
+		int one = trust_one(cfg, &info->repos[i], t);
 		if (one != KERNELS_EUNTRUSTED) /* untrusted: the others are still asked */
 			rc = one;
 	}
-	if (rc == 0 && (t.n_untrusted || t.n_unverified))
-		rc = trust_report(&t);
+	if (rc == 0 && (t->n_untrusted || t->n_unverified))
+		rc = trust_report(t);
+	kernels_cache_info_free(info);
+	return rc;
+}
+
+/* The call behind both public ones; `verdict` may be NULL. */
+static int cache_trust(kernels_trust_verdict *verdict, const char *repo_id, const kernels_options *opts)
+{
+	kernels__config cfg;
+	trust_tally t = { 0 };
+	int rc;
+
+	if ((rc = kernels__config_load(&cfg, opts)) < 0)
+		return rc;
+	rc = trust_cached(&cfg, repo_id, opts, &t);
+	if (verdict) /* an untrusted repo's verdict outranks a missing one: it is the Hub's answer */
+		*verdict = rc == 0 ? KERNELS_TRUST_TRUSTED
+			 : rc == KERNELS_EUNTRUSTED && t.n_untrusted ? KERNELS_TRUST_UNTRUSTED : KERNELS_TRUST_UNVERIFIED;
 	kernels__buf_free(&t.untrusted);
 	kernels__buf_free(&t.unverified);
-	kernels_cache_info_free(info);
 	kernels__config_free(&cfg);
 	return rc;
+}
+
+int kernels_cache_trust(const char *repo_id, const kernels_options *opts)
+{
+	return cache_trust(NULL, repo_id, opts);
+}
+
+int kernels_cache_trust_verdict(kernels_trust_verdict *verdict, const char *repo_id, const kernels_options *opts)
+{
+	if (verdict)
+		*verdict = KERNELS_TRUST_UNVERIFIED;
+	if (!verdict || !repo_id)
+		return kernels__error(KERNELS_EINVAL, "kernels_cache_trust_verdict: %s is NULL; pass %s",
+				      verdict ? "repo_id" : "verdict",
+				      verdict ? "one cached repo id (kernels_cache_trust asks about them all)"
+					      : "where the verdict goes");
+	return cache_trust(verdict, repo_id, opts);
 }

@@ -157,6 +157,15 @@ static void test_cache_filled_by_python_needs_opt_in(void **state)
 	get_ok("good/answer", &o, 1);
 }
 
+/* kernels_cache_trust_verdict for `repo`: returns `rc`, with `verdict`. */
+static void assert_verdict(const char *repo, const kernels_options *o, int rc, kernels_trust_verdict verdict)
+{
+	kernels_trust_verdict got = KERNELS_TRUST_TRUSTED;
+
+	assert_int_equal(kernels_cache_trust_verdict(&got, repo, o), rc);
+	assert_int_equal(got, verdict);
+}
+
 /* The one step for such a cache: kernels_cache_trust (`libkernels trust`)
  * asks the Hub once per cached repo while online and records the verdict;
  * offline loads then need no opt-in, and send nothing. An untrusted
@@ -190,6 +199,11 @@ static void test_cache_trust_records_python_filled_cache(void **state)
 	o.offline = 0;
 	assert_int_equal(kernels_cache_trust("good/answer", &o), 0);
 	assert_int_equal(test_hub_log_count(W.hub, NULL, NULL), 0); /* recorded today: not asked again */
+	assert_verdict("good/answer", &o, 0, KERNELS_TRUST_TRUSTED);
+	assert_verdict("shady/answer", &o, KERNELS_EUNTRUSTED, KERNELS_TRUST_UNTRUSTED);
+	assert_verdict("good/nothere", &o, KERNELS_ENOTFOUND, KERNELS_TRUST_UNVERIFIED);
+	assert_verdict(NULL, &o, KERNELS_EINVAL, KERNELS_TRUST_UNVERIFIED);
+	assert_int_equal(kernels_cache_trust_verdict(NULL, "good/answer", &o), KERNELS_EINVAL);
 }
 
 /* A repo that does not exist is "not found", whatever its org, and the
@@ -261,6 +275,8 @@ static void test_cache_trust_without_a_verdict_records_nothing(void **state)
 	assert_int_equal(kernels_cache_trust("good/answer", &o), KERNELS_EUNTRUSTED);
 	assert_non_null(strstr(kernels_error_last(), "got no verdict, so nothing was recorded"));
 	assert_null(strstr(kernels_error_last(), "recorded as such"));
+	/* told apart from an untrusted publisher without reading the message */
+	assert_verdict("good/answer", &o, KERNELS_EUNTRUSTED, KERNELS_TRUST_UNVERIFIED);
 	assert_true(asprintf(&record, "%s/kernels--good--answer/%s", W.cache, KERNELS__TRUST_RECORD) > 0);
 	assert_int_equal(access(record, F_OK), -1);
 	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(mirror), test_hub_endpoint(W.hub)) > 0);

@@ -118,6 +118,15 @@ int cmd_cache_rm(cli_ctx *ctx, const cli_command *cmd)
 	return rc < 0 ? cli_fail(ctx, rc, NULL) : CLI_OK;
 }
 
+/* A verdict as --json names it: "unverified" when no endpoint gave one
+ * (nothing recorded; ask through the Hub), apart from the Hub's
+ * "untrusted" (recorded). */
+static const char *verdict_name(kernels_trust_verdict verdict)
+{
+	return verdict == KERNELS_TRUST_TRUSTED ? "trusted" : verdict == KERNELS_TRUST_UNTRUSTED ? "untrusted"
+												  : "unverified";
+}
+
 /* `trust [REPO]`: the Hub's publisher verdict for each cached repo (or
  * REPO), recorded in the cache, so offline loads of what Python kernels
  * fetched need no opt-in. One line (or JSON row) per repo; exit status 1
@@ -141,7 +150,8 @@ int cmd_trust(cli_ctx *ctx, const cli_command *cmd)
 	rows = json_array();
 	for (i = 0; i < info->repos_count; i++) {
 		const char *repo = info->repos[i].repo_id;
-		int one = kernels_cache_trust(repo, &ctx->opts);
+		kernels_trust_verdict verdict;
+		int one = kernels_cache_trust_verdict(&verdict, repo, &ctx->opts);
 
 		if (one < 0 && one != KERNELS_EUNTRUSTED) {
 			json_decref(rows);
@@ -149,8 +159,7 @@ int cmd_trust(cli_ctx *ctx, const cli_command *cmd)
 			return cli_fail(ctx, one, repo);
 		}
 		untrusted += one != 0;
-		json_array_append_new(rows, json_pack("{s:s,s:s}", "repo_id", repo, "verdict",
-						      one == 0 ? "trusted" : "untrusted"));
+		json_array_append_new(rows, json_pack("{s:s,s:s}", "repo_id", repo, "verdict", verdict_name(verdict)));
 		if (!ctx->json) /* not trusted: the library says whether its verdict was recorded */
 			printf("%s: %s\n", repo, one == 0 ? "trusted publisher, recorded" : kernels_error_last());
 	}

@@ -21,8 +21,9 @@
  * huggingface_hub in progress (its per-file lock held) makes a removal
  * refuse as well. Nothing here needs the network.
  *
- * Every function here is part of libkernels since 1.0 and may be called
- * from any thread unless its comment says otherwise (docs/threading.md).
+ * Every function here is part of libkernels since 1.0 (unless its comment
+ * says a later release) and may be called from any thread unless its
+ * comment says otherwise (docs/threading.md).
  */
 #ifndef KERNELS_CACHE_H
 #define KERNELS_CACHE_H
@@ -167,6 +168,38 @@ KERNELS_EXTERN(void) kernels_cache_removal_free(kernels_cache_removal *removal);
  * Since 1.0.
  */
 KERNELS_EXTERN(int) kernels_cache_trust(const char *repo_id, const kernels_options *opts);
+
+/** What kernels_cache_trust_verdict() found for a repo. New values may be
+ *  added at the end. */
+typedef enum kernels_trust_verdict {
+	KERNELS_TRUST_TRUSTED = 0,   /**< the Hub marks the publisher as trusted; recorded */
+	KERNELS_TRUST_UNTRUSTED = 1, /**< the Hub answered that it is not a trusted publisher; recorded as such */
+	KERNELS_TRUST_UNVERIFIED = 2 /**< no endpoint gave a verdict (a mirror without the organization API, or
+					  the call failed); nothing recorded */
+} kernels_trust_verdict;
+
+/**
+ * kernels_cache_trust() for one cached repo, with the outcome a program
+ * can act on without reading the message: `*verdict` says whether the Hub
+ * called the publisher untrusted (KERNELS_TRUST_UNTRUSTED: loads need
+ * options.trust_remote_code or options.trusted_orgs) or no endpoint gave a
+ * verdict (KERNELS_TRUST_UNVERIFIED: ask again through an endpoint with the
+ * organization API), both of which kernels_cache_trust() returns as
+ * KERNELS_EUNTRUSTED.
+ *
+ * Parameters: `verdict` (not NULL) receives the verdict, also on error
+ * (KERNELS_TRUST_UNVERIFIED: nothing was learnt); `repo_id` one repo (not
+ * NULL; kernels_cache_scan() lists them); `opts` as kernels_cache_trust().
+ *
+ * Returns what kernels_cache_trust(repo_id, opts) returns: 0 with
+ * KERNELS_TRUST_TRUSTED; KERNELS_EUNTRUSTED with KERNELS_TRUST_UNTRUSTED or
+ * KERNELS_TRUST_UNVERIFIED (the message says what to do); KERNELS_EOFFLINE,
+ * KERNELS_ENOTFOUND, KERNELS_ENETWORK, KERNELS_EINVAL (NULL verdict or
+ * repo_id, invalid repo id) or KERNELS_ENOMEM. Thread-safe.
+ * @since 1.1
+ */
+KERNELS_EXTERN(int) kernels_cache_trust_verdict(kernels_trust_verdict *verdict, const char *repo_id,
+						const kernels_options *opts);
 
 #ifdef __cplusplus
 }

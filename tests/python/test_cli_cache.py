@@ -93,3 +93,24 @@ def test_cache_hub_down(hub, tmp_path):
     assert down.json("cache", "ls")["repos"][0]["repo_id"] == "org/k"
     assert down.json("cache", "rm", "org/k", "--revision", c1)["commit"] == c1
     assert json.loads(down.run("cache", "ls", "--json", check=0).stdout)["repos"][0]["snapshots"]
+
+
+def test_trust_json_tells_untrusted_from_unverified(hub, tmp_path):
+    """`trust --json` says "untrusted" only when the Hub said so (recorded), and "unverified" when no
+    endpoint gave a verdict (a mirror without the organization API: nothing recorded); both exit 1."""
+    publish_kernel(hub, tmp_path)
+    publish_kernel(hub, tmp_path, repo="stranger/k", trusted=False)
+    hub.publish(None, org="stranger", trusted=False)
+    cli = Cli(hub, tmp_path / "cache")
+    cli.run("get", "org/k", "v1", check=0)
+    cli.run("get", "stranger/k", "v1", "--trust-remote-code", check=0)
+    verdicts = {r["repo_id"]: r["verdict"] for r in cli.json("trust", check=1)["repos"]}
+    assert verdicts == {"org/k": "trusted", "stranger/k": "untrusted"}
+
+    mirror = Cli(hub, tmp_path / "cache-mirror")
+    mirror.run("get", "stranger/k", "v1", "--trust-remote-code", check=0)
+    hub.config(org_overview=False)
+    assert mirror.json("trust", check=1)["repos"] == [{"repo_id": "stranger/k", "verdict": "unverified"}]
+    p = mirror.run("trust", "stranger/k", check=1)
+    assert "got no verdict, so nothing was recorded" in p.stdout, p.stdout + p.stderr
+    assert not os.path.exists(os.path.join(mirror.cache, "kernels--stranger--k", ".libkernels", "trust.json"))
