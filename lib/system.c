@@ -302,11 +302,16 @@ static int chain_gpus(const kernels__config *cfg, kernels_system *s, const kerne
 {
 	const char *ea = env(cfg, "KERNELS_GPU_ARCHS");
 	char names[KERNELS_MAX_GPUS][32];
-	int n, i;
+	int archs[KERNELS_MAX_GPUS], n = 0, i;
 
 	s->gpu_count = 0;
 	s->current_device = -1;
 	memset(names, 0, sizeof(names));
+	/* Malformed is refused even where the list goes unused (a cpu backend,
+	 * GPUs the options give): whoever set it meant something else. */
+	if (ea && strcasecmp(ea, "none") && (n = parse_gpu_archs(ea, archs, names, KERNELS_MAX_GPUS)) < 0)
+		return kernels__error(KERNELS_EINVAL, "KERNELS_GPU_ARCHS='%s' is not a list like 9.0,8.6 or gfx90a,gfx942 "
+				      "(at most %d); fix or unset it", ea, KERNELS_MAX_GPUS);
 	if (forced_cpu || ov->gpu_count < 0)
 		return 0;
 	if (ov->gpu_count > 0) {
@@ -323,10 +328,7 @@ static int chain_gpus(const kernels__config *cfg, kernels_system *s, const kerne
 	} else if (ea) {
 		if (!strcasecmp(ea, "none"))
 			return 0;
-		if ((n = parse_gpu_archs(ea, s->gpu_archs, names, KERNELS_MAX_GPUS)) < 0)
-			return kernels__error(KERNELS_EINVAL,
-					      "KERNELS_GPU_ARCHS='%s' is not a list like 9.0,8.6 or gfx90a,gfx942 (at "
-					      "most %d); fix or unset it", ea, KERNELS_MAX_GPUS);
+		memcpy(s->gpu_archs, archs, sizeof(int) * (size_t)n);
 		s->gpu_count = n;
 	} else {
 		/* the GPUs of the selected backend, from its row of the table */

@@ -188,6 +188,14 @@ static void test_environment(void **state)
 		assert_null(s);
 		assert_non_null(strstr(kernels_error_last(), bad[i].var));
 	}
+	/* A malformed list is refused even where a cpu backend leaves it unused
+	 * (a binding passes its flag through it and reports the refusal). */
+	clear_env();
+	setenv("KERNELS_BACKEND", "cpu", 1);
+	setenv("KERNELS_GPU_ARCHS", "9.0,gfx942", 1);
+	assert_int_equal(kernels_system_detect(&s, NULL), KERNELS_EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(kernels_error_last(), "KERNELS_GPU_ARCHS='9.0,gfx942'"));
 	clear_env();
 	setenv("KERNELS_GPU_ARCHS", "none", 1);
 	setenv("KERNELS_TORCH_VERSION", "none", 1);
