@@ -48,9 +48,14 @@ typedef struct cli_command {
 /* Only errors: the level above KERNELS_LOG_WARNING (-q, KERNELS_LOG=error). */
 #define CLI_LOG_ERROR (KERNELS_LOG_WARNING + 1)
 
+/* --torch, --tvm-ffi, --cxx11-abi, --gpu-archs, --backend, --device. */
+#define CLI_SYSTEM_FLAGS 6
+
 typedef struct cli_ctx {
 	kernels_options opts;
 	kernels_system sys;             /* opts.system once --backend is given */
+	const char *system_flag[CLI_SYSTEM_FLAGS]; /* each system flag's value, NULL when not given (util.c) */
+	kernels_system *system;         /* the command's one detection (cli_system), owned; NULL until then */
 	const char *backend_version;    /* --backend-version, applied after parsing */
 	int json, quiet, verbose, progress; /* verbose: how many -v; progress: -1 auto, 0 off, 1 on */
 	int bytes;                      /* --bytes: sizes as byte counts, not KiB/MiB/GiB */
@@ -74,6 +79,11 @@ const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *na
  * equal but for case, or at most 2 edits away; NULL when none is near. */
 const char *cli_nearest(const char *s, size_t len, const char *const *names, const cli_opt *opts);
 int cli_usage_error(const cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The system as the library describes it for this command's options,
+ * detected once and kept in ctx (freed at exit); NULL when the library
+ * refuses (kernels_error_last() says why; a later call asks again). */
+const kernels_system *cli_system(cli_ctx *ctx);
 
 /* A library failure: the message to stderr (and a JSON error object on
  * stdout with --json). Returns CLI_ERROR. */

@@ -33,24 +33,18 @@ int cmd_versions(cli_ctx *ctx, const cli_command *cmd)
 	return CLI_OK;
 }
 
-/* The system as one line; `*sys` keeps the description (may be NULL). */
-static char *system_line(cli_ctx *ctx, kernels_system **sys)
+/* The command's system (cli_system) as one line, malloc'ed; NULL when the
+ * library refuses to describe it. */
+static char *system_line(cli_ctx *ctx, const kernels_system **sys)
 {
-	kernels_system *s = NULL;
 	char *line;
 	size_t n;
 
-	if (sys)
-		*sys = NULL;
-	if (kernels_system_detect(&s, &ctx->opts))
+	if (!(*sys = cli_system(ctx)))
 		return NULL;
-	n = kernels_system_format(NULL, 0, s);
+	n = kernels_system_format(NULL, 0, *sys);
 	if ((line = malloc(n + 1)))
-		kernels_system_format(line, n + 1, s);
-	if (sys)
-		*sys = s;
-	else
-		kernels_system_free(s);
+		kernels_system_format(line, n + 1, *sys);
 	return line;
 }
 
@@ -121,12 +115,12 @@ static void silent(kernels_log_level level, const char *message, void *payload)
 
 int cli_prepare_torch(cli_ctx *ctx, const char *repo, const char *revision)
 {
-	kernels_system *sys = NULL;
+	const kernels_system *sys = cli_system(ctx);
 	kernels_variant_trace *t = NULL;
 	kernels_log_cb log_cb = ctx->opts.log_cb;
 	int rc = CLI_OK;
 
-	if (kernels_system_detect(&sys, &ctx->opts) == 0 && sys->torch_source && sys->torch_path &&
+	if (sys && sys->torch_source && sys->torch_path &&
 	    strcmp(sys->torch_source, "process")) {
 		/* The load that follows says whatever this resolution would. */
 		ctx->opts.log_cb = silent;
@@ -136,7 +130,6 @@ int cli_prepare_torch(cli_ctx *ctx, const char *repo, const char *revision)
 		ctx->opts.log_cb = log_cb;
 	}
 	kernels_variant_trace_free(t);
-	kernels_system_free(sys);
 	return rc;
 }
 
@@ -145,7 +138,7 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	const char *repo = ctx->pos[0], *rev = cli_value(ctx, cmd, "revision");
 	kernels_revision *r = NULL;
 	kernels_variant_trace *t = NULL;
-	kernels_system *detected = NULL;
+	const kernels_system *detected = NULL;
 	const char *chosen;
 	char *sys;
 	size_t i, n;
@@ -158,7 +151,6 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 	if ((rc = kernels_revision_resolve(&r, repo, rev, &ctx->opts)) ||
 	    (rc = kernels_get_variants(&t, repo, rev, &ctx->opts))) {
 		free(sys);
-		kernels_system_free(detected);
 		kernels_revision_free(r);
 		return cli_fail(ctx, rc, repo);
 	}
@@ -206,7 +198,6 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 		rc = CLI_ERROR;
 	}
 	free(sys);
-	kernels_system_free(detected);
 	kernels_variant_trace_free(t);
 	kernels_revision_free(r);
 	return rc;

@@ -365,6 +365,7 @@ int main(int argc, char **argv)
 	rc = cli_parse(&ctx, cmd, nrest, rest);
 	if (rc < 0)
 		rc = cmd->run(&ctx, cmd);
+	kernels_system_free(ctx.system);
 	free(rest);
 	return rc;
 }

@@ -47,18 +47,27 @@ const cli_opt cli_global_opts[] = {
 	{ NULL, 0, NULL, NULL }
 };
 
-/* System overrides go through the environment variables the library itself
- * parses and validates (include/kernels/system.h), so both agree exactly.
- * The backend is the exception: it goes through kernels_options.system, so
- * the library reports it as coming from the options, not the environment. */
-static const char *const global_env[][2] = {
-	{ "torch", "KERNELS_TORCH_VERSION" }, { "cxx11-abi", "KERNELS_CXX11_ABI" },
-	{ "tvm-ffi", "KERNELS_TVM_FFI_VERSION" }, { "gpu-archs", "KERNELS_GPU_ARCHS" },
+/* The flags that describe the system. Their values are judged by the
+ * library, not here: the one detection after parsing (cli_system) refuses
+ * a bad one with a message that starts with the setting it came through,
+ * and the CLI words that refusal as its flag. `setting`: a KERNELS_*
+ * variable the flag is passed through (the library parses it, as it
+ * documents in system.h), else the options field. The backend goes
+ * through the options, so that the library says it came from them.
+ * `wants`: what the flag takes, for that usage error; NULL: the library's
+ * own list follows (a backend's nearest name and the backends). The order
+ * is that of cli_ctx.system_flag. */
+static const struct {
+	const char *flag, *setting, *wants;
+} system_flags[CLI_SYSTEM_FLAGS] = {
+	{ "torch", "KERNELS_TORCH_VERSION", "is not a version like 2.11, or none" },
+	{ "tvm-ffi", "KERNELS_TVM_FFI_VERSION", "is not a version like 0.1, or none" },
+	{ "cxx11-abi", "KERNELS_CXX11_ABI", "must be 0 or 1" },
+	{ "gpu-archs", "KERNELS_GPU_ARCHS", "is not a list like 9.0,8.6 or gfx90a,gfx942 (at most "
+	  CLI_STR(KERNELS_MAX_GPUS) ", not mixed), or none" },
+	{ "backend", "kernels_options.system->backend", NULL },
+	{ "device", "kernels_options.device", "is not a GPU index such as 0 or cuda:1" },
 };
-
-/* The backends the library knows (lib/backend.c's table; a test holds the
- * two lists equal through the messages naming them). */
-static const char *const backends[] = { "cuda", "rocm", "xpu", "cann", "cpu", "metal", "neuron", "tpu", NULL };
 
 /* Edit distance of a and b, a swap of two neighbours counting as one edit
  * ("cup" is one from "cpu"), capped at 9 (all a suggestion needs). */
@@ -107,82 +116,26 @@ const char *cli_nearest(const char *s, size_t len, const char *const *names, con
 	return best;
 }
 
-/* "2.11", "0.1", "2.11.0+cu130" (as the library reads KERNELS_TORCH_VERSION)
- * or "none". */
-static int version_ok(const char *s)
+/* A system flag given: passed on as the library reads it, and recorded
+ * so that a refusal of its value is named as the flag. An empty variable
+ * reads as unset and an empty backend as detect, so an empty value is
+ * refused here. Returns -1, or the usage error's exit code. */
+static int system_flag(cli_ctx *ctx, const cli_command *cmd, size_t i, const char *value)
 {
-	const char *p = s;
+	const char *name = system_flags[i].flag;
 
-	if (!strcasecmp(s, "none"))
-		return 1;
-	if (!isdigit((unsigned char)*p))
-		return 0;
-	while (isdigit((unsigned char)*p))
-		p++;
-	if (*p == '.') {
-		if (!isdigit((unsigned char)p[1]) || strspn(p + 1, "0123456789") > 2)
-			return 0;
-		p += 1 + strspn(p + 1, "0123456789");
-	}
-	return p - s < 12 && (!*p || *p == '.' || *p == '+' || *p == '-' || isalpha((unsigned char)*p));
-}
-
-/* "none", compute capabilities "9.0,8.6" or ROCm archs "gfx90a,gfx942[:features]", not mixed, at most
- * KERNELS_MAX_GPUS (as the library reads KERNELS_GPU_ARCHS). */
-static int archs_ok(const char *s)
-{
-	int n = 0, gfx = -1;
-
-	if (!strcasecmp(s, "none"))
-		return 1;
-	while (*s) {
-		size_t len = strcspn(s, ", ");
-		int is_gfx = !strncmp(s, "gfx", 3);
-		if (n++ == KERNELS_MAX_GPUS || (gfx >= 0 && gfx != is_gfx))
-			return 0;
-		gfx = is_gfx;
-		if (is_gfx ? strcspn(s, ", :") < 4 || strcspn(s, ", :") >= 32
-			   : !(isdigit((unsigned char)s[0]) && strspn(s, "0123456789") <= 2 && s[strspn(s, "0123456789")] == '.' &&
-			       isdigit((unsigned char)s[strspn(s, "0123456789") + 1]) && strspn(s, "0123456789") + 2 == len))
-			return 0;
-		s += len;
-		s += strspn(s, ", ");
-	}
-	return n > 0;
-}
-
-/* A system flag's value checked here, so a bad one is named as the flag (the
- * library would name the variable it is passed through). */
-static int check_system_flag(const cli_command *cmd, const char *name, const char *value)
-{
-	if (!*value)
-		return cli_usage_error(cmd, "--%s wants a value", name);
-	if ((!strcmp(name, "torch") || !strcmp(name, "tvm-ffi")) && !version_ok(value))
-		return cli_usage_error(cmd, "--%s '%s' is not a version like %s, or none", name, value,
-				       name[0] == 't' && name[1] == 'o' ? "2.11" : "0.1");
-	if (!strcmp(name, "cxx11-abi") && strcmp(value, "0") && strcmp(value, "1"))
-		return cli_usage_error(cmd, "--cxx11-abi '%s' must be 0 or 1", value);
-	if (!strcmp(name, "gpu-archs") && !archs_ok(value))
-		return cli_usage_error(cmd, "--gpu-archs '%s' is not a list like 9.0,8.6 or gfx90a,gfx942 (at most %d, "
-				       "not mixed), or none", value, KERNELS_MAX_GPUS);
+	if (!*value && strcmp(name, "device"))
+		return cli_usage_error(cmd, "--%s wants a %s", name,
+				       strcmp(name, "backend") ? "value" : "name (cpu, cuda, rocm, ...)");
+	ctx->system_flag[i] = value;
+	if (!strncmp(system_flags[i].setting, "KERNELS_", 8))
+		setenv(system_flags[i].setting, value, 1);
+	else if (!strcmp(name, "backend")) {
+		ctx->sys.backend = value;
+		ctx->opts.system = &ctx->sys;
+	} else
+		ctx->opts.device = value;
 	return -1;
-}
-
-static int check_backend(const cli_command *cmd, const char *value)
-{
-	const char *near;
-	size_t i;
-
-	if (!*value)
-		return cli_usage_error(cmd, "--backend wants a name (cpu, cuda, rocm, ...)");
-	for (i = 0; backends[i]; i++)
-		if (!strcmp(backends[i], value))
-			return -1;
-	if ((near = cli_nearest(value, strlen(value), backends, NULL)))
-		return cli_usage_error(cmd, "--backend '%s' is not a backend: did you mean '%s'? (backends: cuda, rocm, "
-				       "xpu, cann, cpu, metal, neuron, tpu)", value, near);
-	return cli_usage_error(cmd, "--backend '%s' is not a backend; use one of: cuda, rocm, xpu, cann, cpu, metal, "
-			       "neuron, tpu", value);
 }
 
 static int parse_long(const char *s, long min, long max, long *out)
@@ -202,7 +155,6 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 {
 	long n;
 	size_t i;
-	int rc;
 
 	if (!strcmp(name, "endpoint"))
 		ctx->opts.endpoint = value;
@@ -220,16 +172,9 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 		ctx->opts.torch_dir = value;
 	else if (!strcmp(name, "no-find-torch"))
 		ctx->opts.find_torch = 0;
-	else if (!strcmp(name, "device"))
-		ctx->opts.device = value;
 	else if (!strcmp(name, "skip-arch-check"))
 		ctx->opts.skip_arch_check = 1;
-	else if (!strcmp(name, "backend")) {
-		if ((rc = check_backend(cmd, value)) >= 0)
-			return rc;
-		ctx->sys.backend = value;
-		ctx->opts.system = &ctx->sys;
-	} else if (!strcmp(name, "backend-version"))
+	else if (!strcmp(name, "backend-version"))
 		ctx->backend_version = value;
 	else if (!strcmp(name, "timeout")) {
 		if (parse_long(value, 1, 86400000, &n))
@@ -256,13 +201,9 @@ static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, 
 	else if (!strcmp(name, "no-progress"))
 		ctx->progress = 0;
 	else {
-		for (i = 0; i < sizeof(global_env) / sizeof(global_env[0]); i++)
-			if (!strcmp(name, global_env[i][0])) {
-				if ((rc = check_system_flag(cmd, name, value)) >= 0)
-					return rc;
-				setenv(global_env[i][1], value, 1);
-				return -1;
-			}
+		for (i = 0; i < CLI_SYSTEM_FLAGS; i++)
+			if (!strcmp(name, system_flags[i].flag))
+				return system_flag(ctx, cmd, i, value);
 	}
 	return -1;
 }
@@ -439,34 +380,79 @@ static void set_log_level(cli_ctx *ctx)
 		ctx->log_level = ctx->verbose > 1 ? KERNELS_LOG_DEBUG : KERNELS_LOG_INFO;
 }
 
-/* --device names a GPU this machine has (the library would only reject
- * the builds it checks archs for, and choose another). */
-static int check_device(cli_ctx *ctx, const cli_command *cmd)
+const kernels_system *cli_system(cli_ctx *ctx)
 {
-	const char *v = ctx->opts.device, *digits;
-	kernels_system *s = NULL;
-	char *end;
+	if (!ctx->system && kernels_system_detect(&ctx->system, &ctx->opts))
+		ctx->system = NULL;
+	return ctx->system;
+}
+
+/* The flag given whose setting the library's refusal `msg` starts with
+ * (its messages name what failed first); -1 when none: the refusal is of
+ * something else (the environment, say), for the command to report. */
+static int refused_flag(const cli_ctx *ctx, const char *msg)
+{
+	size_t i, n;
+
+	for (i = 0; i < CLI_SYSTEM_FLAGS; i++) {
+		n = strlen(system_flags[i].setting);
+		if (ctx->system_flag[i] && !strncmp(msg, system_flags[i].setting, n) && strchr("=: ", msg[n]))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* The library's refusal of a flag's value, as a usage error naming the
+ * flag (not the variable or field it went through). */
+static int flag_refused(const cli_ctx *ctx, const cli_command *cmd, size_t i, const char *msg)
+{
+	const char *tail = strstr(msg, "not a backend");
+
+	if (!system_flags[i].wants && tail) /* the library's nearest name and list of backends */
+		return cli_usage_error(cmd, "--%s '%s' is %s", system_flags[i].flag, ctx->system_flag[i], tail);
+	return cli_usage_error(cmd, "--%s '%s' %s", system_flags[i].flag, ctx->system_flag[i],
+			       system_flags[i].wants ? system_flags[i].wants : msg);
+}
+
+/* --device names a GPU of the machine the library describes (the library
+ * itself would only reject the builds it checks archs for, and choose
+ * another). Its syntax the library has checked. */
+static int check_device(cli_ctx *ctx, const cli_command *cmd, const kernels_system *s)
+{
+	const char *v = ctx->opts.device;
 	long dev;
-	int rc = -1;
 
 	if (!v)
 		return -1;
-	digits = strchr(v, ':') ? strchr(v, ':') + 1 : v;
-	dev = strtol(digits, &end, 10);
-	if (!*digits || *end || dev < 0 || dev >= KERNELS_MAX_GPUS)
-		return cli_usage_error(cmd, "--device '%s' is not a GPU index such as 0 or cuda:1", v);
-	if (kernels_system_detect(&s, &ctx->opts) < 0) {
-		kernels_error_clear(); /* the command itself reports what is wrong */
-		return -1;
-	}
+	dev = strtol(strchr(v, ':') ? strchr(v, ':') + 1 : v, NULL, 10);
 	if (s->gpu_count > 0 && dev >= s->gpu_count)
-		rc = cli_usage_error(cmd, "--device %s: this machine has %d GPU%s; give an index from 0 to %d", v,
-				     s->gpu_count, s->gpu_count == 1 ? "" : "s", s->gpu_count - 1);
-	else if (s->gpu_count <= 0 && s->backend && strcmp(s->backend, "cpu"))
-		rc = cli_usage_error(cmd, "--device %s: this machine has no %s GPU; leave --device out (or use --backend cpu)",
-				     v, s->backend);
-	kernels_system_free(s);
-	return rc;
+		return cli_usage_error(cmd, "--device %s: this machine has %d GPU%s; give an index from 0 to %d", v,
+				       s->gpu_count, s->gpu_count == 1 ? "" : "s", s->gpu_count - 1);
+	if (s->gpu_count <= 0 && s->backend && strcmp(s->backend, "cpu"))
+		return cli_usage_error(cmd, "--device %s: this machine has no %s GPU; leave --device out (or use "
+				       "--backend cpu)", v, s->backend);
+	return -1;
+}
+
+/* The system flags given are judged by the one detection of the command
+ * (cli_system): a refused value is a usage error, a device the machine
+ * lacks too. A refusal of anything else is left for the command. */
+static int check_system(cli_ctx *ctx, const cli_command *cmd)
+{
+	const kernels_system *s;
+	size_t i;
+	int flag;
+
+	for (i = 0; i < CLI_SYSTEM_FLAGS && !ctx->system_flag[i]; i++)
+		;
+	if (i == CLI_SYSTEM_FLAGS)
+		return -1;
+	if ((s = cli_system(ctx)))
+		return check_device(ctx, cmd, s);
+	if ((flag = refused_flag(ctx, kernels_error_last())) >= 0)
+		return flag_refused(ctx, cmd, (size_t)flag, kernels_error_last());
+	kernels_error_clear();
+	return -1;
 }
 
 int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
@@ -545,7 +531,7 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 	set_log_level(ctx);
 	if ((rc = apply_backend_version(ctx, cmd)) >= 0)
 		return rc;
-	return check_device(ctx, cmd);
+	return check_system(ctx, cmd);
 }
 
 const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *name)

@@ -140,6 +140,23 @@ def test_a_missing_device_is_a_usage_error(tmp_path):
     assert "is not a GPU index" in cli.run("variants", "org/k", "--revision", "v1", "--device", "x", check=2).stderr
 
 
+def test_one_command_detects_the_system_once(hub, tmp_path):
+    # The flags judged, the --device checked, the system and torch shown, the
+    # torch prepared for a load: all from the tool's one detection (the
+    # library's own, inside its calls, are not counted: they are not calls of
+    # kernels_system_detect).
+    publish_kernel(hub, tmp_path, variants=(CPU211,))
+    log = tmp_path / "detect.log"
+    cli = Cli(hub, tmp_path / "cache", extra_env={"LD_PRELOAD": os.environ["KERNELS_TEST_COUNT_DETECT"],
+                                                   "KERNELS_TEST_DETECT_LOG": str(log)})
+    flags = ("--backend", "cpu", "--torch", "2.11", "--device", "0")
+    for args in (("variants", "org/k", "--revision", "v1", *flags), ("get", "org/k", "v1", *flags)):
+        log.unlink(missing_ok=True)
+        p = cli.run(*args, check=0)
+        assert log.read_text().count("kernels_system_detect") == 1, (args, p.stderr)
+    assert "chosen:   " + CPU211 in cli.run("variants", "org/k", "--revision", "v1", *flags, check=0).stdout
+
+
 def test_misspelled_flags_and_commands_get_the_nearest(tmp_path):
     cli = Cli(None, tmp_path / "cache")
     p = cli.run("variants", "org/k", "--revision", "v1", "--bakend", "cpu", check=2)
