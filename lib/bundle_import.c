@@ -25,6 +25,7 @@
 #include "cache.h"
 #include "config.h"
 #include "error.h"
+#include "hash.h"
 #include "receipt.h"
 #include "refs.h"
 #include "signature.h"
@@ -393,6 +394,29 @@ static int move_into(const imp_repo *r, int from_dfd, const char *from, const ch
 	return rc;
 }
 
+/* A blob the cache holds already is kept, untouched (its identity is what
+ * the verification receipts record), when its bytes are what its name
+ * says: a download receipt vouching for this identity, or hashed now
+ * (reading changes no identity). One that is not (a damaged cache) is
+ * replaced by the staged copy, which the import verified. */
+static int cached_blob_sound(const imp_repo *r, const kernels__bundle_entry *e)
+{
+	int git = strlen(e->f.etag) == 40, sound;
+	char real[PATH_MAX], hex[65], *path;
+	struct stat st;
+
+	if (!kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size))
+		return 0;
+	if (!kernels__realpath(r->dir, real, NULL) || !(path = kernels__sprintf("%s/blobs/%s", real, e->f.etag)))
+		return 1; /* cannot tell: left as it is; every load verifies it anyway */
+	sound = stat(path, &st) == 0 && ((!git && kernels__receipt_blob_matches(real, e->f.etag, &st)) ||
+		(kernels__hash_blob(path, git ? KERNELS__BLOB_GIT_SHA1 : KERNELS__BLOB_SHA256, hex, NULL) == 0 &&
+		 !strcmp(hex, e->f.etag)));
+	free(path);
+	kernels_error_clear(); /* a blob that cannot be read is replaced, not an error */
+	return sound;
+}
+
 static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_entry *e)
 {
 	char *from = kernels__sprintf("%s/blobs/%s", r->stage, e->f.etag), real[PATH_MAX];
@@ -401,11 +425,14 @@ static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_e
 
 	if (!from)
 		return KERNELS_ENOMEM;
-	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size)) {
+	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) < 0 || cached_blob_sound(r, e)) {
 		free(from); /* published for an earlier file, or cached already: left as it is */
 		return 0;
 	}
+	if (kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size))
+		kernels__log(im->cfg, KERNELS_LOG_WARNING, "%s/blobs/%s does not hold the bytes its name says (a "
+			     "damaged cache); replaced by the copy in bundle %s, which verified", r->dir, e->f.etag,
+			     im->name);
 	if ((rc = move_into(r, r->stage_blobs, e->f.etag, "blobs", e->f.etag)) == 1)
 		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/blobs: %s", from, r->dir, strerror(errno));
 	free(from);

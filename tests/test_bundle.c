@@ -317,6 +317,38 @@ static void test_import_keeps_receipts(void **state)
 	free(cache);
 }
 
+/* A cached blob whose bytes no longer match its name (same size: a
+ * damaged disk, a stray write), in a cache that lost the variant folder
+ * using it: the import replaces it with the bundle's verified copy, says
+ * so, and the variant loads offline. */
+static void test_import_repairs_a_damaged_blob(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
+	char *cache = path_in("cache-damaged"), *module;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o, &s, cache);
+	o.offline = 1;
+	assert_ok(kernels_bundle_import(NULL, B.bundle, &o));
+	assert_true(asprintf(&module, "%s/kernels--acme--bundled/snapshots/%s/build/%s/_bundled_100.abi3.so", cache,
+			     W.commit[0], VARIANTS[0]) > 0);
+	assert_int_equal(test_system("printf X | dd of=\"$(readlink -f '%s')\" bs=1 seek=100 conv=notrunc "
+				     "2>/dev/null && rm -rf '%s/kernels--acme--bundled/snapshots/%s/build/%s'", module,
+				     cache, W.commit[0], VARIANTS[0]), 0);
+	assert_ok(kernels_bundle_import(&st, B.bundle, &o));
+	assert_int_equal(st.variants_added, 1);
+	assert_int_equal(st.blobs_added, 1);
+	assert_ok(kernels_get(&k, "acme/bundled", "v1", &o));
+	assert_int_equal(test_kernel_answer(k), 100);
+	kernels_kernel_close(k);
+	free(module);
+	test_rmtree(cache);
+	free(cache);
+}
+
 /* ---- hostile archives ------------------------------------------------------------- */
 
 typedef struct {
@@ -927,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_import_then_offline_loads),
 		cmocka_unit_test(test_partial_cache_gets_the_rest),
 		cmocka_unit_test(test_import_keeps_receipts),
+		cmocka_unit_test(test_import_repairs_a_damaged_blob),
 		cmocka_unit_test(test_hostile_archives_refused_whole),
 		cmocka_unit_test(test_signature_required_refuses_unsigned),
 		cmocka_unit_test(test_kill_mid_import),

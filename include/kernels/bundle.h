@@ -112,7 +112,9 @@ typedef struct kernels_bundle_import_stats {
  * twice is a no-op that succeeds); a cache holding part of the bundle gets
  * the rest, its blobs untouched (not linked, not rewritten: the
  * verification records of variants using them stay valid, and offline
- * loads do not hash them again). Refs are written last, and never moved
+ * loads do not hash them again) unless one's bytes no longer match its
+ * name: that one is replaced by the bundle's verified copy, with a
+ * warning. Refs are written last, and never moved
  * back (as git fetch refuses a non-fast-forward): a branch or tag the
  * cache lacks is written; one the cache has at another commit is moved
  * only when version tags ("v1.2.0", in the cache or the bundle) show the
