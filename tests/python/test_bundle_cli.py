@@ -58,6 +58,28 @@ def test_bundle_import_then_python_kernels_loads_offline(hub, tmp_path):
     assert hub.log() == []
 
 
+def test_older_bundle_keeps_the_newer_refs(hub, tmp_path):
+    """An older bundle imported after a newer one leaves the branches where they are, says so on stderr
+    with the way to take the bundle's, and does it when asked that way."""
+    src, old = make_bundle(hub, tmp_path)
+    tree = tmp_path / "tree-new"
+    tb.make_variant(tree / "build" / tb.torch_cpu_variant(), name="answer", answer=43)
+    newer_commit = tb.publish_tree(hub, "acme/answer", tree, tags=["v1.1.0"])
+    src.run("lock", str(tmp_path / "app"), check=0)
+    new = tmp_path / "new.bundle"
+    src.run("bundle", str(tmp_path / "app"), "-o", str(new), check=0)
+
+    fleet = Cli(None, tmp_path / "fleet-cache")
+    fleet.run("bundle", "import", str(new), "--offline", check=0)
+    p = fleet.run("bundle", "import", str(old), "--offline", check=0)
+    main = pathlib.Path(fleet.cache) / "kernels--acme--answer" / "refs" / "main"
+    assert main.read_text().strip() == newer_commit
+    assert "refs/main kept at" in p.stderr and f"remove {main}" in p.stderr, p.stderr
+    main.unlink()
+    fleet.run("bundle", "import", str(old), "--offline", check=0)
+    assert main.read_text().strip() != newer_commit
+
+
 def build_bundle(out, src, bundle, proj, extra=()):
     """A bundle made here, by Python's tarfile (plain tar, no zstd), from the
     manifest format alone: what another tool, or an attacker, would write."""
