@@ -14,8 +14,14 @@ GEN = ROOT / "scripts" / "gen-man.py"
 
 
 def exports():
-    return [ln.strip() for ln in (ROOT / "lib" / "kernels.exports").read_text().splitlines()
-            if ln.startswith("kernels_")]
+    """{exported name: the release of its version node ("KERNELS_1.1": "1.1")}."""
+    names, release = {}, None
+    for ln in (ROOT / "lib" / "kernels.exports").read_text().splitlines():
+        m = re.match(r"\[KERNELS_(\d+\.\d+)\]", ln)
+        release = m.group(1) if m else release
+        if ln.startswith("kernels_"):
+            names[ln.strip()] = release
+    return names
 
 
 def test_every_public_function_is_documented():
@@ -34,9 +40,12 @@ def test_a_page_per_export_that_man_renders_cleanly(tmp_path):
     out = tmp_path / "man3"
     subprocess.run([sys.executable, str(GEN), str(ROOT / "include"), str(out), "1.0.0"], check=True)
     pages = sorted(p.stem for p in out.glob("*.3"))
-    assert pages == sorted(exports())
+    released = exports()
+    assert pages == sorted(released)
     for name in pages:
         r = subprocess.run(["man", "--warnings", "-P", "cat", "-l", str(out / f"{name}.3")], capture_output=True,
                            text=True, env={"MANWIDTH": "100", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
         assert r.returncode == 0 and not r.stderr, f"{name}.3: {r.stderr}"
-        assert f"{name}(" in r.stdout and "DESCRIPTION" in r.stdout and "Since libkernels 1.0." in r.stdout, name
+        # the header's @since (1.0 unless it says) agrees with the export's version node
+        since = f"Since libkernels {released[name]}."
+        assert f"{name}(" in r.stdout and "DESCRIPTION" in r.stdout and since in r.stdout, (name, since)
