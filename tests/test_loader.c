@@ -16,7 +16,6 @@
 #include "loader.h"
 #include "../tests/data/variants/fixture.h"
 
-static char *tmp;
 
 /* The loader calls this between verifying a module and opening it to map
  * it (a weak reference in lib/loader.c): armed, it swaps the file there,
@@ -31,20 +30,6 @@ void kernels__test_before_open(const char *path)
 	}
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	tmp = test_mkdtemp("loader");
-	return tmp ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	test_rmtree_free(&tmp);
-	return 0;
-}
-
 static int answer(const kernels_kernel *k)
 {
 	int (*fn)(void);
@@ -55,7 +40,7 @@ static int answer(const kernels_kernel *k)
 
 static void test_load_twice_same_handle(void **state)
 {
-	char *dir = fx_variant(tmp, "one/torch-cpu", "one", 41, NULL), *alias;
+	char *dir = fx_variant(test_tmp, "one/torch-cpu", "one", 41, NULL), *alias;
 	kernels_kernel *a, *b, *c;
 	const kernels_metadata *m;
 	(void)state;
@@ -77,7 +62,7 @@ static void test_load_twice_same_handle(void **state)
 	assert_string_equal(kernels_metadata_backend(m), "cpu");
 
 	/* Same folder, spelled differently (a link to it, a /./): same handle. */
-	assert_true(asprintf(&alias, "%s/alias", tmp) > 0);
+	assert_true(asprintf(&alias, "%s/alias", test_tmp) > 0);
 	test_system("ln -s '%s' '%s'", dir, alias);
 	assert_int_equal(kernels_load_local(&b, dir, NULL), 0);
 	assert_ptr_equal(a, b);
@@ -96,8 +81,8 @@ static void test_load_twice_same_handle(void **state)
 
 static void test_two_versions_side_by_side(void **state)
 {
-	char *v1 = fx_variant(tmp, "commit1/build/torch-cpu", "twin", 1, NULL);
-	char *v2 = fx_variant(tmp, "commit2/build/torch-cpu", "twin", 2, NULL);
+	char *v1 = fx_variant(test_tmp, "commit1/build/torch-cpu", "twin", 1, NULL);
+	char *v2 = fx_variant(test_tmp, "commit2/build/torch-cpu", "twin", 2, NULL);
 	kernels__config cfg;
 	kernels_kernel *a, *b, **list;
 	size_t n, i, seen = 0;
@@ -105,9 +90,9 @@ static void test_two_versions_side_by_side(void **state)
 
 	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
 	assert_int_equal(kernels__loader_open(&cfg, NULL, "org/twin", "1111111111111111111111111111111111111111", NULL, v1,
-					      tmp, &a), 0);
+					      test_tmp, &a), 0);
 	assert_int_equal(kernels__loader_open(&cfg, NULL, "org/twin", "2222222222222222222222222222222222222222",
-					      "torch-cpu", v2, tmp, &b), 0);
+					      "torch-cpu", v2, test_tmp, &b), 0);
 	kernels__config_free(&cfg);
 	assert_ptr_not_equal(a, b);
 	assert_string_equal(kernels_kernel_repo(a), "org/twin");
@@ -142,8 +127,8 @@ static void test_tampered_never_loaded(void **state)
 	kernels_kernel *k = (kernels_kernel *)1;
 	(void)state;
 
-	assert_true(asprintf(&marker, "%s/tampered.marker", tmp) > 0);
-	dir = fx_variant(tmp, "tampered/torch-cpu", "tampered", 7, marker);
+	assert_true(asprintf(&marker, "%s/tampered.marker", test_tmp) > 0);
+	dir = fx_variant(test_tmp, "tampered/torch-cpu", "tampered", 7, marker);
 	assert_non_null(dir);
 	/* Swap the module for another build after the digest was taken. */
 	assert_true(asprintf(&so, "%s/_tampered_7.abi3.so", dir) > 0);
@@ -179,7 +164,7 @@ static void test_noarch(void **state)
 	kernels_kernel *k;
 	(void)state;
 
-	assert_true(asprintf(&dir, "%s/noarch/torch-universal", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/noarch/torch-universal", test_tmp) > 0);
 	test_system("mkdir -p '%s/noarchk' && echo 'x = 1' > '%s/__init__.py' && echo 'y = 2' > '%s/noarchk/__init__.py'",
 		    dir, dir, dir);
 	assert_int_equal(fx_metadata(dir, "--name noarchk --backend cuda"), 0);
@@ -202,7 +187,7 @@ static void test_module_choice(void **state)
 	(void)state;
 
 	/* Two modules at the top: the one named after the id wins. */
-	dir = fx_variant(tmp, "choice/torch-cpu", "choice", 5, NULL);
+	dir = fx_variant(test_tmp, "choice/torch-cpu", "choice", 5, NULL);
 	assert_true(asprintf(&p, "%s/helper.so", dir) > 0);
 	assert_int_equal(fx_build_so(p, 99, NULL, NULL, NULL), 0);
 	assert_int_equal(fx_metadata(dir, "--name choice --id _choice_5"), 0);
@@ -217,7 +202,7 @@ static void test_module_choice(void **state)
 	free(dir);
 
 	/* The module inside the {name}/ package folder. */
-	assert_true(asprintf(&dir, "%s/pkgmod/torch-cpu", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/pkgmod/torch-cpu", test_tmp) > 0);
 	assert_true(asprintf(&p, "%s/pkg_mod/_pkg_mod_x.abi3.so", dir) > 0);
 	test_system("mkdir -p '%s/pkg_mod'", dir);
 	assert_int_equal(fx_build_so(p, 12, NULL, NULL, NULL), 0);
@@ -239,12 +224,12 @@ static void test_dlopen_failures(void **state)
 	(void)state;
 
 	/* A module needing a library this process cannot find. */
-	assert_true(asprintf(&dir, "%s/needs-lib/torch211-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/needs-lib/torch211-cpu-x86_64-linux", test_tmp) > 0);
 	assert_true(asprintf(&so, "%s/_needs_lib_1.abi3.so", dir) > 0);
-	assert_true(asprintf(&dep, "%s/deps/libkernelsmissingdep.so", tmp) > 0);
-	test_system("mkdir -p '%s' '%s/deps'", dir, tmp);
+	assert_true(asprintf(&dep, "%s/deps/libkernelsmissingdep.so", test_tmp) > 0);
+	test_system("mkdir -p '%s' '%s/deps'", dir, test_tmp);
 	assert_int_equal(fx_build_so(dep, 0, NULL, "int missing_dep_fn(void) { return 3; }", NULL), 0);
-	assert_true(asprintf(&flags, "-L'%s/deps' -lkernelsmissingdep", tmp) > 0);
+	assert_true(asprintf(&flags, "-L'%s/deps' -lkernelsmissingdep", test_tmp) > 0);
 	assert_int_equal(fx_build_so(so, 1, NULL, "int missing_dep_fn(void); int use_dep(void) { return missing_dep_fn(); }",
 				     flags), 0);
 	remove(dep);
@@ -257,7 +242,7 @@ static void test_dlopen_failures(void **state)
 	free(so);
 
 	/* A module with an unresolved symbol (as with a torch of the wrong ABI). */
-	assert_true(asprintf(&dir, "%s/needs-sym/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/needs-sym/torch211-cxx11-cpu-x86_64-linux", test_tmp) > 0);
 	assert_true(asprintf(&so, "%s/_needs_sym_1.abi3.so", dir) > 0);
 	test_system("mkdir -p '%s'", dir);
 	assert_int_equal(fx_build_so(so, 1, NULL,
@@ -284,9 +269,9 @@ static void test_python_extension_without_python(void **state)
 	(void)state;
 
 	assert_null(dlsym(RTLD_DEFAULT, "PyModule_Create2")); /* this test process has no Python */
-	assert_true(asprintf(&dir, "%s/pyext/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/pyext/torch211-cxx11-cpu-x86_64-linux", test_tmp) > 0);
 	assert_true(asprintf(&so, "%s/_pyext_7.abi3.so", dir) > 0);
-	assert_true(asprintf(&marker, "%s/pyext.loaded", tmp) > 0);
+	assert_true(asprintf(&marker, "%s/pyext.loaded", test_tmp) > 0);
 	test_system("mkdir -p '%s'", dir);
 	assert_int_equal(fx_build_so(so, 7, marker,
 				     "typedef struct PyModuleDef PyModuleDef; typedef struct _object PyObject;"
@@ -328,7 +313,7 @@ static void test_python_extension_missing_other_symbol(void **state)
 	kernels_kernel *k = NULL;
 	(void)state;
 
-	assert_true(asprintf(&dir, "%s/pyext-bad/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/pyext-bad/torch211-cxx11-cpu-x86_64-linux", test_tmp) > 0);
 	assert_true(asprintf(&so, "%s/_pyext_bad_8.abi3.so", dir) > 0);
 	test_system("mkdir -p '%s'", dir);
 	assert_int_equal(fx_build_so(so, 8, NULL,
@@ -357,7 +342,7 @@ static void test_origin_dependency(void **state)
 	int (*fn)(void);
 	(void)state;
 
-	assert_true(asprintf(&dir, "%s/origin/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/origin/torch211-cxx11-cpu-x86_64-linux", test_tmp) > 0);
 	assert_true(asprintf(&so, "%s/_origin_9.abi3.so", dir) > 0);
 	assert_true(asprintf(&dep, "%s/libkernelsorigindep.so", dir) > 0);
 	test_system("mkdir -p '%s'", dir);
@@ -388,10 +373,10 @@ static void test_swap_between_verify_and_load(void **state)
 	kernels_kernel *k = NULL;
 	(void)state;
 
-	assert_true(asprintf(&marker, "%s/swapped.ran", tmp) > 0);
-	assert_true(asprintf(&evil, "%s/evil.so", tmp) > 0);
+	assert_true(asprintf(&marker, "%s/swapped.ran", test_tmp) > 0);
+	assert_true(asprintf(&evil, "%s/evil.so", test_tmp) > 0);
 	assert_int_equal(fx_build_so(evil, 666, marker, NULL, NULL), 0);
-	dir = fx_variant(tmp, "swap/torch211-cxx11-cpu-x86_64-linux", "swap", 5, NULL);
+	dir = fx_variant(test_tmp, "swap/torch211-cxx11-cpu-x86_64-linux", "swap", 5, NULL);
 	assert_non_null(dir);
 	swap_in = evil;
 	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_EINTEGRITY);
@@ -415,11 +400,11 @@ static void test_swap_of_origin_dependency(void **state)
 	kernels_kernel *k = NULL;
 	(void)state;
 
-	assert_true(asprintf(&dir, "%s/origin-swap/torch211-cxx11-cpu-x86_64-linux", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/origin-swap/torch211-cxx11-cpu-x86_64-linux", test_tmp) > 0);
 	assert_true(asprintf(&so, "%s/_oswap_11.abi3.so", dir) > 0);
 	assert_true(asprintf(&dep, "%s/libkernelsoswapdep.so", dir) > 0);
-	assert_true(asprintf(&evil, "%s/libkernelsoswapdep-evil.so", tmp) > 0);
-	assert_true(asprintf(&marker, "%s/oswap-evil.ran", tmp) > 0);
+	assert_true(asprintf(&evil, "%s/libkernelsoswapdep-evil.so", test_tmp) > 0);
+	assert_true(asprintf(&marker, "%s/oswap-evil.ran", test_tmp) > 0);
 	test_system("mkdir -p '%s'", dir);
 	assert_int_equal(fx_build_so(dep, 0, NULL, "int oswap_fn(void) { return 1; }", "-Wl,-soname,libkernelsoswapdep.so"), 0);
 	assert_int_equal(fx_build_so(evil, 0, marker, "int oswap_fn(void) { return 666; }",
@@ -466,8 +451,8 @@ static void test_concurrent_loads(void **state)
 	long i;
 	(void)state;
 
-	concurrent_dirs[0] = fx_variant(tmp, "conc/a/torch-cpu", "conc", 100, NULL);
-	concurrent_dirs[1] = fx_variant(tmp, "conc/b/torch-cpu", "conc", 200, NULL);
+	concurrent_dirs[0] = fx_variant(test_tmp, "conc/a/torch-cpu", "conc", 100, NULL);
+	concurrent_dirs[1] = fx_variant(test_tmp, "conc/b/torch-cpu", "conc", 200, NULL);
 	for (i = 0; i < THREADS; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, load_thread, (void *)i), 0);
 	for (i = 0; i < THREADS; i++)
@@ -493,7 +478,7 @@ static void test_build_tree(void **state)
 	kernels_kernel *k;
 	(void)state;
 
-	assert_true(asprintf(&repo, "%s/tree", tmp) > 0);
+	assert_true(asprintf(&repo, "%s/tree", test_tmp) > 0);
 	assert_true(asprintf(&p, "%s/build", repo) > 0);
 	free(fx_variant(p, "torch-cpu", "tree", 1, NULL));
 	free(fx_variant(p, "torch211-cu130-x86_64-linux", "tree", 2, NULL));
@@ -553,7 +538,7 @@ static void test_bad_arguments(void **state)
 {
 	kernels_kernel *k;
 	(void)state;
-	assert_int_equal(kernels_load_local(NULL, tmp, NULL), KERNELS_EINVAL);
+	assert_int_equal(kernels_load_local(NULL, test_tmp, NULL), KERNELS_EINVAL);
 	assert_int_equal(kernels_load_local(&k, NULL, NULL), KERNELS_EINVAL);
 	assert_int_equal(kernels_load_local(&k, "/nonexistent/variant", NULL), KERNELS_ENOTFOUND);
 	assert_null(kernels_symbol(NULL, "x"));
@@ -572,7 +557,7 @@ static void test_tvm_ffi_exports_listed(void **state)
 	const char *m;
 	(void)state;
 
-	dir = fx_variant(tmp, "tvmx/tvm-ffi01-cpu-x86_64-linux", "tvmx", 3, NULL);
+	dir = fx_variant(test_tmp, "tvmx/tvm-ffi01-cpu-x86_64-linux", "tvmx", 3, NULL);
 	assert_non_null(dir);
 	assert_true(asprintf(&so, "%s/_tvmx_3.abi3.so", dir) > 0);
 	assert_int_equal(fx_build_so(so, 3, NULL,
@@ -623,5 +608,5 @@ int main(void)
 		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_tvm_ffi_exports_listed),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, test_tmp_setup, test_tmp_teardown);
 }

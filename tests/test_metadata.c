@@ -17,13 +17,12 @@
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 
-static char *tmp;
 
 static char *variant(const char *tag, int answer, const char *marker, const char *meta_args)
 {
 	char *dir, *so;
 
-	assert_true(asprintf(&dir, "%s/%s/torch-cpu", tmp, tag) > 0);
+	assert_true(asprintf(&dir, "%s/%s/torch-cpu", test_tmp, tag) > 0);
 	assert_true(asprintf(&so, "%s/_meta%s_%d.so", dir, tag, answer) > 0);
 	assert_int_equal(test_system("mkdir -p '%s'", dir), 0);
 	assert_int_equal(fx_build_so(so, answer, marker, NULL, NULL), 0);
@@ -132,7 +131,7 @@ static void test_minver(void **state)
 	free(dir);
 
 	/* newer: refused, and its module never ran */
-	assert_true(asprintf(&marker, "%s/minver.ran", tmp) > 0);
+	assert_true(asprintf(&marker, "%s/minver.ran", test_tmp) > 0);
 	dir = variant("new", 3, marker, "--set 'kernels-minver=\"0.18.0\"'");
 	assert_int_equal(kernels_load_local(&k, dir, NULL), KERNELS_ELOAD);
 	assert_null(k);
@@ -171,20 +170,6 @@ static void test_python_depends_reported(void **state)
 	free(dir);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	tmp = test_mkdtemp("metadata");
-	return tmp ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	test_rmtree_free(&tmp);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,5 +178,5 @@ int main(void)
 		cmocka_unit_test(test_minver),
 		cmocka_unit_test(test_python_depends_reported),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, test_tmp_setup, test_tmp_teardown);
 }

@@ -22,7 +22,6 @@
 #include "kernels.h"
 #include "../tests/data/variants/fixture.h"
 
-static char *tmp;
 
 static const char *const env_vars[] = { "KERNELS_TORCH_VERSION", "KERNELS_CXX11_ABI", "KERNELS_TVM_FFI_VERSION",
 					"KERNELS_BACKEND", "KERNELS_BACKEND_VERSION", "KERNELS_CUDA_VERSION",
@@ -38,19 +37,14 @@ static void clear_env(void)
 
 static int setup(void **state)
 {
-	(void)state;
 	clear_env();
-	tmp = test_mkdtemp("system");
-	return tmp ? 0 : -1;
+	return test_tmp_setup(state);
 }
 
 static int teardown(void **state)
 {
-	(void)state;
 	clear_env();
-	test_rmtree(tmp);
-	free(tmp);
-	return 0;
+	return test_tmp_teardown(state);
 }
 
 static void test_this_machine(void **state)
@@ -218,7 +212,7 @@ static char *fake_lib(const char *rel, const char *symbol)
 {
 	char *path, extra[512];
 
-	assert_true(asprintf(&path, "%s/%s", tmp, rel) > 0);
+	assert_true(asprintf(&path, "%s/%s", test_tmp, rel) > 0);
 	snprintf(extra, sizeof(extra), "int fake_sym(void) __asm__(\"%s\"); int fake_sym(void) { return 0; }",
 		 symbol ? symbol : "fake_plain_symbol");
 	test_system("mkdir -p \"$(dirname '%s')\"", path);
@@ -229,7 +223,7 @@ static char *fake_lib(const char *rel, const char *symbol)
 static void write_text(const char *rel, const char *text)
 {
 	char *path;
-	assert_true(asprintf(&path, "%s/%s", tmp, rel) > 0);
+	assert_true(asprintf(&path, "%s/%s", test_tmp, rel) > 0);
 	assert_int_equal(test_write_file(path, text, strlen(text)), 0);
 	free(path);
 }
@@ -262,7 +256,7 @@ static void in_child_opts(const char *const *libs, child_check check, const char
 				setenv(env[i], env[i + 1], 1);
 			else
 				unsetenv(env[i]);
-		if (chdir(child_cwd ? child_cwd : tmp) != 0)
+		if (chdir(child_cwd ? child_cwd : test_tmp) != 0)
 			_exit(4);
 		if (kernels_system_detect(&s, opts) != 0) {
 			fprintf(stderr, "child: %s\n", kernels_error_last());
@@ -426,8 +420,8 @@ static void test_tvm_ffi_version_forms(void **state)
 		char rel[256], *so, *init;
 		snprintf(rel, sizeof(rel), "forms/f%zu/tvm_ffi/%s", i, forms[i].file);
 		write_text(rel, forms[i].text);
-		assert_true(asprintf(&so, "%s/forms/f%zu/tvm_ffi/lib/libtvm_ffi.so", tmp, i) > 0);
-		assert_true(asprintf(&init, "%s/forms/f%zu/tvm_ffi/__init__.py", tmp, i) > 0);
+		assert_true(asprintf(&so, "%s/forms/f%zu/tvm_ffi/lib/libtvm_ffi.so", test_tmp, i) > 0);
+		assert_true(asprintf(&init, "%s/forms/f%zu/tvm_ffi/__init__.py", test_tmp, i) > 0);
 		test_system("mkdir -p \"$(dirname '%s')\" && cp '%s' '%s' && touch '%s'", so, lib, so, init);
 		expect_tvm = forms[i].version;
 		expect_tvm_path = forms[i].version ? "/tvm_ffi" : NULL;
@@ -509,8 +503,8 @@ static void test_real_tvm_ffi(void **state)
 	 * own TVMFFIGetVersion answers, the same major.minor. */
 	{
 		char *alone;
-		assert_true(asprintf(&alone, "%s/alone/libtvm_ffi.so", tmp) > 0);
-		assert_int_equal(test_system("mkdir -p '%s/alone' && cp '%s' '%s'", tmp, lib, alone), 0);
+		assert_true(asprintf(&alone, "%s/alone/libtvm_ffi.so", test_tmp) > 0);
+		assert_int_equal(test_system("mkdir -p '%s/alone' && cp '%s' '%s'", test_tmp, lib, alone), 0);
 		expect_tvm_path = "/alone";
 		in_child((const char *[]){ alone, NULL }, check_tvm_expected, NULL);
 		free(alone);
@@ -617,14 +611,14 @@ static void fake_torch_pkg(const char *site, const char *version_py, const char 
 	char rel[512];
 	snprintf(rel, sizeof(rel), "%s/torch/version.py", site);
 	write_text(rel, version_py);
-	test_system("mkdir -p '%s/%s/torch/lib' && cp '%s' '%s/%s/torch/lib/libc10.so'", tmp, site, c10, tmp, site);
+	test_system("mkdir -p '%s/%s/torch/lib' && cp '%s' '%s/%s/torch/lib/libc10.so'", test_tmp, site, c10, test_tmp, site);
 }
 
 /* An executable that is not Python: it must never be run. */
 static void fake_python(const char *rel)
 {
 	test_system("mkdir -p \"$(dirname '%s/%s')\" && printf '#!/bin/sh\\nexit 99\\n' > '%s/%s' && chmod 755 '%s/%s'",
-		    tmp, rel, tmp, rel, tmp, rel);
+		    test_tmp, rel, test_tmp, rel, test_tmp, rel);
 }
 
 static void test_outside_torch_search(void **state)
@@ -638,19 +632,19 @@ static void test_outside_torch_search(void **state)
 		       c98);
 	/* A plain installation: bin/python3 -> python3.12, its site-packages. */
 	fake_python("outside/usr/bin/python3.12");
-	test_system("ln -s python3.12 '%s/outside/usr/bin/python3'", tmp);
+	test_system("ln -s python3.12 '%s/outside/usr/bin/python3'", test_tmp);
 	fake_torch_pkg("outside/usr/lib/python3.12/site-packages",
 		       "__version__ = '2.9.1+cu128'\ncuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n", c11);
 	/* Debian: /usr/local/lib/python3.N/dist-packages. */
 	fake_python("outside/deb/bin/python3.11");
-	test_system("ln -s python3.11 '%s/outside/deb/bin/python3'", tmp);
+	test_system("ln -s python3.11 '%s/outside/deb/bin/python3'", test_tmp);
 	fake_torch_pkg("outside/deb/local/lib/python3.11/dist-packages", "__version__ = '2.6.0'\ncuda = '12.6'\n", c11);
 	/* The user site of the same python3.12. */
 	fake_torch_pkg("outside/home/.local/lib/python3.12/site-packages", "__version__ = '2.10.0'\ncuda = None\n", c11);
 	/* pyenv: a shim script, versions/, the global version file. */
 	fake_python("outside/pyenv/shims/python3");
 	fake_python("outside/pyenv/versions/3.12.0/bin/python3.12");
-	test_system("ln -s python3.12 '%s/outside/pyenv/versions/3.12.0/bin/python3'", tmp);
+	test_system("ln -s python3.12 '%s/outside/pyenv/versions/3.12.0/bin/python3'", test_tmp);
 	fake_torch_pkg("outside/pyenv/versions/3.12.0/lib/python3.12/site-packages", "__version__ = '2.7.1'\ncuda = None\n",
 		       c11);
 	write_text("outside/pyenv/version", "3.99.0\n3.12.0\n"); /* the first one is not installed */
@@ -658,11 +652,11 @@ static void test_outside_torch_search(void **state)
 	/* A venv of the plain installation. */
 	fake_python("outside/venv2/bin/python3");
 
-	snprintf(path, sizeof(path), "%s/outside/nopython:%s/outside/usr/bin:/usr/bin:/bin", tmp, tmp);
-	snprintf(path_pyenv, sizeof(path_pyenv), "%s/outside/pyenv/shims:%s", tmp, path);
-	snprintf(home, sizeof(home), "%s/outside/home", tmp);
-	snprintf(empty_home, sizeof(empty_home), "%s/outside/nohome", tmp);
-	snprintf(venv, sizeof(venv), "%s/outside/venv", tmp);
+	snprintf(path, sizeof(path), "%s/outside/nopython:%s/outside/usr/bin:/usr/bin:/bin", test_tmp, test_tmp);
+	snprintf(path_pyenv, sizeof(path_pyenv), "%s/outside/pyenv/shims:%s", test_tmp, path);
+	snprintf(home, sizeof(home), "%s/outside/home", test_tmp);
+	snprintf(empty_home, sizeof(empty_home), "%s/outside/nohome", test_tmp);
+	snprintf(venv, sizeof(venv), "%s/outside/venv", test_tmp);
 
 	/* Off by default: nothing but the process is looked at. */
 	want = &none_found;
@@ -691,7 +685,7 @@ static void test_outside_torch_search(void **state)
 	/* Debian's dist-packages. */
 	{
 		char deb[4096];
-		snprintf(deb, sizeof(deb), "%s/outside/deb/bin:%s", tmp, path);
+		snprintf(deb, sizeof(deb), "%s/outside/deb/bin:%s", test_tmp, path);
 		WANT(206, 1, "python3", "/outside/deb/local/lib/python3.11/dist-packages/torch/lib", "cuda", 1206);
 		in_child_opts((const char *[]){ NULL }, check_found,
 			      (const char *[]){ "PATH", deb, "HOME", empty_home, "VIRTUAL_ENV", NULL, NULL }, &opts);
@@ -711,7 +705,7 @@ static void test_outside_torch_search(void **state)
 		      &opts);
 	{
 		char sysdir[512];
-		snprintf(sysdir, sizeof(sysdir), "%s/outside/sys", tmp);
+		snprintf(sysdir, sizeof(sysdir), "%s/outside/sys", test_tmp);
 		child_cwd = sysdir;
 		in_child_opts((const char *[]){ NULL }, check_found,
 			      (const char *[]){ "PATH", path_pyenv, "HOME", empty_home, "VIRTUAL_ENV", NULL, "PYENV_VERSION",
@@ -724,15 +718,15 @@ static void test_outside_torch_search(void **state)
 	 * pyvenv.cfg includes the system ones (of its home). */
 	{
 		char vpath[4096];
-		snprintf(vpath, sizeof(vpath), "%s/outside/venv2/bin:%s", tmp, path);
+		snprintf(vpath, sizeof(vpath), "%s/outside/venv2/bin:%s", test_tmp, path);
 		snprintf(cfg, sizeof(cfg), "home = %s/outside/usr/bin\ninclude-system-site-packages = false\nversion = 3.12.1\n",
-			 tmp);
+			 test_tmp);
 		write_text("outside/venv2/pyvenv.cfg", cfg);
 		want = &none_found;
 		in_child_opts((const char *[]){ NULL }, check_found,
 			      (const char *[]){ "PATH", vpath, "HOME", empty_home, "VIRTUAL_ENV", NULL, NULL }, &opts);
 		snprintf(cfg, sizeof(cfg), "home = %s/outside/usr/bin\ninclude-system-site-packages = true\nversion = 3.12.1\n",
-			 tmp);
+			 test_tmp);
 		write_text("outside/venv2/pyvenv.cfg", cfg);
 		WANT(209, 1, "python3", "/outside/usr/lib/python3.12/site-packages/torch/lib", "cuda", 1208);
 		in_child_opts((const char *[]){ NULL }, check_found,
@@ -768,7 +762,7 @@ static void test_torch_dir(void **state)
 		write_text("archive/libtorch/build-version", "2.5.1+cu124\n");
 		free(c);
 	}
-	assert_true(asprintf(&dir, "%s/archive/libtorch", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/archive/libtorch", test_tmp) > 0);
 	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
 	opts.torch_dir = dir;
 	assert_int_equal(kernels_system_detect(&s, &opts), 0);
@@ -787,7 +781,7 @@ static void test_torch_dir(void **state)
 	kernels_system_free(s);
 
 	/* Named but holding no torch: an error that names the setting. */
-	opts.torch_dir = tmp;
+	opts.torch_dir = test_tmp;
 	assert_int_equal(kernels_system_detect(&s, &opts), KERNELS_EINVAL);
 	assert_null(s);
 	assert_non_null(strstr(kernels_error_last(), "torch_dir"));
@@ -807,7 +801,7 @@ static void test_torch_dir(void **state)
 /* ---- CUDA through stand-in libraries --------------------------------------- */
 
 /* Stand-ins of the three libraries detection may meet, built at test time
- * into {tmp}/cuda: a libcuda whose cuInit logs each call (and whose
+ * into {test_tmp}/cuda: a libcuda whose cuInit logs each call (and whose
  * cuDeviceGetCount fails until one, as the real driver's), a libcudart
  * 12.9 that brings libcuda in and calls cuInit from each entry point, as
  * the real runtime does, and an NVML that
@@ -852,7 +846,7 @@ static void build_standin(const char *dir, const char *file, const char *soname,
 static char *standin_dir(void)
 {
 	char *dir, *flags;
-	assert_true(asprintf(&dir, "%s/cuda", tmp) > 0);
+	assert_true(asprintf(&dir, "%s/cuda", test_tmp) > 0);
 	assert_true(asprintf(&flags, "-L'%s' -l:libcuda.so.1", dir) > 0);
 	test_system("mkdir -p '%s'", dir);
 	build_standin(dir, "libcuda.so.1", "libcuda.so.1", standin_cuda, "");
@@ -921,7 +915,7 @@ static int run_cuda_child(const char *dir, const char *mode, const char *name, c
 	FILE *f;
 	pid_t pid;
 
-	assert_true(asprintf(&log, "%s/cuinit-%s.log", tmp, mode) > 0);
+	assert_true(asprintf(&log, "%s/cuinit-%s.log", test_tmp, mode) > 0);
 	assert_true((pid = fork()) >= 0);
 	if (pid == 0) {
 		setenv("LD_LIBRARY_PATH", dir, 1);
@@ -963,8 +957,8 @@ static void test_cuda_standins(void **state)
 	assert_int_equal(test_system("w='%s/wheel/site-packages' && mkdir -p \"$w/nvidia/cu13/lib\" "
 				     "\"$w/nvidia_cuda_runtime-13.1.80.dist-info\" && cd \"$w/nvidia/cu13/lib\" && "
 				     "cp ../../../../../cuda/libcudart.so.12.9.79 libcudart.so.13 && ln -s libcudart.so.13 libcudart.so && "
-				     "ln -s ../../../../../cuda/libcuda.so.1 ../../../../../cuda/libnvidia-ml.so.1 .", tmp), 0);
-	assert_true(asprintf(&dir, "%s/wheel/site-packages/nvidia/cu13/lib", tmp) > 0);
+				     "ln -s ../../../../../cuda/libcuda.so.1 ../../../../../cuda/libnvidia-ml.so.1 .", test_tmp), 0);
+	assert_true(asprintf(&dir, "%s/wheel/site-packages/nvidia/cu13/lib", test_tmp) > 0);
 	assert_int_equal(run_cuda_child(dir, "wheel", NULL, NULL), 0);
 	free(dir);
 }

@@ -12,28 +12,13 @@
 #include "verify.h"
 #include "../tests/data/variants/fixture.h"
 
-static char *tmp;
-
-static int setup(void **state)
-{
-	(void)state;
-	tmp = test_mkdtemp("verify");
-	return tmp ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	test_rmtree_free(&tmp);
-	return 0;
-}
 
 /* A folder with a few plain files, and its metadata. */
 static char *plain_variant(const char *name, const char *meta_args)
 {
 	char *dir;
 
-	assert_true(asprintf(&dir, "%s/%s", tmp, name) > 0);
+	assert_true(asprintf(&dir, "%s/%s", test_tmp, name) > 0);
 	test_system("mkdir -p '%s/pkg/__pycache__'", dir);
 	test_system("printf 'one' > '%s/a.txt'; printf 'two' > '%s/pkg/b.py'; printf 'x' > '%s/pkg/__pycache__/b.cpython-311.pyc'; "
 		    "printf 'y' > '%s/c.pyc'; printf 's' > '%s/metadata.json.sigstore'",
@@ -96,7 +81,7 @@ static void test_links(void **state)
 	(void)state;
 
 	/* The cache layout: snapshot files are relative links into blobs/. */
-	assert_true(asprintf(&repo, "%s/kernels--org--k", tmp) > 0);
+	assert_true(asprintf(&repo, "%s/kernels--org--k", test_tmp) > 0);
 	assert_true(asprintf(&dir, "%s/snapshots/c0ffee/build/torch-cpu", repo) > 0);
 	test_system("mkdir -p '%s/blobs' '%s' && printf 'blob' > '%s/blobs/e1' && ln -s ../../../../blobs/e1 '%s/f.py'",
 		    repo, dir, repo, dir);
@@ -108,7 +93,7 @@ static void test_links(void **state)
 	assert_int_equal(kernels_verify_variant(NULL, dir, NULL), 0);
 	{
 		char *plain;
-		assert_true(asprintf(&plain, "%s/plain/build/torch-cpu", tmp) > 0);
+		assert_true(asprintf(&plain, "%s/plain/build/torch-cpu", test_tmp) > 0);
 		test_system("mkdir -p '%s' && printf 'blob' > '%s/../../e1' && ln -s ../../e1 '%s/f.py'", plain, plain,
 			    plain);
 		assert_int_equal(fx_metadata(plain, "--name kk"), 0);
@@ -118,7 +103,7 @@ static void test_links(void **state)
 	}
 
 	/* A link escaping the repo folder is refused even with the repo as root. */
-	assert_true(asprintf(&outside, "%s/secret", tmp) > 0);
+	assert_true(asprintf(&outside, "%s/secret", test_tmp) > 0);
 	test_write_file(outside, "s", 1);
 	test_system("ln -s '%s' '%s/g.py'", outside, dir);
 	assert_int_equal(fx_metadata(dir, "--name kk"), 0);
@@ -256,5 +241,5 @@ int main(void)
 		cmocka_unit_test(test_metadata_keys),
 		cmocka_unit_test(test_dirty_warning),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, test_tmp_setup, test_tmp_teardown);
 }

@@ -45,6 +45,24 @@ void test_fresh_dir(char **path, const char *tag)
 	*path = test_mkdtemp(tag);
 }
 
+char *test_tmp;
+
+int test_tmp_setup(void **state)
+{
+	const char *name = program_invocation_short_name;
+
+	(void)state;
+	test_tmp = test_mkdtemp(strncmp(name, "test_", 5) ? name : name + 5);
+	return test_tmp ? 0 : -1;
+}
+
+int test_tmp_teardown(void **state)
+{
+	(void)state;
+	test_rmtree_free(&test_tmp);
+	return 0;
+}
+
 char test_logged[16384];
 static pthread_mutex_t logged_lock = PTHREAD_MUTEX_INITIALIZER;
 

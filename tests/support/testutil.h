@@ -36,6 +36,14 @@ void test_rmtree(const char *path);
 void test_rmtree_free(char **path);
 /* *path, removed and freed, becomes a fresh folder (test_mkdtemp). */
 void test_fresh_dir(char **path, const char *tag);
+
+/* A test program's scratch folder, kept for the whole group: cmocka group
+ * fixtures. test_tmp_setup makes test_tmp (test_mkdtemp, tagged with the
+ * program's name less "test_": "loader" for test_loader); 0, or -1 when
+ * it cannot. test_tmp_teardown removes it (test_rmtree_free). */
+extern char *test_tmp;
+int test_tmp_setup(void **state);
+int test_tmp_teardown(void **state);
 /* Writes `len` bytes to `path`, creating parent folders. 0 on success. */
 int test_write_file(const char *path, const void *data, size_t len);
 /* Writes `text` to {root}/{rel}, creating parent folders. 0 on success. */
