@@ -21,41 +21,41 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
 
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
 
-static test_hub *hub;
-static char *tmp, *marker, *commit;
+static test_world W;
+static char *marker;
+static const char *commit; /* W.commit[0]: acme/guard's one commit */
 static const kernels_system sys_cpu = TEST_SYS_CPU;
 
 static int setup(void **state)
 {
 	(void)state;
-	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("cache-guard")))
+	if (test_world_start(&W, "cache-guard"))
 		return -1;
-	assert_true(asprintf(&marker, "%s/constructor.ran", tmp) > 0);
-	if (fx_publish_answer(hub, tmp, "acme/guard", "guard", 1, marker, "--trusted") != 0)
+	assert_true(asprintf(&marker, "%s/constructor.ran", W.tmp) > 0);
+	if (fx_publish_answer(W.hub, W.tmp, "acme/guard", "guard", 1, marker, "--trusted") != 0)
 		return -1;
-	commit = strdup(test_hub_last_commit(hub));
-	return commit ? 0 : -1;
+	snprintf(W.commit[0], sizeof(W.commit[0]), "%s", test_hub_last_commit(W.hub));
+	commit = W.commit[0];
+	return strlen(commit) == 40 ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(hub);
-	test_rmtree_free(&tmp);
+	test_world_stop(&W);
 	free(marker);
-	free(commit);
 	return 0;
 }
 
 static void options(kernels_options *o, const char *cache)
 {
-	test_hub_options(o, hub, cache, &sys_cpu);
+	test_hub_options(o, W.hub, cache, &sys_cpu);
 }
 
 /* A complete, self-consistent cache of acme/guard at `cache`. */
@@ -88,7 +88,7 @@ static void refused(const char *cache, int offline, const char *link)
 static char *make_cache(const char *name)
 {
 	char *cache;
-	assert_true(asprintf(&cache, "%s/%s", tmp, name) > 0);
+	assert_true(asprintf(&cache, "%s/%s", W.tmp, name) > 0);
 	test_system("rm -rf '%s' && mkdir -p '%s'", cache, cache);
 	return cache;
 }
@@ -365,7 +365,7 @@ static void test_root_may_be_a_link(void **state)
 	kernels_kernel *k = NULL;
 	(void)state;
 
-	assert_true(asprintf(&link, "%s/root-link", tmp) > 0);
+	assert_true(asprintf(&link, "%s/root-link", W.tmp) > 0);
 	assert_int_equal(test_system("rm -f '%s' && ln -s '%s' '%s'", link, real, link), 0);
 	options(&o, link);
 	assert_int_equal(kernels_get(&k, "acme/guard", "v1.0.0", &o), 0);
@@ -546,7 +546,7 @@ static void test_remove_during_download(void **state)
 
 	assert_true(asprintf(&repo, "%s/kernels--acme--guard", cache) > 0);
 	/* The first file of the variant stalls after its first byte. */
-	assert_int_equal(test_hub_fault(hub, "{\"path\": \"/build/" VARIANT "/\", \"mode\": \"slow\", "
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/build/" VARIANT "/\", \"mode\": \"slow\", "
 					"\"after_bytes\": 1, \"delay\": 8, \"count\": 1}"), 0);
 	assert_int_equal(pthread_create(&t, NULL, download_thread, &a), 0);
 	for (i = 0; i < 6000 && test_system("ls '%s'/blobs/*.incomplete >/dev/null 2>&1", repo) != 0; i++)
@@ -579,7 +579,7 @@ static void test_remove_during_download(void **state)
 	assert_true(r->freed > 0);
 	assert_int_equal(test_system("[ ! -e '%s' ] && [ ! -e '%s/.locks/kernels--acme--guard' ]", repo, cache), 0);
 	kernels_cache_removal_free(r);
-	test_hub_faults_clear(hub);
+	test_hub_faults_clear(W.hub);
 	free(repo);
 	free(cache);
 }
