@@ -16,7 +16,7 @@
 #include "kernels.h"
 #include "config.h"
 #include "hub.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 
 static void test_url_escape(void **state)
@@ -199,10 +199,10 @@ static void test_status_errors(void **state)
 
 #define BIG (1536 * 1024 + 5)
 
+/* The world's tmp holds the sources of org/k; its commits: org/k in
+ * slot 0, org/m in slot 1. */
 typedef struct {
-	test_hub *hub;
-	char kcommit[41], mcommit[41];
-	char *src;
+	test_world w;
 	kernels__config cfg;
 } fx;
 
@@ -216,24 +216,20 @@ static int fx_setup(void **state)
 
 	for (i = 0; i < BIG; i++)
 		big[i] = (unsigned char)(i * 31 + (i >> 9));
-	f->src = test_mkdtemp("hub-src");
-	snprintf(path, sizeof(path), "%s/build/v/big.bin", f->src);
+	assert_int_equal(test_world_start(&f->w, "hub-src"), 0);
+	snprintf(path, sizeof(path), "%s/build/v/big.bin", f->w.tmp);
 	test_write_file(path, big, BIG);
 	free(big);
 	for (i = 0; i < 5; i++) {
-		snprintf(path, sizeof(path), "%s/build/v/sub/f%zu.txt", f->src, i);
+		snprintf(path, sizeof(path), "%s/build/v/sub/f%zu.txt", f->w.tmp, i);
 		test_write_file(path, "x", 1);
 	}
-	f->hub = test_hub_start();
-	assert_non_null(f->hub);
-	assert_int_equal(test_hub_publish(f->hub, "--repo org/k --dir '%s' --branch main", f->src), 0);
-	strcpy(f->kcommit, test_hub_last_commit(f->hub));
-	assert_int_equal(test_hub_publish(f->hub, "--repo org/m --type model --text a.txt=1 --branch main"), 0);
-	strcpy(f->mcommit, test_hub_last_commit(f->hub));
-	assert_int_equal(test_hub_publish(f->hub, "--repo org/gated --text a.txt=1 --gated auto --grant hf_ok"), 0);
-	assert_int_equal(test_hub_publish(f->hub, "--repo org/private --text a.txt=1 --private-token hf_secret"), 0);
+	assert_int_equal(test_world_publish(&f->w, 0, "--repo org/k --dir '%s' --branch main", f->w.tmp), 0);
+	assert_int_equal(test_world_publish(&f->w, 1, "--repo org/m --type model --text a.txt=1 --branch main"), 0);
+	assert_int_equal(test_hub_publish(f->w.hub, "--repo org/gated --text a.txt=1 --gated auto --grant hf_ok"), 0);
+	assert_int_equal(test_hub_publish(f->w.hub, "--repo org/private --text a.txt=1 --private-token hf_secret"), 0);
 	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
-	o.endpoint = test_hub_endpoint(f->hub);
+	o.endpoint = test_hub_endpoint(f->w.hub);
 	o.offline = 0;
 	o.max_retries = 3;
 	o.token = "hf_secret";
@@ -247,9 +243,7 @@ static int fx_teardown(void **state)
 {
 	fx *f = *state;
 	kernels__config_free(&f->cfg);
-	test_hub_stop(f->hub);
-	test_rmtree(f->src);
-	free(f->src);
+	test_world_stop(&f->w);
 	free(f);
 	return 0;
 }
@@ -257,8 +251,8 @@ static int fx_teardown(void **state)
 static int fx_reset(void **state)
 {
 	fx *f = *state;
-	test_hub_faults_clear(f->hub);
-	test_hub_log_clear(f->hub);
+	test_hub_faults_clear(f->w.hub);
+	test_hub_log_clear(f->w.hub);
 	return 0;
 }
 
@@ -272,17 +266,17 @@ static void test_fx_model_fallback(void **state)
 	assert_int_equal(kernels__hub_repo_type(&f->cfg, "org/m", "main", &t), 0);
 	assert_int_equal(t, KERNELS__REPO_MODEL);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/m", "/revision/main", &j), 0);
-	assert_string_equal(json_string_value(json_object_get(j, "sha")), f->mcommit);
+	assert_string_equal(json_string_value(json_object_get(j, "sha")), f->w.commit[1]);
 	json_decref(j);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/kernels/org/m/revision/main"), 1);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/models/org/m/revision/main"), 2);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/api/kernels/org/m/revision/main"), 1);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/api/models/org/m/revision/main"), 2);
 	/* A kernel repo stays one; an unknown revision is not a reason to fall back. */
 	t = KERNELS__REPO_MODEL;
 	assert_int_equal(kernels__hub_repo_type(&f->cfg, "org/k", "nope", &t), 0);
 	assert_int_equal(t, KERNELS__REPO_KERNEL);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/revision/nope", &j), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "revision not found"));
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/api/models/org/k/"), 0);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/api/models/org/k/"), 0);
 	assert_int_equal(kernels__hub_repo_type(&f->cfg, "org/none", "main", &t), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "repository not found"));
 	assert_int_equal(kernels__hub_api_json(&f->cfg, KERNELS__REPO_KERNEL, "org/none", "/refs", &j), KERNELS_ENOTFOUND);
@@ -323,28 +317,28 @@ static void test_fx_lfs_redirect(void **state)
 	size_t i;
 	int cdn = 0;
 
-	snprintf(url, sizeof(url), "/kernels/org/k/resolve/%s/build/v/big.bin", f->kcommit);
+	snprintf(url, sizeof(url), "/kernels/org/k/resolve/%s/build/v/big.bin", f->w.commit[0]);
 	/* HEAD: the Hub's metadata, the CDN is not contacted. */
 	assert_int_equal(kernels__hub_request(&f->cfg, url, 1, &r), 0);
 	assert_int_equal(r.status, 302);
 	assert_non_null(r.location);
-	assert_int_equal(strncmp(r.location, test_hub_cdn(f->hub), strlen(test_hub_cdn(f->hub))), 0);
+	assert_int_equal(strncmp(r.location, test_hub_cdn(f->w.hub), strlen(test_hub_cdn(f->w.hub))), 0);
 	assert_int_equal(strlen(r.etag), 64);
 	assert_int_equal(r.size, BIG);
-	assert_string_equal(r.repo_commit, f->kcommit);
+	assert_string_equal(r.repo_commit, f->w.commit[0]);
 	assert_null(r.body);
 	kernels__hub_response_free(&r);
-	assert_int_equal(test_hub_log_count(f->hub, NULL, "/lfs/"), 0);
+	assert_int_equal(test_hub_log_count(f->w.hub, NULL, "/lfs/"), 0);
 	/* GET follows to the CDN, without the token. */
 	assert_int_equal(kernels__hub_request(&f->cfg, url, 0, &r), 0);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(r.body_len, BIG);
 	assert_int_equal(strlen(r.etag), 64);          /* X-Linked-Etag of the first answer */
-	assert_string_equal(r.repo_commit, f->kcommit);
+	assert_string_equal(r.repo_commit, f->w.commit[0]);
 	kernels__hub_response_free(&r);
 	log = NULL;
 	{
-		char *text = test_hub_log(f->hub);
+		char *text = test_hub_log(f->w.hub);
 		log = json_loads(text, 0, NULL);
 		free(text);
 	}
@@ -367,9 +361,9 @@ static void test_fx_tree_paging(void **state)
 	kernels__tree tree;
 	size_t i, files = 0;
 
-	assert_int_equal(test_hub_config(f->hub, "{\"page_size\": 2}"), 0);
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "build/v", 1, &tree), 0);
-	test_hub_config(f->hub, "{\"page_size\": 50}");
+	assert_int_equal(test_hub_config(f->w.hub, "{\"page_size\": 2}"), 0);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->w.commit[0], "build/v", 1, &tree), 0);
+	test_hub_config(f->w.hub, "{\"page_size\": 50}");
 	assert_int_equal(tree.n, 7); /* big.bin, sub/, 5 files */
 	for (i = 0; i < tree.n; i++) {
 		if (i)
@@ -384,17 +378,17 @@ static void test_fx_tree_paging(void **state)
 		}
 	}
 	assert_int_equal(files, 6);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/tree/"), 4);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/tree/"), 4);
 	kernels__tree_free(&tree);
 	/* Non-recursive: the folders and files of one level. */
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "build", 0, &tree), 0);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->w.commit[0], "build", 0, &tree), 0);
 	assert_int_equal(tree.n, 1);
 	assert_true(tree.entries[0].is_dir);
 	assert_string_equal(tree.entries[0].path, "build/v");
 	kernels__tree_free(&tree);
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "build/nope", 1, &tree),
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->w.commit[0], "build/nope", 1, &tree),
 			 KERNELS_ENOTFOUND);
-	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->kcommit, "../x", 1, &tree), KERNELS_EUNSAFE);
+	assert_int_equal(kernels__hub_tree_list(&f->cfg, t, "org/k", f->w.commit[0], "../x", 1, &tree), KERNELS_EUNSAFE);
 }
 
 /* Standard proxy variables apply (curl reads them per transfer); NO_PROXY exempts hosts. */
@@ -409,7 +403,7 @@ static void test_fx_proxy_env(void **state)
 	unsetenv("no_proxy");
 	unsetenv("NO_PROXY");
 	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), KERNELS_ENETWORK);
-	assert_int_equal(test_hub_log_count(f->hub, NULL, NULL), 0);
+	assert_int_equal(test_hub_log_count(f->w.hub, NULL, NULL), 0);
 	setenv("NO_PROXY", "127.0.0.1", 1);
 	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), 0);
 	assert_int_equal(r.status, 200);
@@ -459,13 +453,13 @@ static void test_fx_retries(void **state)
 	kernels__hub_response r;
 	json_t *j = NULL;
 
-	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"503\", \"count\": 2}"), 0);
+	assert_int_equal(test_hub_fault(f->w.hub, "{\"path\": \"/refs\", \"mode\": \"503\", \"count\": 2}"), 0);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), 0);
 	json_decref(j);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 3);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 3);
 
-	test_hub_log_clear(f->hub);
-	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"429\", \"retry_after\": 1}"), 0);
+	test_hub_log_clear(f->w.hub);
+	assert_int_equal(test_hub_fault(f->w.hub, "{\"path\": \"/refs\", \"mode\": \"429\", \"retry_after\": 1}"), 0);
 	/* Waited for the server's second, not the short test backoff. */
 	f->cfg.log_cb = test_log_all;
 	test_logged_clear();
@@ -474,27 +468,27 @@ static void test_fx_retries(void **state)
 	f->cfg.log_cb = NULL;
 	if (!strstr(test_logged, "answered 429; retrying in 1050 ms"))
 		fail_msg("no wait of the server's Retry-After in the log:\n%s", test_logged);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 2);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 2);
 
-	test_hub_log_clear(f->hub);
-	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"reset\"}"), 0);
+	test_hub_log_clear(f->w.hub);
+	assert_int_equal(test_hub_fault(f->w.hub, "{\"path\": \"/refs\", \"mode\": \"reset\"}"), 0);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), 0);
 	json_decref(j);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 2);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 2);
 
 	/* Bounded: max_retries + 1 attempts, then the last answer is the error. */
-	test_hub_log_clear(f->hub);
-	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"500\", \"count\": -1}"), 0);
+	test_hub_log_clear(f->w.hub);
+	assert_int_equal(test_hub_fault(f->w.hub, "{\"path\": \"/refs\", \"mode\": \"500\", \"count\": -1}"), 0);
 	assert_int_equal(kernels__hub_request(&f->cfg, "/api/kernels/org/k/refs", 0, &r), 0);
 	assert_int_equal(r.status, 500);
 	kernels__hub_response_free(&r);
-	assert_int_equal(test_hub_log_count(f->hub, "GET", "/refs"), 4);
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 4);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), KERNELS_EHTTP);
 	assert_non_null(strstr(kernels_error_last(), "try again later"));
-	test_hub_faults_clear(f->hub);
+	test_hub_faults_clear(f->w.hub);
 
 	/* Garbage instead of JSON is a parse error, not a crash. */
-	assert_int_equal(test_hub_fault(f->hub, "{\"path\": \"/refs\", \"mode\": \"200\", \"body\": \"not an object\"}"), 0);
+	assert_int_equal(test_hub_fault(f->w.hub, "{\"path\": \"/refs\", \"mode\": \"200\", \"body\": \"not an object\"}"), 0);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), KERNELS_EPARSE);
 	assert_null(j);
 	assert_non_null(strstr(kernels_error_last(), "not valid JSON"));
