@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
+#include "swap_walk.h"
 #include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
@@ -727,31 +728,6 @@ static void test_live_import_elsewhere_is_left_alone(void **state)
 
 /* ---- a folder swapped for a link after the walk ------------------------------------ */
 
-/* Swaps {root}/{level} for a link to `outside` right after the cache walk
- * that opened it, once: lib/cache.c calls this in the test build, between
- * the walk and the writes through its descriptor. */
-static struct {
-	const char *level, *outside;
-	int fired;
-} swap;
-
-void kernels__test_after_walk(const char *root, const char *rel);
-void kernels__test_after_walk(const char *root, const char *rel)
-{
-	size_t n = swap.level ? strlen(swap.level) : 0;
-	char *at, *aside;
-
-	if (!n || swap.fired || strncmp(rel, swap.level, n) || (rel[n] && rel[n] != '/'))
-		return;
-	swap.fired = 1;
-	assert_true(asprintf(&at, "%s/%s", root, swap.level) > 0);
-	assert_true(asprintf(&aside, "%s.aside", at) > 0);
-	assert_int_equal(rename(at, aside), 0);
-	assert_int_equal(symlink(swap.outside, at), 0);
-	free(at);
-	free(aside);
-}
-
 /* Each folder an import writes into, swapped for a link to a folder
  * outside the cache right after its walk (a race in a shared cache, made
  * certain by the hook): nothing is made in that folder, not even for a
@@ -775,14 +751,11 @@ static void test_swap_after_walk_writes_nothing(void **state)
 		assert_true(asprintf(&level, "kernels--acme--bundled/%s", sub) > 0);
 		assert_int_equal(test_system("mkdir -p '%s/sub' && printf keep > '%s/sub/keep.txt'", outside, outside), 0);
 		assert_int_equal(stat(outside, &before), 0);
-		swap.level = level;
-		swap.outside = outside;
-		swap.fired = 0;
+		test_swap_arm(level, outside);
 		options(&o, &s, cache);
 		o.offline = 1;
 		rc = kernels_bundle_import(NULL, B.bundle, &o);
-		swap.level = NULL;
-		if (!swap.fired)
+		if (!test_swap_disarm())
 			fail_msg("%s: no walk reached it", sub);
 		assert_int_equal(stat(outside, &after), 0);
 		if (before.st_ctim.tv_sec != after.st_ctim.tv_sec || before.st_ctim.tv_nsec != after.st_ctim.tv_nsec ||

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
+#include "swap_walk.h"
 #include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
@@ -260,32 +261,6 @@ static void test_planted_links_write_nothing(void **state)
 	}
 }
 
-/* The swap the hook below makes: the folder `level` (below the cache
- * root), the first time a walk reaches it or below, is renamed aside and
- * a link to `outside` put in its place, after the walk and before the
- * write it opened the folder for. */
-static struct {
-	const char *level, *outside;
-	int fired;
-} swap;
-
-void kernels__test_after_walk(const char *root, const char *rel);
-void kernels__test_after_walk(const char *root, const char *rel)
-{
-	size_t n = swap.level ? strlen(swap.level) : 0;
-	char *at, *aside;
-
-	if (!n || swap.fired || strncmp(rel, swap.level, n) || (rel[n] && rel[n] != '/'))
-		return;
-	swap.fired = 1;
-	assert_true(asprintf(&at, "%s/%s", root, swap.level) > 0);
-	assert_true(asprintf(&aside, "%s.aside", at) > 0);
-	assert_int_equal(rename(at, aside), 0);
-	assert_int_equal(symlink(swap.outside, at), 0);
-	free(at);
-	free(aside);
-}
-
 /* A folder swapped for a link after the walk that opened it, and before
  * the write (a race in a shared cache, made certain by the test hook):
  * the write goes through the walked folder's descriptor, never through
@@ -314,14 +289,11 @@ static void test_swap_after_walk_writes_nothing(void **state)
 		}
 		assert_int_equal(test_system("mkdir -p '%s/sub' && printf keep > '%s/sub/keep.txt'", outside, outside), 0);
 		before = digest(outside);
-		swap.level = level;
-		swap.outside = outside;
-		swap.fired = 0;
+		test_swap_arm(level, outside);
 		options(&o, cache);
 		if (kernels_get(&k, "acme/guard", "v1.0.0", &o) == 0)
 			kernels_kernel_close(k);
-		swap.level = NULL;
-		if (!swap.fired)
+		if (!test_swap_disarm())
 			fail_msg("%s: no walk reached it", level);
 		check_outside_unchanged(level, cache, outside, before);
 		free(level);

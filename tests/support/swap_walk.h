@@ -1,0 +1,20 @@
+/*
+ * A folder swapped for a link right after the cache walk that opened it:
+ * the race of a shared cache, made certain. lib/cache.c calls the hook
+ * kernels__test_after_walk (a weak reference, test build only) between a
+ * walk and the writes through the descriptor it opened; this file defines
+ * it. A test program links it only by calling these functions.
+ */
+#ifndef KERNELS_TEST_SWAP_WALK_H
+#define KERNELS_TEST_SWAP_WALK_H
+
+/* Arms the swap: the first time a walk reaches {root}/{level} or below,
+ * that folder is renamed aside ({level}.aside) and a link to `outside`
+ * put in its place. Both strings are borrowed until test_swap_disarm. */
+void test_swap_arm(const char *level, const char *outside);
+
+/* Disarms it; 1 when the swap was made since test_swap_arm, else 0 (no
+ * walk reached the level: the test did not test what it meant to). */
+int test_swap_disarm(void);
+
+#endif
