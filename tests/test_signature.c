@@ -123,6 +123,36 @@ static void expect_bundle(const char *json, const char *message)
 
 /* ---- the bundle reader ------------------------------------------------------ */
 
+/* The signature's base64, read strictly but for line breaks: whole quads,
+ * '=' only as the last one or two characters, no bits past the padding. A
+ * readable one gets as far as the next check (the bundle has no key). */
+static void expect_signature_b64(void)
+{
+	static const struct {
+		const char *b64;
+		int ok;
+	} cases[] = {
+		{ "QUJD", 1 }, { "QUI=", 1 }, { "QQ==", 1 }, { "", 1 }, { "QU\\nJD\\r\\nQQ==\\n", 1 },
+		{ "QUJ=", 0 }, { "QR==", 0 }, { "Q===", 0 }, { "====", 0 }, { "QQ=A", 0 }, { "Q=Q=", 0 },
+		{ "QQ==QUJD", 0 }, { "QUJ", 0 }, { "QUJDQ", 0 }, { "QU-D", 0 }, { "QU\\u00e9D", 0 }, { "QUJD=", 0 },
+	};
+	kernels_options o;
+	size_t i;
+
+	options(&o, 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *json = path("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", "
+				  "\"verificationMaterial\": {\"tlogEntries\": []}, \"messageSignature\": "
+				  "{\"signature\": \"%s\"}}", cases[i].b64);
+		const char *want = cases[i].ok ? "exactly one of publicKey" : "is not valid base64";
+		assert_int_equal(kernels_signature_verify_bundle("a", 1, json, strlen(json), NULL, 0, &o),
+				 KERNELS_ESIGNATURE);
+		if (!strstr(kernels_error_last(), want))
+			fail_msg("'%s': expected '%s' in: %s", cases[i].b64, want, kernels_error_last());
+		free(json);
+	}
+}
+
 static void test_malformed_bundles_are_refused_by_name(void **state)
 {
 	(void)state;
@@ -157,6 +187,7 @@ static void test_malformed_bundles_are_refused_by_name(void **state)
 	expect_bundle("{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\", \"verificationMaterial\": "
 		      "{\"tlogEntries\": []}, \"messageSignature\": {\"signature\": \"QR==\"}}",
 		      "is not valid base64");
+	expect_signature_b64();
 }
 
 /* A valid bundle whose entry is edited: a second entry, no checkpoint. */
@@ -207,6 +238,8 @@ static void test_each_broken_bundle_is_refused_for_its_reason(void **state)
 		{ "--case bad-sct", "SCT is not signed by a CT log" },
 		{ "--case untrusted-ca", "does not chain to the trusted root's Fulcio CA" },
 		{ "--case body-mismatch", "what the log recorded" },
+		{ "--case body-spaced", NULL }, /* the body in another JSON form than Rekor's canonical one */
+		{ "--case body-spaced-mismatch", "what the log recorded" },
 		{ "--case wrong-signature", "signature: not valid for this file" },
 		{ "--case digest-mismatch", "message digest is not the SHA-256 of this file" },
 		{ "--case no-promise", "neither an inclusion promise nor a signed timestamp" },

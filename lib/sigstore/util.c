@@ -20,67 +20,93 @@ void ks_bytes_free(ks_bytes *b)
 	b->n = 0;
 }
 
-static int b64_value(unsigned char c)
+/* The value of each base64 digit; -1 for what is not one. */
+#define B64_ROW(a) a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a
+static const signed char b64_values[256] = {
+	B64_ROW(-1), B64_ROW(-1),
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 62, -1, -1, -1, 63,
+	52, 53, 54, 55, 56, 57, 58, 59, 60, 61, -1, -1, -1, -1, -1, -1,
+	-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+	15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, -1, -1, -1, -1, -1,
+	-1, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+	41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, -1, -1, -1, -1, -1,
+	B64_ROW(-1), B64_ROW(-1), B64_ROW(-1), B64_ROW(-1),
+	B64_ROW(-1), B64_ROW(-1), B64_ROW(-1), B64_ROW(-1),
+};
+
+/* The digits of `in` (line breaks skipped) and where its '=' padding
+ * starts (the count when none): -1 when a '=' lies anywhere but in the
+ * last two places, the second of them included. */
+static int b64_scan(const char *in, size_t *digits, size_t *pad_at)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
+	size_t n = 0, pad = 0, i;
+
+	for (i = 0; in[i]; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c == '\n' || c == '\r')
+			continue;
+		if (c == '=')
+			pad++;
+		else if (pad)
+			return -1; /* a digit after padding */
+		n++;
+	}
+	if (pad > 2 || n % 4)
+		return -1;
+	*digits = n;
+	*pad_at = n - pad;
+	return 0;
 }
 
 /* Strict but for line breaks (base64(1) wraps its output, and such
  * bundles exist): whole quads, '=' only as the last one or two characters,
- * and the bits padding leaves over must be zero (one encoding per value). */
+ * and the bits padding leaves over must be zero (one encoding per value).
+ * Table-driven in one pass: bundles carry kilobytes of it. */
 int ks_b64_decode(const char *in, ks_bytes *out)
 {
-	size_t len = 0, i, o = 0;
+	size_t len, data, k = 0, o = 0;
+	unsigned int acc = 0;
 	unsigned char *p;
-	char *s;
+	const char *s;
 
 	out->p = NULL;
 	out->n = 0;
-	if (!(s = malloc(strlen(in) + 1)))
+	if (b64_scan(in, &len, &data) || !(p = malloc(len / 4 * 3 + 1)))
 		return -1;
-	for (i = 0; in[i]; i++)
-		if (in[i] != '\n' && in[i] != '\r')
-			s[len++] = in[i];
-	s[len] = 0;
-	if (len % 4 || !(p = malloc(len / 4 * 3 + 1))) {
-		free(s);
-		return -1;
-	}
-	for (i = 0; i < len; i += 4) {
-		int v[4], k, pad = 0;
-		for (k = 0; k < 4; k++) {
-			unsigned char c = (unsigned char)s[i + k];
-			if (c == '=' && i + 4 == len && k >= 2 && (k == 3 || s[i + 3] == '=')) {
-				v[k] = 0;
-				pad++;
-			} else if ((v[k] = b64_value(c)) < 0 || pad) {
-				free(p);
-				free(s);
-				return -1;
-			}
-		}
-		if ((pad == 2 && (v[1] & 15)) || (pad == 1 && (v[2] & 3))) {
+	for (s = in; k < data; s++) {
+		int v = b64_values[(unsigned char)*s];
+		if (*s == '\n' || *s == '\r')
+			continue;
+		if (v < 0) {
 			free(p);
-			free(s);
 			return -1;
 		}
-		p[o++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
-		if (pad < 2)
-			p[o++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
-		if (pad < 1)
-			p[o++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
+		acc = acc << 6 | (unsigned int)v;
+		if (++k % 4 == 0) {
+			p[o++] = (unsigned char)(acc >> 16);
+			p[o++] = (unsigned char)(acc >> 8);
+			p[o++] = (unsigned char)acc;
+			acc = 0;
+		}
 	}
-	free(s);
+	/* a last quad of two or three digits and its padding */
+	if (k % 4 == 2) {
+		if (acc & 15) {
+			free(p);
+			return -1;
+		}
+		p[o++] = (unsigned char)(acc >> 4);
+	} else if (k % 4 == 3) {
+		if (acc & 3) {
+			free(p);
+			return -1;
+		}
+		p[o++] = (unsigned char)(acc >> 10);
+		p[o++] = (unsigned char)(acc >> 2);
+	} else if (k % 4 == 1) {
+		free(p);
+		return -1;
+	}
 	out->p = p;
 	out->n = o;
 	return 0;

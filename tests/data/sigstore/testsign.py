@@ -36,7 +36,8 @@ MEDIA = {
     "v0.3": "application/vnd.dev.sigstore.bundle.v0.3+json",
 }
 CASES = ["valid", "expired", "bad-proof", "bad-checkpoint", "bad-set", "bad-sct", "untrusted-ca", "body-mismatch",
-         "wrong-signature", "digest-mismatch", "no-promise", "root-hash-mismatch"]
+         "wrong-signature", "digest-mismatch", "no-promise", "root-hash-mismatch", "body-spaced",
+         "body-spaced-mismatch"]
 T0 = datetime.datetime(2025, 6, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
 
@@ -218,11 +219,16 @@ def sign(d, artifact, out, case="valid", signer=SIGNER, media="v0.3"):
     sig = leaf_key.sign(data, ec.ECDSA(hashes.SHA256()))
     if case == "wrong-signature":
         sig = leaf_key.sign(data + b"!", ec.ECDSA(hashes.SHA256()))
-    logged_digest = hashlib.sha256(data + b"?").digest() if case == "body-mismatch" else digest
+    mismatch = case in ("body-mismatch", "body-spaced-mismatch")
+    logged_digest = hashlib.sha256(data + b"?").digest() if mismatch else digest
     pem = cert.public_bytes(serialization.Encoding.PEM)
-    body = canonical({"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {
+    logged = {"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {
         "data": {"hash": {"algorithm": "sha256", "value": logged_digest.hex()}},
-        "signature": {"content": b64(sig), "publicKey": {"content": b64(pem)}}}})
+        "signature": {"content": b64(sig), "publicKey": {"content": b64(pem)}}}}
+    # Rekor writes canonical JSON; another form of the same entry (spaces,
+    # keys in another order) says the same and is read as JSON.
+    body = canonical(logged) if not case.startswith("body-spaced") else json.dumps(
+        dict(reversed(list(logged.items()))), indent=1).encode()
     rekor = load_key(os.path.join(d, "rekor.key"))
     log_id = key_id(rekor)
     # A small log: our entry among others, not at an edge.
