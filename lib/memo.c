@@ -130,9 +130,37 @@ OPTION_FIELDS(SAME_OFFSET, SAME_OFFSET, SAME_OFFSET_SKIP)
 #define NOT_READ(member)
 OPTION_FIELDS(IS_INT, IS_STR, NOT_READ)
 
+/* The key is written with appends, not printf: it is built on every
+ * kernels_get, and a re-get of a commit is only this and a lookup. */
+
+/* name, then '=' and the value when there is one, then the separator. */
+static int put_item(kernels__buf *b, const char *name, const char *v, size_t vlen, int has_value)
+{
+	static const char eq = '=', sep = 0x1e;
+	int rc = kernels__buf_puts(b, name);
+
+	if (rc == 0 && has_value && (rc = kernels__buf_put(b, &eq, 1)) == 0)
+		rc = kernels__buf_put(b, v, vlen);
+	return rc < 0 ? rc : kernels__buf_put(b, &sep, 1);
+}
+
 static int put_str(kernels__buf *b, const char *name, const char *v)
 {
-	return kernels__buf_printf(b, "%s=%s%c", name, v ? v : "\x01", 0x1e);
+	return put_item(b, name, v ? v : "\x01", v ? strlen(v) : 1, 1);
+}
+
+/* As "%d" writes it. */
+static int put_int(kernels__buf *b, const char *name, int v)
+{
+	char digits[16], *p = digits + sizeof(digits);
+	unsigned int u = v < 0 ? 0u - (unsigned int)v : (unsigned int)v;
+
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	return put_item(b, name, p, (size_t)(digits + sizeof(digits) - p), 1);
 }
 
 /* The fields of `st`, a struct of layout `version`: one its caller's
@@ -145,10 +173,10 @@ static int put_fields(kernels__buf *b, const void *st, unsigned int version, con
 	for (i = 0; i < n && rc == 0; i++) {
 		const char *at = (const char *)st + f[i].off;
 		if (f[i].since > version)
-			rc = kernels__buf_printf(b, "%s%c", f[i].name, 0x1e);
+			rc = put_item(b, f[i].name, NULL, 0, 0);
 		else
 			rc = f[i].is_str ? put_str(b, f[i].name, *(const char *const *)at)
-					 : kernels__buf_printf(b, "%s=%d%c", f[i].name, *(const int *)at, 0x1e);
+					 : put_int(b, f[i].name, *(const int *)at);
 	}
 	return rc;
 }
@@ -161,8 +189,8 @@ static int put_system(kernels__buf *b, const kernels_system *s)
 		return put_str(b, "system", NULL);
 	rc = put_fields(b, s, 1, system_fields, sizeof(system_fields) / sizeof(system_fields[0]));
 	for (i = 0; rc == 0 && i < s->gpu_count && i < KERNELS_MAX_GPUS; i++)
-		rc = kernels__buf_printf(b, "gpu=%d%cgpu_name=%s%c", s->gpu_archs[i], 0x1e,
-					 s->gpu_arch_names[i] ? s->gpu_arch_names[i] : "\x01", 0x1e);
+		if ((rc = put_int(b, "gpu", s->gpu_archs[i])) == 0)
+			rc = put_str(b, "gpu_name", s->gpu_arch_names[i]);
 	return rc;
 }
 
@@ -175,6 +203,8 @@ static int env_counts(const char *e)
 	static const char *const exact[] = { "HOME=", "PATH=", "VIRTUAL_ENV=", "LOCAL_KERNELS=" };
 	size_t i;
 
+	if (!e[0] || !strchr("HKPVL", e[0])) /* what every name below starts with: most go here */
+		return 0;
 	if (!strncmp(e, "HF_TOKEN=", 9) || !strncmp(e, "HF_TOKEN_PATH=", 14))
 		return 0;
 	if (!strncmp(e, "HF_", 3) || !strncmp(e, "KERNELS_", 8))
@@ -193,15 +223,15 @@ int kernels__memo_settings(const kernels_options *o, kernels__buf *b)
 	/* Any known version: put_fields reads no further than it reaches. */
 	if (o && (o->version < 1 || o->version > KERNELS_OPTIONS_VERSION))
 		return -1;
-	if (!o)
-		rc = put_str(b, "options", "defaults");
-	else
-		rc = put_fields(b, o, o->version, option_fields, sizeof(option_fields) / sizeof(*option_fields));
+	rc = kernels__buf_grow(b, 1024); /* a key is some hundreds of bytes: one allocation */
+	if (rc == 0)
+		rc = o ? put_fields(b, o, o->version, option_fields, sizeof(option_fields) / sizeof(*option_fields))
+		       : put_str(b, "options", "defaults");
 	if (rc == 0 && o)
 		rc = put_system(b, o->system);
 	for (e = environ; rc == 0 && e && *e; e++)
 		if (env_counts(*e))
-			rc = kernels__buf_printf(b, "%s%c", *e, 0x1e);
+			rc = put_item(b, *e, NULL, 0, 0);
 	/* A key short of a field would match another call's settings: out of
 	 * memory, the call goes without the memo instead. */
 	if (rc < 0) {
