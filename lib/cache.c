@@ -566,7 +566,7 @@ int kernels__cache_publish_at(int fd, int dirfd, const char *from, const char *t
 {
 	int err, dfd;
 
-	if (fsync(fd) < 0) {
+	if (!(sync_folder & KERNELS__PUBLISH_SYNCED) && fsync(fd) < 0) {
 		err = errno;
 		close(fd);
 		return kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; check free space", shown, from,
@@ -585,6 +585,7 @@ int kernels__cache_publish_at(int fd, int dirfd, const char *from, const char *t
 		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", shown,
 				      strerror(errno));
 	/* The rename itself must survive a crash, or the link may point at nothing. */
+	sync_folder &= KERNELS__PUBLISH_SYNC_FOLDER;
 	if (sync_folder && dirfd == AT_FDCWD) {
 		kernels__fsync_parent(to);
 	} else if (sync_folder && (dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {

@@ -111,8 +111,12 @@ int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long siz
 /* fsync(fd), rename `from` to `to`, fsync the folder: the blob appears
  * complete or not at all, even across a crash. Closes fd. *st (may be
  * NULL) receives the published file's identity (all zero if fstat failed).
- * sync_folder 0: the caller syncs the folder itself (once for many blobs,
- * kernels__cache_sync_folder) before anything refers to the new name. */
+ * sync_folder (flags): KERNELS__PUBLISH_SYNC_FOLDER syncs the folder after
+ * the rename; without it the caller syncs the folder itself (once for many
+ * blobs, kernels__cache_sync_folder) before anything refers to the new
+ * name. KERNELS__PUBLISH_SYNCED: the caller flushed fd already (several
+ * files at once, kernels__fsync_many). */
+enum { KERNELS__PUBLISH_SYNC_FOLDER = 1, KERNELS__PUBLISH_SYNCED = 2 };
 struct stat;
 int kernels__cache_publish(int fd, const char *from, const char *to, struct stat *st, int sync_folder);
 

@@ -39,10 +39,14 @@
 #define FETCH_FILES_MAX 100000   /* files of one call: a variant may have no more (lib/verify.c) */
 #define BLOBS_READDIR_MIN 64     /* from this many blobs on, blobs/ is read once instead of stat'ed per blob */
 
-/* J_PUBLISH: every byte is in; its hash and publication wait until the
- * loop has started what the other transfers need (a redirect's next hop),
- * so a blob's fsync never holds up another file's request. */
-enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_PUBLISH, J_DONE, J_FAILED };
+/* J_PUBLISH: every byte is in; its hash waits until the loop has started
+ * what the other transfers need (a redirect's next hop). J_SYNC: hashed and
+ * right, waiting for its fsync, which the blobs of a call take together
+ * (flush_synced) once no transfer is left to overlap, instead of one
+ * journal commit after another, each holding up the loop. */
+enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_PUBLISH, J_SYNC, J_DONE, J_FAILED };
+
+#define SYNC_BATCH_MAX 64  /* blobs held open for one flush: descriptors are finite */
 
 struct fetch;
 
@@ -93,6 +97,7 @@ typedef struct fetch {
 	size_t settled;                    /* jobs DONE or FAILED */
 	size_t first_open;                 /* no job before this one is still open */
 	size_t publish;                    /* jobs in J_PUBLISH */
+	size_t syncing;                    /* jobs in J_SYNC */
 	int published;                     /* a blob was renamed into blobs/: sync the folder once */
 	CURLM *multi;                      /* the call's (borrowed: kernels__hub_conn_hold), else our own */
 	int borrowed;
@@ -457,7 +462,6 @@ static void link_blob_done(fetch *f, job *j)
 static void verify_and_publish(fetch *f, job *j)
 {
 	char got[EVP_MAX_MD_SIZE * 2 + 1];
-	struct stat st;
 	int rc;
 
 	md_hex(j, got);
@@ -488,8 +492,25 @@ static void verify_and_publish(fetch *f, job *j)
 		fail_job(f, j, rc);
 		return;
 	}
+	j->state = J_SYNC;
+	f->syncing++;
+}
+
+/* A blob its flush reached (err: what fsync said): renamed into blobs/, or
+ * failed with the flush's error. */
+static void publish_synced(fetch *f, job *j, int err)
+{
+	struct stat st;
+	int rc;
+
+	if (err) {
+		rc = kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; check free space", j->blob,
+				    in_blobs(j->incomplete), strerror(err));
+		fail_job(f, j, rc);
+		return;
+	}
 	rc = kernels__cache_publish_at(j->fd, f->blobs_fd, in_blobs(j->incomplete), in_blobs(j->blob), j->blob, &st,
-				       0);
+				       KERNELS__PUBLISH_SYNCED);
 	f->published |= rc == 0;
 	j->fd = -1;
 	if (rc < 0) {
@@ -502,6 +523,25 @@ static void verify_and_publish(fetch *f, job *j)
 	if (f->stats)
 		f->stats->blobs_downloaded++;
 	link_blob_done(f, j);
+}
+
+/* The blobs waiting in J_SYNC, flushed side by side, then published. */
+static void flush_synced(fetch *f)
+{
+	int fds[SYNC_BATCH_MAX] = { 0 }, errs[SYNC_BATCH_MAX];
+	job *jobs[SYNC_BATCH_MAX];
+	size_t i, n = 0;
+
+	for (i = f->first_open; i < f->n_jobs && n < SYNC_BATCH_MAX; i++)
+		if (f->jobs[i].state == J_SYNC) {
+			jobs[n] = &f->jobs[i];
+			fds[n++] = f->jobs[i].fd;
+		}
+	kernels__fsync_many(fds, n, errs);
+	for (i = 0; i < n; i++) {
+		f->syncing--;
+		publish_synced(f, jobs[i], errs[i]);
+	}
 }
 
 /* A transient failure: tried again after the backoff (or the server's
@@ -817,6 +857,10 @@ static int run(fetch *f)
 			verify_and_publish(f, &f->jobs[i]);
 			curl_multi_perform(f->multi, &running);
 		}
+		/* The flush waits for the last transfer, unless the blobs waiting
+		 * for it hold every lock a transfer could start with. */
+		if (f->syncing && (!f->active || f->holding >= limit || f->syncing >= SYNC_BATCH_MAX))
+			flush_synced(f);
 		if (f->fail_code || f->cancelled || all_settled(f))
 			break;
 		progressed = 0;
@@ -836,6 +880,13 @@ static int run(fetch *f)
 		if (wake < now)
 			wake = now;
 		curl_multi_poll(f->multi, NULL, 0, (int)(wake - now > 100 ? 100 : wake - now), NULL);
+	}
+	/* A failure ended the loop: the blobs already verified are kept. */
+	while (f->syncing) {
+		size_t before = f->syncing;
+		flush_synced(f);
+		if (f->syncing == before)
+			break;
 	}
 	if (f->cancelled && !f->fail_code) {
 		f->fail_code = kernels__error(KERNELS_ERROR, "download of %s cancelled by the progress callback; "

@@ -30,6 +30,7 @@
 #include "../lib/download.h"
 #include "hub.h"
 #include "test_hub.h" /* the fixture */
+#include "fsync_log.h"
 #include "testutil.h"
 
 #define V1 "torch27-cxx11-cu126-x86_64-linux"
@@ -291,11 +292,23 @@ static void test_fetch_layout(void **state)
 	options(e, &o);
 	o.token = "hf_test_token";
 	assert_int_equal(test_hub_config(e->hub, "{\"page_size\": 3}"), 0); /* force Link paging */
+	fsync_log_clear();
 	assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
 	test_hub_config(e->hub, "{\"page_size\": 50}");
 	check_layout(e, "kernels--org--k", e->commit);
 	assert_int_equal(st.files, n_files);
 	assert_int_equal(st.blobs_downloaded, n_files - 1); /* the two __init__.py share a blob */
+	/* Every blob flushed under its temporary name, before its rename (the
+	 * flushes of a call go together, not one per blob as it arrives), and
+	 * blobs/ after the renames. */
+	{
+		char blobs[PATH_MAX], blobs_in[PATH_MAX + 1];
+		snprintf(blobs, sizeof(blobs), "%s/kernels--org--k/blobs", e->cache);
+		snprintf(blobs_in, sizeof(blobs_in), "%s/", blobs);
+		assert_int_equal(fsync_log_count(blobs_in, ".incomplete"), (int)st.blobs_downloaded);
+		assert_int_equal(fsync_log_count(blobs_in, NULL), (int)st.blobs_downloaded);
+		assert_true(fsync_log_count(blobs, NULL) > fsync_log_count(blobs_in, NULL));
+	}
 	assert_int_equal(st.files_cached, 0);
 	assert_true(st.max_parallel >= 2);
 

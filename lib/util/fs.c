@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,6 +80,45 @@ void kernels__fsync_parent(const char *path)
 		close(fd);
 	}
 	free(dir);
+}
+
+#define FSYNC_THREADS_MAX 16
+
+typedef struct {
+	int fd, err;
+} fsync_one;
+
+static void *fsync_thread(void *arg)
+{
+	fsync_one *o = arg;
+
+	o->err = fsync(o->fd) < 0 ? errno : 0;
+	return NULL;
+}
+
+void kernels__fsync_many(const int *fds, size_t n, int *errs)
+{
+	fsync_one one[FSYNC_THREADS_MAX];
+	pthread_t th[FSYNC_THREADS_MAX];
+	int started[FSYNC_THREADS_MAX];
+	size_t base, i, k;
+
+	for (base = 0; base < n; base += k) {
+		k = n - base < FSYNC_THREADS_MAX ? n - base : FSYNC_THREADS_MAX;
+		for (i = 0; i < k; i++) {
+			one[i].fd = fds[base + i];
+			/* the last of the batch runs here, as one that gets no thread */
+			started[i] = i + 1 < k && pthread_create(&th[i], NULL, fsync_thread, &one[i]) == 0;
+		}
+		for (i = 0; i < k; i++)
+			if (!started[i])
+				fsync_thread(&one[i]);
+		for (i = 0; i < k; i++) {
+			if (started[i])
+				pthread_join(th[i], NULL);
+			errs[base + i] = one[i].err;
+		}
+	}
 }
 
 /* Flushes the folder a rename into `dirfd` went to: `dirfd` itself (an

@@ -25,6 +25,14 @@ char *kernels__tmp_name(const char *path);
  * a crash. Best effort: a folder that cannot be opened is left as it is. */
 void kernels__fsync_parent(const char *path);
 
+/* fsync(2) of `n` descriptors side by side, one thread each (a few at a
+ * time), the calling thread taking one: a journaling file system commits
+ * the flushes that arrive together at once (ext4 joins them in one journal
+ * commit), where one after the other each waits for its own. errs[i]
+ * receives 0 or the errno of fds[i]'s fsync. Where a thread cannot be
+ * made, its descriptor is flushed in the calling thread. */
+void kernels__fsync_many(const int *fds, size_t n, int *errs);
+
 /* What a walk's visitor returns for an entry: 0 to go on, DESCEND to walk
  * into it as a folder, or an error code (< 0) to stop the walk with it. */
 #define KERNELS__WALK_DESCEND 1
