@@ -103,15 +103,17 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
 	free(path);
 }
 
-/* Durable, as the trust record is: a receipt vouches for files that are then
- * not hashed again, so it must not outlive a crash as a name whose bytes
- * never reached the disk. */
+/* Flushed before its rename: a receipt vouches for files that are then not
+ * hashed again, so it must not outlive a crash as a name whose bytes never
+ * reached the disk. Its folder is not flushed after: a rename lost in a
+ * crash only means the next load hashes again (one journal commit less on
+ * every first load). */
 static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok)
 {
 	char *text = ok ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	if (text &&
-	    kernels__cache_write(root, path, text, strlen(text), KERNELS__WRITE_DURABLE) < 0)
+	    kernels__cache_write(root, path, text, strlen(text), KERNELS__WRITE_FLUSHED) < 0)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", path,
 			     kernels_error_last());
 	kernels_error_clear();

@@ -63,7 +63,11 @@ static char *record_path(const kernels__config *cfg, kernels__repo_type type, co
 }
 
 /* Best effort: a cache we may not write (shared, read-only) only means the
- * next offline load needs the opt-in. Written whole or not at all. */
+ * next offline load needs the opt-in. Written whole or not at all, flushed
+ * before its rename. An "untrusted" verdict's rename is flushed too, so no
+ * crash can bring back an older "trusted" record in its place; a "trusted"
+ * one lost in a crash only costs the next offline load the opt-in, so the
+ * cold path skips that journal commit. */
 static void record_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			 const char *org, int trusted)
 {
@@ -73,7 +77,8 @@ static void record_write(const kernels__config *cfg, kernels__repo_type type, co
 
 	if (path && dir && doc && kernels__cache_guard(cfg, type, repo_id) == 0 &&
 	    (text = json_dumps(doc, JSON_SORT_KEYS)) &&
-	    kernels__cache_write(dir, path, text, strlen(text), KERNELS__WRITE_DURABLE) < 0)
+	    kernels__cache_write(dir, path, text, strlen(text),
+				 trusted ? KERNELS__WRITE_FLUSHED : KERNELS__WRITE_DURABLE) < 0)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot record the trust verdict for %s in %s: %s", repo_id, path,
 			     kernels_error_last());
 	kernels_error_clear();

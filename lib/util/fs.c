@@ -296,7 +296,7 @@ int kernels__write_atomic_at(int dirfd, const char *name, const char *shown, con
 		return rc;
 	}
 	if (write_fd(fd, data, len) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode) < 0) ||
-	    ((flags & KERNELS__WRITE_DURABLE) && fsync(fd) < 0)) {
+	    ((flags & (KERNELS__WRITE_DURABLE | KERNELS__WRITE_FLUSHED)) && fsync(fd) < 0)) {
 		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space and permissions", shown,
 				    strerror(errno));
 		close(fd);

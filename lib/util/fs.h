@@ -66,6 +66,9 @@ int kernels__read_file(const char *path, size_t max, unsigned int flags, char **
 enum {
 	KERNELS__WRITE_MKDIR = 1,   /* create the parent folders first */
 	KERNELS__WRITE_DURABLE = 2, /* fsync the file before the rename, and its folder after */
+	KERNELS__WRITE_FLUSHED = 4, /* fsync the file before the rename only: the name never holds bytes
+				       that did not reach the disk, though a crash may lose the rename (a
+				       record whose loss costs only redoing what it records) */
 };
 
 /* Replaces `path` with `len` bytes of `data`, whole or not at all: they go
