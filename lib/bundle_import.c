@@ -38,7 +38,8 @@
 typedef struct {
 	kernels__repo_type type;
 	const char *repo_id;
-	char *dir, *stage;
+	char *dir, *stage; /* the repo folder; the staging folder, as messages name it */
+	char *stage_at;    /* the staging folder as later steps reach it by path (stage_path) */
 	const char *stage_name; /* the staging folder's name in .libkernels/ (in `stage`) */
 	int lib_fd; /* {repo}/.libkernels/ as the cache walk opened it; or -1 */
 	int stage_fd; /* the staging folder, locked while this import runs; or -1 */
@@ -112,13 +113,20 @@ static void remove_stale(int lib_fd)
 }
 
 /* Later steps reach the staging folder by path (links made in it, the
- * variant verified in it): that path must still lead to the folder made
- * here, not through a .libkernels/ replaced by a link since the walk. */
-static int stage_reachable(const imp_repo *r)
+ * variant verified in it): through the walked descriptor of .libkernels/
+ * in /proc/self/fd, a path no folder swapped for a link since the walk can
+ * redirect. Where /proc is not mounted, the plain path, which must at
+ * least still lead to the folder made here. */
+static int stage_path(imp_repo *r)
 {
 	struct stat by_fd, by_path;
 
-	if (fstat(r->stage_fd, &by_fd) == 0 && stat(r->stage, &by_path) == 0 && by_fd.st_dev == by_path.st_dev &&
+	r->stage_at = access("/proc/self/fd", X_OK) == 0
+			      ? kernels__sprintf("/proc/self/fd/%d/%s", r->lib_fd, r->stage_name)
+			      : kernels__strdup(r->stage);
+	if (!r->stage_at)
+		return KERNELS_ENOMEM;
+	if (fstat(r->stage_fd, &by_fd) == 0 && stat(r->stage_at, &by_path) == 0 && by_fd.st_dev == by_path.st_dev &&
 	    by_fd.st_ino == by_path.st_ino)
 		return 0;
 	return kernels__error(KERNELS_EUNSAFE, "%s/.libkernels was replaced (by a link?) while this import "
@@ -149,7 +157,7 @@ static int stage_make(imp_repo *r, const char *libdir)
 	if (rc < 0)
 		unlinkat(r->lib_fd, fresh, AT_REMOVEDIR);
 	else
-		rc = stage_reachable(r);
+		rc = stage_path(r);
 	free(fresh);
 	free(base);
 	return rc;
@@ -206,6 +214,7 @@ static void repo_end(imp_repo *r)
 	kernels__cache_unlock(&r->lock);
 	free(r->dir);
 	free(r->stage);
+	free(r->stage_at);
 }
 
 static int repo_add(importer *im, const kernels__bundle_variant *v, size_t *at)
@@ -331,7 +340,7 @@ static int on_end(void *payload, const kernels__bundle_entry *e)
 	r = &im->repos[im->repo_of[e->variant]];
 	rc = kernels__cache_publish_at(fd, r->stage_blobs, strrchr(im->inc, '/') + 1, e->f.etag, im->blob, &st, 0);
 	if (rc == 0 && strlen(e->f.etag) == 64 && e->f.size >= KERNELS__BLOB_RECEIPT_MIN &&
-	    kernels__realpath(r->stage, real, NULL))
+	    kernels__realpath(r->stage_at, real, NULL))
 		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st);
 	return rc;
 }
@@ -350,24 +359,31 @@ static void on_abort(void *payload, const kernels__bundle_entry *e)
 
 /* ---- verification of the staged variants ----------------------------------------- */
 
+/* The variant's links made in the staging folder, then the variant
+ * verified there as a load would verify it in the cache. */
 static int stage_variant(importer *im, size_t vi)
 {
 	const kernels__bundle_variant *v = &im->b->variants[vi];
 	const imp_repo *r = &im->repos[im->repo_of[vi]];
-	char *dir = kernels__sprintf("%s/snapshots/%s/build/%s", r->stage, v->commit, v->name);
 	char *what = kernels__sprintf("%s@%.7s variant %s (bundle %s)", v->repo_id, v->commit, v->name, im->name);
+	char real[PATH_MAX], *dir = NULL;
 	struct stat signed_meta;
 	size_t i;
-	int rc = dir && what ? 0 : KERNELS_ENOMEM;
+	int rc = what ? 0 : KERNELS_ENOMEM;
 
 	for (i = 0; rc == 0 && i < v->n; i++) {
 		const kernels__bundle_entry *e = &im->b->files[v->first + i];
 		char *rel = kernels__sprintf("build/%s/%s", v->name, e->f.path);
-		rc = rel ? kernels__cache_link(r->stage, v->commit, rel, e->f.etag) : KERNELS_ENOMEM;
+		rc = rel ? kernels__cache_link(r->stage_at, v->commit, rel, e->f.etag) : KERNELS_ENOMEM;
 		free(rel);
 	}
+	/* verified under the staging folder's real path, which messages can name */
+	if (rc == 0 && !kernels__realpath(r->stage_at, real, NULL))
+		rc = kernels__error(KERNELS_EIO, "cannot resolve %s: %s", r->stage, strerror(errno));
+	if (rc == 0 && !(dir = kernels__sprintf("%s/snapshots/%s/build/%s", real, v->commit, v->name)))
+		rc = KERNELS_ENOMEM;
 	if (rc == 0 && (rc = kernels__signature_check(im->cfg, dir, what, &signed_meta)) == 0)
-		rc = kernels__verify_variant(im->cfg, dir, r->stage, what, NULL);
+		rc = kernels__verify_variant(im->cfg, dir, real, what, NULL);
 	if (rc < 0)
 		kernels__error_prefix("nothing was imported");
 	free(dir);

@@ -729,44 +729,47 @@ static void test_live_import_elsewhere_is_left_alone(void **state)
 /* ---- a folder swapped for a link after the walk ------------------------------------ */
 
 /* Each folder an import writes into, swapped for a link to a folder
- * outside the cache right after its walk (a race in a shared cache, made
- * certain by the hook): nothing is made in that folder, not even for a
- * moment (its change time stays), and nothing in it changes, whatever the
- * import answers. A swapped .libkernels/, where the staging folder is
- * made, is refused with nothing published. */
+ * outside the cache right after a walk reaches it (a race in a shared
+ * cache, made certain by the hook): nothing is made in that folder, not
+ * even for a moment (its change time stays), and nothing in it changes,
+ * whatever the import answers. .libkernels/ is swapped twice over: before
+ * the staging folder is made in it (its first walk), and while files are
+ * being linked in the staging folder (its second). */
 static void test_swap_after_walk_writes_nothing(void **state)
 {
-	static const char *const levels[] = { ".libkernels", "blobs", "refs", "snapshots/%s/build" };
+	static const struct {
+		const char *level;
+		int skip;
+	} cases[] = { { ".libkernels", 0 }, { ".libkernels", 1 }, { "blobs", 0 }, { "refs", 0 },
+		      { "snapshots/%s/build", 0 } };
 	kernels_options o;
 	kernels_system s;
 	struct stat before, after;
 	size_t i;
 	(void)state;
 
-	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *cache = path_in("swap-cache"), *outside = path_in("swap-outside"), *sub, *level;
 		int rc;
 
-		assert_true(asprintf(&sub, levels[i], W.commit[0]) > 0);
+		assert_true(asprintf(&sub, cases[i].level, W.commit[0]) > 0);
 		assert_true(asprintf(&level, "kernels--acme--bundled/%s", sub) > 0);
 		assert_int_equal(test_system("mkdir -p '%s/sub' && printf keep > '%s/sub/keep.txt'", outside, outside), 0);
 		assert_int_equal(stat(outside, &before), 0);
-		test_swap_arm(level, outside);
+		test_swap_arm_nth(level, outside, cases[i].skip);
 		options(&o, &s, cache);
 		o.offline = 1;
 		rc = kernels_bundle_import(NULL, B.bundle, &o);
 		if (!test_swap_disarm())
-			fail_msg("%s: no walk reached it", sub);
+			fail_msg("%s (walk %d): no walk reached it", sub, cases[i].skip + 1);
 		assert_int_equal(stat(outside, &after), 0);
 		if (before.st_ctim.tv_sec != after.st_ctim.tv_sec || before.st_ctim.tv_nsec != after.st_ctim.tv_nsec ||
 		    test_system("test \"$(cd '%s' && find . | LC_ALL=C sort | tr '\\n' ' ')$(cat '%s/sub/keep.txt')\" = "
 				"'. ./sub ./sub/keep.txt keep'", outside, outside) != 0)
-			fail_msg("%s swapped for a link after the walk: the folder outside the cache changed", sub);
-		if (i == 0) {
-			assert_int_equal(rc, KERNELS_EUNSAFE);
-			assert_non_null(strstr(kernels_error_last(), "nothing was imported"));
+			fail_msg("%s swapped for a link after walk %d: the folder outside the cache changed", sub,
+				 cases[i].skip + 1);
+		if (rc != 0 && strstr(kernels_error_last(), "nothing was imported"))
 			assert_nothing_published(cache);
-		}
 		test_rmtree(cache);
 		test_rmtree(outside);
 		free(cache);

@@ -10,8 +10,13 @@
 
 /* Arms the swap: the first time a walk reaches {root}/{level} or below,
  * that folder is renamed aside ({level}.aside) and a link to `outside`
- * put in its place. Both strings are borrowed until test_swap_disarm. */
+ * put in its place. Both strings are borrowed until test_swap_disarm.
+ * {level} is found in the walked path wherever it lies, so a walk that
+ * starts below the cache root reaches it too. */
 void test_swap_arm(const char *level, const char *outside);
+
+/* The same, at the walk after the first `skip` that reach it. */
+void test_swap_arm_nth(const char *level, const char *outside, int skip);
 
 /* Disarms it; 1 when the swap was made since test_swap_arm, else 0 (no
  * walk reached the level: the test did not test what it meant to). */
