@@ -47,6 +47,7 @@
 enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_PUBLISH, J_SYNC, J_DONE, J_FAILED };
 
 #define SYNC_BATCH_MAX 64  /* blobs held open for one flush: descriptors are finite */
+#define WRITEBACK_STEP (1 << 20) /* a large file's bytes start for the disk every this many */
 
 struct fetch;
 
@@ -63,6 +64,7 @@ typedef struct {
 	int fd;
 	EVP_MD_CTX *md;
 	long long have;                    /* bytes in .incomplete, all hashed */
+	long long kicked;                  /* bytes whose write-back was started (start_writeback) */
 	int restarted;                     /* already started over after a bad hash */
 	int got_bytes;                     /* a byte of the file arrived: the stall timeout governs it now */
 	int fresh;                         /* an attempt broke: its later hops open new connections (the
@@ -368,6 +370,20 @@ static int first_bytes(fetch *f, job *j)
 	return 0;
 }
 
+/* The disk starts on a large file's bytes while the rest arrive, so the
+ * flush that publishes it (flush_synced) waits for the tail, not the whole
+ * file. Asks nothing of the disk that the flush would not; its failure is
+ * the flush's to report. */
+static void start_writeback(job *j)
+{
+	if (j->kicked > j->have)
+		j->kicked = 0; /* started over */
+	if (j->have - j->kicked < WRITEBACK_STEP)
+		return;
+	sync_file_range(j->fd, j->kicked, j->have - j->kicked, SYNC_FILE_RANGE_WRITE);
+	j->kicked = j->have;
+}
+
 static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 {
 	job *j = userdata;
@@ -411,6 +427,7 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 	j->last_byte = kernels__now_ms();
 	kernels__endpoint_answered(f->cfg);
 	j->have += (long long)n;
+	start_writeback(j);
 	account(f, (long long)n);
 	if (f->stats)
 		f->stats->bytes_downloaded += n;
