@@ -184,23 +184,23 @@ extern void kernels__test_before_open(const char *path) __attribute__((weak));
 /* Opens a verified file of the variant to map it: the descriptor must be
  * the very file whose bytes were hashed (device, inode, size, modification
  * and change times), so what was hashed is what is loaded; the mapping then
- * goes through this descriptor. Returns the descriptor or an error. */
+ * goes through this descriptor. It is opened by the path verification
+ * resolved its links to (the identity check below, not the path, is what
+ * vouches for it). Returns the descriptor or an error. */
 static int open_verified(const kernels_kernel *k, const char *rel, const char *what, struct stat *st)
 {
 	const struct stat *want = NULL;
-	char *path = kernels__sprintf("%s/%s", k->path, rel), real[PATH_MAX];
+	const char *real = NULL;
 	size_t i;
 	int fd = -1, rc;
 
 	for (i = 0; i < kernels__metadata_file_count(k->meta) && !want; i++)
-		if (!strcmp(kernels__metadata_file(k->meta, i), rel))
+		if (!strcmp(kernels__metadata_file(k->meta, i), rel)) {
 			want = kernels__metadata_file_stat(k->meta, i);
-	if (!path)
-		return KERNELS_ENOMEM;
-	if (!want)
+			real = kernels__metadata_file_real(k->meta, i);
+		}
+	if (!want || !real)
 		rc = kernels__error(KERNELS_EINTEGRITY, "loading %s: %s was not among its verified files", what, rel);
-	else if (!kernels__realpath(path, real, NULL))
-		rc = kernels__error(KERNELS_EIO, "loading %s: %s: %s", what, path, strerror(errno));
 	else if (BEFORE_OPEN(real),
 		 (fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, st) < 0)
 		rc = kernels__error(KERNELS_EIO, "loading %s: cannot open %s: %s", what, real, strerror(errno));
@@ -213,7 +213,6 @@ static int open_verified(const kernels_kernel *k, const char *rel, const char *w
 		rc = fd;
 	if (rc < 0 && fd >= 0)
 		close(fd);
-	free(path);
 	return rc;
 }
 
@@ -585,7 +584,7 @@ static int load_deps(const kernels__config *cfg, kernels__deps_fn deps, kernels_
 int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, const char *repo_id, const char *commit,
 			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out)
 {
-	char real[PATH_MAX], *what = NULL;
+	char real[PATH_MAX], root_real[PATH_MAX], *what = NULL;
 	struct stat signed_meta;
 	kernels_kernel *k, *other;
 	const char *module = NULL, *base;
@@ -597,6 +596,10 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 	if (!kernels__realpath(folder, real, NULL))
 		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				      "variant folder %s: %s; download the variant first", folder, strerror(errno));
+	/* Resolved once here for verification and the Python-free copy. */
+	if (root && !kernels__realpath(root, root_real, NULL))
+		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
+	root = root ? root_real : NULL;
 	pthread_mutex_lock(&registry_lock);
 	k = find_locked(real);
 	pthread_mutex_unlock(&registry_lock);
@@ -620,7 +623,7 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 	}
 	/* Nothing from the folder runs before its digest checked out. */
 	if ((rc = kernels__signature_check(cfg, real, what, &signed_meta)) < 0 || /* signed bytes before parsing */
-	    (rc = kernels__verify_variant(cfg, real, root, what, &k->meta)) < 0 ||
+	    (rc = kernels__verify_resolved(cfg, real, root, what, &k->meta)) < 0 ||
 	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
 	/* kernels-minver and python-depends (metadata.c), then the kernel-depends

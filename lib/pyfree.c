@@ -97,20 +97,20 @@ static int memory_copy(int fd, const struct stat *st, const kernels__elf *e, con
 	return 0;
 }
 
-/* The blob the verified descriptor reads, when it lies in {root}/blobs/:
- * the copy is named after it. */
+/* The blob the verified descriptor reads, when it lies in {root}/blobs/
+ * (root as kernels__realpath gives it): the copy is named after it. */
 static int blob_of(int fd, const char *root, char *blob, size_t size)
 {
-	char link[64], real[PATH_MAX], root_real[PATH_MAX];
+	char link[64], real[PATH_MAX];
 	ssize_t n;
 	size_t r;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	if (!root || !kernels__realpath(root, root_real, NULL) || (n = readlink(link, real, sizeof(real) - 1)) <= 0)
+	if (!root || (n = readlink(link, real, sizeof(real) - 1)) <= 0)
 		return 0;
 	real[n] = '\0';
-	r = strlen(root_real);
-	if (strncmp(real, root_real, r) || strncmp(real + r, "/blobs/", 7) || !kernels__is_etag(real + r + 7) ||
+	r = strlen(root);
+	if (strncmp(real, root, r) || strncmp(real + r, "/blobs/", 7) || !kernels__is_etag(real + r + 7) ||
 	    strlen(real + r + 7) >= size)
 		return 0;
 	snprintf(blob, size, "%s", real + r + 7);

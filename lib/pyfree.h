@@ -13,7 +13,8 @@
  * through /proc/self/fd. A module in the cache (`root`, the repo's cache
  * folder, may be NULL; `source`, the verified digest of the module as
  * "sha256:<base64>"; NULL: it was verified against its blob's name) gets a copy on disk
- * under {root}/.libkernels/patched/, written once and reused by later
+ * under {root}/.libkernels/patched/ (root: the repo folder as
+ * kernels__realpath gives it), written once and reused by later
  * processes while its receipt matches; anything else, or a cache this
  * process cannot write, an in-memory sealed copy. *out is the caller's for
  * good once mapped. Errors: KERNELS_EIO (the in-memory copy failed),

@@ -35,9 +35,12 @@ void kernels_metadata_free(kernels_metadata *m)
 	size_t i;
 	if (!m)
 		return;
-	for (i = 0; i < m->nwalked; i++)
+	for (i = 0; i < m->nwalked; i++) {
 		free(m->walked[i]);
+		free(m->walked_real[i]);
+	}
 	free(m->walked);
+	free(m->walked_real);
 	free(m->walked_st);
 	free(m->archs);
 	kernels__metafields_free(m->fields);
@@ -504,8 +507,10 @@ done:
 	return rc;
 }
 
+/* `resolved`: variant_dir and root are kernels__realpath's answers
+ * already (the loader's), not resolved again. */
 static int verify(const kernels__config *cfg, const char *variant_dir, const char *root, const char *what,
-		  int use_receipts, kernels_metadata **out)
+		  int use_receipts, int resolved, kernels_metadata **out)
 {
 	char dir_real[PATH_MAX], root_real[PATH_MAX];
 	walk_state w = { 0 };
@@ -517,11 +522,17 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 		*out = NULL;
 	if (!variant_dir)
 		return kernels__error(KERNELS_EINVAL, "verify: no variant folder given");
-	if (!kernels__realpath(variant_dir, dir_real, NULL))
+	if (resolved && (strlen(variant_dir) >= PATH_MAX || (root && strlen(root) >= PATH_MAX)))
+		return kernels__error(KERNELS_EINVAL, "verify: a folder path longer than PATH_MAX");
+	if (resolved) {
+		snprintf(dir_real, sizeof(dir_real), "%s", variant_dir);
+		snprintf(root_real, sizeof(root_real), "%s", root ? root : variant_dir);
+	} else if (!kernels__realpath(variant_dir, dir_real, NULL)) {
 		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "variant folder %s: %s",
 				      variant_dir, strerror(errno));
-	if (!kernels__realpath(root ? root : variant_dir, root_real, NULL))
+	} else if (!kernels__realpath(root ? root : variant_dir, root_real, NULL)) {
 		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
+	}
 	if (!inside(root_real, dir_real))
 		return kernels__error(KERNELS_EUNSAFE, "variant folder %s lies outside %s; refusing it", dir_real,
 				      root_real);
@@ -547,11 +558,13 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 			     "Its recorded git revision does not fully identify the sources it was built from, so the "
 			     "build may not be reproducible.", m->name, what ? what : dir_real, m->dirty_sources);
 	if (rc == 0 && (m->walked = calloc(w.n ? w.n : 1, sizeof(char *))) &&
+	    (m->walked_real = calloc(w.n ? w.n : 1, sizeof(char *))) &&
 	    (m->walked_st = calloc(w.n ? w.n : 1, sizeof(struct stat)))) {
 		for (i = 0; i < w.n; i++) {
 			m->walked[i] = w.v[i].rel;
+			m->walked_real[i] = w.v[i].real;
 			m->walked_st[i] = w.v[i].st;
-			w.v[i].rel = NULL;
+			w.v[i].rel = w.v[i].real = NULL;
 		}
 		m->nwalked = w.n;
 	} else if (rc == 0) {
@@ -572,7 +585,13 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
 			    const char *what, kernels_metadata **out)
 {
-	return verify(cfg, variant_dir, root, what, 1, out);
+	return verify(cfg, variant_dir, root, what, 1, 0, out);
+}
+
+int kernels__verify_resolved(const kernels__config *cfg, const char *dir_real, const char *root_real,
+			     const char *what, kernels_metadata **out)
+{
+	return verify(cfg, dir_real, root_real, what, 1, 1, out);
 }
 
 int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, const kernels_options *opts)
@@ -590,7 +609,7 @@ int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, cons
 	/* The layout is the cache's to know: a variant in a snapshot may link
 	 * anywhere in its repo folder (its blobs/). */
 	root = kernels__cache_repo_of(variant_dir);
-	rc = verify(&cfg, variant_dir, root, NULL, 0, out); /* asked to verify: hash, whatever a receipt says */
+	rc = verify(&cfg, variant_dir, root, NULL, 0, 0, out); /* asked to verify: hash, whatever a receipt says */
 	free(root);
 	kernels__config_free(&cfg);
 	return rc;
@@ -616,6 +635,11 @@ const struct stat *kernels__metadata_stat(const kernels_metadata *m)
 const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t i)
 {
 	return m && i < m->nwalked && m->walked_st ? &m->walked_st[i] : NULL;
+}
+
+const char *kernels__metadata_file_real(const kernels_metadata *m, size_t i)
+{
+	return m && i < m->nwalked && m->walked_real ? m->walked_real[i] : NULL;
 }
 
 KERNELS__GETTER(const char *, kernels_metadata_id, kernels_metadata, id, NULL)

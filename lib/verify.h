@@ -12,6 +12,10 @@
  * NULL. `*out` (may be NULL) receives the metadata on success. */
 int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
 			    const char *what, kernels_metadata **out);
+/* The same for folders the caller resolved with kernels__realpath (the
+ * loader): they are taken as they are, not resolved again. */
+int kernels__verify_resolved(const kernels__config *cfg, const char *dir_real, const char *root_real,
+			     const char *what, kernels_metadata **out);
 
 /* Parses the `len` bytes of a metadata.json at `buf` (need not be
  * NUL-terminated); `path` names it in messages. kernels_metadata_read reads
@@ -29,6 +33,9 @@ const char *kernels__metadata_file(const kernels_metadata *m, size_t i);
  * hashed through (device, inode, size, modification and change times). */
 struct stat;
 const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t i);
+/* The path the i-th file resolved to when it was verified (links
+ * followed); what the loader opens, then checks against the stat above. */
+const char *kernels__metadata_file_real(const kernels_metadata *m, size_t i);
 /* The digest metadata.json gives for the file `rel` (base64) and its
  * algorithm ("sha256" or "sha512"); NULL when it gives none (a build from
  * before digests). Valid as long as `m`. */
