@@ -1050,11 +1050,15 @@ static int plan(fetch *f, const kernels__tree *tree)
 		rc = kernels__error_oom();
 		goto out;
 	}
-	for (i = 0; i < n; i++) {
-		const kernels__tree_entry *e = by[i];
+	/* LFS files first: each needs a second hop (the Hub's redirect, then
+	 * the CDN), so its request goes out before the others' and takes a
+	 * connection the call has open (over HTTP/1.1 the others may wait for
+	 * new ones, which they can afford: their answer is one hop). */
+	for (i = 0; i < 2 * n; i++) {
+		const kernels__tree_entry *e = by[i % n];
 		const char *etag;
 		job *j;
-		if (!e)
+		if (!e || (e->lfs_sha256 != NULL) != (i < n))
 			continue;
 		etag = entry_etag(e);
 		if ((!readdir_mode || (n_present && bsearch(&etag, present, n_present, sizeof(*present),

@@ -370,6 +370,37 @@ static void test_fetch_layout(void **state)
 	snprintf(url, sizeof(url), "%s", e->cache);
 }
 
+/* The LFS file is asked for first: its answer is a redirect to the CDN, a
+ * second hop the others do not need, so it must not wait behind them for
+ * a connection. One transfer at a time makes the order the fixture sees
+ * the order the requests were started in. */
+static void test_lfs_file_asked_first(void **state)
+{
+	env *e = *state;
+	kernels_options o;
+	json_t *log, *it;
+	const char *first = NULL;
+	size_t i;
+
+	options(e, &o);
+	o.max_parallel = 1;
+	test_hub_log_clear(e->hub);
+	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit);
+	log = log_json(e);
+	json_array_foreach(log, i, it) {
+		const char *path = json_string_value(json_object_get(it, "path"));
+		if (strstr(path, "/resolve/") || !strcmp(json_string_value(json_object_get(it, "listener")), "cdn")) {
+			first = path;
+			break;
+		}
+	}
+	assert_non_null(first);
+	assert_non_null(strstr(first, "/resolve/"));
+	assert_non_null(strstr(first, "/_k_abc.abi3.so"));
+	json_decref(log);
+}
+
 static void test_model_repo_and_variants(void **state)
 {
 	env *e = *state;
@@ -1096,6 +1127,7 @@ int main(int argc, char **argv)
 	ssize_t n;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fetch_layout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lfs_file_asked_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_model_repo_and_variants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_download_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_endpoints_in_turn, setup, teardown),
