@@ -107,13 +107,14 @@ def worker(tool, repo, rev, phase, regets, backend, log_endpoint):
             return libkernels.get_kernel(repo, revision=rev, backend=backend)
 
     n0 = log_count(log_endpoint)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     k = get()
     ms = (time.perf_counter() - t0) * 1e3
+    cpu = (time.process_time() - c0) * 1e3
     n1 = log_count(log_endpoint)
     if not img2gray_ok(torch, k):
         sys.exit(f"{tool}: img2gray gives a wrong image")
-    out = {"ms": ms, "requests": n1 - n0, "variant": Path(k.__file__).parent.name}
+    out = {"ms": ms, "cpu_ms": cpu, "requests": n1 - n0, "variant": Path(k.__file__).parent.name}
     if phase == "reget":
         times = []
         for _ in range(regets):
@@ -266,7 +267,7 @@ def run_phase(tool, phase, repo, env, a, exe, torch_lib, log_endpoint):
         n = log_count(log_endpoint) - n0
         d = json.loads(proc.stdout)
         if phase != "reget":
-            return {"ms": d["ms"], "requests": n, "variant": d["variant"],
+            return {"ms": d["ms"], "cpu_ms": d["cpu_ms"], "requests": n, "variant": d["variant"],
                     "stages": [d["resolve_ms"], d["select_ms"], d["download_ms"], d["load_ms"]]}
         # first get (warm, 1 request) + regets by name (1 each) + offline + by commit (none)
         return {"ms": d["cold"]["median_ms"], "requests": 1, "variant": d["variant"],
@@ -383,6 +384,12 @@ def report(results, a, kver, endpoint):
         rc = [r["reget_commit_ms"] * 1e3 for r in res["C"]["reget"]]
         print(f"{'re-get (commit)':<19} {'':>16} {'':>11} {'':>6} {statistics.median(rc):>8.2f} us   (C only: "
               "no request, no system call)")
+        print()
+        print("client CPU, median ms (the process's own user+system time, every thread, during the get; the rest of a")
+        print("phase's time is waiting on the Hub fixture and the disk):")
+        for p in ("cold", "warm", "offline"):
+            th, py, c = (statistics.median(r["cpu_ms"] for r in res[t][p]) for t in TOOLS)
+            print(f"  {NAMES[p]:<19} kernels {th:8.3f}  binding {py:8.3f} ({py / th:.3f})  C {c:8.3f} ({c / th:.3f})")
         print()
         print("C stages, median ms (resolve: the refs, then the trust check and the listings side by side; select: "
               "system, variant; download; load: verify, map, dlopen):")
