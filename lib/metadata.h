@@ -24,9 +24,9 @@ struct kernels_metadata {
 	char dirty_sources[64];
 	const char *algorithm;
 	json_t *files;        /* digest.files, borrowed */
-	char **walked;        /* verified files, relative, sorted; each followed by its real path
-			       * after its NUL (verify.c's file_ent) */
+	char **walked;        /* verified files, relative, sorted */
 	struct stat *walked_st; /* what each was verified as (device, inode, size, times) */
+	char **walked_real;   /* the path each resolved to when verified (links followed) */
 	struct stat meta_st;    /* metadata.json as it was read */
 	size_t nwalked;
 	kernels__metafields *fields; /* metadata.c: name, *-depends, minver, upstream, source, provenance */

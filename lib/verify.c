@@ -35,9 +35,12 @@ void kernels_metadata_free(kernels_metadata *m)
 	size_t i;
 	if (!m)
 		return;
-	for (i = 0; i < m->nwalked; i++)
+	for (i = 0; i < m->nwalked; i++) {
 		free(m->walked[i]);
+		free(m->walked_real[i]);
+	}
 	free(m->walked);
+	free(m->walked_real);
 	free(m->walked_st);
 	free(m->archs);
 	kernels__metafields_free(m->fields);
@@ -244,12 +247,9 @@ int kernels_metadata_read(kernels_metadata **out, const char *variant_dir)
 
 /* ---- walking the folder -------------------------------------------------- */
 
-/* `rel` and `real` are one allocation, rel's NUL then real: kept whole in
- * kernels_metadata's walked[] (kernels__metadata_file_real reads past the
- * NUL), whose layout abi/ records. */
 typedef struct {
-	char *rel;            /* owned: the block */
-	const char *real;     /* inside it */
+	char *rel;
+	char *real;
 	struct stat st; /* of the descriptor it was hashed through */
 } file_ent;
 
@@ -277,17 +277,14 @@ static int push(walk_state *w, const char *rel, const char *real, const struct s
 		return KERNELS_ENOMEM;
 	if (w->n >= MAX_FILES)
 		return kernels__error(KERNELS_EINVAL, "more than %d files in the variant folder", MAX_FILES);
-	{
-		size_t rl = strlen(rel), pl = strlen(real);
-		char *both = malloc(rl + pl + 2);
-		if (!both)
-			return KERNELS_ENOMEM;
-		memcpy(both, rel, rl + 1);
-		memcpy(both + rl + 1, real, pl + 1);
-		w->v[w->n].rel = both;
-		w->v[w->n].real = both + rl + 1;
-	}
+	w->v[w->n].rel = kernels__strdup(rel);
+	w->v[w->n].real = kernels__strdup(real);
 	w->v[w->n].st = *st;
+	if (!w->v[w->n].rel || !w->v[w->n].real) {
+		free(w->v[w->n].rel);
+		free(w->v[w->n].real);
+		return KERNELS_ENOMEM;
+	}
 	w->n++;
 	return 0;
 }
@@ -561,18 +558,22 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 			     "Its recorded git revision does not fully identify the sources it was built from, so the "
 			     "build may not be reproducible.", m->name, what ? what : dir_real, m->dirty_sources);
 	if (rc == 0 && (m->walked = calloc(w.n ? w.n : 1, sizeof(char *))) &&
+	    (m->walked_real = calloc(w.n ? w.n : 1, sizeof(char *))) &&
 	    (m->walked_st = calloc(w.n ? w.n : 1, sizeof(struct stat)))) {
 		for (i = 0; i < w.n; i++) {
-			m->walked[i] = w.v[i].rel; /* with its real path after the NUL */
+			m->walked[i] = w.v[i].rel;
+			m->walked_real[i] = w.v[i].real;
 			m->walked_st[i] = w.v[i].st;
-			w.v[i].rel = NULL;
+			w.v[i].rel = w.v[i].real = NULL;
 		}
 		m->nwalked = w.n;
 	} else if (rc == 0) {
 		rc = kernels__error_oom();
 	}
-	for (i = 0; i < w.n; i++)
+	for (i = 0; i < w.n; i++) {
 		free(w.v[i].rel);
+		free(w.v[i].real);
+	}
 	free(w.v);
 	if (rc < 0 || !out)
 		kernels_metadata_free(m);
@@ -638,7 +639,7 @@ const struct stat *kernels__metadata_file_stat(const kernels_metadata *m, size_t
 
 const char *kernels__metadata_file_real(const kernels_metadata *m, size_t i)
 {
-	return m && i < m->nwalked ? m->walked[i] + strlen(m->walked[i]) + 1 : NULL; /* see file_ent */
+	return m && i < m->nwalked && m->walked_real ? m->walked_real[i] : NULL;
 }
 
 KERNELS__GETTER(const char *, kernels_metadata_id, kernels_metadata, id, NULL)
