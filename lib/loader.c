@@ -596,10 +596,6 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 	if (!kernels__realpath(folder, real, NULL))
 		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				      "variant folder %s: %s; download the variant first", folder, strerror(errno));
-	/* Resolved once here for verification and the Python-free copy. */
-	if (root && !kernels__realpath(root, root_real, NULL))
-		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
-	root = root ? root_real : NULL;
 	pthread_mutex_lock(&registry_lock);
 	k = find_locked(real);
 	pthread_mutex_unlock(&registry_lock);
@@ -607,6 +603,12 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 		*out = k;
 		return 0;
 	}
+	/* The registry is keyed by the folder's real path alone; `root` is
+	 * resolved only for a load, once, for verification and the Python-free
+	 * copy. */
+	if (root && !kernels__realpath(root, root_real, NULL))
+		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
+	root = root ? root_real : NULL;
 
 	base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
 	if (!(k = calloc(1, sizeof(*k))))

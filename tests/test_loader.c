@@ -121,6 +121,33 @@ static void test_two_versions_side_by_side(void **state)
 	free(v2);
 }
 
+/* A handle already loaded is found by its folder's real path before `root`
+ * is resolved: a root that no longer resolves is only refused by a load. */
+static void test_registry_hit_leaves_root_alone(void **state)
+{
+	char *dir = fx_variant(test_tmp, "hit/build/torch-cpu", "hit", 7, NULL), *root;
+	kernels__config cfg;
+	kernels_kernel *a, *b, *c;
+	(void)state;
+
+	assert_non_null(dir);
+	assert_true(asprintf(&root, "%s/hit-root", test_tmp) > 0);
+	assert_int_equal(test_system("ln -s '%s/hit' '%s'", test_tmp, root), 0);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(kernels__loader_open(&cfg, NULL, "org/hit", NULL, NULL, dir, root, &a), 0);
+	assert_int_equal(unlink(root), 0);
+	assert_int_equal(kernels__loader_open(&cfg, NULL, "org/hit", NULL, NULL, dir, root, &b), 0);
+	assert_ptr_equal(a, b);
+	assert_int_equal(kernels_kernel_refcount(a), 2);
+	kernels_kernel_close(b);
+	kernels_kernel_close(a);
+	assert_int_equal(kernels__loader_open(&cfg, NULL, "org/hit", NULL, NULL, dir, root, &c), KERNELS_EIO);
+	assert_null(c);
+	kernels__config_free(&cfg);
+	free(root);
+	free(dir);
+}
+
 static void test_tampered_never_loaded(void **state)
 {
 	char *marker, *dir, *so;
@@ -594,6 +621,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_twice_same_handle),
 		cmocka_unit_test(test_two_versions_side_by_side),
+		cmocka_unit_test(test_registry_hit_leaves_root_alone),
 		cmocka_unit_test(test_tampered_never_loaded),
 		cmocka_unit_test(test_noarch),
 		cmocka_unit_test(test_module_choice),
