@@ -902,6 +902,11 @@ static int run(fetch *f)
 	while (f->syncing) {
 		size_t before = f->syncing;
 		flush_synced(f);
+		/* A pass without progress cannot happen today: a J_SYNC job leaves
+		 * that state only through flush_synced, so first_open (which skips
+		 * DONE and FAILED jobs only) never passes one, and each pass flushes
+		 * some. The check stays so that a later slip in `syncing` ends the
+		 * call instead of spinning; an assert would vanish under NDEBUG. */
 		if (f->syncing == before)
 			break;
 	}
