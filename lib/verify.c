@@ -507,50 +507,36 @@ done:
 	return rc;
 }
 
-/* `resolved`: variant_dir and root are kernels__realpath's answers
- * already (the loader's), not resolved again. */
-static int verify(const kernels__config *cfg, const char *variant_dir, const char *root, const char *what,
-		  int use_receipts, int resolved, kernels_metadata **out)
+/* The shared core: `dir_real` and `root_real` are real paths already
+ * (kernels__realpath's answers); NULL root_real: links must stay inside
+ * the variant folder, and no receipt is used. */
+static int verify_real_folder(const kernels__config *cfg, const char *dir_real, const char *root_real,
+			      const char *what, int use_receipts, kernels_metadata **out)
 {
-	char dir_real[PATH_MAX], root_real[PATH_MAX];
+	const char *fence = root_real ? root_real : dir_real;
 	walk_state w = { 0 };
 	kernels_metadata *m = NULL;
 	size_t i;
 	int rc;
 
-	if (out)
-		*out = NULL;
-	if (!variant_dir)
-		return kernels__error(KERNELS_EINVAL, "verify: no variant folder given");
-	if (resolved && (strlen(variant_dir) >= PATH_MAX || (root && strlen(root) >= PATH_MAX)))
-		return kernels__error(KERNELS_EINVAL, "verify: a folder path longer than PATH_MAX");
-	if (resolved) {
-		snprintf(dir_real, sizeof(dir_real), "%s", variant_dir);
-		snprintf(root_real, sizeof(root_real), "%s", root ? root : variant_dir);
-	} else if (!kernels__realpath(variant_dir, dir_real, NULL)) {
-		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "variant folder %s: %s",
-				      variant_dir, strerror(errno));
-	} else if (!kernels__realpath(root ? root : variant_dir, root_real, NULL)) {
-		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
-	}
-	if (!inside(root_real, dir_real))
+	if (!inside(fence, dir_real))
 		return kernels__error(KERNELS_EUNSAFE, "variant folder %s lies outside %s; refusing it", dir_real,
-				      root_real);
+				      fence);
 	{
 		char meta[PATH_MAX + 16], meta_real[PATH_MAX];
 		snprintf(meta, sizeof(meta), "%s/metadata.json", dir_real);
-		if (kernels__realpath(meta, meta_real, NULL) && !inside(root_real, meta_real))
+		if (kernels__realpath(meta, meta_real, NULL) && !inside(fence, meta_real))
 			return kernels__error(KERNELS_EUNSAFE, "%s is a link to %s, outside %s; refusing it", meta,
-					      meta_real, root_real);
+					      meta_real, fence);
 	}
 	if ((rc = kernels_metadata_read(&m, dir_real)) < 0)
 		return what ? kernels__error_prefix("%s", what) : rc;
-	w.root = root_real;
+	w.root = fence;
 	if ((rc = kernels__walk(dir_real, MAX_DEPTH, visit, &w)) == 0) {
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
-		rc = root && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what)
-					  : check_files(cfg, m, &w, root ? root_real : NULL, dir_real, what, 0);
+		rc = root_real && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what)
+					       : check_files(cfg, m, &w, root_real, dir_real, what, 0);
 	}
 	if (rc == 0 && m->dirty)
 		kernels__log(cfg, KERNELS_LOG_WARNING,
@@ -582,16 +568,40 @@ static int verify(const kernels__config *cfg, const char *variant_dir, const cha
 	return rc;
 }
 
+/* Resolves the folders as given (links followed), then verifies. */
+static int resolve_and_verify(const kernels__config *cfg, const char *variant_dir, const char *root,
+			      const char *what, int use_receipts, kernels_metadata **out)
+{
+	char dir_real[PATH_MAX], root_real[PATH_MAX];
+
+	if (out)
+		*out = NULL;
+	if (!variant_dir)
+		return kernels__error(KERNELS_EINVAL, "verify: no variant folder given");
+	if (!kernels__realpath(variant_dir, dir_real, NULL))
+		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO, "variant folder %s: %s",
+				      variant_dir, strerror(errno));
+	if (root && !kernels__realpath(root, root_real, NULL))
+		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
+	return verify_real_folder(cfg, dir_real, root ? root_real : NULL, what, use_receipts, out);
+}
+
 int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
 			    const char *what, kernels_metadata **out)
 {
-	return verify(cfg, variant_dir, root, what, 1, 0, out);
+	return resolve_and_verify(cfg, variant_dir, root, what, 1, out);
 }
 
 int kernels__verify_resolved(const kernels__config *cfg, const char *dir_real, const char *root_real,
 			     const char *what, kernels_metadata **out)
 {
-	return verify(cfg, dir_real, root_real, what, 1, 1, out);
+	if (out)
+		*out = NULL;
+	if (!dir_real)
+		return kernels__error(KERNELS_EINVAL, "verify: no variant folder given");
+	if (strlen(dir_real) >= PATH_MAX || (root_real && strlen(root_real) >= PATH_MAX))
+		return kernels__error(KERNELS_EINVAL, "verify: a folder path longer than PATH_MAX");
+	return verify_real_folder(cfg, dir_real, root_real, what, 1, out);
 }
 
 int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, const kernels_options *opts)
@@ -609,7 +619,7 @@ int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, cons
 	/* The layout is the cache's to know: a variant in a snapshot may link
 	 * anywhere in its repo folder (its blobs/). */
 	root = kernels__cache_repo_of(variant_dir);
-	rc = verify(&cfg, variant_dir, root, NULL, 0, 0, out); /* asked to verify: hash, whatever a receipt says */
+	rc = resolve_and_verify(&cfg, variant_dir, root, NULL, 0, out); /* asked to verify: hash, whatever a receipt says */
 	free(root);
 	kernels__config_free(&cfg);
 	return rc;
