@@ -135,6 +135,10 @@ static void expect_signature_b64(void)
 		{ "QUJD", 1 }, { "QUI=", 1 }, { "QQ==", 1 }, { "", 1 }, { "QU\\nJD\\r\\nQQ==\\n", 1 },
 		{ "QUJ=", 0 }, { "QR==", 0 }, { "Q===", 0 }, { "====", 0 }, { "QQ=A", 0 }, { "Q=Q=", 0 },
 		{ "QQ==QUJD", 0 }, { "QUJ", 0 }, { "QUJDQ", 0 }, { "QU-D", 0 }, { "QU\\u00e9D", 0 }, { "QUJD=", 0 },
+		/* four digits at a time where they lie in step: what follows them still counts */
+		{ "QUJDQUJDQUI=", 1 }, { "Q\\nUJDQUJDQUJD\\nQUI=", 1 }, { "QUJD-", 0 }, { "QUJDQUJD*", 0 },
+		{ "QUJD-UJDQUJD", 0 }, { "QUJDQUJDQQ==QUJD", 0 }, { "QUJDQ\\nUJ\\nDQ=", 0 }, { "QUJDQ\\nUJ\\nDQUI=", 1 },
+		{ "QUJDQUJDQUJDQ", 0 },
 	};
 	kernels_options o;
 	size_t i;
@@ -216,6 +220,90 @@ static void test_bundle_shape_is_checked(void **state)
 	assert_non_null(p);
 	memcpy(p, "\"checkpoinX\"", 12);
 	expect_bundle(json, "unknown field 'checkpoinX'");
+	free(json);
+	free(b);
+}
+
+/* `json` with the string value of "key" rewritten: a "\n" (escaped) after
+ * its first `first` characters and then every `every`, and the character
+ * at `at` (when >= 0) replaced by `c`. */
+static char *edit_value(const char *json, const char *key, size_t first, size_t every, long at, char c)
+{
+	char *k = path("\"%s\": \"", key), *out, *o;
+	const char *v = strstr(json, k), *end;
+	size_t i;
+
+	assert_non_null(v);
+	v += strlen(k);
+	end = strchr(v, '"');
+	assert_non_null(end);
+	out = o = malloc(strlen(json) * 2 + 1);
+	assert_non_null(out);
+	memcpy(o, json, (size_t)(v - json));
+	o += v - json;
+	for (i = 0; v + i < end; i++) {
+		if (i == first || (i > first && every && (i - first) % every == 0)) {
+			*o++ = '\\';
+			*o++ = 'n';
+		}
+		*o++ = (long)i == at ? c : v[i];
+	}
+	strcpy(o, end);
+	free(k);
+	return out;
+}
+
+static void expect_verify(const char *json, const char *message)
+{
+	kernels_options o;
+	size_t an;
+	char *a = test_read_file(W.artifact, &an);
+	int rc;
+
+	options(&o, 0);
+	rc = kernels_signature_verify_bundle(a, an, json, strlen(json), NULL, 0, &o);
+	free(a);
+	if (!message && rc != 0)
+		fail_msg("expected it to verify: %s", kernels_error_last());
+	if (message && (rc != KERNELS_ESIGNATURE || !strstr(kernels_error_last(), message)))
+		fail_msg("expected '%s' in: %s", message, rc ? kernels_error_last() : "(it verified)");
+}
+
+/* base64 is read four characters at a time where it can be: line breaks
+ * that put the quads out of step (after the first character, then every
+ * 7) still give the same bytes (the whole bundle verifies: the body's hash
+ * leads to the log's root, the certificate chains, the signature holds),
+ * and a bad character or padding deep inside a long value is still
+ * refused. */
+static void test_wrapped_base64_reads_as_the_same_bytes(void **state)
+{
+	char *b = path("%s/wrapped.json", W.tmp), *json, *w1, *w2, *w3, *bad;
+	size_t n;
+	(void)state;
+
+	assert_int_equal(sign(W.artifact, b, NULL), 0);
+	json = test_read_file(b, &n);
+	assert_non_null(json);
+	expect_verify(json, NULL);
+	w1 = edit_value(json, "canonicalizedBody", 1, 7, -1, 0);
+	w2 = edit_value(w1, "rawBytes", 3, 76, -1, 0);
+	w3 = edit_value(w2, "signature", 2, 5, -1, 0);
+	expect_verify(w3, NULL);
+	bad = edit_value(json, "canonicalizedBody", 1000000, 0, 601, '-');
+	expect_verify(bad, "canonicalizedBody is not valid base64");
+	free(bad);
+	bad = edit_value(json, "canonicalizedBody", 1000000, 0, 602, '=');
+	expect_verify(bad, "canonicalizedBody is not valid base64");
+	free(bad);
+	bad = edit_value(json, "canonicalizedBody", 1, 7, 603, '-');
+	expect_verify(bad, "canonicalizedBody is not valid base64");
+	free(bad);
+	bad = edit_value(json, "rawBytes", 1000000, 0, 400, '*');
+	expect_verify(bad, "rawBytes is not valid base64");
+	free(bad);
+	free(w1);
+	free(w2);
+	free(w3);
 	free(json);
 	free(b);
 }
@@ -777,6 +865,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_malformed_bundles_are_refused_by_name),
 		cmocka_unit_test(test_bundle_shape_is_checked),
+		cmocka_unit_test(test_wrapped_base64_reads_as_the_same_bytes),
 		cmocka_unit_test(test_each_broken_bundle_is_refused_for_its_reason),
 		cmocka_unit_test(test_policies_decide_who_may_sign),
 		cmocka_unit_test(test_trusted_root_sources),

@@ -18,16 +18,19 @@
 
 /* ---- RFC 6962 inclusion proof ------------------------------------------- */
 
-static void node_hash(const unsigned char *l, size_t ln, const unsigned char *r, size_t rn, unsigned char out[32])
+/* A proof's hash: SHA-256 over a prefix byte and up to two parts. One
+ * context and one fetched digest serve the whole proof: EVP_sha256()
+ * makes libcrypto 3 look the digest up again on every init. 0, or -1
+ * when libcrypto fails. */
+static int hash(EVP_MD_CTX *c, const EVP_MD *md, unsigned char prefix, const unsigned char *l, size_t ln,
+		const unsigned char *r, size_t rn, unsigned char out[32])
 {
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	unsigned char one = 1;
 	unsigned int n = 0;
 
-	if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL) || !EVP_DigestUpdate(c, &one, 1) ||
-	    !EVP_DigestUpdate(c, l, ln) || !EVP_DigestUpdate(c, r, rn) || !EVP_DigestFinal_ex(c, out, &n))
-		memset(out, 0, 32);
-	EVP_MD_CTX_free(c);
+	return EVP_DigestInit_ex(c, md, NULL) && EVP_DigestUpdate(c, &prefix, 1) && EVP_DigestUpdate(c, l, ln) &&
+			       EVP_DigestUpdate(c, r, rn) && EVP_DigestFinal_ex(c, out, &n)
+		       ? 0
+		       : -1;
 }
 
 static int bit_length(uint64_t v)
@@ -46,35 +49,41 @@ static int popcount(uint64_t v)
 	return n;
 }
 
+/* The RFC 6962 hashes from the body's leaf up the proof into `seed`. */
+static int merkle_root(EVP_MD_CTX *c, const EVP_MD *md, const ks_bundle *b, int inner, unsigned char seed[32])
+{
+	size_t i;
+
+	if (hash(c, md, 0, b->body.p, b->body.n, NULL, 0, seed))
+		return -1;
+	for (i = 0; i < b->nhashes; i++) {
+		const ks_bytes *h = &b->hashes[i];
+		int left = i < (size_t)inner && ((b->proof_index >> i) & 1) == 0;
+		if (left ? hash(c, md, 1, seed, 32, h->p, h->n, seed) : hash(c, md, 1, h->p, h->n, seed, 32, seed))
+			return -1;
+	}
+	return 0;
+}
+
 static int merkle_verify(const ks_bundle *b)
 {
 	uint64_t index = b->proof_index, size = b->tree_size;
-	int inner = bit_length(index ^ (size - 1)), border = popcount(inner < 64 ? index >> inner : 0);
-	unsigned char seed[32], zero = 0;
-	unsigned int n = 0;
-	size_t i;
+	int inner = bit_length(index ^ (size - 1)), border = popcount(inner < 64 ? index >> inner : 0), failed;
+	unsigned char seed[32];
 	EVP_MD_CTX *c;
+	EVP_MD *md;
 
 	if (b->nhashes != (size_t)(inner + border))
 		return BAD("log entry: the inclusion proof has %zu hashes where a leaf at %llu of a tree of %llu needs %d",
 			   b->nhashes, (unsigned long long)index, (unsigned long long)size, inner + border);
-	if (!(c = EVP_MD_CTX_new()))
-		return kernels__error_oom();
-	if (!EVP_DigestInit_ex(c, EVP_sha256(), NULL) || !EVP_DigestUpdate(c, &zero, 1) ||
-	    !EVP_DigestUpdate(c, b->body.p, b->body.n) || !EVP_DigestFinal_ex(c, seed, &n)) {
-		EVP_MD_CTX_free(c);
-		return kernels__error_oom();
-	}
+	c = EVP_MD_CTX_new();
+	md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	failed = !c || !md || merkle_root(c, md, b, inner, seed);
 	EVP_MD_CTX_free(c);
-	for (i = 0; i < (size_t)inner; i++) {
-		const ks_bytes *h = &b->hashes[i];
-		if (((index >> i) & 1) == 0)
-			node_hash(seed, 32, h->p, h->n, seed);
-		else
-			node_hash(h->p, h->n, seed, 32, seed);
-	}
-	for (; i < b->nhashes; i++)
-		node_hash(b->hashes[i].p, b->hashes[i].n, seed, 32, seed);
+	EVP_MD_free(md);
+	if (failed)
+		return BAD("log entry: libcrypto could not hash the inclusion proof (out of memory, or no SHA-256 in "
+			   "its configured providers: check OPENSSL_CONF)");
 	if (b->root_hash.n != 32 || memcmp(seed, b->root_hash.p, 32))
 		return BAD("log entry: the inclusion proof does not lead to its root hash (a proof for another entry, "
 			   "or a tampered one)");
