@@ -2,6 +2,12 @@
 in one process (the verifier behind Python kernels 0.17's verify-signature).
 
     python3 bench/signature/vs_python.py LIBKERNELS_SO [runs]
+    python3 bench/signature/vs_python.py LIBKERNELS_SO --calls N {c,py}
+
+The second form makes N untimed verifications of happy-path-v0.3 (root file)
+on one side only, for callgrind: instructions per verification are the
+difference between two N over the difference of the Ns (see
+bench/results/signature.txt).
 
 Cases: the public conformance suite's happy-path-v0.2 bundle against the
 public-good root (libkernels' built-in one; the same file for
@@ -83,8 +89,19 @@ def timed(c, py, artifact, bundle, runs):
     return statistics.median(tc), min(tc), statistics.median(tp), min(tp), min(uc), min(up)
 
 
+def calls(lib, n, side):
+    """n verifications by one side, untimed: what callgrind counts."""
+    bundle = (SUITE / "happy-path-v0.3" / "bundle.sigstore.json").read_bytes()
+    verify = c_verifier(lib, PUBLIC_GOOD) if side == "c" else py_verifier(PUBLIC_GOOD)
+    artifact = (SUITE / "a.txt").read_bytes()
+    for _ in range(n):
+        verify(artifact, bundle)
+
+
 def main():
     lib = ctypes.CDLL(sys.argv[1])
+    if len(sys.argv) > 2 and sys.argv[2] == "--calls":
+        return calls(lib, int(sys.argv[3]), sys.argv[4])
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 201
     artifact = (SUITE / "a.txt").read_bytes()
     print("%-34s %10s %10s %10s %10s %5s %5s %10s %10s %5s" % ("case", "C median", "C min", "Py median", "Py min",
