@@ -213,9 +213,12 @@ static int torch_from_build_version(kernels__torch_info *t, const char *root)
 }
 
 /* The torch whose package folder is `root` (version.py or build-version,
- * libraries in root/lib). `loaded`: the path of its loaded libc10/libtorch,
- * NULL when it is only on disk. 0 when `root` holds no torch. */
-static int torch_at(kernels__torch_info *t, const char *root, const char *loaded, const char *source)
+ * libraries in root/lib). `loaded`: the path of its loaded libc10/libtorch
+ * as the dynamic loader names it, and `loaded_dir` its folder, resolved
+ * (the caller resolved it to find `root`); both NULL when it is only on
+ * disk. 0 when `root` holds no torch. */
+static int torch_at(kernels__torch_info *t, const char *root, const char *loaded, const char *loaded_dir,
+		    const char *source)
 {
 	char *c10;
 
@@ -233,9 +236,8 @@ static int torch_at(kernels__torch_info *t, const char *root, const char *loaded
 		t->backend_version = 0;
 	t->source = source;
 	if (loaded) {
-		char real[PATH_MAX];
 		t->cxx11_abi = loaded_torch_abi(loaded);
-		t->path = kernels__realpath(loaded, real, NULL) ? strdup(dirname(real)) : NULL;
+		t->path = strdup(loaded_dir);
 	} else if ((t->path = kernels__sprintf("%s/lib", root)) && (c10 = kernels__sprintf("%s/libc10.so", t->path))) {
 		t->cxx11_abi = elf_file_abi(c10);
 		free(c10);
@@ -295,7 +297,7 @@ static int torch_in_site(kernels__torch_info *t, const char *site, const char *s
 	free(dir);
 	if (!root)
 		return 0;
-	rc = torch_at(t, root, NULL, source);
+	rc = torch_at(t, root, NULL, NULL, source);
 	free(root);
 	return rc;
 }
@@ -568,17 +570,20 @@ int kernels__torch_locate(const kernels__config *cfg, const kernels__loaded_libs
 {
 	const char *lib = l->c10 ? l->c10 : l->torch;
 	const char *venv = env(cfg, "VIRTUAL_ENV");
-	char *root;
+	char real[PATH_MAX], *root, *lib_dir;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->cxx11_abi = -1;
 	if (lib) {
-		/* A loaded torch is the one the variant must match, known or not. */
-		if (!(root = kernels__package_root(lib)))
+		/* A loaded torch is the one the variant must match, known or not.
+		 * Resolved once: its folder is t->path, the one above the package. */
+		if (!kernels__realpath(lib, real, NULL))
 			return 0;
-		rc = torch_at(t, root, lib, "process");
-		free(root);
+		if (!(lib_dir = strdup(dirname(real))))  /* .../torch/lib */
+			return KERNELS_ENOMEM;
+		rc = torch_at(t, dirname(real), lib, lib_dir, "process"); /* .../torch */
+		free(lib_dir);
 		return rc < 0 ? rc : 0;
 	}
 	if (!outside)
@@ -591,7 +596,7 @@ int kernels__torch_locate(const kernels__config *cfg, const kernels__loaded_libs
 					      "%s='%s' holds no torch (no version.py or build-version there or above "
 					      "its lib/); name the torch package folder (site-packages/torch) or unset "
 					      "it", what, cfg->torch_dir);
-		rc = torch_at(t, root, NULL, cfg->torch_dir_source);
+		rc = torch_at(t, root, NULL, NULL, cfg->torch_dir_source);
 		free(root);
 		return rc < 0 ? rc : 0;
 	}
