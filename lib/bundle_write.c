@@ -167,7 +167,7 @@ static int add_variant(writer *w, kernels__repo_type type, const char *repo_id, 
 	 * only metadata.json); offline the cache must have it all. Either way
 	 * the digest proves the folder whole before it is bundled. */
 	if (rc == 0 && !w->cfg->offline)
-		rc = kernels__download(w->cfg, type, repo_id, commit, &variant, 1, NULL, NULL);
+		rc = kernels__download(w->cfg, type, repo_id, commit, &variant, 1, NULL, NULL, 0);
 	if (rc == 0)
 		rc = kernels__verify_variant(w->cfg, dir, repo_dir, what, NULL);
 	if (rc == 0)

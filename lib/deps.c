@@ -436,7 +436,7 @@ static int has_one(const kernels__config *cfg, const char *repo_id, const char *
 		    (chosen = kernels_variant_trace_chosen(p.trace)) &&
 		    (path = kernels__sprintf("build/%s/metadata.json", chosen)) &&
 		    kernels__download_file(cfg, p.repo.type, p.repo.id, kernels_revision_commit(p.rev), path,
-					   &file) == 0 &&
+					   &file, kernels__plan_guarded(&p)) == 0 &&
 		    (slash = strrchr(file, '/'))) {
 			*slash = '\0';
 			if (kernels_metadata_read(&m, file) < 0)

@@ -254,7 +254,7 @@ static int download_offline(const kernels__config *cfg, kernels__repo_type type,
 
 int kernels__download(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 		      const char *commit, const char *const *variants, size_t n_variants, char **snapshot_dir,
-		      kernels_download_stats *stats)
+		      kernels_download_stats *stats, unsigned int flags)
 {
 	kernels__tree all = { 0 }, view = { 0 };
 	size_t i;
@@ -272,7 +272,7 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type type, const
 	for (i = 0; i < n_variants; i++)
 		if ((rc = variant_name_check(variants[i])) < 0)
 			return rc;
-	if ((rc = kernels__cache_guard(cfg, type, repo_id)) < 0)
+	if (!(flags & KERNELS__DOWNLOAD_GUARDED) && (rc = kernels__cache_guard(cfg, type, repo_id)) < 0)
 		return rc;
 	if (cfg->offline)
 		return download_offline(cfg, type, repo_id, commit, variants, n_variants, snapshot_dir);
@@ -408,7 +408,7 @@ static int listed_file(const kernels__config *cfg, kernels__repo_type type, cons
 }
 
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			   const char *commit, const char *path, char **local_path)
+			   const char *commit, const char *path, char **local_path, unsigned int flags)
 {
 	kernels__hub_response r;
 	kernels__tree t = { 0 };
@@ -419,7 +419,8 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type type, 
 	*local_path = NULL;
 	if ((rc = args_check(repo_id, commit)) < 0)
 		return rc;
-	if ((rc = kernels__repo_path_check(path)) < 0 || (rc = kernels__cache_guard(cfg, type, repo_id)) < 0)
+	if ((rc = kernels__repo_path_check(path)) < 0 ||
+	    (!(flags & KERNELS__DOWNLOAD_GUARDED) && (rc = kernels__cache_guard(cfg, type, repo_id)) < 0))
 		return rc;
 	/* A commit's files never change: what the cache knows is the answer. */
 	if ((rc = cached_file(cfg, type, repo_id, commit, path, local_path)) != 0)
@@ -540,7 +541,7 @@ static int download_at(const kernels__config *at, kernels__repo_type type, const
 
 	free(a->s->path);
 	a->s->path = NULL;
-	return kernels__download(at, type, repo_id, commit, a->variants, a->n, &a->s->path, &a->s->stats);
+	return kernels__download(at, type, repo_id, commit, a->variants, a->n, &a->s->path, &a->s->stats, 0);
 }
 
 int kernels_download(kernels_snapshot **out, const char *repo_id, const char *commit,

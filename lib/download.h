@@ -23,12 +23,18 @@ int kernels__repo_locate(const kernels__config *cfg, const char *repo_id, const 
  * repo under one form, that form, with no request. */
 int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revision *rev, kernels__repo_type *type);
 
+/* What a caller already knows of the repo's cache folder, for `flags`
+ * below: KERNELS__DOWNLOAD_GUARDED when kernels__cache_guard passed for the
+ * repo (of that type) earlier in the same call (a plan runs it once, first:
+ * plan.h), so the stage does not look again. 0: the stage runs the guard. */
+#define KERNELS__DOWNLOAD_GUARDED 1u
+
 /* Everything under build/{variant}/ of each variant, of the repo of that
  * `type`. On success *snapshot_dir (malloc'ed, may be NULL to skip) is the
  * snapshot folder. */
 int kernels__download(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 		      const char *commit, const char *const *variants, size_t n_variants, char **snapshot_dir,
-		      kernels_download_stats *stats);
+		      kernels_download_stats *stats, unsigned int flags);
 
 /* Variant names under build/ (sorted, malloc'ed array of malloc'ed strings). */
 int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
@@ -41,7 +47,7 @@ int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, 
  * commit has no such file (KERNELS_ENOTFOUND; the marker is written when the
  * Hub answers EntryNotFound). Offline and not cached: KERNELS_EOFFLINE. */
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			   const char *commit, const char *path, char **local_path);
+			   const char *commit, const char *path, char **local_path, unsigned int flags);
 
 /* Records, as huggingface_hub does (.no_exist/{commit}/{path}), that a
  * listing of `commit` shows no `path`. Best effort: errors are dropped. */

@@ -165,7 +165,7 @@ static int hub_info(const kernels__config *cfg, kernels_info *i, const char *rep
 				    i->revision);
 	/* one metadata.json: the keys that describe the kernel are the same in each */
 	if (rc == 0 && (path = kernels__sprintf("build/%s/metadata.json", i->variants[0]))) {
-		if (kernels__download_file(cfg, type, repo_id, i->commit, path, &local) == 0 &&
+		if (kernels__download_file(cfg, type, repo_id, i->commit, path, &local, 0) == 0 &&
 		    (slash = strrchr(local, '/'))) {
 			*slash = '\0';
 			if (kernels_metadata_read(&i->meta, local) < 0)

@@ -38,6 +38,11 @@
 
 typedef kernels__plan plan;
 
+unsigned int kernels__plan_guarded(const plan *p)
+{
+	return p->guarded ? KERNELS__DOWNLOAD_GUARDED : 0;
+}
+
 void kernels__plan_free(plan *p)
 {
 	kernels_revision_free(p->rev);
@@ -73,7 +78,7 @@ static int read_status(const kernels__config *cfg, plan *p, kernels__kernel_stat
 	int rc;
 
 	rc = kernels__download_file(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev),
-				    "kernel-status.toml", &local);
+				    "kernel-status.toml", &local, kernels__plan_guarded(p));
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
 		kernels_error_clear();
 		return 0;
@@ -136,6 +141,12 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 		if ((rc = kernels__repo_locate_revision(cfg, p->rev, &type)) < 0)
 			break;
 		kernels__repo_set_type(&p->repo, type);
+		/* Its cache folder checked once for planted links, before the
+		 * trust check reads its record and the prefetch writes in it. */
+		p->guarded = 0;
+		if ((rc = kernels__cache_guard(cfg, p->repo.type, p->repo.id)) < 0)
+			break;
+		p->guarded = 1;
 		/* kernel-status.toml and the build/ listing are asked for beside the
 		 * trust check (prefetch.h): one round trip instead of three. The
 		 * verdict still comes first: nothing read is used before it. */
@@ -195,7 +206,7 @@ static int read_archs(void *ctx, const char *variant, kernels_metadata **m)
 	if (!path)
 		return KERNELS_ENOMEM;
 	rc = kernels__download_file(a->cfg, a->p->repo.type, a->p->repo.id, kernels_revision_commit(a->p->rev), path,
-				    &local);
+				    &local, kernels__plan_guarded(a->p));
 	free(path);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_EOFFLINE) {
 		kernels_error_clear();
@@ -266,7 +277,7 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 
 	*folder = NULL;
 	rc = kernels__download(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
-			       &stats->download);
+			       &stats->download, kernels__plan_guarded(p));
 	stats->download_ms = kernels__now_ms_precise() - t0;
 	stats->from_cache = stats->download.blobs_downloaded == 0;
 	if (rc == 0 && !(*folder = kernels__sprintf("%s/build/%s", snapshot, variant)))
@@ -292,7 +303,7 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 	double t0 = kernels__now_ms_precise();
 	int rc;
 
-	rc = !root ? KERNELS_ENOMEM : kernels__cache_guard(cfg, p->repo.type, p->repo.id);
+	rc = !root ? KERNELS_ENOMEM : p->guarded ? 0 : kernels__cache_guard(cfg, p->repo.type, p->repo.id);
 	if (rc == 0)
 		rc = kernels__loader_open(cfg, deps, p->repo.id, kernels_revision_commit(p->rev), variant, folder, root,
 					  out);

@@ -21,7 +21,15 @@ typedef struct {
 	 * commit of the repo named is what is locked and loaded, as kernels
 	 * 0.17.2 does. Survives kernels__plan_resolve's retry. */
 	int pinned;
+	/* kernels__cache_guard passed for `repo` (its folders are real ones or
+	 * absent): run once, when the repo and its type are settled, before
+	 * anything of it is read or written; the stages after are told so
+	 * (kernels__plan_guarded) instead of looking again. */
+	int guarded;
 } kernels__plan;
+
+/* The download stage's flags (download.h) for the plan's repo. */
+unsigned int kernels__plan_guarded(const kernels__plan *p);
 
 /* Revision resolution (`first`, may be NULL and is taken over, when the
  * caller resolved it already), kernel repo or model repo, the publisher's

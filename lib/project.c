@@ -81,7 +81,8 @@ static int lock_variant_deps(const kernels__config *cfg, kernels__plan *p, const
 
 	if (!path)
 		return KERNELS_ENOMEM;
-	rc = kernels__download_file(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), path, &local);
+	rc = kernels__download_file(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), path, &local,
+				   kernels__plan_guarded(p));
 	free(path);
 	if (rc == KERNELS_ENOTFOUND) { /* a folder without metadata.json is no variant */
 		kernels_error_clear();

@@ -498,7 +498,7 @@ static void test_download_file(void **state)
 	options(e, &o);
 	assert_int_equal(kernels__config_load(&cfg, &o), 0);
 	/* An LFS file through its redirect, verified and linked. */
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local, 0), 0);
 	data = test_read_file(local, &len);
 	assert_int_equal(len, files[4].len);
 	assert_memory_equal(data, files[4].data, len);
@@ -506,26 +506,26 @@ static void test_download_file(void **state)
 	free(local);
 	/* Known now: no request at all, online or offline. */
 	test_hub_log_clear(e->hub);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local, 0), 0);
 	free(local);
 	cfg.offline = 1;
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local, 0), 0);
 	free(local);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
 			 KERNELS_EOFFLINE);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
 	/* A file the commit lacks: asked once, then remembered like huggingface_hub does. */
 	cfg.offline = 0;
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
 			 KERNELS_ENOTFOUND);
 	assert_null(local);
 	snprintf(marker, sizeof(marker), "%s/kernels--org--k/.no_exist/%s/kernel-status.toml", e->cache, e->commit);
 	assert_true(test_exists(marker));
 	assert_int_equal(test_hub_log_count(e->hub, "HEAD", "kernel-status.toml"), 1);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
 			 KERNELS_ENOTFOUND);
 	cfg.offline = 1;
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
 			 KERNELS_ENOTFOUND);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 1);
 	/* Model repos are found too (the one decision, then by value). */
@@ -533,7 +533,7 @@ static void test_download_file(void **state)
 	t = KERNELS__REPO_KERNEL;
 	assert_int_equal(kernels__repo_locate(&cfg, "org/m", e->mcommit, &t), 0);
 	assert_int_equal(t, KERNELS__REPO_MODEL);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/m", e->mcommit, "README.md", &local), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/m", e->mcommit, "README.md", &local, 0), 0);
 	data = test_read_file(local, &len);
 	assert_int_equal(len, 4);
 	free(data);

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
+#include "swap_walk.h"
 #include "test_world.h"
 #include "testutil.h"
 #include "alloc_fail.h"
@@ -212,7 +213,12 @@ static void test_second_get_is_served_from_cache_and_offline(void **state)
 
 	test_hub_log_clear(W.hub);
 	o.offline = 1;
+	/* The cache guard's last walk: the plan runs it once, and the stages
+	 * after it (status file, download, load) are told so. */
+	test_walk_count(".locks/kernels--acme--answer");
 	assert_int_equal(kernels_get_ext(&b, &st, "acme/answer", ">=1,<2", &o), 0);
+	assert_int_equal(test_walk_counted(), 1);
+	test_walk_count(NULL);
 	assert_ptr_equal(a, b);
 	assert_int_equal(test_kernel_answer(b), 1101);
 	kernels_kernel_close(b);

@@ -37,10 +37,29 @@ static char *reached(const char *root, const char *rel)
 }
 
 void kernels__test_after_walk(const char *root, const char *rel);
+/* The walks test_walk_count watches for. */
+static struct {
+	const char *rel;
+	int n;
+} counted;
+
+void test_walk_count(const char *rel)
+{
+	counted.rel = rel;
+	counted.n = 0;
+}
+
+int test_walk_counted(void)
+{
+	return counted.n;
+}
+
 void kernels__test_after_walk(const char *root, const char *rel)
 {
 	char *at, *aside;
 
+	if (counted.rel && !strcmp(rel, counted.rel))
+		counted.n++;
 	if (!swap.level || swap.fired || !(at = reached(root, rel)))
 		return;
 	if (swap.skip-- > 0) {

@@ -22,4 +22,10 @@ void test_swap_arm_nth(const char *level, const char *outside, int skip);
  * walk reached the level: the test did not test what it meant to). */
 int test_swap_disarm(void);
 
+/* Counts, from now on, the walks that end exactly at {root}/{rel} (`rel`
+ * borrowed until the next call; NULL stops counting): how often a stage
+ * looked at one folder. test_walk_counted: the walks counted so far. */
+void test_walk_count(const char *rel);
+int test_walk_counted(void);
+
 #endif
