@@ -602,7 +602,8 @@ int kernels__cache_publish(int fd, const char *from, const char *to, struct stat
 
 /* ---- offline checks ------------------------------------------------------------ */
 
-static int check_dir(const char *dir, const char *top, const char *what)
+/* `others`: counts the entries besides metadata.json. */
+static int check_dir(const char *dir, const char *top, const char *what, size_t *others)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -616,6 +617,7 @@ static int check_dir(const char *dir, const char *top, const char *what)
 		struct stat lst, st;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		*others += strcmp(de->d_name, "metadata.json") != 0;
 		if (!(p = kernels__sprintf("%s/%s", dir, de->d_name))) {
 			rc = KERNELS_ENOMEM;
 			break;
@@ -624,7 +626,7 @@ static int check_dir(const char *dir, const char *top, const char *what)
 			rc = kernels__error(KERNELS_EOFFLINE, "offline: %s vanished; download %s while online", p,
 					    what);
 		else if (S_ISDIR(lst.st_mode))
-			rc = check_dir(p, top, what);
+			rc = check_dir(p, top, what, others);
 		else if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))
 			rc = kernels__error(KERNELS_EOFFLINE,
 					    "offline: %s is not in the cache (its link points at a missing blob); "
@@ -636,7 +638,11 @@ static int check_dir(const char *dir, const char *top, const char *what)
 	return rc;
 }
 
-int kernels__cache_check_tree(const char *dir, const char *what)
+int kernels__cache_check_tree(const char *dir, const char *what, int *only_metadata)
 {
-	return check_dir(dir, dir, what);
+	size_t others = 0;
+	int rc = check_dir(dir, dir, what, &others);
+
+	*only_metadata = others == 0;
+	return rc;
 }

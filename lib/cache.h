@@ -132,7 +132,10 @@ int kernels__cache_publish_at(int fd, int dirfd, const char *from, const char *t
 void kernels__cache_sync_folder(const char *dir, const char *sub);
 
 /* Checks an offline snapshot folder: every link under `dir` resolves to a
- * complete blob. KERNELS_EOFFLINE naming the first broken file otherwise. */
-int kernels__cache_check_tree(const char *dir, const char *what);
+ * complete blob. KERNELS_EOFFLINE naming the first broken file otherwise.
+ * *only_metadata: 1 when `dir` holds nothing but metadata.json (what a lock
+ * or the arch check leaves of a variant it did not download), learned on
+ * the same walk. */
+int kernels__cache_check_tree(const char *dir, const char *what, int *only_metadata);
 
 #endif

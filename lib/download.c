@@ -217,7 +217,8 @@ static int variants_view(const kernels__tree *all, const char *repo_id, const ch
 }
 
 static int download_offline(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			    const char *commit, const char *const *variants, size_t n, char **snapshot_dir)
+			    const char *commit, const char *const *variants, size_t n, char **snapshot_dir,
+			    unsigned int flags)
 {
 	char *dir, *snap, what[512];
 	size_t i;
@@ -234,6 +235,7 @@ static int download_offline(const kernels__config *cfg, kernels__repo_type type,
 	for (i = 0; i < n && rc == 0; i++) {
 		char *vdir = kernels__sprintf("%s/build/%s", snap, variants[i]);
 		struct stat st;
+		int only_metadata = 0;
 		snprintf(what, sizeof(what), "%s variant %s at %s (libkernels download)", repo_id, variants[i], commit);
 		if (!vdir)
 			rc = KERNELS_ENOMEM;
@@ -241,8 +243,12 @@ static int download_offline(const kernels__config *cfg, kernels__repo_type type,
 			rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s at %s is not in the cache; "
 					    "download it while online (libkernels download, or unset HF_HUB_OFFLINE)",
 					    variants[i], repo_id, commit);
-		else
-			rc = kernels__cache_check_tree(vdir, what);
+		else if (!(flags & KERNELS__DOWNLOAD_VERIFIED) &&
+			 (rc = kernels__cache_check_tree(vdir, what, &only_metadata)) == 0 && only_metadata)
+			/* what a lock or the arch check cached (as Python kernels' lock does) */
+			rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s at %s is not in the cache (only "
+					    "its metadata.json); download it while online (libkernels download, or "
+					    "unset HF_HUB_OFFLINE)", variants[i], repo_id, commit);
 		free(vdir);
 	}
 	if (rc == 0 && snapshot_dir)
@@ -275,7 +281,7 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type type, const
 	if (!(flags & KERNELS__DOWNLOAD_GUARDED) && (rc = kernels__cache_guard(cfg, type, repo_id)) < 0)
 		return rc;
 	if (cfg->offline)
-		return download_offline(cfg, type, repo_id, commit, variants, n_variants, snapshot_dir);
+		return download_offline(cfg, type, repo_id, commit, variants, n_variants, snapshot_dir, flags);
 
 	/* One listing of build/ per commit, recorded: the variants' files are
 	 * ranges of it. */

@@ -28,6 +28,12 @@ int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revi
  * repo (of that type) earlier in the same call (a plan runs it once, first:
  * plan.h), so the stage does not look again. 0: the stage runs the guard. */
 #define KERNELS__DOWNLOAD_GUARDED 1u
+/* The caller verifies the variants next, every file (the loader: plan.c),
+ * so offline the stage does not walk them first: that walk says, in
+ * offline terms, what the cache lacks (verify.c). Without it, offline,
+ * each variant is walked here: every link must reach a blob, and a
+ * folder with only metadata.json is not a downloaded variant. */
+#define KERNELS__DOWNLOAD_VERIFIED 2u
 
 /* Everything under build/{variant}/ of each variant, of the repo of that
  * `type`. On success *snapshot_dir (malloc'ed, may be NULL to skip) is the

@@ -266,10 +266,10 @@ int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const 
 	return kernels__plan_remote_from(cfg, repo_id, revision, NULL, p, stats);
 }
 
-static int metadata_only(const char *folder);
-
-int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant, kernels_get_stats *stats,
-			char **folder)
+/* kernels__plan_fetch with the download stage's `flags` besides the
+ * plan's own (download.h). */
+static int fetch(const kernels__config *cfg, plan *p, const char *variant, unsigned int flags,
+		 kernels_get_stats *stats, char **folder)
 {
 	char *snapshot = NULL;
 	double t0 = kernels__now_ms_precise();
@@ -277,22 +277,22 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 
 	*folder = NULL;
 	rc = kernels__download(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), &variant, 1, &snapshot,
-			       &stats->download, kernels__plan_guarded(p));
+			       &stats->download, kernels__plan_guarded(p) | flags);
 	stats->download_ms = kernels__now_ms_precise() - t0;
 	stats->from_cache = stats->download.blobs_downloaded == 0;
+	/* Offline, a variant of which a lock or the arch check cached only
+	 * metadata.json was refused by the stage's walk (or, verified next,
+	 * is by the loader's). */
 	if (rc == 0 && !(*folder = kernels__sprintf("%s/build/%s", snapshot, variant)))
 		rc = KERNELS_ENOMEM;
-	/* offline, a variant of which a lock or the arch check cached only
-	 * metadata.json (as Python kernels' lock does) is not in the cache */
-	if (rc == 0 && cfg->offline && metadata_only(*folder)) {
-		rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s is not in the cache (only its "
-				    "metadata.json); download it while online (libkernels download, or unset "
-				    "HF_HUB_OFFLINE)", variant, p->what);
-		free(*folder);
-		*folder = NULL;
-	}
 	free(snapshot);
 	return rc;
+}
+
+int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant, kernels_get_stats *stats,
+			char **folder)
+{
+	return fetch(cfg, p, variant, 0, stats, folder);
 }
 
 int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, kernels__deps_fn deps,
@@ -370,7 +370,8 @@ int kernels__plan_fetch_and_load(const kernels__config *cfg, plan *p, kernels__d
 					      kernels__variant_no_match(p->trace, p->what, p->sys));
 	if ((rc = load_cached(cfg, p, variant, deps, stats, out)) <= 0)
 		return rc;
-	rc = kernels__plan_fetch(cfg, p, variant, stats, &folder);
+	/* verified next: offline, that walk is the one that says what the cache lacks */
+	rc = fetch(cfg, p, variant, KERNELS__DOWNLOAD_VERIFIED, stats, &folder);
 	if (rc == 0)
 		rc = kernels__plan_load(cfg, p, folder, deps, stats, out);
 	free(folder);

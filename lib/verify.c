@@ -257,6 +257,10 @@ typedef struct {
 	const char *root;     /* real path links must stay in */
 	file_ent *v;
 	size_t n, cap;
+	/* The library's own load of a cached variant, offline: a missing
+	 * blob is one never downloaded, said so (download.h: the fetch stage
+	 * leaves this walk to say what the cache lacks). */
+	int offline;
 } walk_state;
 
 static int inside(const char *root, const char *path)
@@ -289,6 +293,14 @@ static int push(walk_state *w, const char *rel, const char *real, const struct s
 	return 0;
 }
 
+/* Offline, what the library's own load of a cached variant finds missing
+ * was never downloaded: said so, with what to do. */
+static int not_downloaded(const char *what, const char *why)
+{
+	return kernels__error(KERNELS_EOFFLINE, "offline: %s is not in the cache (%s); download the variant while "
+			      "online (libkernels download, or unset HF_HUB_OFFLINE)", what, why);
+}
+
 /* Every file of the variant but its metadata and Python's byte-code, by the
  * path a link resolves to, which must stay inside the root. */
 static int visit(const char *path, const char *rel, int depth, const struct stat *lst, void *payload)
@@ -301,9 +313,12 @@ static int visit(const char *path, const char *rel, int depth, const struct stat
 	(void)lst;
 	if (depth == 0 && (!strcmp(name, "metadata.json") || !strcmp(name, "metadata.json.sigstore")))
 		return 0;
-	if (!kernels__realpath(path, real, &st))
+	if (!kernels__realpath(path, real, &st)) {
+		if (w->offline && errno == ENOENT)
+			return not_downloaded(path, "its link points at a missing blob");
 		return kernels__error(KERNELS_EINTEGRITY, "%s: %s (a broken link?); re-download the variant", path,
 				      strerror(errno));
+	}
 	if (!inside(w->root, real))
 		return kernels__error(KERNELS_EUNSAFE,
 				      "%s is a link to %s, outside %s; refusing to follow it (the folder was "
@@ -509,12 +524,16 @@ done:
 
 /* The shared core: `dir_real` and `root_real` are real paths already
  * (kernels__realpath's answers); NULL root_real: links must stay inside
- * the variant folder, and no receipt is used. */
+ * the variant folder, and no receipt is used. `use_receipts`: the
+ * library's own check of a variant it is about to use (a load, a bundle),
+ * not kernels_verify_variant's: receipts may stand in for hashing, and
+ * offline, what a cached variant lacks is said to be not downloaded (the
+ * fetch stage leaves that walk to this one: download.h). */
 static int verify_real_folder(const kernels__config *cfg, const char *dir_real, const char *root_real,
 			      const char *what, int use_receipts, kernels_metadata **out)
 {
 	const char *fence = root_real ? root_real : dir_real;
-	walk_state w = { 0 };
+	walk_state w = { .offline = use_receipts && root_real && cfg && cfg->offline };
 	kernels_metadata *m = NULL;
 	size_t i;
 	int rc;
@@ -530,9 +549,13 @@ static int verify_real_folder(const kernels__config *cfg, const char *dir_real, 
 					      meta_real, fence);
 	}
 	if ((rc = kernels_metadata_read(&m, dir_real)) < 0)
-		return what ? kernels__error_prefix("%s", what) : rc;
+		return w.offline && rc == KERNELS_ENOTFOUND ? not_downloaded(dir_real, "no metadata.json")
+		       : what ? kernels__error_prefix("%s", what) : rc;
 	w.root = fence;
-	if ((rc = kernels__walk(dir_real, MAX_DEPTH, visit, &w)) == 0) {
+	if ((rc = kernels__walk(dir_real, MAX_DEPTH, visit, &w)) == 0 && w.offline && !w.n) {
+		/* what a lock or the arch check leaves of a variant (as Python kernels' lock does) */
+		rc = not_downloaded(what ? what : dir_real, "only its metadata.json");
+	} else if (rc == 0) {
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
 		rc = root_real && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what)

@@ -230,6 +230,48 @@ static void test_second_get_is_served_from_cache_and_offline(void **state)
 	}
 }
 
+/* Offline, a variant of which the arch check cached only metadata.json is
+ * not in the cache: the loader's walk of it says so (the download stage
+ * leaves it that walk). */
+static void test_offline_metadata_only_variant_is_not_cached(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cuda();
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 1);
+	o.offline = 1;
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), KERNELS_EOFFLINE);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "torch211-cxx11-cu130-x86_64-linux"));
+	assert_non_null(strstr(kernels_error_last(), "only its metadata.json"));
+}
+
+/* Offline, a cached variant whose module's blob is gone is not in the
+ * cache (the loader's walk, the only one, says so); nothing is loaded. */
+static void test_offline_missing_blob_is_not_cached(void **state)
+{
+	static const char *variant[] = { "torch29-cxx11-cpu-x86_64-linux" };
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_snapshot *snap = NULL;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_download(&snap, "acme/answer", W.commit[2], variant, 1, &o), 0);
+	assert_int_equal(test_system("rm \"$(readlink -f %s/build/%s/*.so)\"", kernels_snapshot_path(snap), variant[0]),
+			 0);
+	kernels_snapshot_free(snap);
+	assert_int_equal(kernels_has_kernel("acme/answer", W.commit[2], &o), 1); /* the publisher's verdict kept */
+	o.offline = 1;
+	assert_int_equal(kernels_get(&k, "acme/answer", W.commit[2], &o), KERNELS_EOFFLINE);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "is not in the cache (its link points at a missing blob)"));
+}
+
 /* A cached variant is loaded without asking the Hub for its files; one
  * that an interrupted run left incomplete is repaired by the download. */
 static void test_cached_variant_skips_listing_and_repairs(void **state)
@@ -662,6 +704,8 @@ int main(void)
 		cmocka_unit_test_setup(test_system_picks_the_variant, test_world_fresh),
 		cmocka_unit_test_setup(test_trace_and_has_kernel, test_world_fresh),
 		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, test_world_fresh),
+		cmocka_unit_test_setup(test_offline_metadata_only_variant_is_not_cached, test_world_fresh),
+		cmocka_unit_test_setup(test_offline_missing_blob_is_not_cached, test_world_fresh),
 		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, test_world_fresh),
 		cmocka_unit_test_setup(test_hub_down_falls_back_to_the_cache, test_world_fresh),
 		cmocka_unit_test_setup(test_two_commits_side_by_side, test_world_fresh),
