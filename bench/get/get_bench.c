@@ -1,6 +1,6 @@
 /* kernels_get latency: the first (cold) call and warm ones, in one run.
  *
- *   get_bench REPO REVISION [--warm N] [--torch-lib DIR] [--backend cpu] [--json] [--once]
+ *   get_bench REPO REVISION [--warm N] [--torch-lib DIR] [--backend cpu] [--json] [--once] [--mark]
  *
  * The Hub and the cache come from the environment (HF_ENDPOINT,
  * HF_HUB_CACHE): bench/get/run.sh starts the local Hub fixture, publishes
@@ -23,6 +23,9 @@
  * --once: the first call only, as JSON {"ms", "variant", "commit", and the
  * stages' ms}: what a fresh process pays (bench/vs_python runs one process
  * per phase).
+ * --mark: each call is preceded and followed by a line on stderr
+ * (MARK_BEGIN, MARK_END, one write(2) each), so that a system call trace
+ * (strace -f) can be cut to the call's own (bench/get/offline.sh).
  * After the cold call the module's img2gray_cpu (when exported) converts a
  * test image and is checked against the formula, so the timing is of a
  * kernel that works. */
@@ -35,6 +38,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernels.h"
 
@@ -90,6 +94,17 @@ static double minimum(const sample *s, int n)
 }
 
 static char first_commit[41];
+static int mark;
+
+#define MARK_BEGIN "get_bench: call begins\n"
+#define MARK_END "get_bench: call ends\n"
+
+/* One write each, outside the timed span. */
+static void mark_line(const char *line)
+{
+	if (mark && write(2, line, strlen(line)) < 0)
+		mark = 0;
+}
 
 /* The process's own CPU time (every thread, user and system): what the
  * client itself spends, apart from the time it waits on the Hub and disk. */
@@ -104,10 +119,14 @@ static int one_get(const char *repo, const char *rev, const kernels_options *o, 
 {
 	kernels_get_stats st = KERNELS_GET_STATS_INIT;
 	kernels_kernel *k = NULL;
-	double t0 = now_ms();
-	int rc = kernels_get_ext(&k, &st, repo, rev, o);
+	double t0;
+	int rc;
 
+	mark_line(MARK_BEGIN);
+	t0 = now_ms();
+	rc = kernels_get_ext(&k, &st, repo, rev, o);
 	s->total = now_ms() - t0;
+	mark_line(MARK_END);
 	if (rc < 0) {
 		fprintf(stderr, "get_bench: kernels_get(%s, %s) failed (%d): %s\n", repo, rev, rc, kernels_error_last());
 		return rc;
@@ -202,6 +221,8 @@ int main(int argc, char **argv)
 			json = 1;
 		else if (!strcmp(argv[i], "--once"))
 			once = 1;
+		else if (!strcmp(argv[i], "--mark"))
+			mark = 1;
 		else if (!repo)
 			repo = argv[i];
 		else if (!rev)
@@ -211,7 +232,7 @@ int main(int argc, char **argv)
 	}
 	if (!repo || !rev || warm < 1) {
 		fprintf(stderr, "usage: get_bench REPO REVISION [--warm N] [--torch-lib DIR] [--backend cpu] [--json] "
-			"[--once]\n");
+			"[--once] [--mark]\n");
 		return 2;
 	}
 	if (torch && load_torch(torch))
