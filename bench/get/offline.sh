@@ -47,13 +47,8 @@ for i in "${!libs[@]}"; do
   cc -std=c11 -O2 -Wall -Wextra -I"$src/include" "$src/bench/get/get_bench.c" \
     -L"${libs[$i]}" -l:libkernels.so.1 -ldl -Wl,-rpath,"${libs[$i]}" -o "$tmp/get_bench.$i"
 done
-mkdir "$tmp/hub" "$tmp/cache"
-python3 "$src/tests/hub/server.py" --root "$tmp/hub" --port-file "$tmp/hub.json" --parent-pid $$ &
-hub_pid=$!
-for _ in $(seq 200); do [ -s "$tmp/hub.json" ] && break; sleep 0.05; done
-endpoint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["endpoint"])' "$tmp/hub.json")
-python3 "$src/scripts/publish-img2gray.py" --root "$tmp/hub" --build "$build/variants/img2gray/build" >/dev/null
-torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+source "$src/bench/get/hub.sh"
+img2gray_hub "$src" "$build" "$tmp"  # sets hub_pid, endpoint, torch_lib
 export HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$tmp/cache" HF_TOKEN= NO_PROXY=127.0.0.1,localhost
 args=("$repo" "$rev" --torch-lib "$torch_lib" --once ${backend:+--backend "$backend"})
 HF_HUB_OFFLINE=0 "$tmp/get_bench.0" "${args[@]}" >/dev/null   # fills the cache

@@ -27,13 +27,8 @@ cc -std=c11 -O2 -Wall -Wextra -I"$src/include" "$src/bench/get/get_bench.c" \
 
 tmp=$(mktemp -d /tmp/bench-get.XXXXXX)
 trap 'kill "$hub_pid" 2>/dev/null || true; wait "$hub_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-mkdir "$tmp/hub" "$tmp/cache"
-python3 "$src/tests/hub/server.py" --root "$tmp/hub" --port-file "$tmp/hub.json" --parent-pid $$ &
-hub_pid=$!
-for _ in $(seq 200); do [ -s "$tmp/hub.json" ] && break; sleep 0.05; done
-endpoint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["endpoint"])' "$tmp/hub.json")
-python3 "$src/scripts/publish-img2gray.py" --root "$tmp/hub" --build "$build/variants/img2gray/build" >/dev/null
-torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+source "$src/bench/get/hub.sh"
+img2gray_hub "$src" "$build" "$tmp"  # sets hub_pid, endpoint, torch_lib
 
 echo "# bench/get: kernels_get latency, libkernels $(git -C "$src" describe --always --dirty 2>/dev/null || echo '?')," \
   "local Hub fixture ($endpoint), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"

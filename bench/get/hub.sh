@@ -1,0 +1,16 @@
+# Sourced by bench/get's scripts (run.sh, offline.sh), after scripts/venv.sh.
+# img2gray_hub SRC BUILD TMP: the local Hub fixture (tests/hub) on a fresh
+# root, TMP/hub, stopped when this shell exits (--parent-pid), with img2gray
+# published from BUILD's variants/img2gray/build; an empty cache folder
+# TMP/cache beside it. Sets hub_pid, endpoint and torch_lib (the folder of
+# the libtorch the project's Python has).
+img2gray_hub() {
+  local src=$1 build=$2 tmp=$3
+  mkdir "$tmp/hub" "$tmp/cache"
+  python3 "$src/tests/hub/server.py" --root "$tmp/hub" --port-file "$tmp/hub.json" --parent-pid $$ &
+  hub_pid=$!
+  for _ in $(seq 200); do [ -s "$tmp/hub.json" ] && break; sleep 0.05; done
+  endpoint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["endpoint"])' "$tmp/hub.json")
+  python3 "$src/scripts/publish-img2gray.py" --root "$tmp/hub" --build "$build/variants/img2gray/build" >/dev/null
+  torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+}
