@@ -41,9 +41,8 @@ static int setup(void **state)
 	assert_true(asprintf(&marker, "%s/constructor.ran", W.tmp) > 0);
 	if (fx_publish_answer(W.hub, W.tmp, "acme/guard", "guard", 1, marker, "--trusted") != 0)
 		return -1;
-	snprintf(W.commit[0], sizeof(W.commit[0]), "%s", test_hub_last_commit(W.hub));
 	commit = W.commit[0];
-	return strlen(commit) == 40 ? 0 : -1;
+	return test_world_keep_last(&W, 0);
 }
 
 static int teardown(void **state)

@@ -41,10 +41,17 @@ int test_world_publish(test_world *w, int slot, const char *fmt, ...)
 	/* Through "%s": the arguments are formatted once, here. */
 	rc = test_hub_publish(w->hub, "%s", args);
 	free(args);
-	if (rc != 0)
+	return rc != 0 ? -1 : test_world_keep_last(w, slot);
+}
+
+int test_world_keep_last(test_world *w, int slot)
+{
+	const char *last = test_hub_last_commit(w->hub);
+
+	if (slot < 0 || slot >= TEST_WORLD_COMMITS || !last)
 		return -1;
-	snprintf(w->commit[slot], sizeof(w->commit[slot]), "%s", test_hub_last_commit(w->hub));
-	return strlen(w->commit[slot]) == 40 ? 0 : -1;
+	snprintf(w->commit[slot], sizeof(w->commit[slot]), "%s", last);
+	return strlen(last) == 40 && strspn(last, "0123456789abcdef") == 40 ? 0 : -1;
 }
 
 void test_world_fresh_cache(test_world *w)

@@ -30,6 +30,11 @@ int test_world_start(test_world *w, const char *tag);
  * digits; -1 otherwise. */
 int test_world_publish(test_world *w, int slot, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Keeps the Hub's last published commit in w->commit[slot]: for a publish
+ * made some other way (fx_publish_answer). 0 when it is 40 hex digits, -1
+ * otherwise. */
+int test_world_keep_last(test_world *w, int slot);
+
 /* A test's fresh start: the cache becomes a new empty folder
  * (test_mkdtemp("<tag>-cache")) and the Hub's request log is cleared. */
 void test_world_fresh_cache(test_world *w);
