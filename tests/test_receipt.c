@@ -26,15 +26,18 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "test_hub.h"
+#include "test_world.h"
 #include "testutil.h"
 #include "fsync_log.h"
 #include "../tests/data/variants/fixture.h"
 
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
 
-static test_hub *hub;
-static char *tmp, *cache, *module, *patched, *big_root;
+/* commit[]: acme/rc v1.0.0, acme/py v1.0.0, acme/py v2.0.0, acme/big v1.0.0.
+ * One cache for the whole group: each test starts from what the one
+ * before left (the first get's receipt, the copy it wrote). */
+static test_world W;
+static char *module, *patched, *big_root;
 static int receipt_used, download_used;
 static const kernels_system sys_cpu = TEST_SYS_CPU;
 
@@ -47,6 +50,15 @@ static void on_log(kernels_log_level level, const char *msg, void *payload)
 		download_used++;
 }
 
+/* Options aimed at the world's Hub and cache, for the CPU system; the
+ * library's messages to `log` (NULL: stderr). */
+static void options(kernels_options *o, int offline, kernels_log_cb log)
+{
+	test_world_options(&W, o, &sys_cpu);
+	o->offline = offline;
+	o->log_cb = log;
+}
+
 static int setup(void **state)
 {
 	kernels_options o;
@@ -54,17 +66,18 @@ static int setup(void **state)
 	char *so;
 	(void)state;
 
-	if (!(hub = test_hub_start()) || !(tmp = test_mkdtemp("receipt")))
+	if (test_world_start(&W, "receipt"))
 		return -1;
-	assert_true(asprintf(&cache, "%s/cache", tmp) > 0);
-	assert_int_equal(fx_publish_answer(hub, tmp, "acme/rc", "rc", 3, NULL, "--trusted"), 0);
-	assert_true(asprintf(&module, "%s/kernels--acme--rc/snapshots/%s/build/" VARIANT "/_rc_3.abi3.so", cache,
-			     test_hub_last_commit(hub)) > 0);
-	test_hub_options(&o, hub, cache, &sys_cpu);
+	test_world_fresh_cache(&W);
+	assert_int_equal(fx_publish_answer(W.hub, W.tmp, "acme/rc", "rc", 3, NULL, "--trusted"), 0);
+	assert_int_equal(test_world_keep_last(&W, 0), 0);
+	assert_true(asprintf(&module, "%s/kernels--acme--rc/snapshots/%s/build/" VARIANT "/_rc_3.abi3.so", W.cache,
+			     W.commit[0]) > 0);
+	options(&o, 0, NULL);
 	assert_int_equal(kernels_get(&k, "acme/rc", "v1.0.0", &o), 0);
 	kernels_kernel_close(k);
 	/* A module as kernel-builder links one: PyInit_ needs PyModule_Create2, bound now. */
-	assert_true(asprintf(&patched, "%s/src-py/build/" VARIANT, tmp) > 0);
+	assert_true(asprintf(&patched, "%s/src-py/build/" VARIANT, W.tmp) > 0);
 	assert_int_equal(test_system("mkdir -p '%s'", patched), 0);
 	assert_true(asprintf(&so, "%s/_py_5.abi3.so", patched) > 0);
 	assert_int_equal(fx_build_so(so, 5, NULL,
@@ -74,19 +87,16 @@ static int setup(void **state)
 	free(so);
 	assert_int_equal(fx_metadata(patched, "--name py --id _py_5 --backend cpu"), 0);
 	free(patched);
-	assert_true(asprintf(&patched, "%s/src-py", tmp) > 0);
-	assert_int_equal(test_hub_publish(hub, "--repo acme/py --dir '%s' --branch main --tag v1.0.0 --trusted", patched), 0);
-	free(patched);
-	assert_true(asprintf(&patched, "%s/kernels--acme--py/.libkernels/patched", cache) > 0);
+	assert_int_equal(test_world_publish(&W, 1, "--repo acme/py --dir '%s/src-py' --branch main --tag v1.0.0 "
+					    "--trusted", W.tmp), 0);
+	assert_true(asprintf(&patched, "%s/kernels--acme--py/.libkernels/patched", W.cache) > 0);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	test_hub_stop(hub);
-	test_rmtree_free(&tmp);
-	free(cache);
+	test_world_stop(&W);
 	free(module);
 	free(patched);
 	free(big_root);
@@ -100,11 +110,7 @@ static int load(int *used)
 	kernels_kernel *k = NULL;
 	int rc;
 
-	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
-	o.cache_dir = cache;
-	o.offline = 1;
-	o.system = &sys_cpu;
-	o.log_cb = on_log;
+	options(&o, 1, on_log);
 	receipt_used = 0;
 	rc = kernels_get(&k, "acme/rc", "v1.0.0", &o);
 	kernels_kernel_close(k);
@@ -134,7 +140,7 @@ static void test_receipt_flushed_before_its_name(void **state)
 	int used;
 	(void)state;
 
-	assert_true(asprintf(&receipts, "%s/kernels--acme--rc/.libkernels/receipts/", cache) > 0);
+	assert_true(asprintf(&receipts, "%s/kernels--acme--rc/.libkernels/receipts/", W.cache) > 0);
 	test_rmtree(receipts);
 	fsync_log_clear();
 	assert_int_equal(load(&used), 0);
@@ -244,12 +250,7 @@ static int load_py_at(int offline, const char *rev, int answer)
 		kernels_kernel *k = NULL;
 		int (*fn)(void);
 
-		kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
-		o.endpoint = test_hub_endpoint(hub);
-		o.cache_dir = cache;
-		o.offline = offline;
-		o.system = &sys_cpu;
-		o.log_cb = on_copy_log;
+		options(&o, offline, on_copy_log);
 		copy_events = 0;
 		if (kernels_get(&k, "acme/py", rev, &o) == 0 && (*(void **)&fn = kernels_symbol(k, "kernel_answer")) &&
 		    fn() == answer)
@@ -291,8 +292,8 @@ static void test_changed_copy_is_redone(void **state)
 	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
 	assert_int_equal(test_system("c=$(ls '%s'/*.so) && cp -p \"$c\" \"$c.new\" && mv -f \"$c.new\" \"$c\"", patched), 0);
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
-	assert_true(asprintf(&evil, "%s/evil.so", tmp) > 0);
-	assert_true(asprintf(&marker, "%s/evil.ran", tmp) > 0);
+	assert_true(asprintf(&evil, "%s/evil.so", W.tmp) > 0);
+	assert_true(asprintf(&marker, "%s/evil.ran", W.tmp) > 0);
 	assert_int_equal(fx_build_so(evil, 666, marker, NULL, NULL), 0);
 	assert_int_equal(test_system("c=$(ls '%s'/*.so) && cp '%s' \"$c.new\" && mv -f \"$c.new\" \"$c\"", patched, evil), 0);
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
@@ -325,7 +326,7 @@ static void test_copy_goes_with_its_blob(void **state)
 	char *dir, *so;
 	(void)state;
 
-	assert_true(asprintf(&dir, "%s/src-py2/build/" VARIANT, tmp) > 0);
+	assert_true(asprintf(&dir, "%s/src-py2/build/" VARIANT, W.tmp) > 0);
 	assert_int_equal(test_system("mkdir -p '%s'", dir), 0);
 	assert_true(asprintf(&so, "%s/_py_6.abi3.so", dir) > 0);
 	assert_int_equal(fx_build_so(so, 6, NULL,
@@ -333,14 +334,13 @@ static void test_copy_goes_with_its_blob(void **state)
 				     "PyObject *PyInit__py_6(void) { static char d[128]; return PyModule_Create2(d, 3); }",
 				     "-Wl,-z,now"), 0);
 	assert_int_equal(fx_metadata(dir, "--name py --id _py_6 --backend cpu"), 0);
-	assert_int_equal(test_hub_publish(hub, "--repo acme/py --dir '%s/src-py2' --branch main --tag v2.0.0 --trusted",
-					  tmp), 0);
+	assert_int_equal(test_world_publish(&W, 2, "--repo acme/py --dir '%s/src-py2' --branch main --tag v2.0.0 "
+					    "--trusted", W.tmp), 0);
 	assert_int_equal(load_py_at(0, "v2.0.0", 6), LOADED | WROTE | MAPPED_COPY);
 	assert_int_equal(test_system("test $(ls '%s'/*.so | wc -l) = 2 && test $(ls '%s'/*.json | wc -l) = 2", patched,
 				     patched), 0);
 
-	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
-	o.cache_dir = cache;
+	options(&o, 0, NULL);
 	assert_int_equal(kernels_cache_remove(&rm, "acme/py", "v1.0.0", 0, &o), 0);
 	kernels_cache_removal_free(rm);
 	assert_int_equal(test_system("test $(ls '%s'/*.so | wc -l) = 1 && test $(ls '%s'/*.json | wc -l) = 1", patched,
@@ -368,12 +368,7 @@ static int load_big(int offline, int *used)
 	kernels_kernel *k = NULL;
 	int rc;
 
-	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
-	o.endpoint = test_hub_endpoint(hub);
-	o.cache_dir = cache;
-	o.offline = offline;
-	o.system = &sys_cpu;
-	o.log_cb = on_log;
+	options(&o, offline, on_log);
 	download_used = 0;
 	rc = kernels_get(&k, "acme/big", "v1.0.0", &o);
 	if (rc == 0)
@@ -390,15 +385,15 @@ static void test_download_hash_spares_the_first_load(void **state)
 	(void)state;
 
 	/* A module of 300 KiB (zeros past its ELF image), published through LFS. */
-	assert_true(asprintf(&dir, "%s/src-big/build/" VARIANT, tmp) > 0);
+	assert_true(asprintf(&dir, "%s/src-big/build/" VARIANT, W.tmp) > 0);
 	assert_true(asprintf(&so, "%s/_big_6.abi3.so", dir) > 0);
 	assert_int_equal(test_system("mkdir -p '%s'", dir), 0);
 	assert_int_equal(fx_build_so(so, 6, NULL, NULL, NULL), 0);
 	assert_int_equal(test_system("truncate -s 300K '%s'", so), 0);
 	assert_int_equal(fx_metadata(dir, "--name big --id _big_6 --backend cpu"), 0);
-	assert_int_equal(test_hub_publish(hub, "--repo acme/big --dir '%s/src-big' --branch main --tag v1.0.0 --trusted "
-					  "--lfs-threshold 65536", tmp), 0);
-	assert_true(asprintf(&big_root, "%s/kernels--acme--big", cache) > 0);
+	assert_int_equal(test_world_publish(&W, 3, "--repo acme/big --dir '%s/src-big' --branch main --tag v1.0.0 "
+					    "--trusted --lfs-threshold 65536", W.tmp), 0);
+	assert_true(asprintf(&big_root, "%s/kernels--acme--big", W.cache) > 0);
 
 	assert_int_equal(load_big(0, &used), 0);
 	assert_int_equal(used, 1); /* the module; the small files are hashed */
@@ -419,7 +414,7 @@ static void test_download_receipt_does_not_beat_metadata(void **state)
 	(void)state;
 
 	/* metadata.json now gives the module another sha256: refused, receipt or not. */
-	assert_true(asprintf(&script, "%s/redigest.py", tmp) > 0);
+	assert_true(asprintf(&script, "%s/redigest.py", W.tmp) > 0);
 	assert_int_equal(test_write_file(script, py, strlen(py)), 0);
 	assert_int_equal(test_system("rm -rf '%s/.libkernels/receipts' && %s '%s' %s/snapshots/*/build/" VARIANT
 				     "/metadata.json", big_root, KERNELS_PYTHON, script, big_root), 0);
