@@ -30,6 +30,7 @@
 #include "../lib/download.h"
 #include "hub.h"
 #include "test_hub.h" /* the fixture */
+#include "test_world.h"
 #include "fsync_log.h"
 #include "testutil.h"
 
@@ -50,14 +51,14 @@ typedef struct {
 static file files[8];
 static size_t n_files;
 
-typedef struct {
-	test_hub *hub;
-	char *src;        /* the published tree */
-	char commit[41];  /* org/k */
-	char mcommit[41]; /* org/m, a model-type repo */
-	char hcommit[41]; /* org/huge: one large LFS file */
-	char *cache;      /* a fresh cache per test */
-} env;
+/* The world (tests/support/test_world.h): the Hub, the published tree in
+ * its tmp folder, a fresh cache per test, and its commits by slot. */
+static test_world W;
+enum {
+	K,   /* org/k */
+	M,   /* org/m, a model-type repo */
+	HUGE /* org/huge: one large LFS file */
+};
 
 static unsigned char *random_bytes(size_t n, unsigned int seed)
 {
@@ -117,13 +118,16 @@ static void etag_of(const file *f, char *out)
 
 static int group_setup(void **state)
 {
-	env *e = calloc(1, sizeof(*e));
-	unsigned char *big = random_bytes(BIG_SIZE, 7), *mid = random_bytes(5000, 3), *huge = random_bytes(HUGE_SIZE, 9);
+	test_world *e = &W;
+	unsigned char *big, *mid, *huge;
 	static const char init[] = "from ._ops import ops\n";
 	static const char meta[] = "{\"id\": \"_k_abc\", \"name\": \"k\", \"version\": 1}\n";
 	char path[PATH_MAX];
 	size_t i;
 
+	if (test_world_start(e, "dl") != 0)
+		return -1;
+	big = random_bytes(BIG_SIZE, 7), mid = random_bytes(5000, 3), huge = random_bytes(HUGE_SIZE, 9);
 	add_file("build/" V1 "/metadata.json", meta, strlen(meta));
 	add_file("build/" V1 "/__init__.py", init, strlen(init));
 	add_file("build/" V1 "/k/__init__.py", init, strlen(init)); /* same blob */
@@ -134,27 +138,22 @@ static int group_setup(void **state)
 	free(big);
 	free(mid);
 
-	e->src = test_mkdtemp("dl-src");
 	for (i = 0; i < n_files; i++) {
-		snprintf(path, sizeof(path), "%s/%s", e->src, files[i].path);
+		snprintf(path, sizeof(path), "%s/%s", e->tmp, files[i].path);
 		assert_int_equal(test_write_file(path, files[i].data, files[i].len), 0);
 	}
-	snprintf(path, sizeof(path), "%s/build/" V2 "/__init__.py", e->src);
+	snprintf(path, sizeof(path), "%s/build/" V2 "/__init__.py", e->tmp);
 	test_write_file(path, "v2\n", 3);
-	snprintf(path, sizeof(path), "%s/README.md", e->src);
+	snprintf(path, sizeof(path), "%s/README.md", e->tmp);
 	test_write_file(path, "# k\n", 4);
 
-	e->hub = test_hub_start();
-	assert_non_null(e->hub);
-	assert_int_equal(test_hub_publish(e->hub, "--repo org/k --dir '%s' --branch main", e->src), 0);
-	strcpy(e->commit, test_hub_last_commit(e->hub));
-	assert_int_equal(test_hub_publish(e->hub, "--repo org/m --type model --dir '%s' --branch main", e->src), 0);
-	strcpy(e->mcommit, test_hub_last_commit(e->hub));
-	snprintf(path, sizeof(path), "%s/huge.bin", e->src);
+	assert_int_equal(test_world_publish(e, K, "--repo org/k --dir '%s' --branch main", e->tmp), 0);
+	assert_int_equal(test_world_publish(e, M, "--repo org/m --type model --dir '%s' --branch main", e->tmp), 0);
+	snprintf(path, sizeof(path), "%s/huge.bin", e->tmp);
 	test_write_file(path, huge, HUGE_SIZE);
 	free(huge);
-	assert_int_equal(test_hub_publish(e->hub, "--repo org/huge --file 'build/" V1 "/huge.bin=%s' --branch main", path), 0);
-	strcpy(e->hcommit, test_hub_last_commit(e->hub));
+	assert_int_equal(test_world_publish(e, HUGE, "--repo org/huge --file 'build/" V1 "/huge.bin=%s' --branch main",
+					    path), 0);
 	unlink(path);
 	kernels__hub_set_backoff_base_ms(20);
 	*state = e;
@@ -163,47 +162,31 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	env *e = *state;
 	size_t i;
 
-	test_hub_stop(e->hub);
-	test_rmtree(e->src);
-	free(e->src);
-	free(e);
 	for (i = 0; i < n_files; i++)
 		free(files[i].data);
-	return 0;
+	return test_world_teardown(state);
 }
 
+/* A fresh cache, the request log and the faults cleared. */
 static int setup(void **state)
 {
-	env *e = *state;
-	e->cache = test_mkdtemp("dl-cache");
+	test_world *e = *state;
+
+	test_world_fresh_cache(e);
 	test_hub_faults_clear(e->hub);
-	test_hub_log_clear(e->hub);
 	return 0;
 }
 
-static int teardown(void **state)
+static void options(test_world *e, kernels_options *o)
 {
-	env *e = *state;
-	test_rmtree(e->cache);
-	free(e->cache);
-	e->cache = NULL;
-	return 0;
-}
-
-static void options(env *e, kernels_options *o)
-{
-	kernels_options_init(o, KERNELS_OPTIONS_VERSION);
-	o->endpoint = test_hub_endpoint(e->hub);
-	o->cache_dir = e->cache;
-	o->offline = 0;
+	test_world_options(e, o, NULL);
 	o->max_retries = 3;
 	o->timeout_ms = 5000;
 }
 
-static int download(env *e, const kernels_options *o, const char *repo, const char *commit, const char *variant,
+static int download(test_world *e, const kernels_options *o, const char *repo, const char *commit, const char *variant,
 		    kernels_download_stats *stats)
 {
 	const char *vs[1] = { variant };
@@ -225,7 +208,7 @@ static int download(env *e, const kernels_options *o, const char *repo, const ch
 
 /* Every file of V1 present in `repo_folder` in huggingface_hub's cache layout:
  * blobs/{etag}, and snapshots/{commit}/{path} relative links to them. */
-static void check_layout(env *e, const char *repo_folder, const char *commit)
+static void check_layout(test_world *e, const char *repo_folder, const char *commit)
 {
 	char snap[PATH_MAX], blob[PATH_MAX], target[PATH_MAX], expect[PATH_MAX], etag[65];
 	size_t i, len;
@@ -270,7 +253,7 @@ static void check_layout(env *e, const char *repo_folder, const char *commit)
 }
 
 /* Log entries matching, as a JSON array (caller decrefs). */
-static json_t *log_json(env *e)
+static json_t *log_json(test_world *e)
 {
 	char *text = test_hub_log(e->hub);
 	json_t *j = json_loads(text, 0, NULL);
@@ -281,7 +264,7 @@ static json_t *log_json(env *e)
 
 static void test_fetch_layout(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	kernels_download_stats st = KERNELS_DOWNLOAD_STATS_INIT;
 	json_t *log, *it;
@@ -293,9 +276,9 @@ static void test_fetch_layout(void **state)
 	o.token = "hf_test_token";
 	assert_int_equal(test_hub_config(e->hub, "{\"page_size\": 3}"), 0); /* force Link paging */
 	fsync_log_clear();
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, &st), 0);
 	test_hub_config(e->hub, "{\"page_size\": 50}");
-	check_layout(e, "kernels--org--k", e->commit);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	assert_int_equal(st.files, n_files);
 	assert_int_equal(st.blobs_downloaded, n_files - 1); /* the two __init__.py share a blob */
 	/* Every blob flushed under its temporary name, before its rename (the
@@ -335,7 +318,7 @@ static void test_fetch_layout(void **state)
 
 	/* A second fetch lists the tree but transfers no blob. */
 	test_hub_log_clear(e->hub);
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, &st), 0);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, "/resolve/"), 0);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, "/lfs/"), 0);
 	assert_int_equal(st.blobs_downloaded, 0);
@@ -344,9 +327,9 @@ static void test_fetch_layout(void **state)
 	/* Offline: not one request, and the same answer. */
 	test_hub_log_clear(e->hub);
 	o.offline = 1;
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
-	assert_int_equal(download(e, &o, "org/k", e->commit, V2, NULL), KERNELS_EOFFLINE);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V2, NULL), KERNELS_EOFFLINE);
 	assert_non_null(strstr(kernels_error_last(), V2));
 	assert_non_null(strstr(kernels_error_last(), "download"));
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
@@ -357,15 +340,15 @@ static void test_fetch_layout(void **state)
 		etag_of(&files[5], etag);
 		snprintf(blob, sizeof(blob), "%s/kernels--org--k/blobs/%s", e->cache, etag);
 		assert_int_equal(unlink(blob), 0);
-		assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EOFFLINE);
+		assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_EOFFLINE);
 		assert_non_null(strstr(kernels_error_last(), "data.bin"));
 		/* Online again, only that blob is fetched. */
 		o.offline = 0;
 		test_hub_log_clear(e->hub);
-		assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
+		assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, &st), 0);
 		assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), 1);
 		assert_int_equal(st.blobs_downloaded, 1);
-		check_layout(e, "kernels--org--k", e->commit);
+		check_layout(e, "kernels--org--k", e->commit[K]);
 	}
 	snprintf(url, sizeof(url), "%s", e->cache);
 }
@@ -376,7 +359,7 @@ static void test_fetch_layout(void **state)
  * the order the requests were started in. */
 static void test_lfs_file_asked_first(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	json_t *log, *it;
 	const char *first = NULL;
@@ -385,8 +368,8 @@ static void test_lfs_file_asked_first(void **state)
 	options(e, &o);
 	o.max_parallel = 1;
 	test_hub_log_clear(e->hub);
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
-	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	log = log_json(e);
 	json_array_foreach(log, i, it) {
 		const char *path = json_string_value(json_object_get(it, "path"));
@@ -403,15 +386,15 @@ static void test_lfs_file_asked_first(void **state)
 
 static void test_model_repo_and_variants(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	char **names = NULL;
 	size_t n = 0;
 
 	options(e, &o);
-	assert_int_equal(download(e, &o, "org/m", e->mcommit, V1, NULL), 0);
-	check_layout(e, "models--org--m", e->mcommit);
-	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->mcommit, &o), 0);
+	assert_int_equal(download(e, &o, "org/m", e->commit[M], V1, NULL), 0);
+	check_layout(e, "models--org--m", e->commit[M]);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->commit[M], &o), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(names[0], V2);
 	assert_string_equal(names[1], V1);
@@ -419,19 +402,19 @@ static void test_model_repo_and_variants(void **state)
 	/* Offline lists what the snapshot holds. */
 	o.offline = 1;
 	test_hub_log_clear(e->hub);
-	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->mcommit, &o), 0);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->commit[M], &o), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(names[0], V1);
 	kernels_free(names);
-	assert_int_equal(kernels_variants_list(&names, &n, "org/k", e->commit, &o), KERNELS_EOFFLINE);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/k", e->commit[K], &o), KERNELS_EOFFLINE);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
 	/* A variant the commit lacks names those it has. */
 	o.offline = 0;
-	assert_int_equal(download(e, &o, "org/k", e->commit, "torch99-cpu-x86_64-linux", NULL), KERNELS_ENOTFOUND);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], "torch99-cpu-x86_64-linux", NULL), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), V1));
-	assert_int_equal(download(e, &o, "org/k", e->commit, "../x", NULL), KERNELS_EINVAL);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], "../x", NULL), KERNELS_EINVAL);
 	assert_int_equal(download(e, &o, "org/k", "main", V1, NULL), KERNELS_EINVAL);
-	assert_int_equal(download(e, &o, "org/nope", e->commit, V1, NULL), KERNELS_ENOTFOUND);
+	assert_int_equal(download(e, &o, "org/nope", e->commit[K], V1, NULL), KERNELS_ENOTFOUND);
 }
 
 /* kernels_download and kernels_variants_list walk the endpoints
@@ -440,7 +423,7 @@ static void test_model_repo_and_variants(void **state)
  * next, whose request log shows the work done. */
 static void test_endpoints_in_turn(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	test_hub *empty;
 	char *dead = test_dead_endpoint(), *list, **names = NULL;
@@ -450,9 +433,9 @@ static void test_endpoints_in_turn(void **state)
 	options(e, &o);
 	assert_true(asprintf(&list, "%s,%s", dead, test_hub_endpoint(e->hub)) > 0);
 	o.endpoints = list;
-	if (download(e, &o, "org/k", e->commit, V1, NULL) < 0)
+	if (download(e, &o, "org/k", e->commit[K], V1, NULL) < 0)
 		fail_msg("a dead first endpoint: %s", kernels_error_last());
-	check_layout(e, "kernels--org--k", e->commit);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	assert_true(test_hub_log_count(e->hub, "GET", "/tree/") >= 1);
 	assert_true(test_hub_log_count(e->hub, "GET", "/org/k/resolve/") >= 1);
 	free(list);
@@ -462,22 +445,22 @@ static void test_endpoints_in_turn(void **state)
 	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(empty), test_hub_endpoint(e->hub)) > 0);
 	o.endpoints = list;
 	test_hub_log_clear(e->hub);
-	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->mcommit, &o), 0);
+	assert_int_equal(kernels_variants_list(&names, &n, "org/m", e->commit[M], &o), 0);
 	assert_int_equal(n, 2);
 	kernels_free(names);
 	assert_true(test_hub_log_count(empty, "GET", "/org/m/revision/") >= 1);
 	assert_true(test_hub_log_count(e->hub, "GET", "/api/models/org/m/tree/") >= 1);
 	test_hub_log_clear(e->hub);
-	if (download(e, &o, "org/m", e->mcommit, V1, NULL) < 0)
+	if (download(e, &o, "org/m", e->commit[M], V1, NULL) < 0)
 		fail_msg("a mirror without the repo: %s", kernels_error_last());
-	check_layout(e, "models--org--m", e->mcommit);
+	check_layout(e, "models--org--m", e->commit[M]);
 	assert_true(test_hub_log_count(e->hub, "GET", "/org/m/resolve/") >= 1);
 
 	/* Every endpoint fails: each said once, in order. */
 	free(list);
 	assert_true(asprintf(&list, "%s,%s", dead, test_hub_endpoint(empty)) > 0);
 	o.endpoints = list;
-	assert_int_equal(download(e, &o, "org/nowhere", e->commit, V1, NULL), KERNELS_ENOTFOUND);
+	assert_int_equal(download(e, &o, "org/nowhere", e->commit[K], V1, NULL), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), dead));
 	assert_non_null(strstr(kernels_error_last(), test_hub_endpoint(empty)));
 	test_hub_stop(empty);
@@ -488,7 +471,7 @@ static void test_endpoints_in_turn(void **state)
 
 static void test_download_file(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels__config cfg;
 	kernels_options o;
 	kernels__repo_type t = KERNELS__REPO_KERNEL;
@@ -498,7 +481,7 @@ static void test_download_file(void **state)
 	options(e, &o);
 	assert_int_equal(kernels__config_load(&cfg, &o), 0);
 	/* An LFS file through its redirect, verified and linked. */
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local, 0), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], files[4].path, &local, 0), 0);
 	data = test_read_file(local, &len);
 	assert_int_equal(len, files[4].len);
 	assert_memory_equal(data, files[4].data, len);
@@ -506,34 +489,34 @@ static void test_download_file(void **state)
 	free(local);
 	/* Known now: no request at all, online or offline. */
 	test_hub_log_clear(e->hub);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local, 0), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], files[4].path, &local, 0), 0);
 	free(local);
 	cfg.offline = 1;
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, files[4].path, &local, 0), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], files[4].path, &local, 0), 0);
 	free(local);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], "kernel-status.toml", &local, 0),
 			 KERNELS_EOFFLINE);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 0);
 	/* A file the commit lacks: asked once, then remembered like huggingface_hub does. */
 	cfg.offline = 0;
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], "kernel-status.toml", &local, 0),
 			 KERNELS_ENOTFOUND);
 	assert_null(local);
-	snprintf(marker, sizeof(marker), "%s/kernels--org--k/.no_exist/%s/kernel-status.toml", e->cache, e->commit);
+	snprintf(marker, sizeof(marker), "%s/kernels--org--k/.no_exist/%s/kernel-status.toml", e->cache, e->commit[K]);
 	assert_true(test_exists(marker));
 	assert_int_equal(test_hub_log_count(e->hub, "HEAD", "kernel-status.toml"), 1);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], "kernel-status.toml", &local, 0),
 			 KERNELS_ENOTFOUND);
 	cfg.offline = 1;
-	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit, "kernel-status.toml", &local, 0),
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], "kernel-status.toml", &local, 0),
 			 KERNELS_ENOTFOUND);
 	assert_int_equal(test_hub_log_count(e->hub, NULL, NULL), 1);
 	/* Model repos are found too (the one decision, then by value). */
 	cfg.offline = 0;
 	t = KERNELS__REPO_KERNEL;
-	assert_int_equal(kernels__repo_locate(&cfg, "org/m", e->mcommit, &t), 0);
+	assert_int_equal(kernels__repo_locate(&cfg, "org/m", e->commit[M], &t), 0);
 	assert_int_equal(t, KERNELS__REPO_MODEL);
-	assert_int_equal(kernels__download_file(&cfg, t, "org/m", e->mcommit, "README.md", &local, 0), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/m", e->commit[M], "README.md", &local, 0), 0);
 	data = test_read_file(local, &len);
 	assert_int_equal(len, 4);
 	free(data);
@@ -543,12 +526,12 @@ static void test_download_file(void **state)
 
 /* ---- faults --------------------------------------------------------------------------- */
 
-static void fault(env *e, const char *json)
+static void fault(test_world *e, const char *json)
 {
 	assert_int_equal(test_hub_fault(e->hub, json), 0);
 }
 
-static int count_range_requests(env *e, const char *listener)
+static int count_range_requests(test_world *e, const char *listener)
 {
 	json_t *log = log_json(e), *it;
 	size_t i;
@@ -565,7 +548,7 @@ static int count_range_requests(env *e, const char *listener)
 
 static void test_fault_5xx_and_429(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	kernels_download_stats st = KERNELS_DOWNLOAD_STATS_INIT;
 
@@ -575,8 +558,8 @@ static void test_fault_5xx_and_429(void **state)
 	fault(e, "{\"path\": \"/resolve/\", \"regex\": \"metadata\\\\.json$\", \"mode\": \"500\", \"count\": 2}");
 	fault(e, "{\"path\": \"_ops.py\", \"mode\": \"429\", \"retry_after\": 1}");
 	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"503\"}");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, &st), 0);
-	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, &st), 0);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "metadata.json"), 3);
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "_ops.py"), 2);
 	assert_true(st.retries >= 4);
@@ -587,15 +570,15 @@ static void test_fault_5xx_and_429(void **state)
 
 static void test_fault_reset_and_truncate_resume(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 
 	options(e, &o);
 	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"reset\", \"after_bytes\": 1000000}");
 	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"truncate\", \"after_bytes\": 2000000}");
 	fault(e, "{\"path\": \"data.bin\", \"mode\": \"truncate\", \"after_bytes\": 1000}");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
-	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	/* Three CDN requests; the second and third resumed with a Range. */
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 3);
 	assert_true(count_range_requests(e, "cdn") >= 2);
@@ -606,22 +589,22 @@ static void test_fault_reset_and_truncate_resume(void **state)
 
 static void test_fault_wrong_bytes(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	char path[PATH_MAX];
 
 	options(e, &o);
 	/* Once: the damaged bytes are thrown away and fetched again. */
 	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"wrong_bytes\", \"after_bytes\": 5000}");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
-	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 2);
 
 	/* Always: a clear error, and the cache holds nothing of that file nor any link. */
 	test_rmtree(e->cache);
 	mkdir(e->cache, 0755);
 	fault(e, "{\"path\": \"data.bin\", \"mode\": \"wrong_bytes\", \"count\": -1}");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EINTEGRITY);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_EINTEGRITY);
 	assert_non_null(strstr(kernels_error_last(), "sub/deep/data.bin"));
 	{
 		char etag[65];
@@ -639,7 +622,7 @@ static void test_fault_wrong_bytes(void **state)
 
 static void test_fault_slow(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 
 	options(e, &o);
@@ -649,8 +632,8 @@ static void test_fault_slow(void **state)
 	 * 6 s against 3 s), so a busy machine cannot move either across. */
 	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"slow\", \"delay\": 6}");
 	fault(e, "{\"path\": \"_ops.py\", \"mode\": \"slow\", \"delay\": 0.1}");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
-	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	/* The stalled request is logged when the fixture wakes up from its
 	 * delay (60 s: a hang guard). */
 	for (int waited = 0; test_hub_log_count(e->hub, "GET", "/lfs/") < 2 && waited < 60000; waited += 50)
@@ -672,7 +655,7 @@ static long long file_size(const char *p)
  * bytes are kept, never published, and the next call resumes after them. */
 static void test_frozen_cdn_spends_the_stall_budget(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	char etag[65], path[PATH_MAX], host[64], got[64];
 	const char *msg;
@@ -686,7 +669,7 @@ static void test_frozen_cdn_spends_the_stall_budget(void **state)
 	setenv("KERNELS_STALL_BUDGET_MS", "600000", 1);
 	fault(e, "{\"listener\": \"cdn\", \"path\": \"/lfs/\", \"mode\": \"hang\", \"after_bytes\": 65536, "
 		 "\"count\": -1}");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_ENETWORK);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_ENETWORK);
 	unsetenv("KERNELS_STALL_BUDGET_MS");
 	msg = kernels_error_last();
 	etag_of(&files[4], etag);
@@ -704,26 +687,26 @@ static void test_frozen_cdn_spends_the_stall_budget(void **state)
 	assert_true(test_hub_log_count(e->hub, "GET", "/lfs/") >= 1);     /* how many fit the budget is the clock's */
 	assert_true(test_hub_log_count(e->hub, "GET", "/lfs/") <= 4);
 	snprintf(path, sizeof(path), "%s/kernels--org--k/snapshots/%s/build/" V1 "/_k_abc.abi3.so", e->cache,
-		 e->commit);
+		 e->commit[K]);
 	assert_false(test_exists(path));
 	/* The CDN thaws: the next call resumes after the kept bytes. */
 	test_hub_faults_clear(e->hub);
 	ranged = count_range_requests(e, "cdn");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
-	check_layout(e, "kernels--org--k", e->commit);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	assert_int_equal(count_range_requests(e, "cdn"), ranged + 1);
 }
 
 static void test_fault_persistent_error(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	char path[PATH_MAX];
 
 	options(e, &o);
 	o.max_retries = 2;
 	fault(e, "{\"path\": \"_ops.py\", \"mode\": \"500\", \"count\": -1}");
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EHTTP);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_EHTTP);
 	assert_non_null(strstr(kernels_error_last(), "_ops.py"));
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "_ops.py"), 3);
 	snprintf(path, sizeof(path), "%s/kernels--org--k/snapshots", e->cache);
@@ -753,7 +736,7 @@ static int record_cb(const char *path, size_t fd, size_t ft, size_t ad, size_t a
 
 static void test_progress(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	size_t seen = 0, rec[3] = { 0 }, total = 0, i;
 
@@ -762,7 +745,7 @@ static void test_progress(void **state)
 	o.progress_cb = cancel_cb;
 	o.progress_payload = &seen;
 	o.max_parallel = 1;
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_ERROR);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_ERROR);
 	assert_non_null(strstr(kernels_error_last(), "cancelled"));
 	/* Fresh cache: every byte is then counted up front. */
 	test_rmtree(e->cache);
@@ -770,18 +753,18 @@ static void test_progress(void **state)
 	o.progress_cb = record_cb;
 	o.progress_payload = rec;
 	o.max_parallel = 0;
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
 	for (i = 0; i < n_files; i++)
 		total += i == 2 ? 0 : files[i].len; /* one blob for the two __init__.py */
 	assert_true(rec[0] >= n_files - 1);
 	assert_int_equal(rec[2], total);
 	assert_int_equal(rec[1], total);
-	check_layout(e, "kernels--org--k", e->commit);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 }
 
 /* ---- hostile listings ------------------------------------------------------------------ */
 
-static void hostile(env *e, const char *entry_json, int expect)
+static void hostile(test_world *e, const char *entry_json, int expect)
 {
 	kernels_options o;
 	char buf[2048];
@@ -793,7 +776,7 @@ static void hostile(env *e, const char *entry_json, int expect)
 		 "\"%s\", \"size\": 3, \"path\": \"build/" V1 "/ok.txt\"}, %s]}",
 		 "0000000000000000000000000000000000000001", entry_json);
 	fault(e, buf);
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), expect);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), expect);
 	assert_non_null(strstr(kernels_error_last(), "refus"));
 	/* Nothing at all was written: no file was even requested. */
 	assert_int_equal(test_hub_log_count(e->hub, NULL, "/resolve/"), 0);
@@ -808,7 +791,7 @@ static void hostile(env *e, const char *entry_json, int expect)
 
 static void test_hostile_listings(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 
 	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/../../../../../evil\"}",
 		KERNELS_EUNSAFE);
@@ -843,7 +826,7 @@ static void test_hostile_listings(void **state)
 			options(e, &o);
 			snprintf(buf, sizeof(buf), "{\"path\": \"/tree/\", \"mode\": \"200\", \"body\": [%s]}", entry);
 			fault(e, buf);
-			assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EIO);
+			assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_EIO);
 			assert_non_null(strstr(kernels_error_last(), "free"));
 			assert_int_equal(test_hub_log_count(e->hub, NULL, "/resolve/"), 0);
 		} else {
@@ -856,7 +839,7 @@ static void test_hostile_listings(void **state)
 /* Threads of one process share the connection pool and still exclude each
  * other per blob (flock locks belong to each open file, not the process). */
 typedef struct {
-	env *e;
+	test_world *e;
 	int rc;
 	char msg[512];
 } thread_arg;
@@ -869,7 +852,7 @@ static void *thread_fetch(void *p)
 	kernels_snapshot *s = NULL;
 
 	options(a->e, &o);
-	a->rc = kernels_download(&s, "org/k", a->e->commit, vs, 1, &o);
+	a->rc = kernels_download(&s, "org/k", a->e->commit[K], vs, 1, &o);
 	snprintf(a->msg, sizeof(a->msg), "%s", kernels_error_last());
 	kernels_snapshot_free(s);
 	return NULL;
@@ -877,7 +860,7 @@ static void *thread_fetch(void *p)
 
 static void test_threads(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	pthread_t th[6];
 	thread_arg args[6];
 	size_t i;
@@ -894,23 +877,23 @@ static void test_threads(void **state)
 	}
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), (int)n_files - 2);
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "/lfs/"), 1);
-	check_layout(e, "kernels--org--k", e->commit);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 }
 
 /* A folder link planted inside a snapshot (a shared cache, another user) must
  * not make libkernels write outside the cache. */
 static void test_planted_folder_link(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	char *outside = test_mkdtemp("dl-outside"), snap[PATH_MAX], link[PATH_MAX + 16];
 
 	options(e, &o);
-	snprintf(snap, sizeof(snap), "%s/kernels--org--k/snapshots/%s", e->cache, e->commit);
+	snprintf(snap, sizeof(snap), "%s/kernels--org--k/snapshots/%s", e->cache, e->commit[K]);
 	assert_int_equal(test_system("mkdir -p '%s'", snap), 0);
 	snprintf(link, sizeof(link), "%s/build", snap);
 	assert_int_equal(symlink(outside, link), 0);
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), KERNELS_EUNSAFE);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_EUNSAFE);
 	assert_non_null(strstr(kernels_error_last(), "not a folder"));
 	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", outside), 0);
 	test_rmtree(outside);
@@ -954,7 +937,7 @@ static int child_main(char **argv)
 	return rc < 0 ? 1 : 0;
 }
 
-static pid_t spawn(env *e, const char *repo, const char *commit, const char *go, int slow, uid_t uid)
+static pid_t spawn(test_world *e, const char *repo, const char *commit, const char *go, int slow, uid_t uid)
 {
 	pid_t pid = fork();
 
@@ -971,7 +954,7 @@ static pid_t spawn(env *e, const char *repo, const char *commit, const char *go,
 
 static void test_sixteen_processes(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	pid_t pids[16];
 	char go[PATH_MAX];
 	size_t i;
@@ -980,7 +963,7 @@ static void test_sixteen_processes(void **state)
 	snprintf(go, sizeof(go), "%s.go", e->cache);
 	unlink(go);
 	for (i = 0; i < 16; i++)
-		pids[i] = spawn(e, "org/k", e->commit, go, 0, 0);
+		pids[i] = spawn(e, "org/k", e->commit[K], go, 0, 0);
 	usleep(200000);
 	test_write_file(go, "", 0);
 	for (i = 0; i < 16; i++) {
@@ -998,7 +981,7 @@ static void test_sixteen_processes(void **state)
 		else {
 			char name[PATH_MAX];
 			int n;
-			snprintf(name, sizeof(name), "/resolve/%s/%s", e->commit, files[i].path);
+			snprintf(name, sizeof(name), "/resolve/%s/%s", e->commit[K], files[i].path);
 			n = test_hub_log_count(e->hub, "GET", name);
 			if (n != (files[i].len ? 1 : 0))
 				print_error("%s was fetched %d times\n", files[i].path, n);
@@ -1006,12 +989,12 @@ static void test_sixteen_processes(void **state)
 		}
 	}
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), (int)n_files - 2);
-	check_layout(e, "kernels--org--k", e->commit);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 }
 
 static void test_sigkill_resume(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	char go[PATH_MAX], inc[PATH_MAX], etag[65], blob[PATH_MAX];
 	pid_t pid;
 	int status, waited = 0;
@@ -1029,7 +1012,7 @@ static void test_sigkill_resume(void **state)
 	snprintf(blob, sizeof(blob), "%s/kernels--org--huge/blobs/%s", e->cache, etag);
 	snprintf(go, sizeof(go), "%s.go", e->cache);
 	test_write_file(go, "", 0);
-	pid = spawn(e, "org/huge", e->hcommit, go, 1, 0);
+	pid = spawn(e, "org/huge", e->commit[HUGE], go, 1, 0);
 	while ((have = file_size(inc)) < 2 * 1024 * 1024 && waited < 120000) {      /* a hang guard */
 		usleep(5000);
 		waited += 5;
@@ -1044,7 +1027,7 @@ static void test_sigkill_resume(void **state)
 
 	test_hub_log_clear(e->hub);
 	options(e, &o);
-	assert_int_equal(download(e, &o, "org/huge", e->hcommit, V1, NULL), 0);
+	assert_int_equal(download(e, &o, "org/huge", e->commit[HUGE], V1, NULL), 0);
 	log = log_json(e);
 	json_array_foreach(log, i, it) {
 		const char *r = json_string_value(json_object_get(it, "range"));
@@ -1067,7 +1050,7 @@ static void test_sigkill_resume(void **state)
  * (lock files it cannot write) and adds its own. */
 static void test_shared_cache(void **state)
 {
-	env *e = *state;
+	test_world *e = *state;
 	kernels_options o;
 	pid_t pid;
 	int status;
@@ -1076,7 +1059,7 @@ static void test_shared_cache(void **state)
 
 	options(e, &o);
 	chmod(e->cache, 0777);
-	assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
 	umask(old);
 	/* Lock files left read-only for others, as another user's umask 022 makes them. */
 	assert_int_equal(test_system("find '%s/.locks' -type f -exec chmod 0644 {} +", e->cache), 0);
@@ -1087,7 +1070,7 @@ static void test_shared_cache(void **state)
 	test_hub_log_clear(e->hub);
 	if (getuid() != 0) {
 		/* Without root there is no second user to become; run the same check as ourselves. */
-		assert_int_equal(download(e, &o, "org/k", e->commit, V1, NULL), 0);
+		assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
 		return;
 	}
 	{
@@ -1106,14 +1089,14 @@ static void test_shared_cache(void **state)
 		assert_int_equal(WEXITSTATUS(status), 0);
 		snprintf(go, sizeof(go), "%s.go", e->cache);
 		test_write_file(go, "", 0);
-		pid = spawn(e, "org/k", e->commit, go, 0, 65534);
+		pid = spawn(e, "org/k", e->commit[K], go, 0, 65534);
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		unlink(go);
 	}
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), 1);
-	check_layout(e, "kernels--org--k", e->commit);
+	check_layout(e, "kernels--org--k", e->commit[K]);
 	{
 		struct stat st;
 		assert_int_equal(stat(blob, &st), 0);
@@ -1126,24 +1109,24 @@ int main(int argc, char **argv)
 	static char exe[PATH_MAX];
 	ssize_t n;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fetch_layout, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lfs_file_asked_first, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_model_repo_and_variants, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_download_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_endpoints_in_turn, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fault_5xx_and_429, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fault_reset_and_truncate_resume, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fault_wrong_bytes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fault_slow, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_frozen_cdn_spends_the_stall_budget, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fault_persistent_error, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hostile_listings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_planted_folder_link, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sixteen_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sigkill_resume, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shared_cache, setup, teardown),
+		cmocka_unit_test_setup(test_fetch_layout, setup),
+		cmocka_unit_test_setup(test_lfs_file_asked_first, setup),
+		cmocka_unit_test_setup(test_model_repo_and_variants, setup),
+		cmocka_unit_test_setup(test_download_file, setup),
+		cmocka_unit_test_setup(test_endpoints_in_turn, setup),
+		cmocka_unit_test_setup(test_fault_5xx_and_429, setup),
+		cmocka_unit_test_setup(test_fault_reset_and_truncate_resume, setup),
+		cmocka_unit_test_setup(test_fault_wrong_bytes, setup),
+		cmocka_unit_test_setup(test_fault_slow, setup),
+		cmocka_unit_test_setup(test_frozen_cdn_spends_the_stall_budget, setup),
+		cmocka_unit_test_setup(test_fault_persistent_error, setup),
+		cmocka_unit_test_setup(test_progress, setup),
+		cmocka_unit_test_setup(test_hostile_listings, setup),
+		cmocka_unit_test_setup(test_planted_folder_link, setup),
+		cmocka_unit_test_setup(test_sixteen_processes, setup),
+		cmocka_unit_test_setup(test_threads, setup),
+		cmocka_unit_test_setup(test_sigkill_resume, setup),
+		cmocka_unit_test_setup(test_shared_cache, setup),
 	};
 
 	if (argc == 9 && !strcmp(argv[1], "child"))
