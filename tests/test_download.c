@@ -521,6 +521,13 @@ static void test_download_file(void **state)
 	assert_int_equal(len, 4);
 	free(data);
 	free(local);
+	/* A variant of which only metadata.json was fetched (as a lock or the
+	 * arch check leaves one) is not in the cache offline. */
+	assert_int_equal(kernels__download_file(&cfg, t, "org/m", e->commit[M], files[0].path, &local, 0), 0);
+	free(local);
+	o.offline = 1;
+	assert_int_equal(download(e, &o, "org/m", e->commit[M], V1, NULL), KERNELS_EOFFLINE);
+	assert_non_null(strstr(kernels_error_last(), "only its metadata.json"));
 	kernels__config_free(&cfg);
 }
 
