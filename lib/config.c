@@ -883,6 +883,7 @@ static void conn_close(kernels__config *cfg)
 
 	if (!cfg->conn)
 		return;
+	kernels__hub_conn_warm_report(cfg->conn, cfg);
 	kernels__hub_conn_counts(cfg->conn, &requests, &connects);
 	if (requests)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%lu request%s over %lu new connection%s", requests,

@@ -264,6 +264,7 @@ static int from_hub(const kernels__config *cfg, ctx *c, const char *self, const 
 	}
 	memset(&stats, 0, sizeof(stats));
 	p.pinned = c->lock != NULL; /* a locked commit is loaded, moved or not */
+	p.fetch = 1;
 	rc = kernels__plan_remote(cfg, d->repo_id, revision, &p, &stats);
 	if (rc == 0)
 		rc = settle(c, p.repo.id, kernels_revision_commit(p.rev), self);

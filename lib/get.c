@@ -166,6 +166,7 @@ static int get_at(const kernels__config *cfg, const char *repo_id, const char *r
 	if (memo && repo_id && revision && (rc = memo_first(cfg, repo_id, revision, memo, &first, stats, out)) != 0)
 		return rc < 0 ? rc : 0;
 	first_ms = kernels__now_ms_precise() - t0;
+	p->fetch = 1;
 	rc = kernels__plan_remote_from(cfg, repo_id, revision, first, p, stats);
 	stats->resolve_ms += first_ms; /* the revision, asked before the plan */
 	if (rc == 0)

@@ -179,6 +179,45 @@ void kernels__hub_conn_release(kernels__hub_conn *c);
 void kernels__hub_conn_done(kernels__hub_conn *c, CURL *h);
 /* The call's requests so far and the connections they opened. */
 void kernels__hub_conn_counts(kernels__hub_conn *c, unsigned long *requests, unsigned long *connects);
+/* A warm-up: easy handle `h` (its header list `hdrs`; both taken over)
+ * joins the call's connections and nobody waits for it: it moves on while
+ * any request of the call runs, its connection stays in the pool for the
+ * transfers after it, and one still running when the call ends is
+ * dropped. One per `origin` ("scheme://host:port") at a time: a second is
+ * freed. 0, or KERNELS_ENOMEM. */
+int kernels__hub_conn_warm(kernels__hub_conn *c, CURL *h, struct curl_slist *hdrs, const char *origin);
+/* 1 while a warm-up to `url`'s origin is not over. NULL `c`: 0. */
+int kernels__hub_conn_warming(kernels__hub_conn *c, const char *url);
+/* For the holder's loop: 1 when message `m` ended a warm-up (it is
+ * counted and its handle is gone: the message is not the holder's). */
+int kernels__hub_conn_warm_done(kernels__hub_conn *c, CURLMsg *m);
+/* Logs the warm-ups that are over (debug; a failure at info: it fails
+ * nothing). In the calling thread, where callbacks run. NULL `c`: no-op. */
+void kernels__hub_conn_warm_report(kernels__hub_conn *c, const kernels__config *cfg);
+
+/* ---- the CDN's connection opened early (hub_warm.c) -------------------------- */
+
+/* The Hub's answers to /resolve/ of an LFS file redirect to its CDN, whose
+ * host only that answer names: a cold get opens that connection last, on
+ * its critical path. A cache that followed one before remembers, per
+ * endpoint, the origin it went to (a hint: {cache}/.libkernels/cdn/
+ * {sha256 of the endpoint, 16 hex}, "{endpoint}\t{origin}\n", written
+ * without a flush, ignored when it names another endpoint or does not
+ * parse), and a get that will download opens it as soon as the commit is
+ * known. */
+
+/* Records `url`, where a /resolve/ answer of cfg->endpoint redirected, as
+ * the endpoint's CDN (its origin; nothing when that is the endpoint's own,
+ * or the hint says so already). Best effort: sets no error. */
+void kernels__hub_cdn_seen(const kernels__config *cfg, const char *url);
+/* The origin the hint names for cfg->endpoint, into buf; 0, or -1 when
+ * there is none (absent, another endpoint's, malformed). */
+int kernels__hub_cdn_hint(const kernels__config *cfg, char *buf, size_t n);
+/* A HEAD of "/" at the hinted CDN, sent on the call's connections
+ * (kernels__hub_conn_warm) and not waited for: whatever it answers, its
+ * connection is open when the first redirect there comes. Nothing offline,
+ * without the call's connections or without a hint. Sets no error. */
+void kernels__hub_cdn_warm(const kernels__config *cfg);
 
 /* The CA bundle every handle is given: the first of $REQUESTS_CA_BUNDLE,
  * $CURL_CA_BUNDLE, $SSL_CERT_FILE that is set; else, when libcurl's built-in

@@ -21,12 +21,21 @@
  *
  * Callbacks of a transfer may run in the driving thread: the Hub client's
  * write only the transfer's own buffers. Nothing here is process-wide: two
- * calls never share a connection, and none outlives its call. */
+ * calls never share a connection, and none outlives its call.
+ *
+ * A warm-up (kernels__hub_conn_warm: the CDN's connection opened early,
+ * hub_warm.c) is a transfer nobody waits for: it joins the multi like the
+ * others and moves on whenever a thread drives it or the holder runs its
+ * loop, its connection staying in the pool for the transfer that follows;
+ * the holder does not wait for it (kernels__hub_conn_warm_done takes its
+ * end from the holder's loop), and one still running when the call ends is
+ * dropped. */
 #include "hub.h"
 #include "error.h"
 #include "util.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +49,16 @@ typedef struct xfer {
 	struct xfer *next;
 } xfer;
 
+typedef struct warm {
+	CURL *h;
+	struct curl_slist *hdrs;
+	char origin[300];
+	int inside;            /* in the multi (else queued) */
+	CURLcode rc;
+	long status;
+	struct warm *next;
+} warm;
+
 struct kernels__hub_conn {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -50,7 +69,25 @@ struct kernels__hub_conn {
 	xfer *queue;           /* blocking requests not yet in the multi */
 	unsigned int inside;   /* blocking requests in the multi, not yet done */
 	unsigned long requests, connects; /* what the call sent and the connections it opened */
+	warm *warms;           /* warm-ups not yet over, queued or in the multi */
+	warm *over;            /* warm-ups over (their handles gone), for kernels__hub_conn_warm_report */
 };
+
+static void warm_free(warm *w)
+{
+	curl_easy_cleanup(w->h);
+	curl_slist_free_all(w->hdrs);
+	free(w);
+}
+
+static void warms_free(warm *w)
+{
+	while (w) {
+		warm *next = w->next;
+		warm_free(w);
+		w = next;
+	}
+}
 
 kernels__hub_conn *kernels__hub_conn_new(void)
 {
@@ -69,8 +106,17 @@ void kernels__hub_conn_free(kernels__hub_conn *c)
 {
 	if (!c)
 		return;
-	/* Every transfer of the call is over (each caller waited for its own):
-	 * this closes the call's connections. */
+	/* Every transfer of the call is over (each caller waited for its own)
+	 * but warm-ups, which nobody waits for: dropped. This closes the call's
+	 * connections. */
+	while (c->warms) {
+		warm *w = c->warms;
+		c->warms = w->next;
+		if (w->inside)
+			curl_multi_remove_handle(c->multi, w->h);
+		warm_free(w);
+	}
+	warms_free(c->over);
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
 	pthread_cond_destroy(&c->cond);
@@ -111,11 +157,49 @@ static int multi_ready(kernels__hub_conn *c)
 	return 0;
 }
 
+/* Under c->lock, as the driver or the holder: queued warm-ups join the multi. */
+static void add_warms(kernels__hub_conn *c)
+{
+	warm *w;
+
+	for (w = c->warms; w; w = w->next)
+		if (!w->inside && curl_multi_add_handle(c->multi, w->h) == CURLM_OK)
+			w->inside = 1;
+}
+
+/* Under c->lock, as the driver or the holder: when `m` ends a warm-up, it
+ * is counted and moved to c->over (1), else 0. */
+static int warm_over(kernels__hub_conn *c, CURLMsg *m)
+{
+	warm **pw, *w;
+	long n = 0;
+
+	for (pw = &c->warms; (w = *pw); pw = &w->next)
+		if (w->h == m->easy_handle)
+			break;
+	if (!w)
+		return 0;
+	*pw = w->next;
+	w->rc = m->data.result;
+	curl_multi_remove_handle(c->multi, w->h);
+	curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &w->status);
+	curl_easy_getinfo(w->h, CURLINFO_NUM_CONNECTS, &n);
+	c->requests++;
+	c->connects += n > 0 ? (unsigned long)n : 0;
+	/* Its connection stays in the multi's pool; the handle is not needed. */
+	curl_easy_cleanup(w->h);
+	w->h = NULL;
+	w->next = c->over;
+	c->over = w;
+	return 1;
+}
+
 /* Under c->lock, as the driver: the queued handles join the multi. */
 static void add_queued(kernels__hub_conn *c)
 {
 	xfer *x;
 
+	add_warms(c);
 	while ((x = c->queue)) {
 		c->queue = x->next;
 		if (curl_multi_add_handle(c->multi, x->h) != CURLM_OK) {
@@ -135,7 +219,7 @@ static int collect(kernels__hub_conn *c)
 
 	while ((m = curl_multi_info_read(c->multi, &left))) {
 		xfer *x = NULL;
-		if (m->msg != CURLMSG_DONE)
+		if (m->msg != CURLMSG_DONE || warm_over(c, m))
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		x->rc = m->data.result;
@@ -218,6 +302,7 @@ CURLM *kernels__hub_conn_hold(kernels__hub_conn *c)
 			pthread_cond_wait(&c->cond, &c->lock);
 		c->driving = c->held = 1;
 		c->driver = pthread_self();
+		add_warms(c);
 		m = c->multi;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -230,4 +315,90 @@ void kernels__hub_conn_release(kernels__hub_conn *c)
 	c->driving = c->held = 0;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
+}
+
+int kernels__hub_conn_warm_done(kernels__hub_conn *c, CURLMsg *m)
+{
+	int over;
+
+	pthread_mutex_lock(&c->lock);
+	over = warm_over(c, m);
+	pthread_mutex_unlock(&c->lock);
+	return over;
+}
+
+/* Under c->lock: the warm-up not yet over whose origin is `origin`. */
+static warm *warm_find(kernels__hub_conn *c, const char *origin)
+{
+	warm *w;
+
+	for (w = c->warms; w && strcmp(w->origin, origin); w = w->next)
+		;
+	return w;
+}
+
+int kernels__hub_conn_warm(kernels__hub_conn *c, CURL *h, struct curl_slist *hdrs, const char *origin)
+{
+	warm *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		curl_easy_cleanup(h);
+		curl_slist_free_all(hdrs);
+		return kernels__error_oom();
+	}
+	w->h = h;
+	w->hdrs = hdrs;
+	snprintf(w->origin, sizeof(w->origin), "%s", origin);
+	pthread_mutex_lock(&c->lock);
+	if (warm_find(c, origin) || driven_here(c) || multi_ready(c) < 0) {
+		pthread_mutex_unlock(&c->lock);
+		warm_free(w);
+		return 0;
+	}
+	w->next = c->warms;
+	c->warms = w;
+	/* Nobody in the multi: it joins now, and moves on with the next
+	 * request; else the driver adds it (woken for it), or the holder's
+	 * successor. */
+	if (!c->driving)
+		add_warms(c);
+	else if (!c->held)
+		curl_multi_wakeup(c->multi);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int kernels__hub_conn_warming(kernels__hub_conn *c, const char *url)
+{
+	char origin[300];
+	int found;
+
+	if (!c || kernels__hub_origin(url, origin, sizeof(origin)) < 0)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	found = warm_find(c, origin) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+void kernels__hub_conn_warm_report(kernels__hub_conn *c, const kernels__config *cfg)
+{
+	warm *w, *over;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	over = c->over;
+	c->over = NULL;
+	pthread_mutex_unlock(&c->lock);
+	for (w = over; w; w = w->next) {
+		if (w->rc == CURLE_OK)
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "the early connection to the CDN at %s: its warm-up "
+				     "answered %ld", w->origin, w->status);
+		else
+			kernels__log(cfg, KERNELS_LOG_INFO, "opening the connection to the CDN at %s early failed "
+				     "(%s); the call went on without it", w->origin,
+				     curl_easy_strerror(w->rc));
+	}
+	warms_free(over);
 }

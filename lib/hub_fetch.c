@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -78,6 +79,7 @@ typedef struct {
 
 	char *url;                         /* current hop; NULL: the Hub's resolve URL */
 	int redirects;
+	long long cdn_wait;                /* until when its next hop waits for the call's warm-up there to end */
 	CURL *h;
 	struct curl_slist *hdrs;
 	kernels__hub_headers hd;
@@ -102,6 +104,7 @@ typedef struct fetch {
 	size_t syncing;                    /* jobs in J_SYNC */
 	int published;                     /* a blob was renamed into blobs/: sync the folder once */
 	CURLM *multi;                      /* the call's (borrowed: kernels__hub_conn_hold), else our own */
+	int cdn_seen;                      /* a redirect to the CDN was recorded (kernels__hub_cdn_seen) */
 	int borrowed;
 	unsigned int active, holding;
 	unsigned long long all_done, all_total;
@@ -610,10 +613,40 @@ static void retry_or_fail(fetch *f, job *j, CURLcode res, long status)
 		     "byte %lld", j->entry->path, why, wait, j->attempts + 1, f->cfg->max_retries + 1, j->have);
 }
 
+/* A redirect off the Hub: the endpoint's CDN, recorded once per call for
+ * the next cold get (hub_warm.c). When this call's warm-up there is still
+ * on its way, the hop waits for it over plain HTTP, for a while (over
+ * HTTPS libcurl's PIPEWAIT does: HTTP/2 takes both on one connection):
+ * HTTP/1.1 sends one request at a time on a connection, so a hop sent
+ * now would open another. The while is as long as the redirect took, one
+ * round trip: the warm-up, sent two or more round trips earlier, has its
+ * connection by then and needs about one for its answer; a CDN that
+ * holds it longer gets the hop on a connection of its own, as without it. */
+static void to_cdn(fetch *f, job *j)
+{
+	long long now = kernels__now_ms();
+
+	if (!f->cdn_seen) {
+		kernels__hub_cdn_seen(f->cfg, j->url);
+		f->cdn_seen = 1;
+	}
+	if (f->borrowed && !j->fresh && strncasecmp(j->url, "https://", 8) && kernels__hub_conn_warming(f->cfg->conn, j->url))
+		j->cdn_wait = now + (now - j->started > 1 ? now - j->started : 1);
+}
+
+/* Until when `j` holds back its hop for the warm-up (to_cdn); 0: not. */
+static long long cdn_wait(fetch *f, job *j, long long now)
+{
+	if (j->cdn_wait && (now >= j->cdn_wait || !kernels__hub_conn_warming(f->cfg->conn, j->url)))
+		j->cdn_wait = 0;
+	return j->cdn_wait;
+}
+
 static void finished(fetch *f, job *j, CURLcode res)
 {
 	long status = j->hd.status;
 	char *next;
+	int from_hub;
 
 	curl_multi_remove_handle(f->multi, j->h);
 	kernels__hub_conn_done(f->cfg->conn, j->h);
@@ -654,9 +687,12 @@ static void finished(fetch *f, job *j, CURLcode res)
 						      j->entry->path, j->hd.location));
 			return;
 		}
+		from_hub = on_hub(f, j);
 		free(j->url);
 		j->url = next;
 		j->not_before = 0;
+		if (from_hub && !on_hub(f, j))
+			to_cdn(f, j);
 		return;
 	}
 	if (res == CURLE_OK && status == 416 && j->have > 0) {
@@ -853,7 +889,10 @@ static int run(fetch *f)
 			if (j->state == J_WAIT_LOCK && f->holding < limit && j->next_lock_try > now &&
 			    j->next_lock_try < wake)
 				wake = j->next_lock_try;
-			if (j->state == J_READY && f->active < limit) {
+			if (j->state == J_READY && f->active < limit && cdn_wait(f, j, now)) {
+				if (j->cdn_wait < wake)
+					wake = j->cdn_wait;
+			} else if (j->state == J_READY && f->active < limit) {
 				if (j->not_before <= now) {
 					if ((rc = start(f, j)) < 0)
 						fail_job(f, j, rc);
@@ -885,6 +924,10 @@ static int run(fetch *f)
 			job *j = NULL;
 			if (m->msg != CURLMSG_DONE)
 				continue;
+			if (f->borrowed && kernels__hub_conn_warm_done(f->cfg->conn, m)) {
+				progressed = 1; /* a hop waiting for it goes now */
+				continue;
+			}
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
 			finished(f, j, m->data.result);
 			progressed = 1;

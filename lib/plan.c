@@ -110,6 +110,35 @@ static int warn_moved(const kernels__config *cfg, const plan *p, kernels__kernel
 	return 0;
 }
 
+static int metadata_only(const char *folder);
+
+/* 1 when some variant of the commit is in the cache beyond its
+ * metadata.json: then the get may well load it from there (a warm get, a
+ * cached commit pin), and nothing is sent for the CDN. Without one, the
+ * variant chosen will be downloaded. */
+static int commit_cached(const kernels__config *cfg, const plan *p)
+{
+	char *dir = kernels__cache_repo_dir(cfg, p->repo.type, p->repo.id), *build, *v;
+	struct dirent *e;
+	DIR *d = NULL;
+	int cached = 0;
+
+	build = dir ? kernels__sprintf("%s/snapshots/%s/build", dir, kernels_revision_commit(p->rev)) : NULL;
+	if (build && !(d = opendir(build)))
+		cached = errno != ENOENT; /* unreadable: do not guess */
+	while (d && !cached && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || !(v = kernels__sprintf("%s/%s", build, e->d_name)))
+			continue;
+		cached = !metadata_only(v);
+		free(v);
+	}
+	if (d)
+		closedir(d);
+	free(build);
+	free(dir);
+	return cached || !build;
+}
+
 /* `first` (may be NULL; taken over) is the revision of the first hop
  * when the caller resolved it already. */
 int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, const char *revision,
@@ -147,6 +176,10 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 		if ((rc = kernels__cache_guard(cfg, p->repo.type, p->repo.id)) < 0)
 			break;
 		p->guarded = 1;
+		/* A get that will download: the CDN's connection opens now, during
+		 * the trust check and the listings, not after the first redirect. */
+		if (p->fetch && !cfg->offline && !commit_cached(cfg, p))
+			kernels__hub_cdn_warm(cfg);
 		/* kernel-status.toml and the build/ listing are asked for beside the
 		 * trust check (prefetch.h): one round trip instead of three. The
 		 * verdict still comes first: nothing read is used before it. */

@@ -26,6 +26,10 @@ typedef struct {
 	 * anything of it is read or written; the stages after are told so
 	 * (kernels__plan_guarded) instead of looking again. */
 	int guarded;
+	/* Set by the caller before planning: the plan ends in a download when
+	 * the cache lacks the commit's variant (kernels_get, a dependency, a
+	 * locked load), so the CDN's connection may open early (hub_warm.c). */
+	int fetch;
 } kernels__plan;
 
 /* The download stage's flags (download.h) for the plan's repo. */

@@ -251,6 +251,7 @@ static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entr
 
 	memset(&stats, 0, sizeof(stats));
 	p.pinned = 1; /* exactly the locked commit of the locked repo, moved or not */
+	p.fetch = 1;
 	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
 	if (rc == 0 && !(variant = kernels_variant_trace_chosen(p.trace)))
 		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
@@ -336,6 +337,7 @@ static int download_entry(const kernels__config *cfg, const kernels_lock_entry *
 
 	memset(&stats, 0, sizeof(stats));
 	p.pinned = 1;
+	p.fetch = 1;
 	rc = kernels__plan_remote(cfg, entry->repo_id, entry->commit, &p, &stats);
 	n = rc == 0 ? kernels_variant_trace_count(p.trace) : 0;
 	if (rc == 0 && !all_variants && !kernels_variant_trace_chosen(p.trace))

@@ -10,6 +10,8 @@
  * same handle: no request for a commit, one for a name, none for a name
  * within kernels_options.revision_ttl_s; never a handle that was closed,
  * and never across settings that decide another answer. */
+#include <dirent.h>
+#include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,12 +26,14 @@
 
 #include "kernels.h"
 #include "memo.h"
+#include "origin.h"
 #include "test_world.h"
 #include "testutil.h"
 #include "alloc_fail.h"
 #include "../tests/data/variants/fixture.h"
 
 #define REPO "acme/req"
+#define LFS_REPO "acme/lfsreq"
 #define CPU "torch211-cxx11-cpu-x86_64-linux"
 #define CU130 "torch211-cxx11-cu130-x86_64-linux"
 #define TVM "tvm-ffi01-cpu-x86_64-linux"
@@ -37,6 +41,7 @@
 
 /* commit[]: v1.0.0, v1.1.0 */
 static test_world W;
+static char lfs_commit[41]; /* LFS_REPO's v1.1.0 */
 
 static char *tree(int minor)
 {
@@ -60,6 +65,12 @@ static int setup(void **state)
 					    "--trusted", a), 0);
 	assert_int_equal(test_world_publish(&W, 1, "--repo " REPO " --dir '%s' --branch main --branch v1 --tag v1.1.0",
 					    b), 0);
+	/* Its twin whose modules are LFS files: the Hub redirects them to the CDN. */
+	assert_int_equal(test_hub_publish(W.hub, "--repo " LFS_REPO " --dir '%s' --branch v1 --tag v1.0.0 --trusted "
+					  "--lfs-threshold 1000", a), 0);
+	assert_int_equal(test_hub_publish(W.hub, "--repo " LFS_REPO " --dir '%s' --branch v1 --tag v1.1.0 "
+					  "--lfs-threshold 1000", b), 0);
+	snprintf(lfs_commit, sizeof(lfs_commit), "%s", test_hub_last_commit(W.hub));
 	free(a);
 	free(b);
 	*state = &W;
@@ -524,6 +535,251 @@ static void test_unwritable_record_warns_once_per_call(void **state)
 	free(ref);
 }
 
+/* ---- the CDN's connection opened early (lib/hub_warm.c) ---------------------- */
+
+static void get_lfs(const kernels_options *o, const char *revision, int expect, int keep)
+{
+	kernels_kernel *k = NULL;
+
+	(void)keep;
+	if (kernels_get(&k, LFS_REPO, revision, o) < 0)
+		fail_msg("kernels_get(%s, %s): %s", LFS_REPO, revision, kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), expect);
+	kernels_kernel_close(k);
+}
+
+/* The warm-ups the CDN saw: HEAD requests there. */
+static int cdn_heads(void)
+{
+	return test_hub_log_count_ex(W.hub, "HEAD", NULL, "cdn", 0, -1);
+}
+
+/* The hint a cold get left: the one file of {cache}/.libkernels/cdn/. */
+static char *hint_file(void)
+{
+	char *dir, *path = NULL;
+	struct dirent *e;
+	DIR *d;
+
+	assert_true(asprintf(&dir, "%s/.libkernels/cdn", W.cache) > 0);
+	assert_non_null(d = opendir(dir));
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		assert_null(path);
+		assert_true(asprintf(&path, "%s/%s", dir, e->d_name) > 0);
+	}
+	closedir(d);
+	free(dir);
+	assert_non_null(path);
+	return path;
+}
+
+static void write_hint(const char *path, const char *fmt, const char *a, const char *b)
+{
+	char text[1024];
+	int n = snprintf(text, sizeof(text), fmt, a, b);
+	assert_int_equal(test_write_file(path, text, (size_t)n), 0);
+}
+
+/* The commit's files and records gone, the hint kept: the next get is cold. */
+static void forget_repo(void)
+{
+	char *dir;
+	assert_true(asprintf(&dir, "%s/kernels--acme--lfsreq", W.cache) > 0);
+	test_rmtree(dir);
+	free(dir);
+	new_process();
+}
+
+/* Index in the fixture's log of the first request with `method` to `listener`; -1: none. */
+static int first_in_log(const char *method, const char *listener)
+{
+	char *text = test_hub_log(W.hub);
+	json_t *log = text ? json_loads(text, 0, NULL) : NULL, *e;
+	size_t i;
+	int at = -1;
+
+	json_array_foreach(log, i, e) {
+		if (!strcmp(json_string_value(json_object_get(e, "method")), method) &&
+		    !strcmp(json_string_value(json_object_get(e, "listener")), listener)) {
+			at = (int)i;
+			break;
+		}
+	}
+	json_decref(log);
+	free(text);
+	return at;
+}
+
+/* A cold get in a cache that followed this endpoint's redirect before
+ * sends one HEAD to that CDN as soon as the commit is known; the file's
+ * GET after the redirect goes over its connection. No hint, no warm-up;
+ * a warm get or a cached commit pin sends none either. */
+static void test_cdn_warm_up(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu();
+	char *hint, *text, expect[600];
+	(void)state;
+
+	options(&o, &s);
+	new_process();
+	get_lfs(&o, "v1.1.0", 101, 0);
+	assert_int_equal(cdn_heads(), 0); /* an empty cache: no hint */
+	assert_true(test_hub_log_count_ex(W.hub, "GET", "/lfs/", "cdn", 0, -1) >= 1);
+	hint = hint_file();
+	assert_non_null(text = test_read_file(hint, NULL));
+	snprintf(expect, sizeof(expect), "%s\t%s\n", test_hub_endpoint(W.hub), test_hub_cdn(W.hub));
+	assert_string_equal(text, expect);
+	free(text);
+
+	new_process();
+	get_lfs(&o, "v1", 101, 0);
+	expect_requests("a warm get with a hint", 1);
+	new_process();
+	get_lfs(&o, lfs_commit, 101, 0);
+	expect_requests("a cached commit pin with a hint", 0);
+
+	new_process();
+	get_lfs(&o, "v1.0.0", 100, 0); /* another commit: cold, with the hint */
+	assert_int_equal(cdn_heads(), 1);
+	assert_true(test_hub_log_count_ex(W.hub, "GET", "/lfs/", "cdn", 0, -1) >= 1);
+	if (!(first_in_log("HEAD", "cdn") < first_in_log("GET", "cdn")) || test_hub_log_connections(W.hub, "cdn") != 1) {
+		dump_log("a cold get with a hint");
+		fail_msg("the warm-up did not go first, or the CDN's GET did not reuse its connection");
+	}
+	expect_connections("a cold get with a hint");
+	/* HTTP/1.1 sends one request at a time on a connection: a redirect that
+	 * comes while the warm-up is still out waits for it (for as long as
+	 * the redirect took, at most) instead of opening a second connection.
+	 * Staged: the warm-up's answer held 0.8 s, the Hub's /resolve/ 0.6 s. */
+	forget_repo();
+	assert_int_equal(test_hub_fault(W.hub, "[{\"method\": \"HEAD\", \"listener\": \"cdn\", \"mode\": \"slow\", "
+					"\"delay\": 0.8}, {\"path\": \"/resolve/\", \"listener\": \"hub\", \"mode\": "
+					"\"slow\", \"delay\": 0.6, \"count\": 2}]"), 0);
+	get_lfs(&o, "v1.1.0", 101, 0);
+	test_hub_faults_clear(W.hub);
+	if (cdn_heads() != 1 || test_hub_log_connections(W.hub, "cdn") != 1) {
+		dump_log("a redirect while the warm-up is out");
+		fail_msg("a redirect while the warm-up was out opened another connection to the CDN");
+	}
+	/* Offline nothing is sent, the hint or not. */
+	forget_repo();
+	o.offline = 1;
+	assert_int_equal(kernels_get(&(kernels_kernel *){ NULL }, LFS_REPO, "v1.0.0", &o), KERNELS_EOFFLINE);
+	expect_requests("offline with a hint", 0);
+	free(hint);
+}
+
+/* A hint is followed only for the endpoint it names, and only when it is
+ * one line "{endpoint}\t{origin}" with an http(s) origin and nothing else. */
+static void test_cdn_hint_ignored(void **state)
+{
+	static const char *const bad[] = {
+		"http://127.0.0.1:1\t%2$s\n",  /* another endpoint's */
+		"%s\tftp://%2$s\n", "%s\t%s/lfs\n", "%s %s\n", "%s\t%s", "%s\t%s\nmore\n", "\n", "%s\t\n",
+	};
+	kernels_options o;
+	kernels_system s = sys_cpu();
+	char *hint, cdn[300];
+	size_t i;
+	(void)state;
+
+	options(&o, &s);
+	get_lfs(&o, "v1.1.0", 101, 0);
+	hint = hint_file();
+	snprintf(cdn, sizeof(cdn), "%s", test_hub_cdn(W.hub));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		forget_repo();
+		write_hint(hint, bad[i], test_hub_endpoint(W.hub), i == 1 ? cdn + 7 : cdn);
+		get_lfs(&o, "v1.1.0", 101, 0);
+		if (cdn_heads() != 0) {
+			dump_log(bad[i]);
+			fail_msg("hint '%s' was followed", bad[i]);
+		}
+	}
+	free(hint);
+}
+
+static int early_failures;
+
+static void count_early_failures(kernels_log_level level, const char *message, void *payload)
+{
+	(void)payload;
+	if (level == KERNELS_LOG_INFO && strstr(message, "early failed"))
+		early_failures++;
+}
+
+/* kernels_get's outcome and message, the handle closed. */
+static int get_outcome(const kernels_options *o, char *msg, size_t n)
+{
+	kernels_kernel *k = NULL;
+	int rc = kernels_get(&k, LFS_REPO, "v1.1.0", o);
+
+	snprintf(msg, n, "%s", rc < 0 ? kernels_error_last() : "");
+	kernels_kernel_close(k);
+	return rc;
+}
+
+/* A warm-up that fails fails nothing: refused, reset or left hanging, the
+ * get succeeds as it would have; with the CDN down the get fails exactly
+ * as it does without a hint. */
+static void test_cdn_warm_up_fails(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu();
+	char *hint, *dead = test_dead_endpoint(), cfg[400], with[2048], without[2048];
+	int rc;
+	(void)state;
+
+	assert_non_null(dead);
+	options(&o, &s);
+	o.log_cb = count_early_failures;
+	get_lfs(&o, "v1.1.0", 101, 0);
+	hint = hint_file();
+
+	forget_repo(); /* refused */
+	write_hint(hint, "%s\t%s\n", test_hub_endpoint(W.hub), dead);
+	early_failures = 0;
+	get_lfs(&o, "v1.1.0", 101, 0);
+	assert_int_equal(early_failures, 1);
+	assert_int_equal(cdn_heads(), 0);
+
+	forget_repo(); /* reset: the file's GET opens its own connection */
+	assert_int_equal(test_hub_fault(W.hub, "{\"method\": \"HEAD\", \"listener\": \"cdn\", \"mode\": \"reset\"}"), 0);
+	get_lfs(&o, "v1.1.0", 101, 0);
+	assert_int_equal(cdn_heads(), 1);
+
+	forget_repo(); /* hanging: the file's GET waits a round trip at most, then opens its own */
+	assert_int_equal(test_hub_fault(W.hub, "{\"method\": \"HEAD\", \"listener\": \"cdn\", \"mode\": \"hang\", "
+					"\"delay\": 30}"), 0);
+	get_lfs(&o, "v1.1.0", 101, 0);
+	assert_int_equal(cdn_heads(), 1);
+	assert_int_equal(test_hub_log_connections(W.hub, "cdn"), 2);
+	test_hub_faults_clear(W.hub);
+
+	/* The CDN down: the Hub redirects to a port that refuses. */
+	snprintf(cfg, sizeof(cfg), "{\"cdn\": \"%s\"}", dead);
+	assert_int_equal(test_hub_config(W.hub, cfg), 0);
+	o.log_cb = NULL;
+	forget_repo();
+	unlink(hint);
+	kernels__hub_down_forget_all();
+	rc = get_outcome(&o, without, sizeof(without));
+	assert_true(rc < 0);
+	forget_repo();
+	write_hint(hint, "%s\t%s\n", test_hub_endpoint(W.hub), dead);
+	kernels__hub_down_forget_all();
+	assert_int_equal(get_outcome(&o, with, sizeof(with)), rc);
+	assert_string_equal(with, without);
+	kernels__hub_down_forget_all();
+	snprintf(cfg, sizeof(cfg), "{\"cdn\": \"%s\"}", test_hub_cdn(W.hub));
+	assert_int_equal(test_hub_config(W.hub, cfg), 0);
+	free(hint);
+	free(dead);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -536,6 +792,9 @@ int main(void)
 		cmocka_unit_test_setup(test_cheap_refusals, fresh_cache),
 		cmocka_unit_test_setup(test_ref_recorded_only_when_it_changes, fresh_cache),
 		cmocka_unit_test_setup(test_unwritable_record_warns_once_per_call, fresh_cache),
+		cmocka_unit_test_setup(test_cdn_warm_up, fresh_cache),
+		cmocka_unit_test_setup(test_cdn_hint_ignored, fresh_cache),
+		cmocka_unit_test_setup(test_cdn_warm_up_fails, fresh_cache),
 	};
 	return cmocka_run_group_tests(tests, setup, test_world_teardown);
 }
