@@ -21,8 +21,13 @@ variables (CURL_CA_BUNDLE, SSL_CERT_FILE, REQUESTS_CA_BUNDLE); the proxy
 passes the TLS bytes through, so the handshake's round trips are paid too.
 
 Phases, one fresh process each, timed around the get call alone (imports
-outside the clock, as bench/vs_python does): cold (empty cache) and warm
-(everything cached, the Hub reachable). Requests are counted in the
+outside the clock, as bench/vs_python does): cold (empty cache), warm
+(everything cached, the Hub reachable) and "cold, used cache": the cache
+already holds another kernel fetched from the same endpoint (a second copy
+of img2gray under another name, fetched first, untimed), the common case of
+a server that fetched a kernel before; libkernels then knows the CDN's host
+from that fetch and opens its connection early (lib/hub_warm.c). Python
+kernels reuses nothing across processes: its figure there is its cold one. Requests are counted in the
 fixture's log. The report gives medians, the ratios C/Python, and each
 tool's slope: the time added per millisecond of RTT (a least-squares line
 over the RTTs), i.e. how many round trips its critical path holds.
@@ -48,7 +53,9 @@ sys.path.insert(0, str(SRC / "bench" / "vs_python"))
 import bench as vsp  # noqa: E402  (bench/vs_python/bench.py: the fixture, nginx and the tools)
 
 TOOLS = ["kernels", "C"]
-PHASES = ["cold", "warm"]
+PHASES = ["cold", "warm", "used"]
+LABELS = {"cold": "cold", "warm": "warm", "used": "cold, used cache"}
+OTHER = vsp.REPO + "-twin"  # the kernel the used cache fetched before
 
 
 # ---- the latency proxy ---------------------------------------------------------------------
@@ -212,12 +219,16 @@ def run_rtt(rtt_ms, runs, a, base_env, exe, torch_lib, direct, nginx_hub, nginx_
                 shutil.rmtree(cache, ignore_errors=True)
                 env = dict(env0, HF_HUB_CACHE=str(cache))
                 for phase in PHASES:
+                    if phase == "used":  # another kernel from the same endpoint, untimed
+                        shutil.rmtree(cache, ignore_errors=True)
+                        vsp.run_phase(t, "cold", OTHER, env, a, exe, torch_lib, direct)
                     n0 = vsp.log_count(direct)
-                    r = vsp.run_phase(t, phase, vsp.REPO, env, a, exe, torch_lib, direct)
+                    r = vsp.run_phase(t, "warm" if phase == "warm" else "cold", vsp.REPO, env, a, exe, torch_lib,
+                                      direct)
                     out[t][phase].append((r["ms"], r["requests"]))
-                    if phase == "cold" and t not in out["trace"]:  # the first cold run's requests, in order
+                    if phase != "warm" and (t, phase) not in out["trace"]:  # the first run's requests, in order
                         with vsp._opener.open(direct + "/_fixture/log", timeout=30) as f:
-                            out["trace"][t] = json.loads(f.read())[n0:]
+                            out["trace"][(t, phase)] = json.loads(f.read())[n0:]
                 shutil.rmtree(cache, ignore_errors=True)
         return out
     finally:
@@ -249,8 +260,8 @@ def report(results, runs, kver, tls):
           f"(torch CPU variant), {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}; "
           f"medians of {runs} runs, fresh process per phase, "
           f"{'HTTPS (nginx: TLS, HTTP/2 by ALPN)' if tls else 'plain HTTP'} through the latency proxy")
-    print("| RTT | cold: C | cold: Python | ratio | warm: C | warm: Python | ratio |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| RTT | " + " | ".join(f"{LABELS[p]}: C | {LABELS[p]}: Python | ratio" for p in PHASES) + " |")
+    print("| --- |" + " --- | --- | --- |" * len(PHASES))
     med = {}
     for rtt, res in results.items():
         cells = []
@@ -266,11 +277,12 @@ def report(results, runs, kver, tls):
     for phase in PHASES:
         sc = slope(rtts, [med[(r, phase)][0] for r in rtts])
         sp = slope(rtts, [med[(r, phase)][1] for r in rtts])
-        print(f"slope {phase}: C {sc:.1f} round trips, Python {sp:.1f} round trips (ms added per ms of RTT)")
+        print(f"slope {LABELS[phase]}: C {sc:.1f} round trips, Python {sp:.1f} round trips (ms added per ms of RTT)")
     rtt = rtts[-1]
-    for t in TOOLS:
-        print(f"cold requests at {rtt} ms, {'C' if t == 'C' else 'Python'} (arrival at the fixture, in RTTs "
-              f"after the first): {trace(rtt, results[rtt]['trace'].get(t))}")
+    for phase in ("cold", "used"):
+        for t in TOOLS:
+            print(f"{LABELS[phase]} requests at {rtt} ms, {'C' if t == 'C' else 'Python'} (arrival at the fixture, "
+                  f"in RTTs after the first): {trace(rtt, results[rtt]['trace'].get((t, phase)))}")
 
 
 def main():
@@ -304,8 +316,10 @@ def main():
             nginx, nginx_hub, nginx_cdn = start_nginx_tls(tmp, direct, direct_cdn, cert, key)
         else:
             nginx, nginx_hub, nginx_cdn = vsp.start_nginx(tmp, direct, direct_cdn)
-        subprocess.run([sys.executable, str(SRC / "scripts" / "publish-img2gray.py"), "--root", str(tmp / "hub"),
-                        "--build", str(variants), "--repo", vsp.REPO], check=True, capture_output=True)
+        for repo in (vsp.REPO, OTHER):
+            subprocess.run([sys.executable, str(SRC / "scripts" / "publish-img2gray.py"), "--root",
+                            str(tmp / "hub"), "--build", str(variants), "--repo", repo], check=True,
+                           capture_output=True)
         base_env = dict(os.environ, HF_HUB_OFFLINE="0", HF_TOKEN="", NO_PROXY="127.0.0.1,localhost",
                         KERNELS_LIBRARY=str(build / "lib" / "libkernels.so"), HF_HUB_DISABLE_PROGRESS_BARS="1",
                         PYTHONDONTWRITEBYTECODE="1", HF_HUB_DISABLE_TELEMETRY="0", HF_HOME=str(tmp / "hf_home"))
