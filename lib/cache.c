@@ -176,26 +176,61 @@ int kernels__cache_mkdirs(const char *repo_dir, const char *sub)
 	return 0;
 }
 
-int kernels__cache_write(const char *repo_dir, const char *path, const void *data, size_t len, unsigned int flags)
+/* The folder of `path` below `repo_dir`, walked and made without following
+ * links; *leaf points at the file's name in `path`. */
+static int write_dir_open(const char *repo_dir, const char *path, const char **leaf)
 {
 	size_t n = strlen(repo_dir);
 	const char *slash = strrchr(path, '/');
 	char *sub;
-	int fd, rc;
+	int fd;
 
 	if (strncmp(path, repo_dir, n) || path[n] != '/' || !slash || slash < path + n)
 		return kernels__error(KERNELS_EINVAL, "%s is not in the repo folder %s", path, repo_dir);
 	if (!(sub = strndup(path + n + 1, slash > path + n ? (size_t)(slash - path - n - 1) : 0)))
 		return KERNELS_ENOMEM;
-	/* Written through the walked folder's descriptor, not by path: a
-	 * folder swapped for a link after the walk is not followed. */
 	fd = kernels__cache_repo_dir_open(repo_dir, sub, 1);
 	free(sub);
-	if (fd < 0)
+	*leaf = slash + 1;
+	return fd;
+}
+
+int kernels__cache_write(const char *repo_dir, const char *path, const void *data, size_t len, unsigned int flags)
+{
+	const char *leaf;
+	int fd, rc;
+
+	/* Written through the walked folder's descriptor, not by path: a
+	 * folder swapped for a link after the walk is not followed. */
+	if ((fd = write_dir_open(repo_dir, path, &leaf)) < 0)
 		return fd;
-	rc = kernels__write_atomic_at(fd, slash + 1, path, data, len, -1, flags);
+	rc = kernels__write_atomic_at(fd, leaf, path, data, len, -1, flags);
 	close(fd);
 	return rc;
+}
+
+int kernels__cache_write_later(kernels__write_later **later, const char *repo_dir, const char *path,
+			       const void *data, size_t len, unsigned int flags, const char *what)
+{
+	const char *leaf;
+	int fd;
+
+	if (!later)
+		return kernels__cache_write(repo_dir, path, data, len, flags);
+	if ((fd = write_dir_open(repo_dir, path, &leaf)) < 0)
+		return fd;
+	return kernels__write_atomic_later(later, fd, leaf, path, data, len, -1, flags, what);
+}
+
+/* The debug line a record written later leaves when it could not be. */
+static void settle_failed(void *payload, const char *what, const char *message)
+{
+	kernels__log(payload, KERNELS_LOG_DEBUG, "cannot write %s: %s", what, message);
+}
+
+void kernels__cache_settle(const kernels__config *cfg, kernels__write_later **later)
+{
+	kernels__write_later_join(later, settle_failed, (void *)cfg);
 }
 
 /* The folders of a repo the guard looks at before any write or load;

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "repo.h"
+#include "fs.h"
 
 /* {root}/{type}s--{org}--{name} (malloc'ed). */
 char *kernels__cache_repo_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
@@ -47,6 +48,20 @@ int kernels__cache_mkdirs(const char *repo_dir, const char *sub);
  * folders are walked and made without following links. `flags`: the
  * KERNELS__WRITE_* of util/fs.h (MKDIR is implied). */
 int kernels__cache_write(const char *repo_dir, const char *path, const void *data, size_t len, unsigned int flags);
+
+/* The same on a helper thread (kernels__write_atomic_later, util/fs.h):
+ * the folders are walked and made here, the file written, flushed and
+ * renamed there, overlapping what the caller does next. For records no
+ * later step of the call reads (a missing one only costs redoing what it
+ * records). `later` NULL: kernels__cache_write, here and now. `what`
+ * names the record in the debug line a failure leaves. */
+int kernels__cache_write_later(kernels__write_later **later, const char *repo_dir, const char *path,
+			       const void *data, size_t len, unsigned int flags, const char *what);
+
+/* Joins the writes of *later (empties it), each failure logged at debug
+ * level as kernels__cache_write's callers log theirs: a record is best
+ * effort. Called before the call that started them returns. */
+void kernels__cache_settle(const kernels__config *cfg, kernels__write_later **later);
 
 /* The relative link target of snapshots/{commit}/{path}: "../" for every
  * folder between the link and the repo folder, then "blobs/{etag}". */

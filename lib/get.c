@@ -167,10 +167,12 @@ static int get_at(const kernels__config *cfg, const char *repo_id, const char *r
 		return rc < 0 ? rc : 0;
 	first_ms = kernels__now_ms_precise() - t0;
 	p->fetch = 1;
+	p->records_later = 1; /* the trust record's flush beside the listing and download */
 	rc = kernels__plan_remote_from(cfg, repo_id, revision, first, p, stats);
 	stats->resolve_ms += first_ms; /* the revision, asked before the plan */
 	if (rc == 0)
 		rc = kernels__plan_fetch_and_load(cfg, p, kernels__deps_load, stats, out);
+	kernels__plan_settle(cfg, p);
 	/* A redirect's destination may move under the same commit: never memoised. */
 	if (rc == 0 && memo && !strcmp(p->repo.id, repo_id)) {
 		kernels__memo_put(memo, repo_id, kernels_revision_commit(p->rev), *out);

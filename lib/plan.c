@@ -43,8 +43,14 @@ unsigned int kernels__plan_guarded(const plan *p)
 	return p->guarded ? KERNELS__DOWNLOAD_GUARDED : 0;
 }
 
+void kernels__plan_settle(const kernels__config *cfg, plan *p)
+{
+	kernels__cache_settle(cfg, &p->records);
+}
+
 void kernels__plan_free(plan *p)
 {
+	kernels__write_later_join(&p->records, NULL, NULL);
 	kernels_revision_free(p->rev);
 	kernels_system_free(p->sys);
 	kernels_variant_trace_free(p->trace);
@@ -184,7 +190,7 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 		 * trust check (prefetch.h): one round trip instead of three. The
 		 * verdict still comes first: nothing read is used before it. */
 		kernels__prefetch_start(&pf, cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev));
-		rc = kernels__trust_check(cfg, p->repo.type, p->repo.id);
+		rc = kernels__trust_check(cfg, p->repo.type, p->repo.id, p->records_later ? &p->records : NULL);
 		kernels__prefetch_join(&pf);
 		if (rc == 0 && kernels__deadline_left_ms(cfg) <= 0)
 			rc = kernels__prefetch_failure(&pf); /* what the time went on */

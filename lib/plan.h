@@ -8,6 +8,7 @@
 #include "config.h"
 #include "loader.h"
 #include "repo.h"
+#include "fs.h"
 
 /* What the remote part of the pipeline settled on. */
 typedef struct {
@@ -30,6 +31,12 @@ typedef struct {
 	 * the cache lacks the commit's variant (kernels_get, a dependency, a
 	 * locked load), so the CDN's connection may open early (hub_warm.c). */
 	int fetch;
+	/* Set by the caller before planning: records nothing later in the call
+	 * reads (the "trusted" verdict's) are flushed and renamed on helper
+	 * threads, `records`, which the caller joins with kernels__plan_settle
+	 * before it returns. Unset, they are written in line. */
+	int records_later;
+	kernels__write_later *records;
 } kernels__plan;
 
 /* The download stage's flags (download.h) for the plan's repo. */
@@ -59,6 +66,10 @@ int kernels__plan_fetch_and_load(const kernels__config *cfg, kernels__plan *p, k
 /* Verifies and loads a fetched variant folder (`deps` as above). */
 int kernels__plan_load(const kernels__config *cfg, kernels__plan *p, const char *folder, kernels__deps_fn deps,
 		       kernels_get_stats *stats, kernels_kernel **out);
+/* Joins the plan's records (records_later), logging a failed one as
+ * their in-line writes do; the plan stays as it is otherwise. */
+void kernels__plan_settle(const kernels__config *cfg, kernels__plan *p);
+/* Frees the plan; records still unjoined are joined (unlogged). */
 void kernels__plan_free(kernels__plan *p);
 
 #endif

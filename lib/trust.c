@@ -67,9 +67,12 @@ static char *record_path(const kernels__config *cfg, kernels__repo_type type, co
  * before its rename. An "untrusted" verdict's rename is flushed too, so no
  * crash can bring back an older "trusted" record in its place; a "trusted"
  * one lost in a crash only costs the next offline load the opt-in, so the
- * cold path skips that journal commit. */
+ * cold path skips that journal commit, and with `later` its flush and
+ * rename go on beside the call's next stages (the caller joins them): the
+ * call itself never reads the record again. An "untrusted" verdict ends
+ * the call: written here and now. */
 static void record_write(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			 const char *org, int trusted)
+			 const char *org, int trusted, kernels__write_later **later)
 {
 	char *path = record_path(cfg, type, repo_id), *text = NULL, *dir = kernels__cache_repo_dir(cfg, type, repo_id);
 	json_t *doc = json_pack("{s:s, s:s, s:I, s:s}", "publisher", org, "verdict", trusted ? "trusted" : "untrusted",
@@ -77,8 +80,9 @@ static void record_write(const kernels__config *cfg, kernels__repo_type type, co
 
 	if (path && dir && doc && kernels__cache_guard(cfg, type, repo_id) == 0 &&
 	    (text = json_dumps(doc, JSON_SORT_KEYS)) &&
-	    kernels__cache_write(dir, path, text, strlen(text),
-				 trusted ? KERNELS__WRITE_FLUSHED : KERNELS__WRITE_DURABLE) < 0)
+	    (trusted ? kernels__cache_write_later(later, dir, path, text, strlen(text), KERNELS__WRITE_FLUSHED,
+						  "the trust verdict record")
+		     : kernels__cache_write(dir, path, text, strlen(text), KERNELS__WRITE_DURABLE)) < 0)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot record the trust verdict for %s in %s: %s", repo_id, path,
 			     kernels_error_last());
 	kernels_error_clear();
@@ -202,7 +206,7 @@ static int ask(const kernels__config *cfg, const char *org, long *status, int *t
  * answering 401/404), the others of the list in turn: the Hub behind the
  * mirror knows the publisher. */
 static int check_online(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *org,
-			int *recorded)
+			int *recorded, kernels__write_later **later)
 {
 	kernels__config at;
 	char why[512];
@@ -225,7 +229,7 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 			cfg = &at;
 	}
 	if (rc == 0 && status == 200)
-		record_write(cfg, type, repo_id, org, trusted);
+		record_write(cfg, type, repo_id, org, trusted, later);
 	*recorded = rc == 0 && status == 200;
 	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
 	 * then answer from the cache, where the record decides. */
@@ -242,7 +246,8 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 	return untrusted(repo_id, why);
 }
 
-int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id)
+int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			 kernels__write_later **later)
 {
 	char *org;
 	int rc, recorded;
@@ -251,7 +256,8 @@ int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, co
 		return 0;
 	if (!(org = strndup(repo_id, strcspn(repo_id, "/"))))
 		return kernels__error_oom();
-	rc = cfg->offline ? check_offline(cfg, type, repo_id, org) : check_online(cfg, type, repo_id, org, &recorded);
+	rc = cfg->offline ? check_offline(cfg, type, repo_id, org)
+			  : check_online(cfg, type, repo_id, org, &recorded, later);
 	free(org);
 	return rc;
 }
@@ -276,7 +282,7 @@ static int trust_one(const kernels__config *cfg, const kernels_cache_repo *r, tr
 
 	if (!org)
 		return kernels__error_oom();
-	rc = check_online(cfg, type, r->repo_id, org, &recorded);
+	rc = check_online(cfg, type, r->repo_id, org, &recorded, NULL);
 	free(org);
 	kernels__log(cfg, KERNELS_LOG_INFO, "%s: %s", r->repo_id, rc == 0 ? "trusted publisher, recorded"
 		     : rc == KERNELS_EUNTRUSTED && recorded ? "not from a trusted publisher, recorded" : kernels_error_last());

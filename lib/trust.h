@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "repo.h"
+#include "fs.h"
 
 /* Where the Hub's last verdict on a repo's publisher is kept, in the
  * repo's cache folder, and how long a "trusted" one stands in offline. */
@@ -20,7 +21,10 @@
  * than KERNELS__TRUST_MAX_AGE. KERNELS_EUNTRUSTED
  * otherwise, saying why and what to set; KERNELS_ENETWORK when the Hub
  * cannot be reached (not "untrusted": the caller may answer from the cache,
- * offline, where the record decides). */
-int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id);
+ * offline, where the record decides). `later` (may be NULL): a "trusted"
+ * verdict's record is flushed and renamed on a helper thread pushed there
+ * (kernels__cache_write_later), for the caller to join before it returns. */
+int kernels__trust_check(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			 kernels__write_later **later);
 
 #endif

@@ -1,6 +1,7 @@
 /* The floor under every stage (lib/util/): growable arrays, whole-file
  * reads with a cap, atomic writes, hex and commit predicates, clocks. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "kernels.h"
 #include "error.h"
+#include "fsync_log.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -130,6 +132,53 @@ static void test_write_atomic_replaces_whole(void **state)
 	free(dir);
 }
 
+static void note_failure(void *payload, const char *what, const char *message)
+{
+	char *seen = payload;
+
+	snprintf(seen, 512, "%s: %s", what, message);
+}
+
+/* Writes finished on helper threads: each flushed under its temporary name
+ * (before its rename), all done once joined, a failure handed to the
+ * joining thread with its message, and nothing left of the list. */
+static void test_write_later_joins_flushed_writes(void **state)
+{
+	char *dir = test_mkdtemp("util"), *path, *text, seen[512] = "";
+	kernels__write_later *list = NULL;
+	size_t len;
+	int fd;
+	(void)state;
+
+	fsync_log_clear();
+	assert_true((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	assert_int_equal(kernels__write_atomic_later(&list, fd, "one.json", "one", "1", 1, -1,
+						     KERNELS__WRITE_FLUSHED, "record one"), 0);
+	assert_true((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	assert_int_equal(kernels__write_atomic_later(&list, fd, "two.json", "two", "22", 2, -1,
+						     KERNELS__WRITE_FLUSHED, "record two"), 0);
+	assert_true((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	assert_int_equal(kernels__write_atomic_later(&list, fd, "no/such.json", "no/such.json", "3", 1, -1,
+						     KERNELS__WRITE_FLUSHED, "record three"), 0);
+	assert_non_null(list);
+	kernels__write_later_join(&list, note_failure, seen);
+	assert_null(list);
+	assert_int_equal(kernels_error_last_code(), 0); /* the helper's error is its own */
+	assert_non_null(strstr(seen, "record three: "));
+	assert_non_null(strstr(seen, "no/such.json"));
+	assert_true(asprintf(&path, "%s/two.json", dir) > 0);
+	text = test_read_file(path, &len);
+	assert_string_equal(text, "22");
+	free(text);
+	free(path);
+	assert_int_equal(fsync_log_count(dir, "/one.json.tmp-"), 1);
+	assert_int_equal(fsync_log_count(dir, "/two.json.tmp-"), 1);
+	assert_int_equal(fsync_log_count(dir, NULL), 2);
+	assert_int_equal(test_system("test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'one.json two.json '", dir), 0);
+	test_rmtree(dir);
+	free(dir);
+}
+
 static void test_hex_case_as_git_reads_it(void **state)
 {
 	(void)state;
@@ -181,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_array_refuses_an_overflowing_size),
 		cmocka_unit_test(test_read_file_whole_capped_and_refused),
 		cmocka_unit_test(test_write_atomic_replaces_whole),
+		cmocka_unit_test(test_write_later_joins_flushed_writes),
 		cmocka_unit_test(test_hex_case_as_git_reads_it),
 		cmocka_unit_test(test_hex_encodes_and_lowers),
 		cmocka_unit_test(test_clock_is_monotonic_and_sleeps),

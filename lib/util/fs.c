@@ -322,6 +322,77 @@ fail:
 	return rc;
 }
 
+struct kernels__write_later {
+	pthread_t thread;
+	int dirfd, mode, rc;
+	unsigned int flags;
+	char *name, *shown, *what, *data;
+	size_t len;
+	char message[1024]; /* the error the helper met: its thread's own */
+	kernels__write_later *next;
+};
+
+static void write_later_free(kernels__write_later *w)
+{
+	free(w->name);
+	free(w->shown);
+	free(w->what);
+	free(w->data);
+	free(w);
+}
+
+static void *write_later_run(void *arg)
+{
+	kernels__write_later *w = arg;
+
+	w->rc = kernels__write_atomic_at(w->dirfd, w->name, w->shown, w->data, w->len, w->mode, w->flags);
+	if (w->rc < 0)
+		snprintf(w->message, sizeof(w->message), "%s", kernels_error_last());
+	kernels_error_clear();
+	close(w->dirfd);
+	return NULL;
+}
+
+int kernels__write_atomic_later(kernels__write_later **list, int dirfd, const char *name, const char *shown,
+				const void *data, size_t len, int mode, unsigned int flags, const char *what)
+{
+	kernels__write_later *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (w && (w->name = strdup(name)) && (w->shown = strdup(shown)) && (w->what = strdup(what)) &&
+	    (w->data = malloc(len ? len : 1))) {
+		memcpy(w->data, data, len);
+		w->len = len;
+		w->dirfd = dirfd;
+		w->mode = mode;
+		w->flags = flags;
+		if (pthread_create(&w->thread, NULL, write_later_run, w) == 0) {
+			w->next = *list;
+			*list = w;
+			return 0;
+		}
+	}
+	if (w)
+		write_later_free(w);
+	/* No helper: written here, as kernels__write_atomic_at would be. */
+	rc = kernels__write_atomic_at(dirfd, name, shown, data, len, mode, flags);
+	close(dirfd);
+	return rc;
+}
+
+void kernels__write_later_join(kernels__write_later **list, kernels__write_failed_fn failed, void *payload)
+{
+	kernels__write_later *w;
+
+	while ((w = *list)) {
+		*list = w->next;
+		pthread_join(w->thread, NULL);
+		if (w->rc < 0 && failed)
+			failed(payload, w->what, w->message);
+		write_later_free(w);
+	}
+}
+
 /* The first 64 KiB of a version or configuration file; NULL when absent. */
 char *kernels__read_small_file(const char *path)
 {

@@ -85,6 +85,28 @@ int kernels__write_atomic(const char *path, const void *data, size_t len, int mo
 int kernels__write_atomic_at(int dirfd, const char *name, const char *shown, const void *data, size_t len, int mode,
 			     unsigned int flags);
 
+/* A kernels__write_atomic_at that finishes on a thread of its own, so its
+ * flush and rename overlap what the caller does next (a record nothing in
+ * the call reads again: a receipt, a "trusted" verdict). The caller owns
+ * the list the write is pushed on, and joins it (kernels__write_later_join)
+ * before the call that started it returns: no write outlives its call. */
+typedef struct kernels__write_later kernels__write_later;
+
+/* Starts writing `len` bytes of `data` (copied) as `name` in `dirfd`,
+ * exactly as kernels__write_atomic_at does (same flags: a flushed record is
+ * flushed before its rename), and pushes it on *list; `what` ("the
+ * verification receipt") names it for the join. `dirfd` is taken over:
+ * closed once the write is done. Where no thread or memory can be had, it
+ * is written before this returns. 0, or that write's error. */
+int kernels__write_atomic_later(kernels__write_later **list, int dirfd, const char *name, const char *shown,
+				const void *data, size_t len, int mode, unsigned int flags, const char *what);
+
+/* Waits for every write of *list, which it empties. `failed` (may be NULL)
+ * is called, in the joining thread, for each that failed, with its `what`
+ * and the error it met (kernels_error_last() of its thread). */
+typedef void (*kernels__write_failed_fn)(void *payload, const char *what, const char *message);
+void kernels__write_later_join(kernels__write_later **list, kernels__write_failed_fn failed, void *payload);
+
 /* The first 64 KiB of a small text file (a version file, pyvenv.cfg),
  * NUL-terminated and malloc'ed; NULL when it is absent or unreadable (no
  * error set: a missing one only means the fact it would give is unknown). */
