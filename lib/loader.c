@@ -11,6 +11,7 @@
  * by the module file's identity hands the mapped module back on a later
  * load, so its static registrations never run twice. */
 #include "loader.h"
+#include "cache.h"
 #include "metadata.h"
 #include "signature.h"
 #include "native.h"
@@ -459,7 +460,8 @@ static int expose_dependencies(const kernels__config *cfg, const kernels_kernel 
  * through a Python-free copy of its bytes. *keep says the descriptor now
  * names the mapping and must stay open. */
 static int map_module(const kernels__config *cfg, const kernels_kernel *k, const char *root, const char *rel, int fd,
-		      const struct stat *st, const char *what, void **dl, int *torch, int *keep)
+		      const struct stat *st, const char *what, void **dl, int *torch, int *keep,
+		      kernels__write_later **later)
 {
 	kernels__elf e;
 	char mapped[64];
@@ -484,7 +486,7 @@ static int map_module(const kernels__config *cfg, const kernels_kernel *k, const
 			rc = KERNELS_ENOMEM;
 			goto done;
 		}
-		rc = kernels__pyfree_open(cfg, root, source, fd, st, &e, what, &mfd);
+		rc = kernels__pyfree_open(cfg, root, source, fd, st, &e, what, &mfd, later);
 		free(source);
 		if (rc < 0)
 			goto done;
@@ -509,7 +511,7 @@ done:
 /* Maps the module once per process; a later load of the same file (a
  * re-get after close) returns the mapping it already has. */
 static int load_module(const kernels__config *cfg, kernels_kernel *k, const char *root, const char *rel,
-		       const char *what)
+		       const char *what, kernels__write_later **later)
 {
 	module *m = NULL;
 	struct stat st;
@@ -521,7 +523,7 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 	if (!(m = find_module(&st))) {
 		void *dl = NULL;
 		int torch = 0;
-		if ((rc = map_module(cfg, k, root, rel, fd, &st, what, &dl, &torch, &keep)) == 0 &&
+		if ((rc = map_module(cfg, k, root, rel, fd, &st, what, &dl, &torch, &keep, later)) == 0 &&
 		    (!(m = calloc(1, sizeof(*m))) || !(m->id = kernels__strdup(kernels_metadata_id(k->meta))) ||
 		     !(m->path = kernels__strdup(k->library)))) {
 			/* The module is mapped for good; only our record of it is lost. */
@@ -586,6 +588,9 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 {
 	char real[PATH_MAX], root_real[PATH_MAX], *what = NULL;
 	struct stat signed_meta;
+	/* Receipts written on the way, flushed and renamed beside what follows
+	 * them (the dependencies, the mapping) and joined before returning. */
+	kernels__write_later *records = NULL;
 	kernels_kernel *k, *other;
 	const char *module = NULL, *base;
 	int rc;
@@ -625,7 +630,7 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 	}
 	/* Nothing from the folder runs before its digest checked out. */
 	if ((rc = kernels__signature_check(cfg, real, what, &signed_meta)) < 0 || /* signed bytes before parsing */
-	    (rc = kernels__verify_resolved(cfg, real, root, what, &k->meta)) < 0 ||
+	    (rc = kernels__verify_resolved(cfg, real, root, what, &k->meta, &records)) < 0 ||
 	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
 		goto fail;
 	/* kernels-minver and python-depends (metadata.c), then the kernel-depends
@@ -637,7 +642,7 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 			rc = KERNELS_ENOMEM;
 			goto fail;
 		}
-		if ((rc = load_module(cfg, k, root, module, what)) < 0)
+		if ((rc = load_module(cfg, k, root, module, what, &records)) < 0)
 			goto fail;
 	}
 	pthread_mutex_lock(&registry_lock);
@@ -652,11 +657,13 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 		k = other;
 	}
 	free(what);
+	kernels__cache_settle(cfg, &records);
 	*out = k;
 	return 0;
 fail:
 	free(what);
 	kernel_free(k);
+	kernels__cache_settle(cfg, &records);
 	return rc;
 }
 

@@ -171,7 +171,7 @@ static int create_tmp(const paths *p, int dfd, int *named)
  * walked from the cache root, so a folder swapped for a link meanwhile is
  * not followed. Returns a read-only descriptor of it, or -1 with errno. */
 static int write_copy(const kernels__config *cfg, const paths *p, const char *source, int fd, const struct stat *st,
-		      const kernels__elf *e)
+		      const kernels__elf *e, kernels__write_later **later)
 {
 	char self[64];
 	struct stat cst;
@@ -197,7 +197,7 @@ static int write_copy(const kernels__config *cfg, const paths *p, const char *so
 		goto fail;
 	close(tfd);
 	close(dfd);
-	kernels__receipt_copy_write(cfg, p->root, p->receipt, source, &cst);
+	kernels__receipt_copy_write(cfg, p->root, p->receipt, source, &cst, later);
 	return rfd;
 fail:
 	err = errno;
@@ -212,7 +212,8 @@ fail:
 }
 
 int kernels__pyfree_open(const kernels__config *cfg, const char *root, const char *source, int fd,
-			 const struct stat *st, const kernels__elf *e, const char *what, int *out)
+			 const struct stat *st, const kernels__elf *e, const char *what, int *out,
+			 kernels__write_later **later)
 {
 	char blob[160], by_name[200];
 	paths p = { 0 };
@@ -235,7 +236,7 @@ int kernels__pyfree_open(const kernels__config *cfg, const char *root, const cha
 	}
 	if ((cfd = reuse(&p, source, st)) >= 0) {
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: mapping its Python-free copy %s (receipt)", what, p.copy);
-	} else if ((cfd = write_copy(cfg, &p, source, fd, st, e)) >= 0) {
+	} else if ((cfd = write_copy(cfg, &p, source, fd, st, e, later)) >= 0) {
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: wrote its Python-free copy %s", what, p.copy);
 	} else {
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: cannot write a Python-free copy in %s (%s); mapping an "

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "fs.h"
 #include "native.h"
 
 /* A descriptor naming a copy of the verified module open on `fd` (`st`
@@ -17,9 +18,12 @@
  * kernels__realpath gives it), written once and reused by later
  * processes while its receipt matches; anything else, or a cache this
  * process cannot write, an in-memory sealed copy. *out is the caller's for
- * good once mapped. Errors: KERNELS_EIO (the in-memory copy failed),
- * KERNELS_ENOMEM. */
+ * good once mapped. The copy's receipt, written once the copy is synced
+ * and renamed, is flushed and renamed on a helper thread pushed on *later
+ * (may be NULL: in line), which the caller joins. Errors: KERNELS_EIO
+ * (the in-memory copy failed), KERNELS_ENOMEM. */
 int kernels__pyfree_open(const kernels__config *cfg, const char *root, const char *source, int fd,
-			 const struct stat *st, const kernels__elf *e, const char *what, int *out);
+			 const struct stat *st, const kernels__elf *e, const char *what, int *out,
+			 kernels__write_later **later);
 
 #endif

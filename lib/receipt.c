@@ -50,7 +50,8 @@ static int same_identity(json_t *recorded, const struct stat *st)
 	return same;
 }
 
-static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok);
+static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok,
+		      kernels__write_later **later);
 
 /* A receipt at `path` (NULL: none) of this format's version, whose string
  * `key` (NULL: none checked) equals `value`; NULL otherwise. */
@@ -89,7 +90,7 @@ int kernels__receipt_matches(const char *root, const char *dir, const struct sta
 }
 
 void kernels__receipt_write(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
-			    const char *const *files, const struct stat *sts, size_t n)
+			    const char *const *files, const struct stat *sts, size_t n, kernels__write_later **later)
 {
 	char *path = receipt_path(root, dir, "");
 	json_t *doc = json_pack("{s:i, s:o, s:o}", "version", 1, "metadata", identity(meta), "files", json_object());
@@ -98,7 +99,7 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
 
 	for (i = 0; ok && i < n; i++)
 		ok = json_object_set_new(json_object_get(doc, "files"), files[i], identity(&sts[i])) == 0;
-	write_doc(cfg, root, path, doc, ok);
+	write_doc(cfg, root, path, doc, ok, later);
 	json_decref(doc);
 	free(path);
 }
@@ -107,13 +108,17 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
  * hashed again, so it must not outlive a crash as a name whose bytes never
  * reached the disk. Its folder is not flushed after: a rename lost in a
  * crash only means the next load hashes again (one journal commit less on
- * every first load). */
-static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok)
+ * every first load). With `later`, the flush and the rename go on beside
+ * what the caller does next (the loader maps the module meanwhile) until it
+ * joins them: a receipt not in place yet only costs a reader (another
+ * thread, another process) the hashing it would have saved. */
+static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok,
+		      kernels__write_later **later)
 {
 	char *text = ok ? json_dumps(doc, JSON_COMPACT) : NULL;
 
-	if (text &&
-	    kernels__cache_write(root, path, text, strlen(text), KERNELS__WRITE_FLUSHED) < 0)
+	if (text && kernels__cache_write_later(later, root, path, text, strlen(text), KERNELS__WRITE_FLUSHED,
+					       "a verification receipt") < 0)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", path,
 			     kernels_error_last());
 	kernels_error_clear();
@@ -130,11 +135,11 @@ int kernels__receipt_copy_matches(const char *path, const char *source, const st
 }
 
 void kernels__receipt_copy_write(const kernels__config *cfg, const char *root, const char *path,
-				 const char *source, const struct stat *copy)
+				 const char *source, const struct stat *copy, kernels__write_later **later)
 {
 	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "source", source, "copy", identity(copy));
 
-	write_doc(cfg, root, path, doc, doc != NULL);
+	write_doc(cfg, root, path, doc, doc != NULL, later);
 	json_decref(doc);
 }
 
@@ -149,7 +154,7 @@ void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, c
 	char *path = blob_receipt_path(root, sha256);
 	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "sha256", sha256, "blob", identity(blob));
 
-	write_doc(cfg, root, path, doc, path && doc);
+	write_doc(cfg, root, path, doc, path && doc, NULL);
 	json_decref(doc);
 	free(path);
 }
@@ -187,7 +192,7 @@ void kernels__receipt_sign(const kernels__config *cfg, const char *dir, const ch
 	json_t *doc = json_pack("{s:i, s:s, s:o, s:o}", "version", 1, "fingerprint", fingerprint, "metadata",
 				identity(meta), "bundle", identity(bundle));
 
-	write_doc(cfg, root, path, doc, path && doc);
+	write_doc(cfg, root, path, doc, path && doc, NULL);
 	json_decref(doc);
 	free(path);
 	free(root);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "fs.h"
 
 /* `dir` is a variant folder {root}/snapshots/{commit}/{path}, `root` the
  * repo's cache folder (both real paths); files[i] are its files relative to
@@ -24,9 +25,11 @@ int kernels__receipt_matches(const char *root, const char *dir, const struct sta
 
 /* Records a receipt for what was just verified (the identities of the
  * descriptors the files were hashed through). Best effort: a cache this
- * process may not write only means the next one hashes again. */
+ * process may not write only means the next one hashes again. `later`
+ * (may be NULL): flushed and renamed on a helper thread pushed there, which
+ * the caller joins (kernels__cache_settle) before its call returns. */
 void kernels__receipt_write(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
-			    const char *const *files, const struct stat *sts, size_t n);
+			    const char *const *files, const struct stat *sts, size_t n, kernels__write_later **later);
 
 /* Copy receipts ({root}/.libkernels/patched/{blob}.json, beside the copy,
  * lib/pyfree.c): a copy of a verified module made for hosts without
@@ -36,7 +39,7 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
  * the receipt at `path` records exactly `source` and `copy`. */
 int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy);
 void kernels__receipt_copy_write(const kernels__config *cfg, const char *root, const char *path,
-				 const char *source, const struct stat *copy);
+				 const char *source, const struct stat *copy, kernels__write_later **later);
 
 /* Download receipts ({root}/.libkernels/blobs/{sha256}.json): an LFS blob
  * of at least KERNELS__BLOB_RECEIPT_MIN bytes whose bytes hashed to its

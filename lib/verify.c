@@ -491,7 +491,7 @@ static int check_files(const kernels__config *cfg, kernels_metadata *m, walk_sta
 /* A cached variant whose receipt vouches for every file as it is now needs
  * no hashing; otherwise it is hashed whole and a receipt written. */
 static int check_cached(const kernels__config *cfg, kernels_metadata *m, walk_state *w, const char *root,
-			const char *dir, const char *what)
+			const char *dir, const char *what, kernels__write_later **later)
 {
 	const char **files = calloc(w->n + 1, sizeof(*files));
 	struct stat *sts = calloc(w->n + 1, sizeof(*sts));
@@ -514,7 +514,7 @@ static int check_cached(const kernels__config *cfg, kernels_metadata *m, walk_st
 	if ((rc = check_files(cfg, m, w, root, dir, what, 1)) == 0) {
 		for (i = 0; i < w->n; i++)
 			sts[i] = w->v[i].st;
-		kernels__receipt_write(cfg, root, dir, &m->meta_st, files, sts, w->n);
+		kernels__receipt_write(cfg, root, dir, &m->meta_st, files, sts, w->n, later);
 	}
 done:
 	free(files);
@@ -530,7 +530,8 @@ done:
  * offline, what a cached variant lacks is said to be not downloaded (the
  * fetch stage leaves that walk to this one: download.h). */
 static int verify_real_folder(const kernels__config *cfg, const char *dir_real, const char *root_real,
-			      const char *what, int use_receipts, kernels_metadata **out)
+			      const char *what, int use_receipts, kernels_metadata **out,
+			      kernels__write_later **later)
 {
 	const char *fence = root_real ? root_real : dir_real;
 	walk_state w = { .offline = use_receipts && root_real && cfg && cfg->offline };
@@ -558,7 +559,7 @@ static int verify_real_folder(const kernels__config *cfg, const char *dir_real, 
 	} else if (rc == 0) {
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);
-		rc = root_real && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what)
+		rc = root_real && use_receipts ? check_cached(cfg, m, &w, root_real, dir_real, what, later)
 					       : check_files(cfg, m, &w, root_real, dir_real, what, 0);
 	}
 	if (rc == 0 && m->dirty)
@@ -606,7 +607,7 @@ static int resolve_and_verify(const kernels__config *cfg, const char *variant_di
 				      variant_dir, strerror(errno));
 	if (root && !kernels__realpath(root, root_real, NULL))
 		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
-	return verify_real_folder(cfg, dir_real, root ? root_real : NULL, what, use_receipts, out);
+	return verify_real_folder(cfg, dir_real, root ? root_real : NULL, what, use_receipts, out, NULL);
 }
 
 int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
@@ -616,7 +617,7 @@ int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir,
 }
 
 int kernels__verify_resolved(const kernels__config *cfg, const char *dir_real, const char *root_real,
-			     const char *what, kernels_metadata **out)
+			     const char *what, kernels_metadata **out, kernels__write_later **later)
 {
 	if (out)
 		*out = NULL;
@@ -624,7 +625,7 @@ int kernels__verify_resolved(const kernels__config *cfg, const char *dir_real, c
 		return kernels__error(KERNELS_EINVAL, "verify: no variant folder given");
 	if (strlen(dir_real) >= PATH_MAX || (root_real && strlen(root_real) >= PATH_MAX))
 		return kernels__error(KERNELS_EINVAL, "verify: a folder path longer than PATH_MAX");
-	return verify_real_folder(cfg, dir_real, root_real, what, 1, out);
+	return verify_real_folder(cfg, dir_real, root_real, what, 1, out, later);
 }
 
 int kernels_verify_variant(kernels_metadata **out, const char *variant_dir, const kernels_options *opts)

@@ -4,6 +4,7 @@
 
 #include "kernels/kernel.h"
 #include "config.h"
+#include "fs.h"
 
 /* Parses and verifies `variant_dir`. Links are resolved but must stay
  * inside `root` (the repo's cache folder kernels--org--name, whose
@@ -13,9 +14,11 @@
 int kernels__verify_variant(const kernels__config *cfg, const char *variant_dir, const char *root,
 			    const char *what, kernels_metadata **out);
 /* The same for folders the caller resolved with kernels__realpath (the
- * loader): they are taken as they are, not resolved again. */
+ * loader): they are taken as they are, not resolved again. A receipt it
+ * writes is flushed and renamed on a helper thread pushed on *later (may
+ * be NULL: in line), which the caller joins (kernels__cache_settle). */
 int kernels__verify_resolved(const kernels__config *cfg, const char *dir_real, const char *root_real,
-			     const char *what, kernels_metadata **out);
+			     const char *what, kernels_metadata **out, kernels__write_later **later);
 
 /* Parses the `len` bytes of a metadata.json at `buf` (need not be
  * NUL-terminated); `path` names it in messages. kernels_metadata_read reads
