@@ -341,7 +341,7 @@ static int on_end(void *payload, const kernels__bundle_entry *e)
 	rc = kernels__cache_publish_at(fd, r->stage_blobs, strrchr(im->inc, '/') + 1, e->f.etag, im->blob, &st, 0);
 	if (rc == 0 && strlen(e->f.etag) == 64 && e->f.size >= KERNELS__BLOB_RECEIPT_MIN &&
 	    kernels__realpath(r->stage_at, real, NULL))
-		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st);
+		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st, NULL);
 	return rc;
 }
 
@@ -459,7 +459,7 @@ static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_e
 	/* a download receipt: the first load need not hash again what was just verified */
 	if (strlen(e->f.etag) == 64 && kernels__realpath(r->dir, real, NULL) && (from = kernels__sprintf("%s/blobs/%s",
 			real, e->f.etag)) && stat(from, &st) == 0)
-		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st);
+		kernels__receipt_blob_write(im->cfg, real, e->f.etag, &st, NULL);
 	free(from);
 	return 0;
 }

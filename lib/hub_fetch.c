@@ -113,6 +113,10 @@ typedef struct fetch {
 	char fail_msg[4096];
 	long long next_stall_check;        /* the stall budget is looked at every STALL_CHECK_MS */
 	kernels_download_stats *stats;
+	/* Download receipts, flushed and renamed beside the rest of the
+	 * publishing (blobs/'s flush, the links); joined before the call
+	 * returns, so the load that reads them finds them. */
+	kernels__write_later *receipts;
 } fetch;
 
 static void settle(fetch *f, job *j, int state)
@@ -539,7 +543,7 @@ static void publish_synced(fetch *f, job *j, int err)
 	}
 	/* The first load takes this hash for metadata.json's sha256 of the file. */
 	if (j->lfs && j->size >= KERNELS__BLOB_RECEIPT_MIN && st.st_ino)
-		kernels__receipt_blob_write(f->cfg, f->repo_dir, j->etag, &st);
+		kernels__receipt_blob_write(f->cfg, f->repo_dir, j->etag, &st, &f->receipts);
 	if (f->stats)
 		f->stats->blobs_downloaded++;
 	link_blob_done(f, j);
@@ -1235,6 +1239,7 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 		kernels__cache_sync_folder(f.repo_dir, "blobs");
 	rc = link_all(&f, tree);
 out:
+	kernels__cache_settle(cfg, &f.receipts);
 	kernels__cache_unlock(&repo_lock);
 	fetch_free(&f);
 	return rc;

@@ -149,12 +149,12 @@ static char *blob_receipt_path(const char *root, const char *sha256)
 }
 
 void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, const char *sha256,
-				 const struct stat *blob)
+				 const struct stat *blob, kernels__write_later **later)
 {
 	char *path = blob_receipt_path(root, sha256);
 	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "sha256", sha256, "blob", identity(blob));
 
-	write_doc(cfg, root, path, doc, path && doc, NULL);
+	write_doc(cfg, root, path, doc, path && doc, later);
 	json_decref(doc);
 	free(path);
 }

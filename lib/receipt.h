@@ -47,10 +47,11 @@ void kernels__receipt_copy_write(const kernels__config *cfg, const char *root, c
  * blob's identity once published. Verification (lib/verify.c) takes it for
  * the file's sha256 while the identity is the same, so the first load does
  * not hash again what the download just hashed. Smaller blobs hash faster
- * than a receipt reads. */
+ * than a receipt reads. `later` as kernels__receipt_write's: the download
+ * joins it before it returns, so the load that reads the receipt finds it. */
 #define KERNELS__BLOB_RECEIPT_MIN (256 << 10)
 void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, const char *sha256,
-				 const struct stat *blob);
+				 const struct stat *blob, kernels__write_later **later);
 int kernels__receipt_blob_matches(const char *root, const char *sha256, const struct stat *blob);
 
 /* Signature receipts, beside the file receipts: once a variant's
