@@ -292,6 +292,17 @@ static void test_fetch_layout(void **state)
 		assert_int_equal(fsync_log_count(blobs_in, NULL), (int)st.blobs_downloaded);
 		assert_true(fsync_log_count(blobs, NULL) > fsync_log_count(blobs_in, NULL));
 	}
+	/* The LFS file's download receipt: flushed under its temporary name (so
+	 * before its rename, beside blobs/'s flush), and in place when the call
+	 * returns. */
+	{
+		char receipts[PATH_MAX];
+		snprintf(receipts, sizeof(receipts), "%s/kernels--org--k/.libkernels/blobs/", e->cache);
+		assert_int_equal(fsync_log_count(receipts, ".json.tmp-"), 1);
+		assert_int_equal(fsync_log_count(receipts, NULL), 1);
+		assert_int_equal(test_system("test $(ls -A '%s' | grep -Ec '^[0-9a-f]{64}[.]json$') = 1 && "
+					     "test $(ls -A '%s' | wc -l) = 1", receipts, receipts), 0);
+	}
 	assert_int_equal(st.files_cached, 0);
 	assert_true(st.max_parallel >= 2);
 
