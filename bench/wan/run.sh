@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libkernels vs the Python `kernels` package over a slow network (see wan.py):
-#   bash bench/wan/run.sh BUILD_DIR [--rtt 0,40,100] [--runs 3] [--tls] [--variants DIR]
+#   bash bench/wan/run.sh BUILD_DIR [--rtt 0,40,100] [--runs 3] [--tls] [--variants DIR] [--no-cdn-hint]
 # Needs libkernels and the img2gray variants built in BUILD_DIR (or --variants
 # naming a folder of them), nginx and openssl; the table goes to stdout
 # (bench/results/wan.txt).

@@ -4,6 +4,7 @@ slow network: a latency proxy (this file, asyncio, no dependency) in front of
 the local Hub fixture and its CDN, at several round-trip times.
 
     python3 bench/wan/wan.py --build BUILD_DIR [--rtt 0,40,100] [--runs 3] [--variants DIR] [--tls]
+                             [--no-cdn-hint]
 
 The chain: client -> latency proxy -> nginx -> fixture (nginx as in
 bench/vs_python, whose set-up this reuses: the fixture stalls on reused
@@ -27,9 +28,11 @@ already holds another kernel fetched from the same endpoint (a second copy
 of img2gray under another name, fetched first, untimed), the common case of
 a server that fetched a kernel before; libkernels then knows the CDN's host
 from that fetch and opens its connection early (lib/hub_warm.c). Python
-kernels reuses nothing across processes: its figure there is its cold one. Requests are counted in the
-fixture's log. The report gives medians, the ratios C/Python, and each
-tool's slope: the time added per millisecond of RTT (a least-squares line
+kernels reuses nothing across processes: its figure there is its cold one.
+With --no-cdn-hint the used cache loses that hint before the timed get:
+the same phase as it was before lib/hub_warm.c, for the comparison.
+Requests are counted in the fixture's log. The report gives medians, the
+ratios C/Python, and each tool's slope: the time added per millisecond of RTT (a least-squares line
 over the RTTs), i.e. how many round trips its critical path holds.
 
 Internal: wan.py --proxy PORT_FILE HUB_UPSTREAM CDN_UPSTREAM RTT_MS.
@@ -222,6 +225,8 @@ def run_rtt(rtt_ms, runs, a, base_env, exe, torch_lib, direct, nginx_hub, nginx_
                     if phase == "used":  # another kernel from the same endpoint, untimed
                         shutil.rmtree(cache, ignore_errors=True)
                         vsp.run_phase(t, "cold", OTHER, env, a, exe, torch_lib, direct)
+                        if a.no_cdn_hint:  # the cache as before lib/hub_warm.c: no hint, no warm-up
+                            shutil.rmtree(cache / ".libkernels" / "cdn", ignore_errors=True)
                     n0 = vsp.log_count(direct)
                     r = vsp.run_phase(t, "warm" if phase == "warm" else "cold", vsp.REPO, env, a, exe, torch_lib,
                                       direct)
@@ -253,13 +258,14 @@ def trace(rtt, entries):
                      for e in entries)
 
 
-def report(results, runs, kver, tls):
+def report(results, runs, kver, tls, no_hint=False):
     rev = subprocess.run(["git", "-C", str(SRC), "describe", "--always", "--dirty"], capture_output=True,
                          text=True).stdout.strip()
     print(f"# bench/wan: libkernels {rev} (C, kernels_get) vs kernels {kver} (Python), {vsp.REPO}@{vsp.REV} "
           f"(torch CPU variant), {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}; "
           f"medians of {runs} runs, fresh process per phase, "
-          f"{'HTTPS (nginx: TLS, HTTP/2 by ALPN)' if tls else 'plain HTTP'} through the latency proxy")
+          f"{'HTTPS (nginx: TLS, HTTP/2 by ALPN)' if tls else 'plain HTTP'} through the latency proxy"
+          f"{'; used cache without its CDN hint (--no-cdn-hint)' if no_hint else ''}")
     print("| RTT | " + " | ".join(f"{LABELS[p]}: C | {LABELS[p]}: Python | ratio" for p in PHASES) + " |")
     print("| --- |" + " --- | --- | --- |" * len(PHASES))
     med = {}
@@ -292,6 +298,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--variants", type=Path, help="img2gray's built variants (default BUILD/variants/img2gray/build)")
     ap.add_argument("--tls", action="store_true", help="HTTPS through nginx with a CA the bench makes")
+    ap.add_argument("--no-cdn-hint", action="store_true",
+                    help="'cold, used cache' without the CDN hint the first fetch left (the figure before it)")
     ap.add_argument("--proxy", nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.proxy:
@@ -327,12 +335,12 @@ def main():
             base_env.pop(k, None)
         if a.tls:
             base_env.update(CURL_CA_BUNDLE=str(ca), SSL_CERT_FILE=str(ca), REQUESTS_CA_BUNDLE=str(ca))
-        opts = SimpleNamespace(regets=1, backend="cpu", tls=a.tls)
+        opts = SimpleNamespace(regets=1, backend="cpu", tls=a.tls, no_cdn_hint=a.no_cdn_hint)
         results = {}
         for rtt in (int(x) for x in a.rtt.split(",")):
             results[rtt] = run_rtt(rtt, a.runs, opts, base_env, exe, torch_lib, direct, nginx_hub, nginx_cdn, tmp)
             print(f"wan: {rtt} ms done", file=sys.stderr)
-        report(results, a.runs, version("kernels"), a.tls)
+        report(results, a.runs, version("kernels"), a.tls, a.no_cdn_hint)
     finally:
         if nginx:
             nginx.terminate()
