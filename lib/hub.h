@@ -200,7 +200,7 @@ void kernels__hub_conn_warm_report(kernels__hub_conn *c, const kernels__config *
 /* The Hub's answers to /resolve/ of an LFS file redirect to its CDN, whose
  * host only that answer names: a cold get opens that connection last, on
  * its critical path. A cache that followed one before remembers, per
- * endpoint, the origin it went to (a hint: {cache}/.libkernels/cdn/
+ * endpoint, the origin it went to (a hint: {cache}/.locks/.libkernels/cdn/
  * {sha256 of the endpoint, 16 hex}, "{endpoint}\t{origin}\n", written
  * without a flush, ignored when it names another endpoint or does not
  * parse), and a get that will download opens it as soon as the commit is

@@ -20,8 +20,10 @@
 #define HINT_MAX 4096
 #define ORIGIN_MAX 300
 
-/* {cache}/.libkernels/cdn/{16 hex of sha256(endpoint)}: one file per
- * endpoint, so that calls to two endpoints never overwrite each other. */
+/* {cache}/.locks/.libkernels/cdn/{16 hex of sha256(endpoint)}: one file
+ * per endpoint, so that calls to two endpoints never overwrite each other.
+ * Under .locks/ because huggingface_hub's cache scan skips that folder and
+ * reports any other folder of the cache root that is not a repo. */
 static char *hint_path(const kernels__config *cfg)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -32,7 +34,7 @@ static char *hint_path(const kernels__config *cfg)
 	    !EVP_Digest(cfg->endpoint, strlen(cfg->endpoint), md, &len, EVP_sha256(), NULL))
 		return NULL;
 	kernels__hex(md, 8, hex);
-	return kernels__sprintf("%s/.libkernels/cdn/%s", cfg->cache_dir, hex);
+	return kernels__sprintf("%s/.locks/.libkernels/cdn/%s", cfg->cache_dir, hex);
 }
 
 /* `s` is an origin as kernels__hub_origin writes it, of http or https. */

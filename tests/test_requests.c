@@ -554,14 +554,14 @@ static int cdn_heads(void)
 	return test_hub_log_count_ex(W.hub, "HEAD", NULL, "cdn", 0, -1);
 }
 
-/* The hint a cold get left: the one file of {cache}/.libkernels/cdn/. */
+/* The hint a cold get left: the one file of {cache}/.locks/.libkernels/cdn/. */
 static char *hint_file(void)
 {
 	char *dir, *path = NULL;
 	struct dirent *e;
 	DIR *d;
 
-	assert_true(asprintf(&dir, "%s/.libkernels/cdn", W.cache) > 0);
+	assert_true(asprintf(&dir, "%s/.locks/.libkernels/cdn", W.cache) > 0);
 	assert_non_null(d = opendir(dir));
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
@@ -573,6 +573,23 @@ static char *hint_file(void)
 	free(dir);
 	assert_non_null(path);
 	return path;
+}
+
+/* huggingface_hub's cache scan reports every folder of the cache root but
+ * .locks/ that is not a repo's: the hint must not add one. */
+static void root_holds_only_repos(void)
+{
+	struct dirent *e;
+	DIR *d;
+
+	assert_non_null(d = opendir(W.cache));
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".locks"))
+			continue;
+		if (strncmp(e->d_name, "kernels--", 9) && strncmp(e->d_name, "models--", 8))
+			fail_msg("the cache root holds %s, which `hf cache scan` reports as no repo", e->d_name);
+	}
+	closedir(d);
 }
 
 static void write_hint(const char *path, const char *fmt, const char *a, const char *b)
@@ -629,6 +646,7 @@ static void test_cdn_warm_up(void **state)
 	assert_int_equal(cdn_heads(), 0); /* an empty cache: no hint */
 	assert_true(test_hub_log_count_ex(W.hub, "GET", "/lfs/", "cdn", 0, -1) >= 1);
 	hint = hint_file();
+	root_holds_only_repos();
 	assert_non_null(text = test_read_file(hint, NULL));
 	snprintf(expect, sizeof(expect), "%s\t%s\n", test_hub_endpoint(W.hub), test_hub_cdn(W.hub));
 	assert_string_equal(text, expect);
