@@ -32,12 +32,8 @@ tmp=$(mktemp -d /tmp/bench-get-cold.XXXXXX)
 trap 'kill "$hub_pid" 2>/dev/null || true; wait "$hub_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 libs=("$build/lib")
 [ -n "$other" ] && libs+=("$other")
-for i in "${!libs[@]}"; do
-  # -rpath: each program finds its own library, whatever LD_LIBRARY_PATH says
-  cc -std=c11 -O2 -Wall -Wextra -I"$src/include" "$src/bench/get/get_bench.c" \
-    -L"${libs[$i]}" -l:libkernels.so.1 -ldl -Wl,-rpath,"${libs[$i]}" -o "$tmp/get_bench.$i"
-done
 source "$src/bench/get/hub.sh"
+get_benches "$src" "$tmp" "${libs[@]}"
 img2gray_hub "$src" "$build" "$tmp"  # sets hub_pid, endpoint, torch_lib
 export HF_ENDPOINT="$endpoint" HF_TOKEN= NO_PROXY=127.0.0.1,localhost HF_HUB_OFFLINE=0
 for r in $(seq "$runs"); do

@@ -1,4 +1,4 @@
-# Sourced by bench/get's scripts (run.sh, offline.sh), after scripts/venv.sh.
+# Sourced by bench/get's scripts (run.sh, offline.sh, cold.sh), after scripts/venv.sh.
 # img2gray_hub SRC BUILD TMP: the local Hub fixture (tests/hub) on a fresh
 # root, TMP/hub, stopped when this shell exits (--parent-pid), with img2gray
 # published from BUILD's variants/img2gray/build; an empty cache folder
@@ -13,4 +13,17 @@ img2gray_hub() {
   endpoint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["endpoint"])' "$tmp/hub.json")
   python3 "$src/scripts/publish-img2gray.py" --root "$tmp/hub" --build "$build/variants/img2gray/build" >/dev/null
   torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+}
+
+# get_benches SRC TMP LIB...: TMP/get_bench.N, get_bench.c linked against
+# the Nth LIB folder's libkernels.so.1 (-rpath: each program finds its own
+# library, whatever LD_LIBRARY_PATH says).
+get_benches() {
+  local src=$1 tmp=$2 i=0 lib
+  shift 2
+  for lib in "$@"; do
+    cc -std=c11 -O2 -Wall -Wextra -I"$src/include" "$src/bench/get/get_bench.c" \
+      -L"$lib" -l:libkernels.so.1 -ldl -Wl,-rpath,"$lib" -o "$tmp/get_bench.$i"
+    i=$((i + 1))
+  done
 }
