@@ -880,10 +880,21 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 static void conn_close(kernels__config *cfg)
 {
 	unsigned long requests, connects;
+	const char *failure;
+	char origin[300];
+	long status;
 
 	if (!cfg->conn)
 		return;
-	kernels__hub_conn_warm_report(cfg->conn, cfg);
+	/* A warm-up fails nothing: its end is only told. */
+	while (kernels__hub_conn_warm_over(cfg->conn, origin, sizeof(origin), &status, &failure)) {
+		if (!failure)
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "the early connection to the CDN at %s: its warm-up "
+				     "answered %ld", origin, status);
+		else
+			kernels__log(cfg, KERNELS_LOG_INFO, "opening the connection to the CDN at %s early failed "
+				     "(%s); the call went on without it", origin, failure);
+	}
 	kernels__hub_conn_counts(cfg->conn, &requests, &connects);
 	if (requests)
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%lu request%s over %lu new connection%s", requests,

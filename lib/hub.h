@@ -191,9 +191,12 @@ int kernels__hub_conn_warming(kernels__hub_conn *c, const char *url);
 /* For the holder's loop: 1 when message `m` ended a warm-up (it is
  * counted and its handle is gone: the message is not the holder's). */
 int kernels__hub_conn_warm_done(kernels__hub_conn *c, CURLMsg *m);
-/* Logs the warm-ups that are over (debug; a failure at info: it fails
- * nothing). In the calling thread, where callbacks run. NULL `c`: no-op. */
-void kernels__hub_conn_warm_report(kernels__hub_conn *c, const kernels__config *cfg);
+/* Takes one warm-up that is over off the call's list: 1, its origin, the
+ * HTTP status it got and, when it failed, curl's words for why (else
+ * NULL); 0 when none is left (or `c` is NULL). The caller logs them: the
+ * connections know no configuration. */
+int kernels__hub_conn_warm_over(kernels__hub_conn *c, char *origin, size_t size, long *status,
+				const char **failure);
 
 /* ---- the CDN's connection opened early (hub_warm.c) -------------------------- */
 

@@ -70,7 +70,7 @@ struct kernels__hub_conn {
 	unsigned int inside;   /* blocking requests in the multi, not yet done */
 	unsigned long requests, connects; /* what the call sent and the connections it opened */
 	warm *warms;           /* warm-ups not yet over, queued or in the multi */
-	warm *over;            /* warm-ups over (their handles gone), for kernels__hub_conn_warm_report */
+	warm *over;            /* warm-ups over (their handles gone), for kernels__hub_conn_warm_over */
 };
 
 static void warm_free(warm *w)
@@ -381,24 +381,23 @@ int kernels__hub_conn_warming(kernels__hub_conn *c, const char *url)
 	return found;
 }
 
-void kernels__hub_conn_warm_report(kernels__hub_conn *c, const kernels__config *cfg)
+int kernels__hub_conn_warm_over(kernels__hub_conn *c, char *origin, size_t size, long *status,
+				const char **failure)
 {
-	warm *w, *over;
+	warm *w;
 
 	if (!c)
-		return;
+		return 0;
 	pthread_mutex_lock(&c->lock);
-	over = c->over;
-	c->over = NULL;
+	if ((w = c->over))
+		c->over = w->next;
 	pthread_mutex_unlock(&c->lock);
-	for (w = over; w; w = w->next) {
-		if (w->rc == CURLE_OK)
-			kernels__log(cfg, KERNELS_LOG_DEBUG, "the early connection to the CDN at %s: its warm-up "
-				     "answered %ld", w->origin, w->status);
-		else
-			kernels__log(cfg, KERNELS_LOG_INFO, "opening the connection to the CDN at %s early failed "
-				     "(%s); the call went on without it", w->origin,
-				     curl_easy_strerror(w->rc));
-	}
-	warms_free(over);
+	if (!w)
+		return 0;
+	snprintf(origin, size, "%s", w->origin);
+	*status = w->status;
+	*failure = w->rc == CURLE_OK ? NULL : curl_easy_strerror(w->rc);
+	w->next = NULL;
+	warms_free(w);
+	return 1;
 }
