@@ -26,15 +26,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 repo=kernels-community/img2gray rev=v1
-cmake --build "$build" --target kernels img2gray_variants >/dev/null
-
-tmp=$(mktemp -d /tmp/bench-get-cold.XXXXXX)
-trap 'kill "$hub_pid" 2>/dev/null || true; wait "$hub_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-libs=("$build/lib")
-[ -n "$other" ] && libs+=("$other")
 source "$src/bench/get/hub.sh"
-get_benches "$src" "$tmp" "${libs[@]}"
-img2gray_hub "$src" "$build" "$tmp"  # sets hub_pid, endpoint, torch_lib
+bench_world "$src" "$build" bench-get-cold "$other"  # sets tmp, libs, hub_pid, endpoint, torch_lib
 export HF_ENDPOINT="$endpoint" HF_TOKEN= NO_PROXY=127.0.0.1,localhost HF_HUB_OFFLINE=0
 for r in $(seq "$runs"); do
   for i in "${!libs[@]}"; do

@@ -27,3 +27,19 @@ get_benches() {
     i=$((i + 1))
   done
 }
+
+# bench_world SRC BUILD NAME [OTHER_LIB]: what cold.sh and offline.sh start
+# from: libkernels and the img2gray variants built, a folder /tmp/NAME.*
+# removed (and the Hub stopped) when this shell exits, get_bench.0 for
+# BUILD's library and get_bench.1 for OTHER_LIB's when given, and the Hub.
+# Sets tmp, libs, hub_pid, endpoint and torch_lib.
+bench_world() {
+  local src=$1 build=$2 name=$3 other=${4:-}
+  cmake --build "$build" --target kernels img2gray_variants >/dev/null
+  tmp=$(mktemp -d "/tmp/$name.XXXXXX")
+  trap 'kill "$hub_pid" 2>/dev/null || true; wait "$hub_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+  libs=("$build/lib")
+  [ -n "$other" ] && libs+=("$other")
+  get_benches "$src" "$tmp" "${libs[@]}"
+  img2gray_hub "$src" "$build" "$tmp"
+}
