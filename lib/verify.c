@@ -278,7 +278,7 @@ static int ends_with(const char *s, const char *suffix)
 static int push(walk_state *w, const char *rel, const char *real, const struct stat *st)
 {
 	if (KERNELS__ARRAY_GROW(w->v, w->cap, w->n) < 0)
-		return KERNELS_ENOMEM;
+		return kernels__error_oom();
 	if (w->n >= MAX_FILES)
 		return kernels__error(KERNELS_EINVAL, "more than %d files in the variant folder", MAX_FILES);
 	w->v[w->n].rel = kernels__strdup(rel);
@@ -287,7 +287,7 @@ static int push(walk_state *w, const char *rel, const char *real, const struct s
 	if (!w->v[w->n].rel || !w->v[w->n].real) {
 		free(w->v[w->n].rel);
 		free(w->v[w->n].real);
-		return KERNELS_ENOMEM;
+		return kernels__error_oom();
 	}
 	w->n++;
 	return 0;
