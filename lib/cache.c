@@ -358,6 +358,51 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type 
 			      "has it", repo_id, commit, cfg->cache_dir);
 }
 
+int kernels__cache_variant_fetched(const char *folder)
+{
+	DIR *d = opendir(folder);
+	struct dirent *e;
+	int others = 0;
+
+	while (d && !others && (e = readdir(d)))
+		others = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "metadata.json");
+	if (d)
+		closedir(d);
+	return others;
+}
+
+/* {repo}/snapshots/{commit}/build (malloc'ed; NULL: out of memory). */
+static char *build_dir(const kernels__config *cfg, kernels__repo_type type, const char *repo_id, const char *commit)
+{
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
+	char *build = dir ? kernels__sprintf("%s/snapshots/%s/build", dir, commit) : NULL;
+
+	free(dir);
+	return build;
+}
+
+int kernels__cache_commit_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				  const char *commit)
+{
+	char *build = build_dir(cfg, type, repo_id, commit), *v;
+	struct dirent *e;
+	DIR *d = NULL;
+	int fetched = 0;
+
+	if (build && !(d = opendir(build)))
+		fetched = errno != ENOENT; /* unreadable: do not guess */
+	while (d && !fetched && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || !(v = kernels__sprintf("%s/%s", build, e->d_name)))
+			continue;
+		fetched = kernels__cache_variant_fetched(v);
+		free(v);
+	}
+	if (d)
+		closedir(d);
+	free(build);
+	return fetched || !build;
+}
+
 char *kernels__cache_repo_of(const char *variant_dir)
 {
 	static const kernels__repo_type types[] = { KERNELS__REPO_KERNEL, KERNELS__REPO_MODEL };

@@ -146,6 +146,18 @@ int kernels__cache_publish_at(int fd, int dirfd, const char *from, const char *t
  * survive a crash. Best effort, as a folder sync is. */
 void kernels__cache_sync_folder(const char *dir, const char *sub);
 
+/* What the cache holds of a commit's variants, asked of the cache alone
+ * (no listing): whether a call will fetch (then the CDN's connection opens
+ * early: kernels__hub_cdn_warm), whether a variant may load from it. A
+ * variant folder is fetched when it holds more than metadata.json (all a
+ * lock or the arch check caches of a variant), whole or not: 1, else 0
+ * (absent too). */
+int kernels__cache_variant_fetched(const char *folder);
+/* 1 when some variant of `commit` is fetched, or its build/ cannot be read
+ * (no guessing), or memory ran out; 0 when none is. */
+int kernels__cache_commit_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				  const char *commit);
+
 /* Checks an offline snapshot folder: every link under `dir` resolves to a
  * complete blob. KERNELS_EOFFLINE naming the first broken file otherwise.
  * *only_metadata: 1 when `dir` holds nothing but metadata.json (what a lock

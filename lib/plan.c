@@ -9,7 +9,6 @@
  * loads a kernel's own dependencies (deps.c). */
 #include "plan.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,35 +115,6 @@ static int warn_moved(const kernels__config *cfg, const plan *p, kernels__kernel
 	return 0;
 }
 
-static int metadata_only(const char *folder);
-
-/* 1 when some variant of the commit is in the cache beyond its
- * metadata.json: then the get may well load it from there (a warm get, a
- * cached commit pin), and nothing is sent for the CDN. Without one, the
- * variant chosen will be downloaded. */
-static int commit_cached(const kernels__config *cfg, const plan *p)
-{
-	char *dir = kernels__cache_repo_dir(cfg, p->repo.type, p->repo.id), *build, *v;
-	struct dirent *e;
-	DIR *d = NULL;
-	int cached = 0;
-
-	build = dir ? kernels__sprintf("%s/snapshots/%s/build", dir, kernels_revision_commit(p->rev)) : NULL;
-	if (build && !(d = opendir(build)))
-		cached = errno != ENOENT; /* unreadable: do not guess */
-	while (d && !cached && (e = readdir(d))) {
-		if (e->d_name[0] == '.' || !(v = kernels__sprintf("%s/%s", build, e->d_name)))
-			continue;
-		cached = !metadata_only(v);
-		free(v);
-	}
-	if (d)
-		closedir(d);
-	free(build);
-	free(dir);
-	return cached || !build;
-}
-
 /* `first` (may be NULL; taken over) is the revision of the first hop
  * when the caller resolved it already. */
 int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, const char *revision,
@@ -183,8 +153,12 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 			break;
 		p->guarded = 1;
 		/* A get that will download: the CDN's connection opens now, during
-		 * the trust check and the listings, not after the first redirect. */
-		if (p->fetch && !cfg->offline && !commit_cached(cfg, p))
+		 * the trust check and the listings, not after the first redirect.
+		 * With some variant of the commit in the cache beyond its
+		 * metadata.json, the get may well load it from there (a warm get,
+		 * a cached commit pin): nothing is sent for the CDN. */
+		if (p->fetch && !cfg->offline &&
+		    !kernels__cache_commit_fetched(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev)))
 			kernels__hub_cdn_warm(cfg);
 		/* kernel-status.toml and the build/ listing are asked for beside the
 		 * trust check (prefetch.h): one round trip instead of three. The
@@ -351,21 +325,6 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 	return rc;
 }
 
-/* 1 when `folder` holds nothing but metadata.json: what the arch check
- * (read_archs) leaves of a variant it did not download. */
-static int metadata_only(const char *folder)
-{
-	DIR *d = opendir(folder);
-	struct dirent *e;
-	int others = 0;
-
-	while (d && !others && (e = readdir(d)))
-		others = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "metadata.json");
-	if (d)
-		closedir(d);
-	return !others;
-}
-
 /* A commit's files never change, so a variant already in the snapshot needs
  * no listing from the Hub: its metadata digest, checked before dlopen,
  * proves it complete and intact. Returns 0 when loaded from the cache, 1
@@ -382,7 +341,7 @@ static int load_cached(const kernels__config *cfg, plan *p, const char *variant,
 	meta = folder ? kernels__sprintf("%s/metadata.json", folder) : NULL;
 	if (!meta) {
 		rc = KERNELS_ENOMEM;
-	} else if (!cfg->offline && access(meta, F_OK) == 0 && !metadata_only(folder)) {
+	} else if (!cfg->offline && access(meta, F_OK) == 0 && kernels__cache_variant_fetched(folder)) {
 		rc = kernels__plan_load(cfg, p, folder, deps, stats, out);
 		if (rc == KERNELS_EINTEGRITY || rc == KERNELS_ENOTFOUND) {
 			/* Incomplete (an interrupted run): let the download stage repair it. */
