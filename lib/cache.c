@@ -403,6 +403,23 @@ int kernels__cache_commit_fetched(const kernels__config *cfg, kernels__repo_type
 	return fetched || !build;
 }
 
+int kernels__cache_variants_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				    const char *commit, const char *const *variants, size_t n)
+{
+	char *build = build_dir(cfg, type, repo_id, commit), *v;
+	size_t i;
+	int fetched = 1;
+
+	for (i = 0; build && fetched && i < n; i++) {
+		if (!(v = kernels__sprintf("%s/%s", build, variants[i])))
+			break;
+		fetched = kernels__cache_variant_fetched(v);
+		free(v);
+	}
+	free(build);
+	return fetched;
+}
+
 char *kernels__cache_repo_of(const char *variant_dir)
 {
 	static const kernels__repo_type types[] = { KERNELS__REPO_KERNEL, KERNELS__REPO_MODEL };

@@ -157,6 +157,10 @@ int kernels__cache_variant_fetched(const char *folder);
  * (no guessing), or memory ran out; 0 when none is. */
 int kernels__cache_commit_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 				  const char *commit);
+/* 1 when each of the `n` `variants` (checked names) of `commit` is
+ * fetched, or memory ran out; 0 when one is not. */
+int kernels__cache_variants_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				    const char *commit, const char *const *variants, size_t n);
 
 /* Checks an offline snapshot folder: every link under `dir` resolves to a
  * complete blob. KERNELS_EOFFLINE naming the first broken file otherwise.

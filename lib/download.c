@@ -282,6 +282,9 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type type, const
 		return rc;
 	if (cfg->offline)
 		return download_offline(cfg, type, repo_id, commit, variants, n_variants, snapshot_dir, flags);
+	if ((flags & KERNELS__DOWNLOAD_WARM) &&
+	    !kernels__cache_variants_fetched(cfg, type, repo_id, commit, variants, n_variants))
+		kernels__hub_cdn_warm(cfg);
 
 	/* One listing of build/ per commit, recorded: the variants' files are
 	 * ranges of it. */
@@ -547,7 +550,8 @@ static int download_at(const kernels__config *at, kernels__repo_type type, const
 
 	free(a->s->path);
 	a->s->path = NULL;
-	return kernels__download(at, type, repo_id, commit, a->variants, a->n, &a->s->path, &a->s->stats, 0);
+	return kernels__download(at, type, repo_id, commit, a->variants, a->n, &a->s->path, &a->s->stats,
+				 KERNELS__DOWNLOAD_WARM);
 }
 
 int kernels_download(kernels_snapshot **out, const char *repo_id, const char *commit,

@@ -34,6 +34,12 @@ int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revi
  * each variant is walked here: every link must reach a blob, and a
  * folder with only metadata.json is not a downloaded variant. */
 #define KERNELS__DOWNLOAD_VERIFIED 2u
+/* No plan opened the CDN's connection early for this call (kernels_download:
+ * plan.c does for a get): online, when a variant asked for is not in the
+ * cache beyond its metadata.json, the stage does (kernels__hub_cdn_warm),
+ * before the build/ listing, so that it is open when the first redirect
+ * comes. */
+#define KERNELS__DOWNLOAD_WARM 4u
 
 /* Everything under build/{variant}/ of each variant, of the repo of that
  * `type`. On success *snapshot_dir (malloc'ed, may be NULL to skip) is the

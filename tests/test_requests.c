@@ -798,6 +798,83 @@ static void test_cdn_warm_up_fails(void **state)
 	free(dead);
 }
 
+/* kernels_download of LFS_REPO's v1.1.0 (lfs_commit), one variant. */
+static int download_lfs(const kernels_options *o, const char *variant)
+{
+	kernels_snapshot *snap = NULL;
+	const char *const v[] = { variant };
+	int rc = kernels_download(&snap, LFS_REPO, lfs_commit, v, 1, o);
+
+	kernels_snapshot_free(snap);
+	return rc;
+}
+
+static int early_starts;
+
+/* The warm-ups a call began (hub_warm.c's debug line) and those that
+ * failed: a warm-up of a call that sends nothing else is dropped unsent,
+ * so only the log tells that one was begun. */
+static void count_early(kernels_log_level level, const char *message, void *payload)
+{
+	count_early_failures(level, message, payload);
+	if (level == KERNELS_LOG_DEBUG && strstr(message, "early (this cache's hint"))
+		early_starts++;
+}
+
+/* kernels_download opens the CDN's connection early as a get does: with
+ * the hint, a pin with a variant to fetch (its commit's other variant
+ * cached or not) sends one HEAD to the CDN first, and the file's GET goes
+ * over its connection; a pin whose variants are all cached, or offline,
+ * begins none and sends nothing; a warm-up that fails changes nothing. */
+static void test_cdn_warm_up_download(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu();
+	char *hint, *dead = test_dead_endpoint();
+	(void)state;
+
+	assert_non_null(dead);
+	options(&o, &s);
+	o.log_cb = count_early;
+	new_process();
+	assert_int_equal(download_lfs(&o, CPU), 0);
+	assert_int_equal(cdn_heads(), 0); /* an empty cache: no hint */
+	hint = hint_file();
+
+	forget_repo();
+	assert_int_equal(download_lfs(&o, CPU), 0);
+	if (cdn_heads() != 1 || !(first_in_log("HEAD", "cdn") < first_in_log("GET", "cdn")) ||
+	    test_hub_log_connections(W.hub, "cdn") != 1) {
+		dump_log("a download with a hint");
+		fail_msg("a download with a hint sent no warm-up first, or the CDN's GET did not reuse its connection");
+	}
+	expect_connections("a download with a hint");
+	new_process();
+	assert_int_equal(download_lfs(&o, CU130), 0);
+	assert_int_equal(cdn_heads(), 1);
+
+	new_process();
+	early_starts = 0;
+	assert_int_equal(download_lfs(&o, CPU), 0);
+	expect_requests("a cached download pin with a hint", 0);
+	assert_int_equal(early_starts, 0);
+
+	forget_repo();
+	o.offline = 1;
+	assert_int_equal(download_lfs(&o, CPU), KERNELS_EOFFLINE);
+	expect_requests("a download offline with a hint", 0);
+	assert_int_equal(early_starts, 0);
+
+	o.offline = 0;
+	write_hint(hint, "%s\t%s\n", test_hub_endpoint(W.hub), dead);
+	early_failures = 0;
+	assert_int_equal(download_lfs(&o, CPU), 0);
+	assert_int_equal(early_failures, 1);
+	kernels__hub_down_forget_all();
+	free(hint);
+	free(dead);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -813,6 +890,7 @@ int main(void)
 		cmocka_unit_test_setup(test_cdn_warm_up, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_hint_ignored, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_warm_up_fails, fresh_cache),
+		cmocka_unit_test_setup(test_cdn_warm_up_download, fresh_cache),
 	};
 	return cmocka_run_group_tests(tests, setup, test_world_teardown);
 }

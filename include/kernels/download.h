@@ -43,6 +43,10 @@
  *    shared connection pool (HTTP/2 when the Hub offers it).
  *  - The token goes only to the Hub's own host, never to the CDN an LFS
  *    file redirects to.
+ *  - A download with a variant not yet in the cache, in a cache that
+ *    followed this endpoint's redirect to a CDN before, sends one HEAD to
+ *    that CDN first (as kernels_get does), so that the file's request
+ *    finds its connection open; a warm-up that fails changes nothing.
  *  - Offline (HF_HUB_OFFLINE=1 or kernels_options.offline = 1) no network
  *    call is made: the snapshot's variant folders must be in the cache with
  *    every file present, else KERNELS_EOFFLINE says what to download.
