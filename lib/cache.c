@@ -381,26 +381,63 @@ static char *build_dir(const kernels__config *cfg, kernels__repo_type type, cons
 	return build;
 }
 
+/* Keeps what was read of folder `name`; out of memory it is not kept, and
+ * so not known. */
+static void seen_add(kernels__cache_seen *s, const char *name, int fetched)
+{
+	if (fetched)
+		s->first = kernels__strdup(name);
+	else if (KERNELS__ARRAY_GROW(s->bare, s->cap_bare, s->n_bare) == 0 && (s->bare[s->n_bare] = kernels__strdup(name)))
+		s->n_bare++;
+}
+
 int kernels__cache_commit_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-				  const char *commit)
+				  const char *commit, kernels__cache_seen *seen)
 {
 	char *build = build_dir(cfg, type, repo_id, commit), *v;
 	struct dirent *e;
 	DIR *d = NULL;
-	int fetched = 0;
+	int fetched = 0, skipped = 0;
 
 	if (build && !(d = opendir(build)))
 		fetched = errno != ENOENT; /* unreadable: do not guess */
 	while (d && !fetched && (e = readdir(d))) {
-		if (e->d_name[0] == '.' || !(v = kernels__sprintf("%s/%s", build, e->d_name)))
+		if (e->d_name[0] == '.')
 			continue;
+		if (!(v = kernels__sprintf("%s/%s", build, e->d_name))) {
+			skipped = 1;
+			continue;
+		}
 		fetched = kernels__cache_variant_fetched(v);
 		free(v);
+		seen_add(seen, e->d_name, fetched);
 	}
+	seen->whole = build && !fetched && !skipped;
 	if (d)
 		closedir(d);
 	free(build);
 	return fetched || !build;
+}
+
+/* A variant's name never starts with '.' (kernels__variant_resolve chooses
+ * none such), which kernels__cache_commit_fetched passes over. */
+int kernels__cache_seen_fetched(const kernels__cache_seen *seen, const char *variant, const char *folder)
+{
+	size_t i;
+
+	if (seen->first && !strcmp(seen->first, variant))
+		return 1;
+	for (i = 0; i < seen->n_bare; i++)
+		if (!strcmp(seen->bare[i], variant))
+			return 0;
+	return !seen->whole && kernels__cache_variant_fetched(folder);
+}
+
+void kernels__cache_seen_clear(kernels__cache_seen *seen)
+{
+	free(seen->first);
+	kernels__strings_free(seen->bare, seen->n_bare);
+	memset(seen, 0, sizeof(*seen));
 }
 
 int kernels__cache_variants_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,

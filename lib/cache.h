@@ -153,10 +153,31 @@ void kernels__cache_sync_folder(const char *dir, const char *sub);
  * lock or the arch check caches of a variant), whole or not: 1, else 0
  * (absent too). */
 int kernels__cache_variant_fetched(const char *folder);
+/* What kernels__cache_commit_fetched read of a commit's build/, its
+ * folders read in turn until one is fetched, kept so that the question
+ * asked again of one of them needs no second listing
+ * (kernels__cache_seen_fetched). Zeroed: nothing read. */
+typedef struct {
+	/* that one (malloc'ed); NULL: none was, or it is not known */
+	char *first;
+	/* those read before it, not fetched (malloc'ed, each too) */
+	char **bare;
+	size_t n_bare, cap_bare;
+	/* build/ absent, or read to its end: none of its folders is fetched */
+	int whole;
+} kernels__cache_seen;
+
 /* 1 when some variant of `commit` is fetched, or its build/ cannot be read
- * (no guessing), or memory ran out; 0 when none is. */
+ * (no guessing), or memory ran out; 0 when none is. `seen` (zeroed or
+ * cleared) receives what was read; out of memory, less is kept. */
 int kernels__cache_commit_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-				  const char *commit);
+				  const char *commit, kernels__cache_seen *seen);
+/* kernels__cache_variant_fetched of `folder`, the folder of `variant` of
+ * the commit `seen` was read of: from what was read where it was, else
+ * listed now. */
+int kernels__cache_seen_fetched(const kernels__cache_seen *seen, const char *variant, const char *folder);
+/* Frees what `seen` holds and zeroes it. */
+void kernels__cache_seen_clear(kernels__cache_seen *seen);
 /* 1 when each of the `n` `variants` (checked names) of `commit` is
  * fetched, or memory ran out; 0 when one is not. */
 int kernels__cache_variants_fetched(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,

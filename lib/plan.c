@@ -54,6 +54,7 @@ void kernels__plan_free(plan *p)
 	kernels_system_free(p->sys);
 	kernels_variant_trace_free(p->trace);
 	free(p->what);
+	kernels__cache_seen_clear(&p->seen);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -152,13 +153,15 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 		if ((rc = kernels__cache_guard(cfg, p->repo.type, p->repo.id)) < 0)
 			break;
 		p->guarded = 1;
+		kernels__cache_seen_clear(&p->seen);
 		/* A get that will download: the CDN's connection opens now, during
 		 * the trust check and the listings, not after the first redirect.
 		 * With some variant of the commit in the cache beyond its
 		 * metadata.json, the get may well load it from there (a warm get,
 		 * a cached commit pin): nothing is sent for the CDN. */
 		if (p->fetch && !cfg->offline &&
-		    !kernels__cache_commit_fetched(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev)))
+		    !kernels__cache_commit_fetched(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev),
+						   &p->seen))
 			kernels__hub_cdn_warm(cfg);
 		/* kernel-status.toml and the build/ listing are asked for beside the
 		 * trust check (prefetch.h): one round trip instead of three. The
@@ -328,7 +331,12 @@ int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, 
 /* A commit's files never change, so a variant already in the snapshot needs
  * no listing from the Hub: its metadata digest, checked before dlopen,
  * proves it complete and intact. Returns 0 when loaded from the cache, 1
- * when the variant must be fetched (absent or incomplete), or an error. */
+ * when the variant must be fetched (absent or incomplete), or an error.
+ * Whether its folder holds more than metadata.json is what the warm-up's
+ * look at build/ read (p->seen), where it got that far. Verification lists
+ * the folder again, on purpose: the digest covers every file there, so it
+ * must see the folder as it is when it checks, not as it was before the
+ * trust check (a file planted since would go unseen). */
 static int load_cached(const kernels__config *cfg, plan *p, const char *variant, kernels__deps_fn deps,
 		       kernels_get_stats *stats,
 		       kernels_kernel **out)
@@ -341,7 +349,7 @@ static int load_cached(const kernels__config *cfg, plan *p, const char *variant,
 	meta = folder ? kernels__sprintf("%s/metadata.json", folder) : NULL;
 	if (!meta) {
 		rc = KERNELS_ENOMEM;
-	} else if (!cfg->offline && access(meta, F_OK) == 0 && kernels__cache_variant_fetched(folder)) {
+	} else if (!cfg->offline && kernels__cache_seen_fetched(&p->seen, variant, folder) && access(meta, F_OK) == 0) {
 		rc = kernels__plan_load(cfg, p, folder, deps, stats, out);
 		if (rc == KERNELS_EINTEGRITY || rc == KERNELS_ENOTFOUND) {
 			/* Incomplete (an interrupted run): let the download stage repair it. */

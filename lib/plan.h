@@ -6,6 +6,7 @@
 #include "kernels/get.h"
 #include "kernels/revision.h"
 #include "config.h"
+#include "cache.h"
 #include "loader.h"
 #include "repo.h"
 #include "fs.h"
@@ -31,6 +32,9 @@ typedef struct {
 	 * the cache lacks the commit's variant (kernels_get, a dependency, a
 	 * locked load), so the CDN's connection may open early (hub_warm.c). */
 	int fetch;
+	/* What deciding that read of the commit's build/ in the cache, which
+	 * the load from the cache asks before listing a folder again. */
+	kernels__cache_seen seen;
 	/* Set by the caller before planning: records nothing later in the call
 	 * reads (the "trusted" verdict's) are flushed and renamed on helper
 	 * threads, `records`, which the caller joins with kernels__plan_settle

@@ -21,6 +21,7 @@
 #include "test_world.h"
 #include "testutil.h"
 #include "alloc_fail.h"
+#include "opendir_count.h"
 #include "../tests/data/variants/fixture.h"
 
 /* Variant -> answer = version * 1000 + this offset. */
@@ -294,6 +295,47 @@ static void test_cached_variant_skips_listing_and_repairs(void **state)
 	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
 	assert_int_equal(test_kernel_answer(k), 1009);
 	kernels_kernel_close(k);
+}
+
+/* How often an online kernels_get of `revision` opens `variant`'s folder
+ * of commit `commit` as a folder to list it. */
+static int variant_listings(kernels_system s, const char *revision, int commit, const char *variant)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char *folder;
+	int n;
+
+	options(&o, &s);
+	assert_int_equal(asprintf(&folder, "/snapshots/%s/build/%s", W.commit[commit], variant) > 0, 1);
+	opendir_count(folder);
+	if (kernels_get(&k, "acme/answer", revision, &o) < 0)
+		fail_msg("kernels_get(%s): %s", revision, kernels_error_last());
+	n = opendir_counted();
+	opendir_count(NULL);
+	assert_string_equal(kernels_kernel_variant(k), variant);
+	kernels_kernel_close(k);
+	free(folder);
+	return n;
+}
+
+/* The chosen variant's folder is listed twice by a get: once by the look
+ * at build/ that decides on the CDN's connection (its answer reused to
+ * tell a cached variant from one with only metadata.json), once by the
+ * verification, which must see the folder as it is when it checks. */
+static void test_get_lists_the_variant_twice(void **state)
+{
+	kernels_system cpu = sys_cpu(209), cuda = sys_cuda();
+	kernels_options o;
+	(void)state;
+
+	/* cached, its handle closed: loaded from the cache, verified again */
+	assert_int_equal(variant_listings(cpu, "v1.0.0", 0, "torch29-cxx11-cpu-x86_64-linux"), 1);
+	assert_int_equal(variant_listings(cpu, "v1.0.0", 0, "torch29-cxx11-cpu-x86_64-linux"), 2);
+	/* only its metadata.json cached (the arch check's): downloaded */
+	options(&o, &cuda);
+	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 1);
+	assert_int_equal(variant_listings(cuda, "v1.0.0", 0, "torch211-cxx11-cu130-x86_64-linux"), 2);
 }
 
 /* The Hub down: what the cache holds still loads (with a warning), and
@@ -707,6 +749,7 @@ int main(void)
 		cmocka_unit_test_setup(test_offline_metadata_only_variant_is_not_cached, test_world_fresh),
 		cmocka_unit_test_setup(test_offline_missing_blob_is_not_cached, test_world_fresh),
 		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, test_world_fresh),
+		cmocka_unit_test_setup(test_get_lists_the_variant_twice, test_world_fresh),
 		cmocka_unit_test_setup(test_hub_down_falls_back_to_the_cache, test_world_fresh),
 		cmocka_unit_test_setup(test_two_commits_side_by_side, test_world_fresh),
 		cmocka_unit_test_setup(test_untrusted_publisher_is_refused, test_world_fresh),
