@@ -1,4 +1,4 @@
-# Sourced by bench/get's scripts (run.sh, offline.sh, cold.sh), after scripts/venv.sh.
+# Sourced by bench/get's scripts (run.sh, offline.sh, cold.sh, timeline.sh), after scripts/venv.sh.
 # img2gray_hub SRC BUILD TMP: the local Hub fixture (tests/hub) on a fresh
 # root, TMP/hub, stopped when this shell exits (--parent-pid), with img2gray
 # published from BUILD's variants/img2gray/build; an empty cache folder
