@@ -898,8 +898,13 @@ static int run(fetch *f)
 					wake = j->cdn_wait;
 			} else if (j->state == J_READY && f->active < limit) {
 				if (j->not_before <= now) {
+					/* Sent before the next job's lock and .incomplete are
+					 * made: the first of them (the LFS files, whose answer
+					 * leads to the CDN) is on its way meanwhile. */
 					if ((rc = start(f, j)) < 0)
 						fail_job(f, j, rc);
+					else
+						curl_multi_perform(f->multi, &running);
 				} else if (j->not_before < wake)
 					wake = j->not_before;
 			}
