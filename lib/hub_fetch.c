@@ -104,7 +104,7 @@ typedef struct fetch {
 	size_t syncing;                    /* jobs in J_SYNC */
 	int published;                     /* a blob was renamed into blobs/: sync the folder once */
 	CURLM *multi;                      /* the call's (borrowed: kernels__hub_conn_hold), else our own */
-	int cdn_seen;                      /* a redirect to the CDN was recorded (kernels__hub_cdn_seen) */
+	char *cdn_url;                     /* the first redirect off the Hub, recorded after the transfers */
 	int borrowed;
 	unsigned int active, holding;
 	unsigned long long all_done, all_total;
@@ -617,8 +617,9 @@ static void retry_or_fail(fetch *f, job *j, CURLcode res, long status)
 		     "byte %lld", j->entry->path, why, wait, j->attempts + 1, f->cfg->max_retries + 1, j->have);
 }
 
-/* A redirect off the Hub: the endpoint's CDN, recorded once per call for
- * the next cold get (hub_warm.c). When this call's warm-up there is still
+/* A redirect off the Hub: the endpoint's CDN, kept for the next cold get's
+ * warm-up (hub_warm.c) and recorded once the transfers are over, not here
+ * between the redirect and the hop it leads to. When this call's warm-up there is still
  * on its way, the hop waits for it over plain HTTP, for a while (over
  * HTTPS libcurl's PIPEWAIT does: HTTP/2 takes both on one connection):
  * HTTP/1.1 sends one request at a time on a connection, so a hop sent
@@ -630,10 +631,8 @@ static void to_cdn(fetch *f, job *j)
 {
 	long long now = kernels__now_ms();
 
-	if (!f->cdn_seen) {
-		kernels__hub_cdn_seen(f->cfg, j->url);
-		f->cdn_seen = 1;
-	}
+	if (!f->cdn_url)
+		f->cdn_url = kernels__strdup(j->url); /* out of memory: only the hint is lost */
 	if (f->borrowed && !j->fresh && strncasecmp(j->url, "https://", 8) && kernels__hub_conn_warming(f->cfg->conn, j->url))
 		j->cdn_wait = now + (now - j->started > 1 ? now - j->started : 1);
 }
@@ -1182,6 +1181,7 @@ static void fetch_free(fetch *f)
 		kernels__buf_free(&j->errbody);
 	}
 	free(f->jobs);
+	free(f->cdn_url);
 	if (f->borrowed)
 		kernels__hub_conn_release(f->cfg->conn);
 	else if (f->multi)
@@ -1234,7 +1234,10 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 			rc = kernels__error_oom();
 			goto out;
 		}
-		if ((rc = run(&f)) < 0) {
+		rc = run(&f);
+		if (f.cdn_url)
+			kernels__hub_cdn_seen(f.cfg, f.cdn_url); /* sets no error: fail_msg keeps run()'s */
+		if (rc < 0) {
 			kernels__error(rc, "%s", f.fail_msg);
 			goto out;
 		}
