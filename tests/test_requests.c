@@ -77,9 +77,17 @@ static int setup(void **state)
 	return 0;
 }
 
+/* Each case starts from the Hub as it was started, so one that fails
+ * halfway (its CDN pointed at a dead port, a fault left staged) fails
+ * alone instead of every case after it. */
 static int fresh_cache(void **state)
 {
+	char cfg[400];
 	(void)state;
+	test_hub_faults_clear(W.hub);
+	snprintf(cfg, sizeof(cfg), "{\"cdn\": \"%s\"}", test_hub_cdn(W.hub));
+	if (test_hub_config(W.hub, cfg) != 0)
+		return -1;
 	test_world_fresh_cache(&W);
 	kernels__memo_clear();
 	return 0;
@@ -729,13 +737,33 @@ static void count_early_failures(kernels_log_level level, const char *message, v
 		early_failures++;
 }
 
-/* kernels_get's outcome and message, the handle closed. */
+/* `msg` with each of libcurl's "after N ms" read as "after _ ms": how
+ * long a refused connect took is not part of what failed, and on a busy
+ * machine two refusals of the same port take 0 ms and 1 ms. */
+static void without_elapsed(char *msg)
+{
+	char *at = msg, *digits, *end;
+
+	while ((at = strstr(at, "after ")) != NULL) {
+		digits = at + 6;
+		for (end = digits; *end >= '0' && *end <= '9'; end++)
+			;
+		if (end > digits && !strncmp(end, " ms", 3)) {
+			*digits = '_';
+			memmove(digits + 1, end, strlen(end) + 1);
+		}
+		at = digits;
+	}
+}
+
+/* kernels_get's outcome and message (elapsed times left out), the handle closed. */
 static int get_outcome(const kernels_options *o, char *msg, size_t n)
 {
 	kernels_kernel *k = NULL;
 	int rc = kernels_get(&k, LFS_REPO, "v1.1.0", o);
 
 	snprintf(msg, n, "%s", rc < 0 ? kernels_error_last() : "");
+	without_elapsed(msg);
 	kernels_kernel_close(k);
 	return rc;
 }
