@@ -42,13 +42,16 @@
 
 /* J_PUBLISH: every byte is in; its hash waits until the loop has started
  * what the other transfers need (a redirect's next hop). J_SYNC: hashed and
- * right, waiting for its fsync, which the blobs of a call take together
- * (flush_synced) once no transfer is left to overlap, instead of one
- * journal commit after another, each holding up the loop. */
+ * right, waiting for its fsync, which the small blobs of a call take
+ * together (flush_synced) once no transfer is left to overlap, instead of
+ * one journal commit after another, each holding up the loop; a large
+ * one's has begun on a thread meanwhile (begin_flush). */
 enum { J_WAIT_LOCK, J_READY, J_ACTIVE, J_PUBLISH, J_SYNC, J_DONE, J_FAILED };
 
 #define SYNC_BATCH_MAX 64  /* blobs held open for one flush: descriptors are finite */
 #define WRITEBACK_STEP (1 << 20) /* a large file's bytes start for the disk every this many */
+#define EARLY_FLUSH_MIN WRITEBACK_STEP /* a blob this large is flushed as soon as it is right (begin_flush) */
+#define EARLY_FLUSH_MAX 4              /* early flushes underway at once: a thread each */
 
 struct fetch;
 
@@ -66,6 +69,7 @@ typedef struct {
 	EVP_MD_CTX *md;
 	long long have;                    /* bytes in .incomplete, all hashed */
 	long long kicked;                  /* bytes whose write-back was started (start_writeback) */
+	kernels__fsync_pending *flushing;  /* its flush, begun early (begin_flush); collected by flush_synced */
 	int restarted;                     /* already started over after a bad hash */
 	int got_bytes;                     /* a byte of the file arrived: the stall timeout governs it now */
 	int fresh;                         /* an attempt broke: its later hops open new connections (the
@@ -102,6 +106,7 @@ typedef struct fetch {
 	size_t first_open;                 /* no job before this one is still open */
 	size_t publish;                    /* jobs in J_PUBLISH */
 	size_t syncing;                    /* jobs in J_SYNC */
+	unsigned int flushing;             /* of them, those whose flush is underway (begin_flush) */
 	int published;                     /* a blob was renamed into blobs/: sync the folder once */
 	CURLM *multi;                      /* the call's (borrowed: kernels__hub_conn_hold), else our own */
 	char *cdn_url;                     /* the first redirect off the Hub, recorded after the transfers */
@@ -243,8 +248,20 @@ static int open_incomplete(fetch *f, job *j)
 	return 0;
 }
 
+/* Its early flush over (its outcome no longer matters: the job is being
+ * closed), so that its descriptor is not closed under the flush. */
+static void end_flush(fetch *f, job *j)
+{
+	if (j->flushing) {
+		kernels__fsync_wait(j->flushing);
+		j->flushing = NULL;
+		f->flushing--;
+	}
+}
+
 static void close_job(fetch *f, job *j)
 {
+	end_flush(f, j);
 	if (j->h) {
 		curl_multi_remove_handle(f->multi, j->h);
 		curl_easy_cleanup(j->h);
@@ -482,6 +499,16 @@ static void link_blob_done(fetch *f, job *j)
 	report_progress(f, j, 1);
 }
 
+/* A large blob's flush begins as soon as it is right, on a thread, beside
+ * the transfers still running: its bytes are most of what the batch's
+ * flush (flush_synced, once the last transfer is over) would otherwise
+ * wait for. Small ones stay in the batch, one journal commit for all. */
+static void begin_flush(fetch *f, job *j)
+{
+	if (j->size >= EARLY_FLUSH_MIN && f->flushing < EARLY_FLUSH_MAX && (j->flushing = kernels__fsync_begin(j->fd)))
+		f->flushing++;
+}
+
 /* Every byte arrived: the hash decides whether the blob may be published. */
 static void verify_and_publish(fetch *f, job *j)
 {
@@ -518,6 +545,7 @@ static void verify_and_publish(fetch *f, job *j)
 	}
 	j->state = J_SYNC;
 	f->syncing++;
+	begin_flush(f, j);
 }
 
 /* A blob its flush reached (err: what fsync said): renamed into blobs/, or
@@ -549,22 +577,31 @@ static void publish_synced(fetch *f, job *j, int err)
 	link_blob_done(f, j);
 }
 
-/* The blobs waiting in J_SYNC, flushed side by side, then published. */
+/* The blobs waiting in J_SYNC, flushed side by side (those whose flush
+ * began early, collected), then published. */
 static void flush_synced(fetch *f)
 {
-	int fds[SYNC_BATCH_MAX] = { 0 }, errs[SYNC_BATCH_MAX];
+	int fds[SYNC_BATCH_MAX] = { 0 }, errs[SYNC_BATCH_MAX], err;
 	job *jobs[SYNC_BATCH_MAX];
-	size_t i, n = 0;
+	size_t i, n = 0, k = 0;
 
 	for (i = f->first_open; i < f->n_jobs && n < SYNC_BATCH_MAX; i++)
 		if (f->jobs[i].state == J_SYNC) {
-			jobs[n] = &f->jobs[i];
-			fds[n++] = f->jobs[i].fd;
+			jobs[n++] = &f->jobs[i];
+			if (!f->jobs[i].flushing)
+				fds[k++] = f->jobs[i].fd;
 		}
-	kernels__fsync_many(fds, n, errs);
-	for (i = 0; i < n; i++) {
+	kernels__fsync_many(fds, k, errs);
+	for (i = 0, k = 0; i < n; i++) {
+		if (jobs[i]->flushing) {
+			err = kernels__fsync_wait(jobs[i]->flushing);
+			jobs[i]->flushing = NULL;
+			f->flushing--;
+		} else {
+			err = errs[k++];
+		}
 		f->syncing--;
-		publish_synced(f, jobs[i], errs[i]);
+		publish_synced(f, jobs[i], err);
 	}
 }
 

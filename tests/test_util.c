@@ -179,6 +179,32 @@ static void test_write_later_joins_flushed_writes(void **state)
 	free(dir);
 }
 
+/* A flush begun on its own thread goes to the file it was given, once,
+ * and hands back what fsync met: 0, or EBADF for a descriptor that names
+ * nothing. */
+static void test_fsync_begun_then_collected(void **state)
+{
+	char *dir = test_mkdtemp("util"), *path;
+	kernels__fsync_pending *p;
+	int fd;
+	(void)state;
+
+	assert_true(asprintf(&path, "%s/blob.incomplete", dir) > 0);
+	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0);
+	assert_int_equal(write(fd, "bytes", 5), 5);
+	fsync_log_clear();
+	assert_non_null(p = kernels__fsync_begin(fd));
+	assert_int_equal(kernels__fsync_wait(p), 0);
+	assert_int_equal(fsync_log_count(path, NULL), 1);
+	assert_int_equal(fsync_log_count(dir, NULL), 1);
+	close(fd);
+	assert_non_null(p = kernels__fsync_begin(fd)); /* closed: nothing to flush */
+	assert_int_equal(kernels__fsync_wait(p), EBADF);
+	test_rmtree(dir);
+	free(path);
+	free(dir);
+}
+
 static void test_hex_case_as_git_reads_it(void **state)
 {
 	(void)state;
@@ -231,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_read_file_whole_capped_and_refused),
 		cmocka_unit_test(test_write_atomic_replaces_whole),
 		cmocka_unit_test(test_write_later_joins_flushed_writes),
+		cmocka_unit_test(test_fsync_begun_then_collected),
 		cmocka_unit_test(test_hex_case_as_git_reads_it),
 		cmocka_unit_test(test_hex_encodes_and_lowers),
 		cmocka_unit_test(test_clock_is_monotonic_and_sleeps),

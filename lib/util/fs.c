@@ -121,6 +121,35 @@ void kernels__fsync_many(const int *fds, size_t n, int *errs)
 	}
 }
 
+struct kernels__fsync_pending {
+	pthread_t thread;
+	fsync_one one;
+};
+
+kernels__fsync_pending *kernels__fsync_begin(int fd)
+{
+	kernels__fsync_pending *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->one.fd = fd;
+	if (pthread_create(&p->thread, NULL, fsync_thread, &p->one) != 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int kernels__fsync_wait(kernels__fsync_pending *p)
+{
+	int err;
+
+	pthread_join(p->thread, NULL);
+	err = p->one.err;
+	free(p);
+	return err;
+}
+
 /* Flushes the folder a rename into `dirfd` went to: `dirfd` itself (an
  * O_PATH descriptor cannot be synced: the folder is opened through it),
  * or, for AT_FDCWD, the folder holding `name`. */

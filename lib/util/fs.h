@@ -33,6 +33,18 @@ void kernels__fsync_parent(const char *path);
  * made, its descriptor is flushed in the calling thread. */
 void kernels__fsync_many(const int *fds, size_t n, int *errs);
 
+/* fsync(2) of `fd` begun on a thread of its own, for a caller with other
+ * work to overlap it with (a large download's flush beside the transfers
+ * still running); kernels__fsync_wait collects it, and `fd` stays open
+ * until then. NULL: no thread or memory could be had and nothing was
+ * begun: the caller flushes `fd` itself. */
+typedef struct kernels__fsync_pending kernels__fsync_pending;
+kernels__fsync_pending *kernels__fsync_begin(int fd);
+
+/* Waits for the flush kernels__fsync_begin began and frees it: 0, or the
+ * errno its fsync met. */
+int kernels__fsync_wait(kernels__fsync_pending *p);
+
 /* What a walk's visitor returns for an entry: 0 to go on, DESCEND to walk
  * into it as a folder, or an error code (< 0) to stop the walk with it. */
 #define KERNELS__WALK_DESCEND 1
