@@ -9,6 +9,7 @@
  * connections, hub_conn.c). Only a hint: nothing here can fail a call, and
  * the redirect is followed wherever it points, as before. */
 #include "hub.h"
+#include "cache.h"
 #include "error.h"
 #include "util.h"
 
@@ -16,25 +17,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HINT_MAX 4096
 #define ORIGIN_MAX 300
 
-/* {cache}/.locks/.libkernels/cdn/{16 hex of sha256(endpoint)}: one file
- * per endpoint, so that calls to two endpoints never overwrite each other.
- * Under .locks/ because huggingface_hub's cache scan skips that folder and
- * reports any other folder of the cache root that is not a repo. */
-static char *hint_path(const kernels__config *cfg)
+/* {cache}/{HINT_DIR}/{16 hex of sha256(endpoint)}: one file per endpoint,
+ * so that calls to two endpoints never overwrite each other. Under .locks/
+ * because huggingface_hub's cache scan skips that folder and reports any
+ * other folder of the cache root that is not a repo. */
+#define HINT_DIR ".locks/.libkernels/cdn"
+
+/* The hint's file name in HINT_DIR (hex: 17 bytes); -1 without a cache or an endpoint. */
+static int hint_name(const kernels__config *cfg, char *hex)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int len = 0;
-	char hex[2 * EVP_MAX_MD_SIZE + 1];
 
 	if (!cfg->cache_dir || !cfg->endpoint ||
 	    !EVP_Digest(cfg->endpoint, strlen(cfg->endpoint), md, &len, EVP_sha256(), NULL))
-		return NULL;
+		return -1;
 	kernels__hex(md, 8, hex);
-	return kernels__sprintf("%s/.locks/.libkernels/cdn/%s", cfg->cache_dir, hex);
+	return 0;
+}
+
+static char *hint_path(const kernels__config *cfg)
+{
+	char hex[17];
+
+	return hint_name(cfg, hex) < 0 ? NULL : kernels__sprintf("%s/" HINT_DIR "/%s", cfg->cache_dir, hex);
 }
 
 /* `s` is an origin as kernels__hub_origin writes it, of http or https. */
@@ -69,17 +80,26 @@ int kernels__hub_cdn_hint(const kernels__config *cfg, char *buf, size_t n)
 void kernels__hub_cdn_seen(const kernels__config *cfg, const char *url)
 {
 	char origin[ORIGIN_MAX], had[ORIGIN_MAX], *path, *line;
+	int dfd;
 
 	if (kernels__hub_same_origin(cfg, url) || kernels__hub_origin(url, origin, sizeof(origin)) < 0 ||
 	    !origin_valid(origin) || (kernels__hub_cdn_hint(cfg, had, sizeof(had)) == 0 && !strcmp(had, origin)))
 		return;
 	path = hint_path(cfg);
 	line = kernels__sprintf("%s\t%s\n", cfg->endpoint, origin);
-	/* No flush: a hint lost in a crash costs two round trips, once. A
+	/* Its folder walked from the cache root as every write of the cache
+	 * is: nothing is written through a link planted at .locks/ or below.
+	 * No flush: a hint lost in a crash costs two round trips, once. A
 	 * cache we may not write keeps what it has. */
-	if (path && line && kernels__write_atomic(path, line, strlen(line), -1, KERNELS__WRITE_MKDIR) == 0)
-		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s sends its files to the CDN at %s: recorded", cfg->endpoint,
-			     origin);
+	if (path && line && (dfd = kernels__cache_dir_open(cfg->cache_dir, HINT_DIR, 1)) >= 0) {
+		if (kernels__write_atomic_at(dfd, strrchr(path, '/') + 1, path, line, strlen(line), -1, 0) == 0)
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "%s sends its files to the CDN at %s: recorded",
+				     cfg->endpoint, origin);
+		close(dfd);
+	} else if (path && line) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "the CDN hint for %s not recorded: %s", cfg->endpoint,
+			     kernels_error_last());
+	}
 	kernels_error_clear();
 	free(line);
 	free(path);

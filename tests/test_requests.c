@@ -728,6 +728,37 @@ static void test_cdn_hint_ignored(void **state)
 	free(hint);
 }
 
+/* The hint's folder is walked from the cache root as every write of the
+ * cache is: with a link planted at .locks/.libkernels or at its cdn/, a
+ * cold get succeeds and writes nothing where the link points. */
+static void test_cdn_hint_not_written_through_a_link(void **state)
+{
+	static const char *const planted[] = { ".libkernels", ".libkernels/cdn" };
+	kernels_options o;
+	kernels_system s = sys_cpu();
+	char *outside, *link_path;
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(planted) / sizeof(planted[0]); i++) {
+		test_world_fresh_cache(&W);
+		options(&o, &s); /* the fresh cache's folder */
+		new_process();
+		outside = test_mkdtemp("requests-outside");
+		assert_int_equal(test_system("mkdir -p '%s/.locks/.libkernels'", W.cache), 0);
+		if (i == 0)
+			assert_int_equal(test_system("rmdir '%s/.locks/.libkernels'", W.cache), 0);
+		assert_true(asprintf(&link_path, "%s/.locks/%s", W.cache, planted[i]) > 0);
+		assert_int_equal(symlink(outside, link_path), 0);
+		get_lfs(&o, "v1.1.0", 101, 0);
+		if (test_system("test -z \"$(ls -A '%s')\"", outside) != 0)
+			fail_msg("the CDN hint was written through the link %s", link_path);
+		test_rmtree(outside);
+		free(outside);
+		free(link_path);
+	}
+}
+
 static int early_failures;
 
 static void count_early_failures(kernels_log_level level, const char *message, void *payload)
@@ -917,6 +948,7 @@ int main(void)
 		cmocka_unit_test_setup(test_unwritable_record_warns_once_per_call, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_warm_up, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_hint_ignored, fresh_cache),
+		cmocka_unit_test_setup(test_cdn_hint_not_written_through_a_link, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_warm_up_fails, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_warm_up_download, fresh_cache),
 	};
