@@ -32,4 +32,10 @@ int kernels__hash_blob(const char *path, kernels__blob_kind kind, char hex[65], 
  * taken while the bytes arrive (a download, a bundle being read). */
 int kernels__blob_digest_begin(EVP_MD_CTX *ctx, kernels__blob_kind kind, long long size);
 
+/* Readies OpenSSL's sha256 and sha1: a process's first digest costs about
+ * a millisecond (the default provider's algorithms are looked up), which a
+ * thread with time to spare (one waiting on the network) pays instead of
+ * the first call that hashes. Thread-safe; cheap after the first. */
+void kernels__hash_warm(void);
+
 #endif
