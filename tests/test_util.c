@@ -179,6 +179,49 @@ static void test_write_later_joins_flushed_writes(void **state)
 	free(dir);
 }
 
+typedef struct {
+	int rc, ran, released;
+} task_probe;
+
+static int probe_run(void *arg)
+{
+	task_probe *t = arg;
+
+	t->ran++;
+	return t->rc < 0 ? kernels__error(t->rc, "probe task failed as asked") : 0;
+}
+
+static void probe_release(void *arg)
+{
+	((task_probe *)arg)->released++;
+}
+
+/* A task run later is run once and released once, on its helper, before
+ * the join returns; a failure reaches the joining thread under its `what`
+ * with the helper's message; without a list nothing is begun and the
+ * task stays the caller's. */
+static void test_run_later_joins_its_tasks(void **state)
+{
+	task_probe ok = { 0, 0, 0 }, bad = { KERNELS_EIO, 0, 0 }, none = { 0, 0, 0 };
+	kernels__write_later *list = NULL;
+	char seen[512] = "";
+	(void)state;
+
+	assert_int_equal(kernels__run_later(&list, probe_run, &ok, probe_release, "task ok"), 0);
+	assert_int_equal(kernels__run_later(&list, probe_run, &bad, probe_release, "task bad"), 0);
+	kernels__write_later_join(&list, note_failure, seen);
+	assert_null(list);
+	assert_int_equal(kernels_error_last_code(), 0);
+	assert_string_equal(seen, "task bad: probe task failed as asked");
+	assert_int_equal(ok.ran, 1);
+	assert_int_equal(ok.released, 1);
+	assert_int_equal(bad.ran, 1);
+	assert_int_equal(bad.released, 1);
+	assert_int_equal(kernels__run_later(NULL, probe_run, &none, probe_release, "task none"), -1);
+	assert_int_equal(none.ran, 0);
+	assert_int_equal(none.released, 0);
+}
+
 /* A flush begun on its own thread goes to the file it was given, once,
  * and hands back what fsync met: 0, or EBADF for a descriptor that names
  * nothing. */
@@ -257,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_read_file_whole_capped_and_refused),
 		cmocka_unit_test(test_write_atomic_replaces_whole),
 		cmocka_unit_test(test_write_later_joins_flushed_writes),
+		cmocka_unit_test(test_run_later_joins_its_tasks),
 		cmocka_unit_test(test_fsync_begun_then_collected),
 		cmocka_unit_test(test_hex_case_as_git_reads_it),
 		cmocka_unit_test(test_hex_encodes_and_lowers),

@@ -353,59 +353,99 @@ fail:
 
 struct kernels__write_later {
 	pthread_t thread;
-	int dirfd, mode, rc;
-	unsigned int flags;
-	char *name, *shown, *what, *data;
-	size_t len;
+	kernels__task_fn run;
+	void (*release)(void *arg);
+	void *arg;
+	int rc;
+	char *what;
 	char message[1024]; /* the error the helper met: its thread's own */
 	kernels__write_later *next;
 };
 
-static void write_later_free(kernels__write_later *w)
-{
-	free(w->name);
-	free(w->shown);
-	free(w->what);
-	free(w->data);
-	free(w);
-}
-
-static void *write_later_run(void *arg)
+static void *later_thread(void *arg)
 {
 	kernels__write_later *w = arg;
 
-	w->rc = kernels__write_atomic_at(w->dirfd, w->name, w->shown, w->data, w->len, w->mode, w->flags);
+	w->rc = w->run(w->arg);
 	if (w->rc < 0)
 		snprintf(w->message, sizeof(w->message), "%s", kernels_error_last());
 	kernels_error_clear();
-	close(w->dirfd);
+	/* Released here, not at the join: its descriptors close as soon as it is done. */
+	if (w->release)
+		w->release(w->arg);
 	return NULL;
+}
+
+int kernels__run_later(kernels__write_later **list, kernels__task_fn run, void *arg, void (*release)(void *arg),
+		       const char *what)
+{
+	kernels__write_later *w = list ? calloc(1, sizeof(*w)) : NULL;
+
+	if (!w || !(w->what = strdup(what))) {
+		free(w);
+		return -1;
+	}
+	w->run = run;
+	w->release = release;
+	w->arg = arg;
+	if (pthread_create(&w->thread, NULL, later_thread, w) != 0) {
+		free(w->what);
+		free(w);
+		return -1;
+	}
+	w->next = *list;
+	*list = w;
+	return 0;
+}
+
+typedef struct {
+	int dirfd, mode;
+	unsigned int flags;
+	char *name, *shown, *data;
+	size_t len;
+} atomic_job;
+
+static int atomic_job_run(void *arg)
+{
+	atomic_job *j = arg;
+
+	return kernels__write_atomic_at(j->dirfd, j->name, j->shown, j->data, j->len, j->mode, j->flags);
+}
+
+static void atomic_job_free(void *arg)
+{
+	atomic_job *j = arg;
+
+	close(j->dirfd);
+	free(j->name);
+	free(j->shown);
+	free(j->data);
+	free(j);
 }
 
 int kernels__write_atomic_later(kernels__write_later **list, int dirfd, const char *name, const char *shown,
 				const void *data, size_t len, int mode, unsigned int flags, const char *what)
 {
-	kernels__write_later *w = calloc(1, sizeof(*w));
+	atomic_job *j = calloc(1, sizeof(*j));
 	int rc;
 
-	if (w && (w->name = strdup(name)) && (w->shown = strdup(shown)) && (w->what = strdup(what)) &&
-	    (w->data = malloc(len ? len : 1))) {
-		memcpy(w->data, data, len);
-		w->len = len;
-		w->dirfd = dirfd;
-		w->mode = mode;
-		w->flags = flags;
-		if (pthread_create(&w->thread, NULL, write_later_run, w) == 0) {
-			w->next = *list;
-			*list = w;
-			return 0;
+	if (j) {
+		j->dirfd = dirfd;
+		if ((j->name = strdup(name)) && (j->shown = strdup(shown)) && (j->data = malloc(len ? len : 1))) {
+			memcpy(j->data, data, len);
+			j->len = len;
+			j->mode = mode;
+			j->flags = flags;
+			if (kernels__run_later(list, atomic_job_run, j, atomic_job_free, what) == 0)
+				return 0;
 		}
 	}
-	if (w)
-		write_later_free(w);
 	/* No helper: written here, as kernels__write_atomic_at would be. */
 	rc = kernels__write_atomic_at(dirfd, name, shown, data, len, mode, flags);
-	close(dirfd);
+	if (j)
+		atomic_job_free(j); /* closes dirfd */
+	else
+		close(dirfd);
 	return rc;
 }
 
@@ -418,7 +458,8 @@ void kernels__write_later_join(kernels__write_later **list, kernels__write_faile
 		pthread_join(w->thread, NULL);
 		if (w->rc < 0 && failed)
 			failed(payload, w->what, w->message);
-		write_later_free(w);
+		free(w->what);
+		free(w);
 	}
 }
 

@@ -113,7 +113,19 @@ typedef struct kernels__write_later kernels__write_later;
 int kernels__write_atomic_later(kernels__write_later **list, int dirfd, const char *name, const char *shown,
 				const void *data, size_t len, int mode, unsigned int flags, const char *what);
 
-/* Waits for every write of *list, which it empties. `failed` (may be NULL)
+/* Runs `run(arg)` on a helper thread pushed on *list beside the writes
+ * above and joined with them, for a step nothing in the call reads again
+ * (a finished file's flush and name). `run` returns 0 or an error code with
+ * the error set, in its own thread: the join reports it under `what`.
+ * `release` (may be NULL) frees `arg` on the helper once `run` returned,
+ * so its descriptors close then. 0: begun, `arg` is the helper's. -1:
+ * `list` is NULL, or no thread or memory could be had: nothing was begun,
+ * `arg` is still the caller's, who runs the step in line. */
+typedef int (*kernels__task_fn)(void *arg);
+int kernels__run_later(kernels__write_later **list, kernels__task_fn run, void *arg, void (*release)(void *arg),
+		       const char *what);
+
+/* Waits for every write and task of *list, which it empties. `failed` (may be NULL)
  * is called, in the joining thread, for each that failed, with its `what`
  * and the error it met (kernels_error_last() of its thread). */
 typedef void (*kernels__write_failed_fn)(void *payload, const char *what, const char *message);
