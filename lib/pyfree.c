@@ -165,48 +165,135 @@ static int create_tmp(const paths *p, int dfd, int *named)
 	return tfd;
 }
 
-/* Writes the copy: complete and synced before it takes its name, so a
- * receipt can only ever name whole bytes; the receipt after the rename
- * (which moves the change time). Every step is relative to the folder as
- * walked from the cache root, so a folder swapped for a link meanwhile is
- * not followed. Returns a read-only descriptor of it, or -1 with errno. */
+/* A copy being named: its folder as walked from the cache root, the
+ * complete temporary file, and what its receipt records. */
+typedef struct {
+	int dfd, tfd, named; /* named: the temporary file has a name to remove on failure */
+	char *copy, *receipt, *tmp, *source;
+	struct stat cst;
+} naming;
+
+static void naming_free(void *arg)
+{
+	naming *t = arg;
+
+	if (t->named)
+		unlinkat(t->dfd, leaf(t->tmp), 0);
+	if (t->tfd >= 0)
+		close(t->tfd);
+	if (t->dfd >= 0)
+		close(t->dfd);
+	free(t->copy);
+	free(t->receipt);
+	free(t->tmp);
+	free(t->source);
+	free(t);
+}
+
+static naming *naming_new(const paths *p, const char *source)
+{
+	naming *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->dfd = t->tfd = -1;
+	if ((t->copy = strdup(p->copy)) && (t->receipt = strdup(p->receipt)) && (t->tmp = strdup(p->tmp)) &&
+	    (t->source = strdup(source)))
+		return t;
+	naming_free(t);
+	return NULL;
+}
+
+/* Flushed before it takes its name: nothing half-written ever does, so a
+ * receipt can only name whole bytes. 0, or KERNELS_EIO with the error set
+ * and errno kept; the temporary name is then removed (naming_free). */
+static int name_copy(naming *t)
+{
+	char self[64];
+	int err, rc;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", t->tfd);
+	if (fsync(t->tfd) < 0 || (!t->named && linkat(AT_FDCWD, self, t->dfd, leaf(t->tmp), AT_SYMLINK_FOLLOW) < 0))
+		goto fail;
+	t->named = 1;
+	if (renameat(t->dfd, leaf(t->tmp), t->dfd, leaf(t->copy)) < 0)
+		goto fail;
+	t->named = 0;
+	/* After the rename, which moves the change time the receipt records. */
+	if (fstat(t->tfd, &t->cst) < 0)
+		goto fail;
+	return 0;
+fail:
+	err = errno;
+	rc = kernels__error(KERNELS_EIO, "naming the Python-free copy %s: %s; this process maps it unnamed, and the "
+			    "next one writes it again", t->copy, strerror(err));
+	errno = err;
+	return rc;
+}
+
+static int put_receipt(const naming *t)
+{
+	return kernels__receipt_copy_put(t->dfd, leaf(t->receipt), t->receipt, t->source, &t->cst);
+}
+
+/* The flush, the name and the receipt, on a helper beside the mapping. */
+static int naming_run(void *arg)
+{
+	naming *t = arg;
+	int rc = name_copy(t);
+
+	return rc < 0 ? rc : put_receipt(t);
+}
+
+/* The same in line, as a call without a list (or a helper) has it: a copy
+ * that cannot be named is not mapped (-1, errno); a receipt that cannot be
+ * written only costs the next process the copy. */
+static int name_in_line(const kernels__config *cfg, naming *t, int rfd)
+{
+	int err = 0;
+
+	if (name_copy(t) < 0) {
+		err = errno;
+		close(rfd);
+		rfd = -1;
+	} else if (put_receipt(t) < 0) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", t->receipt,
+			     kernels_error_last());
+	}
+	kernels_error_clear();
+	naming_free(t);
+	errno = err;
+	return rfd;
+}
+
+/* Writes the copy and returns a read-only descriptor of it, or -1 with
+ * errno. The bytes this process maps are the ones it just wrote, whole in
+ * memory: only the name waits for the flush, which goes on the `later`
+ * list beside the mapping (in line without one). Every step is relative to
+ * the folder as walked from the cache root, so a folder swapped for a link
+ * meanwhile is not followed. */
 static int write_copy(const kernels__config *cfg, const paths *p, const char *source, int fd, const struct stat *st,
 		      const kernels__elf *e, kernels__write_later **later)
 {
 	char self[64];
-	struct stat cst;
-	int dfd, tfd, rfd = -1, named = 0, err;
+	naming *t = naming_new(p, source);
+	int rfd = -1, err;
 
-	if ((dfd = kernels__cache_repo_dir_open(p->root, ".libkernels/patched", 1)) < 0)
-		return -1;
-	if ((tfd = create_tmp(p, dfd, &named)) < 0) {
-		err = errno;
-		close(dfd);
-		errno = err;
-		return -1;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", tfd);
-	if (copy_all(fd, tfd, st->st_size) < 0 || weaken(tfd, e, 1) < 0 || fsync(tfd) < 0 ||
-	    (!named && linkat(AT_FDCWD, self, dfd, leaf(p->tmp), AT_SYMLINK_FOLLOW) < 0))
+	if (!t)
+		return errno = ENOMEM, -1;
+	if ((t->dfd = kernels__cache_repo_dir_open(p->root, ".libkernels/patched", 1)) < 0 ||
+	    (t->tfd = create_tmp(p, t->dfd, &t->named)) < 0)
 		goto fail;
-	named = 1;
-	if (renameat(dfd, leaf(p->tmp), dfd, leaf(p->copy)) < 0)
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", t->tfd);
+	if (copy_all(fd, t->tfd, st->st_size) < 0 || weaken(t->tfd, e, 1) < 0 ||
+	    (rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0)
 		goto fail;
-	named = 0;
-	if ((rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0 || fstat(rfd, &cst) < 0)
-		goto fail;
-	close(tfd);
-	close(dfd);
-	kernels__receipt_copy_write(cfg, p->root, p->receipt, source, &cst, later);
-	return rfd;
+	if (kernels__run_later(later, naming_run, t, naming_free, "a Python-free copy") == 0)
+		return rfd;
+	return name_in_line(cfg, t, rfd);
 fail:
 	err = errno;
-	if (named)
-		unlinkat(dfd, leaf(p->tmp), 0);
-	if (rfd >= 0)
-		close(rfd);
-	close(tfd);
-	close(dfd);
+	naming_free(t);
 	errno = err;
 	return -1;
 }

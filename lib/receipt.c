@@ -134,13 +134,17 @@ int kernels__receipt_copy_matches(const char *path, const char *source, const st
 	return ok;
 }
 
-void kernels__receipt_copy_write(const kernels__config *cfg, const char *root, const char *path,
-				 const char *source, const struct stat *copy, kernels__write_later **later)
+int kernels__receipt_copy_put(int dirfd, const char *name, const char *shown, const char *source,
+			      const struct stat *copy)
 {
 	json_t *doc = json_pack("{s:i, s:s, s:o}", "version", 1, "source", source, "copy", identity(copy));
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	int rc = text ? kernels__write_atomic_at(dirfd, name, shown, text, strlen(text), -1, KERNELS__WRITE_FLUSHED)
+		      : kernels__error_oom();
 
-	write_doc(cfg, root, path, doc, doc != NULL, later);
+	free(text);
 	json_decref(doc);
+	return rc;
 }
 
 static char *blob_receipt_path(const char *root, const char *sha256)

@@ -38,8 +38,12 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
  * the copy's identity once written, synced and renamed into place. 1 when
  * the receipt at `path` records exactly `source` and `copy`. */
 int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy);
-void kernels__receipt_copy_write(const kernels__config *cfg, const char *root, const char *path,
-				 const char *source, const struct stat *copy, kernels__write_later **later);
+/* Writes that receipt as `name` in the folder `dirfd` (the copy's, as
+ * walked from the cache root), flushed before its rename as every receipt;
+ * `shown` names it in messages. 0, or an error code with the error set:
+ * logging it is the caller's, which may be a helper thread. */
+int kernels__receipt_copy_put(int dirfd, const char *name, const char *shown, const char *source,
+			      const struct stat *copy);
 
 /* Download receipts ({root}/.libkernels/blobs/{sha256}.json): an LFS blob
  * of at least KERNELS__BLOB_RECEIPT_MIN bytes whose bytes hashed to its

@@ -7,7 +7,8 @@
  * loaded in this process without libpython, is mapped through a copy under
  * {repo}/.libkernels/patched/ written by the first process and reused by
  * the next; a touched or replaced copy is written again, and a cache where
- * it cannot be written falls back to an in-memory copy. Each such load runs
+ * it cannot be written falls back to an in-memory copy; one that cannot be
+ * named (on the call's helper) stays mapped unnamed. Each such load runs
  * in a forked child (a process maps a module once).
  *
  * Download receipts: a large LFS module hashed at download is not hashed
@@ -208,7 +209,7 @@ static void test_rewritten_file_is_refused(void **state)
 
 /* ---- Python-free copies ---------------------------------------------------------- */
 
-enum { LOADED = 1, WROTE = 2, REUSED = 4, MAPPED_COPY = 8, IN_MEMORY = 16 };
+enum { LOADED = 1, WROTE = 2, REUSED = 4, MAPPED_COPY = 8, IN_MEMORY = 16, NOT_NAMED = 32 };
 static int copy_events;
 
 static void on_copy_log(kernels_log_level level, const char *msg, void *payload)
@@ -221,6 +222,8 @@ static void on_copy_log(kernels_log_level level, const char *msg, void *payload)
 		copy_events |= REUSED;
 	if (strstr(msg, "mapping an in-memory copy"))
 		copy_events |= IN_MEMORY;
+	if (strstr(msg, "naming the Python-free copy"))
+		copy_events |= NOT_NAMED;
 }
 
 /* Whether this process maps a file under the patched folder. */
@@ -314,6 +317,23 @@ static void test_unwritable_cache_still_loads(void **state)
 	assert_int_equal(load_py(1), LOADED | IN_MEMORY);
 	assert_int_equal(test_system("rm -f '%s'", patched), 0);
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+}
+
+/* A copy whose name is taken by a folder (renameat: EISDIR) is written,
+ * then cannot be named: the call says so, removes its temporary name,
+ * writes no receipt for it, and the module still runs, mapped from the
+ * unnamed file. Once the name is free again the next process writes it. */
+static void test_copy_that_cannot_be_named(void **state)
+{
+	(void)state;
+	assert_int_equal(test_system("c=$(ls '%s'/*.so) && rm -f \"$c\" \"${c%%.so}.json\" && mkdir -p \"$c/x\" && "
+				     "echo \"$c\" > '%s/taken'", patched, W.tmp), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY | NOT_NAMED);
+	assert_int_equal(test_system("c=$(cat '%s/taken') && test -d \"$c/x\" && ! test -e \"${c%%.so}.json\" && "
+				     "! ls -A '%s' | grep -q tmp-", W.tmp, patched), 0);
+	assert_int_equal(test_system("rm -rf \"$(cat '%s/taken')\"", W.tmp), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
 }
 
 /* libkernels cache rm of a revision removes the blobs only it used, and
@@ -443,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_copy_written_once_then_reused),
 		cmocka_unit_test(test_changed_copy_is_redone),
 		cmocka_unit_test(test_unwritable_cache_still_loads),
+		cmocka_unit_test(test_copy_that_cannot_be_named),
 		cmocka_unit_test(test_copy_goes_with_its_blob),
 		cmocka_unit_test(test_download_hash_spares_the_first_load),
 		cmocka_unit_test(test_download_receipt_does_not_beat_metadata),
