@@ -245,31 +245,22 @@ static int naming_run(void *arg)
 	return rc < 0 ? rc : put_receipt(t);
 }
 
-/* The same in line, as a call without a list (or a helper) has it: a copy
- * that cannot be named is not mapped (-1, errno); a receipt that cannot be
- * written only costs the next process the copy. */
+/* The same in line, where no helper could be had: the outcome is the
+ * helper's (the mapping keeps the complete unnamed file), its failure the
+ * debug line the join would have logged. */
 static int name_in_line(const kernels__config *cfg, naming *t, int rfd)
 {
-	int err = 0;
-
-	if (name_copy(t) < 0) {
-		err = errno;
-		close(rfd);
-		rfd = -1;
-	} else if (put_receipt(t) < 0) {
-		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write the verification receipt %s: %s", t->receipt,
-			     kernels_error_last());
-	}
+	if (naming_run(t) < 0)
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "cannot write a Python-free copy: %s", kernels_error_last());
 	kernels_error_clear();
 	naming_free(t);
-	errno = err;
 	return rfd;
 }
 
 /* Writes the copy and returns a read-only descriptor of it, or -1 with
  * errno. The bytes this process maps are the ones it just wrote, whole in
  * memory: only the name waits for the flush, which goes on the `later`
- * list beside the mapping (in line without one). Every step is relative to
+ * list beside the mapping (in line without a list or a helper). Every step is relative to
  * the folder as walked from the cache root, so a folder swapped for a link
  * meanwhile is not followed. */
 static int write_copy(const kernels__config *cfg, const paths *p, const char *source, int fd, const struct stat *st,

@@ -21,9 +21,9 @@
  * good once mapped: a new copy's descriptor reads its complete bytes
  * before they are flushed. Its flush, its name (it has none until
  * flushed) and its receipt go on a helper thread pushed on *later (may be
- * NULL: in line, and a copy that cannot be named is not used), which the
- * caller joins; a failure there removes the temporary name, is reported
- * by the join, and leaves the mapping as it is. Errors: KERNELS_EIO
+ * NULL: in line), which the caller joins; a failure there removes the
+ * temporary name, is reported by the join (in line: logged at debug), and
+ * leaves the mapping as it is. Errors: KERNELS_EIO
  * (the in-memory copy failed), KERNELS_ENOMEM. */
 int kernels__pyfree_open(const kernels__config *cfg, const char *root, const char *source, int fd,
 			 const struct stat *st, const kernels__elf *e, const char *what, int *out,
