@@ -248,20 +248,20 @@ static int open_incomplete(fetch *f, job *j)
 	return 0;
 }
 
-/* Its early flush over (its outcome no longer matters: the job is being
- * closed), so that its descriptor is not closed under the flush. */
-static void end_flush(fetch *f, job *j)
+/* Waits for the flush begin_flush began: 0, or the errno fsync met. */
+static int collect_flush(fetch *f, job *j)
 {
-	if (j->flushing) {
-		kernels__fsync_wait(j->flushing);
-		j->flushing = NULL;
-		f->flushing--;
-	}
+	int err = kernels__fsync_wait(j->flushing);
+
+	j->flushing = NULL;
+	f->flushing--;
+	return err;
 }
 
 static void close_job(fetch *f, job *j)
 {
-	end_flush(f, j);
+	if (j->flushing)
+		collect_flush(f, j); /* not closed under its flush; the outcome no longer matters */
 	if (j->h) {
 		curl_multi_remove_handle(f->multi, j->h);
 		curl_easy_cleanup(j->h);
@@ -593,13 +593,7 @@ static void flush_synced(fetch *f)
 		}
 	kernels__fsync_many(fds, k, errs);
 	for (i = 0, k = 0; i < n; i++) {
-		if (jobs[i]->flushing) {
-			err = kernels__fsync_wait(jobs[i]->flushing);
-			jobs[i]->flushing = NULL;
-			f->flushing--;
-		} else {
-			err = errs[k++];
-		}
+		err = jobs[i]->flushing ? collect_flush(f, jobs[i]) : errs[k++];
 		f->syncing--;
 		publish_synced(f, jobs[i], err);
 	}

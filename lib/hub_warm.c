@@ -28,24 +28,17 @@
  * other folder of the cache root that is not a repo. */
 #define HINT_DIR ".locks/.libkernels/cdn"
 
-/* The hint's file name in HINT_DIR (hex: 17 bytes); -1 without a cache or an endpoint. */
-static int hint_name(const kernels__config *cfg, char *hex)
+static char *hint_path(const kernels__config *cfg)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int len = 0;
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
 
 	if (!cfg->cache_dir || !cfg->endpoint ||
 	    !EVP_Digest(cfg->endpoint, strlen(cfg->endpoint), md, &len, EVP_sha256(), NULL))
-		return -1;
+		return NULL;
 	kernels__hex(md, 8, hex);
-	return 0;
-}
-
-static char *hint_path(const kernels__config *cfg)
-{
-	char hex[17];
-
-	return hint_name(cfg, hex) < 0 ? NULL : kernels__sprintf("%s/" HINT_DIR "/%s", cfg->cache_dir, hex);
+	return kernels__sprintf("%s/" HINT_DIR "/%s", cfg->cache_dir, hex);
 }
 
 /* `s` is an origin as kernels__hub_origin writes it, of http or https. */
@@ -80,7 +73,7 @@ int kernels__hub_cdn_hint(const kernels__config *cfg, char *buf, size_t n)
 void kernels__hub_cdn_seen(const kernels__config *cfg, const char *url)
 {
 	char origin[ORIGIN_MAX], had[ORIGIN_MAX], *path, *line;
-	int dfd;
+	int dfd, rc;
 
 	if (kernels__hub_same_origin(cfg, url) || kernels__hub_origin(url, origin, sizeof(origin)) < 0 ||
 	    !origin_valid(origin) || (kernels__hub_cdn_hint(cfg, had, sizeof(had)) == 0 && !strcmp(had, origin)))
@@ -91,14 +84,17 @@ void kernels__hub_cdn_seen(const kernels__config *cfg, const char *url)
 	 * is: nothing is written through a link planted at .locks/ or below.
 	 * No flush: a hint lost in a crash costs two round trips, once. A
 	 * cache we may not write keeps what it has. */
-	if (path && line && (dfd = kernels__cache_dir_open(cfg->cache_dir, HINT_DIR, 1)) >= 0) {
-		if (kernels__write_atomic_at(dfd, strrchr(path, '/') + 1, path, line, strlen(line), -1, 0) == 0)
+	if (path && line) {
+		if ((rc = dfd = kernels__cache_dir_open(cfg->cache_dir, HINT_DIR, 1)) >= 0) {
+			rc = kernels__write_atomic_at(dfd, strrchr(path, '/') + 1, path, line, strlen(line), -1, 0);
+			close(dfd);
+		}
+		if (rc == 0)
 			kernels__log(cfg, KERNELS_LOG_DEBUG, "%s sends its files to the CDN at %s: recorded",
 				     cfg->endpoint, origin);
-		close(dfd);
-	} else if (path && line) {
-		kernels__log(cfg, KERNELS_LOG_DEBUG, "the CDN hint for %s not recorded: %s", cfg->endpoint,
-			     kernels_error_last());
+		else
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "the CDN hint for %s not recorded: %s", cfg->endpoint,
+				     kernels_error_last());
 	}
 	kernels_error_clear();
 	free(line);
