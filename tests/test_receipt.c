@@ -30,6 +30,7 @@
 #include "test_world.h"
 #include "testutil.h"
 #include "fsync_log.h"
+#include "thread_fail.h"
 #include "../tests/data/variants/fixture.h"
 
 #define VARIANT "torch211-cxx11-cpu-x86_64-linux"
@@ -209,7 +210,7 @@ static void test_rewritten_file_is_refused(void **state)
 
 /* ---- Python-free copies ---------------------------------------------------------- */
 
-enum { LOADED = 1, WROTE = 2, REUSED = 4, MAPPED_COPY = 8, IN_MEMORY = 16, NOT_NAMED = 32 };
+enum { LOADED = 1, WROTE = 2, REUSED = 4, MAPPED_COPY = 8, IN_MEMORY = 16, NOT_NAMED = 32, NO_HELPER = 64 };
 static int copy_events;
 
 static void on_copy_log(kernels_log_level level, const char *msg, void *payload)
@@ -241,8 +242,10 @@ static int maps_copy(void)
 }
 
 /* A get of acme/py at `rev` in a fresh child (its module answers
- * `answer`): what happened, as the flags above. */
-static int load_py_at(int offline, const char *rev, int answer)
+ * `answer`), with no helper thread to be had there if `refuse`: what
+ * happened, as the flags above (NO_HELPER: threads were asked for and
+ * refused). */
+static int load_py_in_child(int offline, const char *rev, int answer, int refuse)
 {
 	pid_t pid = fork();
 	int status = 0;
@@ -255,16 +258,24 @@ static int load_py_at(int offline, const char *rev, int answer)
 
 		options(&o, offline, on_copy_log);
 		copy_events = 0;
+		thread_fail_refuse(refuse);
 		if (kernels_get(&k, "acme/py", rev, &o) == 0 && (*(void **)&fn = kernels_symbol(k, "kernel_answer")) &&
 		    fn() == answer)
 			copy_events |= LOADED;
 		if (maps_copy())
 			copy_events |= MAPPED_COPY;
+		if (thread_fail_refused())
+			copy_events |= NO_HELPER;
 		_exit(copy_events);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	return WEXITSTATUS(status);
+}
+
+static int load_py_at(int offline, const char *rev, int answer)
+{
+	return load_py_in_child(offline, rev, answer, 0);
 }
 
 static int load_py(int offline)
@@ -332,6 +343,26 @@ static void test_copy_that_cannot_be_named(void **state)
 	assert_int_equal(test_system("c=$(cat '%s/taken') && test -d \"$c/x\" && ! test -e \"${c%%.so}.json\" && "
 				     "! ls -A '%s' | grep -q tmp-", W.tmp, patched), 0);
 	assert_int_equal(test_system("rm -rf \"$(cat '%s/taken')\"", W.tmp), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
+}
+
+/* Where no helper thread can be had (a pids limit: EAGAIN), what a helper
+ * would do is done in line, with the same outcome. A cold get downloads,
+ * flushes, writes the copy, names it and writes its receipt before it
+ * returns: the next process reuses it. A copy that cannot be named stays
+ * mapped unnamed, leaves no temporary name and no receipt, as on a helper. */
+static void test_copy_named_without_a_helper(void **state)
+{
+	(void)state;
+	assert_int_equal(test_system("rm -rf '%s/kernels--acme--py'", W.cache), 0);
+	assert_int_equal(load_py_in_child(0, "v1.0.0", 5, 1), LOADED | WROTE | MAPPED_COPY | NO_HELPER);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
+	assert_int_equal(test_system("c=$(ls '%s'/*.so) && rm -f \"$c\" \"${c%%.so}.json\" && mkdir -p \"$c/x\" && "
+				     "echo \"$c\" > '%s/taken'", patched, W.tmp), 0);
+	assert_int_equal(load_py_in_child(1, "v1.0.0", 5, 1), LOADED | WROTE | MAPPED_COPY | NOT_NAMED | NO_HELPER);
+	assert_int_equal(test_system("c=$(cat '%s/taken') && test -d \"$c/x\" && ! test -e \"${c%%.so}.json\" && "
+				     "! ls -A '%s' | grep -q tmp- && rm -rf \"$c\"", W.tmp, patched), 0);
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
 	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
 }
@@ -464,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_changed_copy_is_redone),
 		cmocka_unit_test(test_unwritable_cache_still_loads),
 		cmocka_unit_test(test_copy_that_cannot_be_named),
+		cmocka_unit_test(test_copy_named_without_a_helper),
 		cmocka_unit_test(test_copy_goes_with_its_blob),
 		cmocka_unit_test(test_download_hash_spares_the_first_load),
 		cmocka_unit_test(test_download_receipt_does_not_beat_metadata),
