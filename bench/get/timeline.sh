@@ -2,8 +2,10 @@
 # Where a cold kernels_get's time goes, event by event: one get_bench --once
 # (a fresh process and cache, the local Hub fixture) with bench/get/timeline.c
 # preloaded, which logs each connection, each request's and answer's first
-# line and each fsync with its duration. Prints, per run, the events in ms
-# from the first connection, and get_bench's own figures (the stages, CPU):
+# line, each answer's last byte, each fsync, the Python-free copy, the
+# module's dlopen and each wait on a helper, with their durations. Prints,
+# per run, the events in ms from the first connection, and get_bench's own
+# figures (the stages, CPU):
 #   bash bench/get/timeline.sh BUILD_DIR [--runs N] [--backend cpu|...]
 # BUILD_DIR as for bench/get/cold.sh. The logger costs a few microseconds an
 # event; the figures are the call's as it runs, not under a tracer.
@@ -32,6 +34,10 @@ for r in $(seq "$runs"); do
   HF_HUB_CACHE="$tmp/cache" LD_PRELOAD="$tmp/timeline.so" "$tmp/get_bench.0" "$repo" "$rev" \
     --torch-lib "$torch_lib" --once --json ${backend:+--backend "$backend"} >"$tmp/figures" 2>"$tmp/events"
   echo "## run $r: $(cat "$tmp/figures")"
-  awk '$1 == "T" { if (t0 == "") t0 = $2; $1 = sprintf("%8.2f", $2 - t0); $2 = ""; print }' "$tmp/events" |
+  # From the first connection on; of a socket's body reads, the last only.
+  awk '$1 != "T" { next } NR == FNR { if ($4 == "data") last[$5] = FNR; next }
+       t0 == "" && $4 != "connect" { next }
+       $4 == "data" { if (last[$5] != FNR) next; $4 = "last byte"; $5 = $5 }
+       { if (t0 == "") t0 = $2; $1 = sprintf("%8.2f", $2 - t0); $2 = ""; print }' "$tmp/events" "$tmp/events" |
     sed -E 's|/resolve/[0-9a-f]{40}/|/resolve/{commit}/|; s|/tree/[0-9a-f]{40}|/tree/{commit}|; s| HTTP/1\.1$||' | cut -c1-140
 done
