@@ -220,8 +220,13 @@ static int name_copy(naming *t)
 		goto fail;
 	t->named = 0;
 	/* After the rename, which moves the change time the receipt records. */
-	if (fstat(t->tfd, &t->cst) < 0)
-		goto fail;
+	if (fstat(t->tfd, &t->cst) < 0) {
+		err = errno;
+		rc = kernels__error(KERNELS_EIO, "reading back the Python-free copy %s: %s; it gets no receipt, so the "
+				    "next process writes it again", t->copy, strerror(err));
+		errno = err;
+		return rc;
+	}
 	return 0;
 fail:
 	err = errno;
