@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test_hub.h"
@@ -20,6 +21,7 @@
 #include "refs.h"
 #include "revision.h"
 #include "testutil.h"
+#include "thread_fail.h"
 
 #include "hub.h"
 
@@ -187,6 +189,40 @@ static void test_full_commit_no_request(void **state)
 	expect(&c, "org/kern", upper, c_v2, KERNELS_REVISION_COMMIT, NULL);
 	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 0);
 	ctx_free(&c);
+}
+
+/* The process's first listing readies libgit2 and OpenSSL on helpers
+ * beside the refs request. In a process where no thread can be had (a
+ * pids limit: EAGAIN), in a child here, before any listing of this
+ * program, both are asked for, refused, and done in line: the names
+ * resolve as anywhere else. */
+static void test_first_listing_without_a_helper(void **state)
+{
+	int status = 0;
+	pid_t pid;
+	(void)state;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		kernels_revision *r = NULL;
+		ctx c;
+		int ok;
+
+		ctx_init(&c);
+		thread_fail_refuse(1);
+		ok = kernels_revision_resolve(&r, "org/kern", "v1.0.0", &c.opts) == 0 &&
+		     !strcmp(kernels_revision_commit(r), c_v100) && thread_fail_refused() >= 1;
+		if (!ok)
+			print_error("%s (%d threads refused)\n", r ? kernels_revision_commit(r) : kernels_error_last(),
+				    thread_fail_refused());
+		kernels_revision_free(r);
+		ctx_free(&c);
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_branches_and_tags(void **state)
@@ -626,6 +662,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refused_input),
 		cmocka_unit_test(test_full_commit_no_request),
+		cmocka_unit_test(test_first_listing_without_a_helper), /* before any other listing */
 		cmocka_unit_test(test_branches_and_tags),
 		cmocka_unit_test(test_unknown_name),
 		cmocka_unit_test(test_short_commit),
