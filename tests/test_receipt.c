@@ -330,6 +330,21 @@ static void test_unwritable_cache_still_loads(void **state)
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
 }
 
+/* The copy's name taken by a folder (renameat then fails: EISDIR). */
+static void take_the_copys_name(void)
+{
+	assert_int_equal(test_system("c=$(ls '%s'/*.so) && rm -f \"$c\" \"${c%%.so}.json\" && mkdir -p \"$c/x\" && "
+				     "echo \"$c\" > '%s/taken'", patched, W.tmp), 0);
+}
+
+/* The folder still there, no receipt and no temporary name beside it;
+ * then the name freed again. */
+static void check_left_unnamed_then_free(void)
+{
+	assert_int_equal(test_system("c=$(cat '%s/taken') && test -d \"$c/x\" && ! test -e \"${c%%.so}.json\" && "
+				     "! ls -A '%s' | grep -q tmp- && rm -rf \"$c\"", W.tmp, patched), 0);
+}
+
 /* A copy whose name is taken by a folder (renameat: EISDIR) is written,
  * then cannot be named: the call says so, removes its temporary name,
  * writes no receipt for it, and the module still runs, mapped from the
@@ -337,12 +352,9 @@ static void test_unwritable_cache_still_loads(void **state)
 static void test_copy_that_cannot_be_named(void **state)
 {
 	(void)state;
-	assert_int_equal(test_system("c=$(ls '%s'/*.so) && rm -f \"$c\" \"${c%%.so}.json\" && mkdir -p \"$c/x\" && "
-				     "echo \"$c\" > '%s/taken'", patched, W.tmp), 0);
+	take_the_copys_name();
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY | NOT_NAMED);
-	assert_int_equal(test_system("c=$(cat '%s/taken') && test -d \"$c/x\" && ! test -e \"${c%%.so}.json\" && "
-				     "! ls -A '%s' | grep -q tmp-", W.tmp, patched), 0);
-	assert_int_equal(test_system("rm -rf \"$(cat '%s/taken')\"", W.tmp), 0);
+	check_left_unnamed_then_free();
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
 	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
 }
@@ -358,11 +370,9 @@ static void test_copy_named_without_a_helper(void **state)
 	assert_int_equal(test_system("rm -rf '%s/kernels--acme--py'", W.cache), 0);
 	assert_int_equal(load_py_in_child(0, "v1.0.0", 5, 1), LOADED | WROTE | MAPPED_COPY | NO_HELPER);
 	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
-	assert_int_equal(test_system("c=$(ls '%s'/*.so) && rm -f \"$c\" \"${c%%.so}.json\" && mkdir -p \"$c/x\" && "
-				     "echo \"$c\" > '%s/taken'", patched, W.tmp), 0);
+	take_the_copys_name();
 	assert_int_equal(load_py_in_child(1, "v1.0.0", 5, 1), LOADED | WROTE | MAPPED_COPY | NOT_NAMED | NO_HELPER);
-	assert_int_equal(test_system("c=$(cat '%s/taken') && test -d \"$c/x\" && ! test -e \"${c%%.so}.json\" && "
-				     "! ls -A '%s' | grep -q tmp- && rm -rf \"$c\"", W.tmp, patched), 0);
+	check_left_unnamed_then_free();
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
 	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
 }
