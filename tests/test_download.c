@@ -1,7 +1,7 @@
 /* The fetch stage against the local Hub fixture: cache layout byte for byte,
- * no second download, offline, fault modes, hostile listings, a SIGKILLed
- * download resumed, 16 processes sharing one cache, a cache shared by two
- * users. */
+ * no second download, no helper thread to be had, offline, fault modes,
+ * hostile listings, a SIGKILLed download resumed, 16 processes sharing one
+ * cache, a cache shared by two users. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +32,7 @@
 #include "test_hub.h" /* the fixture */
 #include "test_world.h"
 #include "fsync_log.h"
+#include "thread_fail.h"
 #include "testutil.h"
 
 #define V1 "torch27-cxx11-cu126-x86_64-linux"
@@ -368,6 +369,57 @@ static void test_fetch_layout(void **state)
  * second hop the others do not need, so it must not wait behind them for
  * a connection. One transfer at a time makes the order the fixture sees
  * the order the requests were started in. */
+/* Where no thread can be had (a pids limit), the large module's flush,
+ * which would begin on a helper as soon as it is right, joins the call's
+ * batch in line: every blob still flushed under its temporary name before
+ * it takes its own, and the layout whole. In a child, so that the refusal
+ * and the flushes counted are its own. */
+enum { FETCHED = 1, ALL_FLUSHED_FIRST = 2, THREADS_REFUSED = 4 };
+
+static int fetch_in_child_without_threads(test_world *e)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const char *vs[1] = { V1 };
+		kernels_download_stats st = KERNELS_DOWNLOAD_STATS_INIT;
+		kernels_snapshot *s = NULL;
+		kernels_options o;
+		char blobs_in[PATH_MAX];
+		int out = 0, n;
+
+		options(e, &o);
+		snprintf(blobs_in, sizeof(blobs_in), "%s/kernels--org--k/blobs/", e->cache);
+		fsync_log_clear();
+		thread_fail_refuse(1);
+		if (kernels_download(&s, "org/k", e->commit[K], vs, 1, &o) == 0) {
+			out |= FETCHED;
+			kernels_snapshot_stats(&st, s);
+		}
+		n = fsync_log_count(blobs_in, ".incomplete");
+		if (n == (int)n_files - 1 && n == (int)st.blobs_downloaded && fsync_log_count(blobs_in, NULL) == n)
+			out |= ALL_FLUSHED_FIRST;
+		if (thread_fail_refused() > 0)
+			out |= THREADS_REFUSED;
+		kernels_snapshot_free(s);
+		_exit(out);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_fetch_without_a_helper(void **state)
+{
+	test_world *e = *state;
+
+	assert_true(BIG_SIZE >= 1024 * 1024); /* large enough for a flush of its own */
+	assert_int_equal(fetch_in_child_without_threads(e), FETCHED | ALL_FLUSHED_FIRST | THREADS_REFUSED);
+	check_layout(e, "kernels--org--k", e->commit[K]);
+}
+
 static void test_lfs_file_asked_first(void **state)
 {
 	test_world *e = *state;
@@ -1128,6 +1180,7 @@ int main(int argc, char **argv)
 	ssize_t n;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_fetch_layout, setup),
+		cmocka_unit_test_setup(test_fetch_without_a_helper, setup),
 		cmocka_unit_test_setup(test_lfs_file_asked_first, setup),
 		cmocka_unit_test_setup(test_model_repo_and_variants, setup),
 		cmocka_unit_test_setup(test_download_file, setup),
