@@ -676,12 +676,10 @@ static long long cdn_wait(fetch *f, job *j, long long now)
 	return j->cdn_wait;
 }
 
-static void finished(fetch *f, job *j, CURLcode res)
+/* The transfer's handle given back; the job may go again unless told
+ * otherwise. */
+static void release_transfer(fetch *f, job *j, CURLcode res)
 {
-	long status = j->hd.status;
-	char *next;
-	int from_hub;
-
 	curl_multi_remove_handle(f->multi, j->h);
 	kernels__hub_conn_done(f->cfg->conn, j->h);
 	curl_easy_cleanup(j->h);
@@ -691,42 +689,81 @@ static void finished(fetch *f, job *j, CURLcode res)
 	f->active--;
 	j->state = J_READY;
 	j->fresh |= res != CURLE_OK;
-	if (status > 0)
+	if (j->hd.status > 0)
 		kernels__endpoint_answered(f->cfg);
+}
 
-	if (f->cancelled)
-		return;
+/* The transfer's own callbacks stopped it (abort_code). */
+static void aborted(fetch *f, job *j)
+{
 	if (j->abort_code == KERNELS_EHTTP) {
 		/* A Range answer we cannot append: start the file over. */
-		if (truncate_incomplete(f, j) < 0 || ++j->attempts > f->cfg->max_retries) {
+		if (truncate_incomplete(f, j) < 0 || ++j->attempts > f->cfg->max_retries)
 			fail_job(f, j, KERNELS_EHTTP);
-			return;
-		}
-		retry_later(f, j, -1);
+		else
+			retry_later(f, j, -1);
 		return;
 	}
+	if (j->abort_code == KERNELS_EINTEGRITY)
+		unlinkat(f->blobs_fd, in_blobs(j->incomplete), 0);
+	fail_job(f, j, j->abort_code);
+}
+
+/* A redirect, followed once the Hub's etag for the file is as listed. */
+static void redirected(fetch *f, job *j)
+{
+	char *next;
+	int from_hub = on_hub(f, j);
+
+	if (from_hub && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0) {
+		fail_job(f, j, KERNELS_EINTEGRITY);
+		return;
+	}
+	if (++j->redirects > KERNELS__MAX_REDIRECTS || !(next = kernels__url_resolve(j->url, j->hd.location))) {
+		fail_job(f, j, kernels__error(KERNELS_EHTTP, "%s: too many or invalid redirects (last: %.200s)",
+					      j->entry->path, j->hd.location));
+		return;
+	}
+	free(j->url);
+	j->url = next;
+	j->not_before = 0;
+	if (from_hub && !on_hub(f, j))
+		to_cdn(f, j);
+}
+
+/* A failure worth another try, or one that spent the stall budget: 1 if
+ * it was one (the job is retried or failed), 0 if not. */
+static int retried(fetch *f, job *j, CURLcode res, long status)
+{
+	if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
+		kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint,
+				       *j->curl_err ? j->curl_err : curl_easy_strerror(res));
+	if (!(res != CURLE_OK && kernels__hub_transient_curl(res)) &&
+	    !(res == CURLE_OK && kernels__hub_transient_status(status)) &&
+	    !(res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size))
+		return 0;
+	if (res != CURLE_OK)
+		j->stalled_ms += kernels__now_ms() - j->last_byte;
+	if (res != CURLE_OK && f->cfg->stall_budget_ms >= 0 && j->stalled_ms >= f->cfg->stall_budget_ms)
+		fail_job(f, j, stalled_out(f, j));
+	else
+		retry_or_fail(f, j, res, status);
+	return 1;
+}
+
+static void finished(fetch *f, job *j, CURLcode res)
+{
+	long status = j->hd.status;
+
+	release_transfer(f, j, res);
+	if (f->cancelled)
+		return;
 	if (j->abort_code) {
-		if (j->abort_code == KERNELS_EINTEGRITY)
-			unlinkat(f->blobs_fd, in_blobs(j->incomplete), 0);
-		fail_job(f, j, j->abort_code);
+		aborted(f, j);
 		return;
 	}
 	if (res == CURLE_OK && status >= 300 && status < 400 && j->hd.location) {
-		if (on_hub(f, j) && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0) {
-			fail_job(f, j, KERNELS_EINTEGRITY);
-			return;
-		}
-		if (++j->redirects > KERNELS__MAX_REDIRECTS || !(next = kernels__url_resolve(j->url, j->hd.location))) {
-			fail_job(f, j, kernels__error(KERNELS_EHTTP, "%s: too many or invalid redirects (last: %.200s)",
-						      j->entry->path, j->hd.location));
-			return;
-		}
-		from_hub = on_hub(f, j);
-		free(j->url);
-		j->url = next;
-		j->not_before = 0;
-		if (from_hub && !on_hub(f, j))
-			to_cdn(f, j);
+		redirected(f, j);
 		return;
 	}
 	if (res == CURLE_OK && status == 416 && j->have > 0) {
@@ -737,20 +774,8 @@ static void finished(fetch *f, job *j, CURLcode res)
 		}
 		res = CURLE_PARTIAL_FILE;
 	}
-	if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
-		kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint,
-				       *j->curl_err ? j->curl_err : curl_easy_strerror(res));
-	if ((res != CURLE_OK && kernels__hub_transient_curl(res)) ||
-	    (res == CURLE_OK && kernels__hub_transient_status(status)) ||
-	    (res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size)) {
-		if (res != CURLE_OK)
-			j->stalled_ms += kernels__now_ms() - j->last_byte;
-		if (res != CURLE_OK && f->cfg->stall_budget_ms >= 0 && j->stalled_ms >= f->cfg->stall_budget_ms)
-			fail_job(f, j, stalled_out(f, j));
-		else
-			retry_or_fail(f, j, res, status);
+	if (retried(f, j, res, status))
 		return;
-	}
 	if (res != CURLE_OK) {
 		fail_job(f, j, kernels__error(KERNELS_ENETWORK, "downloading %s from %s failed: %s; check the network, "
 					      "HF_ENDPOINT and proxy settings", j->entry->path, f->repo_id,
@@ -883,104 +908,116 @@ static job *stalled_past_budget(fetch *f, long long now)
 	return NULL;
 }
 
-static int run(fetch *f)
+/* A job waiting past the call's deadline, or one silent past the stall
+ * budget, ends the call: 1 if so. */
+static int out_of_time(fetch *f, long long now)
 {
-	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1, held;
-	size_t i;
-	int running, rc, progressed;
+	job *late;
 
-	while (!f->fail_code && !f->cancelled && !all_settled(f)) {
-		long long now = kernels__now_ms(), wake = now + 100;
-		CURLMsg *m;
-		job *late;
-		int left;
-
-		if (kernels__deadline_left_ms(f->cfg) <= 0 && (late = waiting_past_deadline(f, now))) {
-			deadline_passed(f, late);
-			break;
-		}
-		if ((late = stalled_past_budget(f, now))) {
-			late->stalled_ms += now - late->last_byte;
-			f->fail_code = stalled_out(f, late);
-			snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
-			break;
-		}
-		/* Jobs settle roughly in order: start after those that have, and stop
-		 * once no lock can be taken and every job holding one was seen (only
-		 * those can start a transfer), so a round costs the jobs in flight,
-		 * not all of them. */
-		while (f->first_open < f->n_jobs && (f->jobs[f->first_open].state == J_DONE ||
-						     f->jobs[f->first_open].state == J_FAILED))
-			f->first_open++;
-		for (i = f->first_open, held = 0; i < f->n_jobs && !f->fail_code; i++) {
-			job *j = &f->jobs[i];
-			if (f->holding >= limit && held >= f->holding)
-				break;
-			if (j->state == J_WAIT_LOCK && f->holding < limit)
-				try_lock(f, j, now);
-			/* Only a lock we could take now is worth waking up for; the rest
-			 * wait for a transfer to end, which wakes the poll anyway. */
-			if (j->state == J_WAIT_LOCK && f->holding < limit && j->next_lock_try > now &&
-			    j->next_lock_try < wake)
-				wake = j->next_lock_try;
-			if (j->state == J_READY && f->active < limit && cdn_wait(f, j, now)) {
-				if (j->cdn_wait < wake)
-					wake = j->cdn_wait;
-			} else if (j->state == J_READY && f->active < limit) {
-				if (j->not_before <= now) {
-					/* Sent before the next job's lock and .incomplete are
-					 * made: the first of them (the LFS files, whose answer
-					 * leads to the CDN) is on its way meanwhile. */
-					if ((rc = start(f, j)) < 0)
-						fail_job(f, j, rc);
-					else
-						curl_multi_perform(f->multi, &running);
-				} else if (j->not_before < wake)
-					wake = j->not_before;
-			}
-			held += j->lock.fd >= 0;
-		}
-		if (f->fail_code)
-			break;
-		curl_multi_perform(f->multi, &running);
-		/* What arrived whole is hashed and published now, the requests just
-		 * started being on their way. */
-		for (i = f->first_open; f->publish && i < f->n_jobs && !f->fail_code; i++) {
-			if (f->jobs[i].state != J_PUBLISH)
-				continue;
-			f->publish--;
-			verify_and_publish(f, &f->jobs[i]);
-			curl_multi_perform(f->multi, &running);
-		}
-		/* The flush waits for the last transfer, unless the blobs waiting
-		 * for it hold every lock a transfer could start with. */
-		if (f->syncing && (!f->active || f->holding >= limit || f->syncing >= SYNC_BATCH_MAX))
-			flush_synced(f);
-		if (f->fail_code || f->cancelled || all_settled(f))
-			break;
-		progressed = 0;
-		while ((m = curl_multi_info_read(f->multi, &left))) {
-			job *j = NULL;
-			if (m->msg != CURLMSG_DONE)
-				continue;
-			if (f->borrowed && kernels__hub_conn_warm_done(f->cfg->conn, m)) {
-				progressed = 1; /* a hop waiting for it goes now */
-				continue;
-			}
-			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
-			finished(f, j, m->data.result);
-			progressed = 1;
-		}
-		if (f->fail_code || f->cancelled || all_settled(f))
-			break;
-		if (progressed || f->publish)
-			continue;   /* a slot freed up or a file is whole: see to it before waiting */
-		now = kernels__now_ms();
-		if (wake < now)
-			wake = now;
-		curl_multi_poll(f->multi, NULL, 0, (int)(wake - now > 100 ? 100 : wake - now), NULL);
+	if (kernels__deadline_left_ms(f->cfg) <= 0 && (late = waiting_past_deadline(f, now))) {
+		deadline_passed(f, late);
+		return 1;
 	}
-	/* A failure ended the loop: the blobs already verified are kept. */
+	if ((late = stalled_past_budget(f, now))) {
+		late->stalled_ms += now - late->last_byte;
+		f->fail_code = stalled_out(f, late);
+		snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
+		return 1;
+	}
+	return 0;
+}
+
+/* A ready job's transfer started if it is due (and its CDN connection is
+ * not still opening); else the earlier of `wake` and when it is due. */
+static long long start_when_due(fetch *f, job *j, long long now, long long wake)
+{
+	int running, rc;
+
+	if (cdn_wait(f, j, now))
+		return j->cdn_wait < wake ? j->cdn_wait : wake;
+	if (j->not_before > now)
+		return j->not_before < wake ? j->not_before : wake;
+	/* Sent before the next job's lock and .incomplete are made: the first of
+	 * them (the LFS files, whose answer leads to the CDN) is on its way
+	 * meanwhile. */
+	if ((rc = start(f, j)) < 0)
+		fail_job(f, j, rc);
+	else
+		curl_multi_perform(f->multi, &running);
+	return wake;
+}
+
+/* Locks taken and transfers started as far as `limit` allows; the time
+ * worth waking up at, from `wake`. Jobs settle roughly in order: the round
+ * starts after those that have, and stops once no lock can be taken and
+ * every job holding one was seen (only those can start a transfer), so it
+ * costs the jobs in flight, not all of them. */
+static long long start_what_can(fetch *f, unsigned int limit, long long now, long long wake)
+{
+	unsigned int held = 0;
+	size_t i;
+
+	while (f->first_open < f->n_jobs &&
+	       (f->jobs[f->first_open].state == J_DONE || f->jobs[f->first_open].state == J_FAILED))
+		f->first_open++;
+	for (i = f->first_open; i < f->n_jobs && !f->fail_code; i++) {
+		job *j = &f->jobs[i];
+		if (f->holding >= limit && held >= f->holding)
+			break;
+		if (j->state == J_WAIT_LOCK && f->holding < limit)
+			try_lock(f, j, now);
+		/* Only a lock we could take now is worth waking up for; the rest
+		 * wait for a transfer to end, which wakes the poll anyway. */
+		if (j->state == J_WAIT_LOCK && f->holding < limit && j->next_lock_try > now &&
+		    j->next_lock_try < wake)
+			wake = j->next_lock_try;
+		if (j->state == J_READY && f->active < limit)
+			wake = start_when_due(f, j, now, wake);
+		held += j->lock.fd >= 0;
+	}
+	return wake;
+}
+
+/* What arrived whole is hashed and published, the requests just started
+ * being on their way. */
+static void publish_whole(fetch *f)
+{
+	size_t i;
+	int running;
+
+	for (i = f->first_open; f->publish && i < f->n_jobs && !f->fail_code; i++) {
+		if (f->jobs[i].state != J_PUBLISH)
+			continue;
+		f->publish--;
+		verify_and_publish(f, &f->jobs[i]);
+		curl_multi_perform(f->multi, &running);
+	}
+}
+
+/* The transfers that ended, seen to: 1 if any did (a slot is free, or a
+ * hop waiting for a warm-up goes now). */
+static int take_finished(fetch *f)
+{
+	CURLMsg *m;
+	int left, progressed = 0;
+
+	while ((m = curl_multi_info_read(f->multi, &left))) {
+		job *j = NULL;
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		progressed = 1;
+		if (f->borrowed && kernels__hub_conn_warm_done(f->cfg->conn, m))
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+		finished(f, j, m->data.result);
+	}
+	return progressed;
+}
+
+/* After the loop: the blobs already verified are kept (a failure may have
+ * ended it), and a cancellation gets its message. */
+static int wind_down(fetch *f)
+{
 	while (f->syncing) {
 		size_t before = f->syncing;
 		flush_synced(f);
@@ -998,6 +1035,37 @@ static int run(fetch *f)
 		snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
 	}
 	return f->fail_code;
+}
+
+/* Every job driven to its end, or to the call's failure: one loop on a
+ * multi that nothing else drives meanwhile. */
+static int run(fetch *f)
+{
+	unsigned int limit = f->cfg->max_parallel > 0 ? (unsigned int)f->cfg->max_parallel : 1;
+	int running;
+
+	while (!f->fail_code && !f->cancelled && !all_settled(f)) {
+		long long now = kernels__now_ms(), wake;
+
+		if (out_of_time(f, now))
+			break;
+		wake = start_what_can(f, limit, now, now + 100);
+		if (f->fail_code)
+			break;
+		curl_multi_perform(f->multi, &running);
+		publish_whole(f);
+		/* The flush waits for the last transfer, unless the blobs waiting
+		 * for it hold every lock a transfer could start with. */
+		if (f->syncing && (!f->active || f->holding >= limit || f->syncing >= SYNC_BATCH_MAX))
+			flush_synced(f);
+		if (f->fail_code || f->cancelled || all_settled(f))
+			break;
+		if (take_finished(f) || f->publish)
+			continue; /* a slot freed up or a file is whole: see to it before waiting */
+		now = kernels__now_ms();
+		curl_multi_poll(f->multi, NULL, 0, wake <= now ? 0 : (int)(wake - now > 100 ? 100 : wake - now), NULL);
+	}
+	return wind_down(f);
 }
 
 /* ---- planning ---------------------------------------------------------------------- */
