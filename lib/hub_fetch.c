@@ -1070,11 +1070,6 @@ static int run(fetch *f)
 
 /* ---- planning ---------------------------------------------------------------------- */
 
-static const char *entry_etag(const kernels__tree_entry *e)
-{
-	return e->lfs_sha256 ? e->lfs_sha256 : e->oid;
-}
-
 static int disk_check(fetch *f, unsigned long long need)
 {
 	char *blobs = kernels__sprintf("%s/blobs", f->repo_dir);
@@ -1098,7 +1093,7 @@ static int etag_order(const void *a, const void *b)
 {
 	const kernels__tree_entry *x = *(const kernels__tree_entry *const *)a;
 	const kernels__tree_entry *y = *(const kernels__tree_entry *const *)b;
-	int c = strcmp(entry_etag(x), entry_etag(y));
+	int c = strcmp(kernels__tree_entry_blob(x), kernels__tree_entry_blob(y));
 
 	return c ? c : (x < y ? -1 : x > y); /* ties in listing order: a blob's first file leads */
 }
@@ -1147,18 +1142,13 @@ static int blob_names(const char *repo_dir, char ***out, size_t *count)
 	return 0;
 }
 
-/* One job per distinct blob the cache lacks, in O(n log n): the files are
- * sorted by hash, so files sharing a blob sit together. */
-static int plan(fetch *f, const kernels__tree *tree)
+/* The listing's files, sorted by the blob they need: *out (the caller
+ * frees the array, not the entries), *count of them. */
+static int files_by_blob(fetch *f, const kernels__tree *tree, const kernels__tree_entry ***out, size_t *count)
 {
-	const kernels__tree_entry **by = NULL, *lead = NULL;
-	unsigned long long need = 0;
-	char **present = NULL;
-	size_t i, n = 0, unique = 0, n_present = 0;
-	int rc = 0, readdir_mode;
+	const kernels__tree_entry **by = NULL;
+	size_t i, n = 0;
 
-	if (!(f->cache_name = kernels__repo_cache_name(f->type, f->repo_id)))
-		return KERNELS_ENOMEM;
 	for (i = 0; i < tree->n; i++)
 		n += !tree->entries[i].is_dir;
 	if (n > FETCH_FILES_MAX)
@@ -1172,10 +1162,10 @@ static int plan(fetch *f, const kernels__tree *tree)
 		const kernels__tree_entry *e = &tree->entries[i];
 		if (e->is_dir)
 			continue;
-		if (!kernels__is_etag(entry_etag(e))) {
-			rc = kernels__error(KERNELS_EPARSE, "%s: the hash '%s' cannot name a blob", e->path,
-					    entry_etag(e));
-			goto out;
+		if (!kernels__is_etag(kernels__tree_entry_blob(e))) {
+			free(by);
+			return kernels__error(KERNELS_EPARSE, "%s: the hash '%s' cannot name a blob", e->path,
+					      kernels__tree_entry_blob(e));
 		}
 		if (f->stats) {
 			f->stats->files++;
@@ -1185,19 +1175,59 @@ static int plan(fetch *f, const kernels__tree *tree)
 	}
 	if (n)
 		qsort(by, n, sizeof(*by), etag_order);
+	*out = by;
+	*count = n;
+	return 0;
+}
+
+/* In `by` (sorted by blob), each file after the first of its blob set to
+ * NULL: it shares that one's blob (of one size: kernels__tree_check). */
+static size_t one_per_blob(const kernels__tree_entry **by, size_t n)
+{
+	const kernels__tree_entry *lead = NULL;
+	size_t i, unique = 0;
+
 	for (i = 0; i < n; i++) {
-		if (lead && !strcmp(entry_etag(by[i]), entry_etag(lead))) {
-			if (by[i]->size != lead->size) {
-				rc = kernels__error(KERNELS_EPARSE, "%s and %s have the same hash but different sizes; "
-						    "refusing the listing", lead->path, by[i]->path);
-				goto out;
-			}
-			by[i] = NULL; /* shares the blob of its lead */
+		if (lead && !strcmp(kernels__tree_entry_blob(by[i]), kernels__tree_entry_blob(lead))) {
+			by[i] = NULL;
 			continue;
 		}
 		lead = by[i];
 		unique++;
 	}
+	return unique;
+}
+
+static void add_job(fetch *f, const kernels__tree_entry *e, const char *etag)
+{
+	job *j = &f->jobs[f->n_jobs++];
+
+	j->f = f;
+	j->entry = e;
+	j->etag = etag;
+	j->lfs = e->lfs_sha256 != NULL;
+	j->size = e->size;
+	j->fd = -1;
+	j->lock.fd = -1;
+	kernels__hub_headers_clear(&j->hd);
+	j->state = J_WAIT_LOCK;
+}
+
+/* One job per distinct blob the cache lacks, in O(n log n): the files are
+ * sorted by hash, so files sharing a blob sit together. */
+static int plan(fetch *f, const kernels__tree *tree)
+{
+	const kernels__tree_entry **by = NULL;
+	unsigned long long need = 0;
+	char **present = NULL;
+	size_t i, n = 0, unique = 0, n_present = 0;
+	int rc, readdir_mode;
+
+	if (!(f->cache_name = kernels__repo_cache_name(f->type, f->repo_id)))
+		return KERNELS_ENOMEM;
+	if ((rc = files_by_blob(f, tree, &by, &n)) < 0)
+		goto out;
+	unique = one_per_blob(by, n);
 	readdir_mode = unique >= BLOBS_READDIR_MIN;
 	if (readdir_mode && (rc = blob_names(f->repo_dir, &present, &n_present)) < 0)
 		goto out;
@@ -1212,24 +1242,14 @@ static int plan(fetch *f, const kernels__tree *tree)
 	for (i = 0; i < 2 * n; i++) {
 		const kernels__tree_entry *e = by[i % n];
 		const char *etag;
-		job *j;
 		if (!e || (e->lfs_sha256 != NULL) != (i < n))
 			continue;
-		etag = entry_etag(e);
+		etag = kernels__tree_entry_blob(e);
 		if ((!readdir_mode || (n_present && bsearch(&etag, present, n_present, sizeof(*present),
 							    name_order))) &&
 		    kernels__cache_blob_ok(f->repo_dir, etag, e->size))
 			continue; /* in the cache already: only its links are made */
-		j = &f->jobs[f->n_jobs++];
-		j->f = f;
-		j->entry = e;
-		j->etag = etag;
-		j->lfs = e->lfs_sha256 != NULL;
-		j->size = e->size;
-		j->fd = -1;
-		j->lock.fd = -1;
-		kernels__hub_headers_clear(&j->hd);
-		j->state = J_WAIT_LOCK;
+		add_job(f, e, etag);
 		need += (unsigned long long)e->size;
 	}
 	f->all_total = need;
@@ -1253,12 +1273,12 @@ static int link_all(fetch *f, const kernels__tree *tree)
 		const kernels__tree_entry *e = &tree->entries[i];
 		if (e->is_dir)
 			continue;
-		if (kernels__cache_link_ok(f->repo_dir, f->commit, e->path, entry_etag(e), e->size)) {
+		if (kernels__cache_link_ok(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e), e->size)) {
 			if (f->stats)
 				f->stats->files_cached++;
 			continue;
 		}
-		if ((rc = kernels__cache_link(f->repo_dir, f->commit, e->path, entry_etag(e))) < 0)
+		if ((rc = kernels__cache_link(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e))) < 0)
 			return rc;
 	}
 	return 0;

@@ -200,6 +200,42 @@ static int parse_entry(json_t *item, const char *prefix, const char *where, kern
 	return kernels__tree_entry_check(e, prefix, where);
 }
 
+const char *kernels__tree_entry_blob(const kernels__tree_entry *e)
+{
+	return e->lfs_sha256 ? e->lfs_sha256 : e->oid;
+}
+
+static int blob_cmp(const void *a, const void *b)
+{
+	return strcmp(kernels__tree_entry_blob(*(const kernels__tree_entry *const *)a),
+		      kernels__tree_entry_blob(*(const kernels__tree_entry *const *)b));
+}
+
+/* Files naming one blob are fetched once, as one: a listing giving them
+ * different sizes lies about one of them. */
+static int check_blob_sizes(const kernels__tree *t, const char *where)
+{
+	const kernels__tree_entry **by;
+	size_t i, n = 0;
+	int rc = 0;
+
+	if (t->n < 2)
+		return 0;
+	if (!(by = malloc(t->n * sizeof(*by))))
+		return kernels__error_oom();
+	for (i = 0; i < t->n; i++)
+		if (!t->entries[i].is_dir)
+			by[n++] = &t->entries[i];
+	qsort(by, n, sizeof(*by), blob_cmp);
+	for (i = 0; i + 1 < n && !rc; i++)
+		if (by[i]->size != by[i + 1]->size &&
+		    !strcmp(kernels__tree_entry_blob(by[i]), kernels__tree_entry_blob(by[i + 1])))
+			rc = BAD("%s: '%.300s' and '%.300s' have the same hash but different sizes; refusing the "
+				 "listing", where, by[i]->path, by[i + 1]->path);
+	free(by);
+	return rc;
+}
+
 static int path_cmp(const void *a, const void *b)
 {
 	return strcmp((*(const kernels__tree_entry *const *)a)->path, (*(const kernels__tree_entry *const *)b)->path);
@@ -302,7 +338,7 @@ int kernels__tree_check(kernels__tree *t, const char *where)
 		last = p;
 		last_len = len;
 	}
-	return 0;
+	return check_blob_sizes(t, where);
 }
 
 void kernels__tree_range(const kernels__tree *t, const char *folder, size_t *first, size_t *count)

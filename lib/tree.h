@@ -41,9 +41,13 @@ char *kernels__tree_strdup(kernels__tree *t, const char *s, size_t n);
  * 40-hex oid for files, a lower-case 64-hex LFS hash, a size within the
  * cap. `where` prefixes the message. */
 int kernels__tree_entry_check(const kernels__tree_entry *e, const char *prefix, const char *where);
-/* Sorts the entries by path (strcmp) and refuses a path listed twice or a
- * file that another entry uses as a folder. O(n log n). */
+/* Sorts the entries by path (strcmp) and refuses a path listed twice, a
+ * file that another entry uses as a folder, or files of one blob that
+ * differ in size. O(n log n). */
 int kernels__tree_check(kernels__tree *t, const char *where);
+/* The blob a file's bytes are kept under in the cache: its LFS sha256,
+ * else its git oid (owned by the entry). */
+const char *kernels__tree_entry_blob(const kernels__tree_entry *e);
 /* The entry with exactly this path in a sorted tree, or NULL. */
 const kernels__tree_entry *kernels__tree_find(const kernels__tree *t, const char *path);
 /* The entries under `folder`/ of a sorted tree: [*first, *first + *count). */

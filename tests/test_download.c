@@ -880,6 +880,11 @@ static void test_hostile_listings(void **state)
 		KERNELS_EPARSE);
 	hostile(e, "[1, 2]", KERNELS_EPARSE);
 	hostile(e, "{\"type\": \"file\", " OID ", \"size\": 3, \"path\": \"build/" V1 "/ok.txt\"}", KERNELS_EPARSE);
+	/* ok.txt's blob again, said to be of another size: one of the two lies,
+	 * and nothing of the listing is kept for the next call. */
+	hostile(e, "{\"type\": \"file\", \"oid\": \"0000000000000000000000000000000000000001\", \"size\": 4, "
+		   "\"path\": \"build/" V1 "/same.txt\"}", KERNELS_EPARSE);
+	assert_non_null(strstr(kernels_error_last(), "same hash but different sizes"));
 
 	/* A size under the per-file cap but beyond the free disk is refused before any transfer. */
 	{

@@ -27,6 +27,7 @@ static void test_path_check(void **state)
 }
 
 #define OID "0123456789abcdef0123456789abcdef01234567"
+#define OID2 "1123456789abcdef0123456789abcdef01234567"
 #define SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 /* Reads `json` (one page) under `prefix` into a fresh tree and checks it. */
@@ -78,6 +79,13 @@ static void test_page_refused(void **state)
 		{ "[{\"type\":\"file\",\"path\":\"build/a\",\"oid\":\"" OID "\",\"size\":1},"
 		  "{\"type\":\"file\",\"path\":\"build/a/b\",\"oid\":\"" OID "\",\"size\":1}]", KERNELS_EUNSAFE },
 		{ "[{\"type\":\"file\",\"path\":\"build/a\",\"oid\":\"xyz\",\"size\":1}]", KERNELS_EPARSE },
+		/* one blob, two sizes: by the git oid, and by the LFS hash */
+		{ "[{\"type\":\"file\",\"path\":\"build/a\",\"oid\":\"" OID "\",\"size\":1},"
+		  "{\"type\":\"file\",\"path\":\"build/b\",\"oid\":\"" OID "\",\"size\":2}]", KERNELS_EPARSE },
+		{ "[{\"type\":\"file\",\"path\":\"build/a\",\"oid\":\"" OID "\",\"size\":1,"
+		  "\"lfs\":{\"oid\":\"" SHA "\",\"size\":1}},"
+		  "{\"type\":\"file\",\"path\":\"build/b\",\"oid\":\"" OID2 "\",\"size\":2,"
+		  "\"lfs\":{\"oid\":\"" SHA "\",\"size\":2}}]", KERNELS_EPARSE },
 		{ "[{\"type\":\"link\",\"path\":\"build/a\"}]", KERNELS_EUNSAFE },
 		{ "{}", KERNELS_EPARSE },
 	};
