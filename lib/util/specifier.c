@@ -192,34 +192,42 @@ static const int PRE_KIND[] = { PRE_A, PRE_A, PRE_B, PRE_B, PRE_RC, PRE_RC, PRE_
 static const char *const POST_WORDS[] = { "post", "rev", "r", NULL };
 static const char *const DEV_WORDS[] = { "dev", NULL };
 
-/*
- * Scans v->low[0..len) as one version, surrounded by optional whitespace.
- * Returns 0, -1 on a syntax error (err filled) or -2 when out of memory.
- */
-static int scan(kernels__version *v, size_t len, int wildcard_ok, struct perr *err)
+/* [._-]? WORD [._-]? N? at s[i..len), WORD one of `words`: the index past
+ * it, or `i` when there is none; *which the word, *n its number (0 when
+ * absent), left alone when there is none. */
+static size_t lettered(const char *s, size_t i, size_t len, const char *const *words, int *which, struct num *n)
+{
+	size_t k = i < len && is_sep(s[i]) ? i + 1 : i, w, j;
+
+	if (!(w = match_word(s, k, len, words, which)))
+		return i;
+	k += w;
+	if (k < len && is_sep(s[k]))
+		k++;
+	j = skip_digits(s, k, len);
+	*n = j > k ? mknum(s, k, j) : ZERO;
+	return j;
+}
+
+/* The release N(.N)*, after an optional epoch N!, from *at (moved past
+ * it, or to where it went wrong): 0, -1 on a syntax error, -2 when out of
+ * memory. */
+static int scan_release(kernels__version *v, size_t len, size_t *at, enum scan_state *st)
 {
 	const char *s = v->low;
-	size_t i = 0, j, k, rcap = 0, lcap = 0;
-	int which;
-	enum scan_state st = ST_START;
+	size_t i = *at, j = skip_digits(s, i, len), cap = 0;
 
-	while (i < len && is_space(s[i]))
-		i++;
-	if (i < len && s[i] == 'v')
-		i++;
-	j = skip_digits(s, i, len);
 	if (j == i)
-		goto fail;
+		return -1;
 	if (j < len && s[j] == '!') {
 		v->epoch = mknum(s, i, j);
-		i = j + 1;
-		st = ST_EPOCH;
-		j = skip_digits(s, i, len);
-		if (j == i)
-			goto fail;
+		*at = i = j + 1;
+		*st = ST_EPOCH;
+		if ((j = skip_digits(s, i, len)) == i)
+			return -1;
 	}
 	for (;;) {
-		if (push_release(v, &rcap, mknum(s, i, j)) < 0)
+		if (push_release(v, &cap, mknum(s, i, j)) < 0)
 			return -2;
 		i = j;
 		if (!(i + 1 < len && s[i] == '.' && is_digit(s[i + 1])))
@@ -227,85 +235,104 @@ static int scan(kernels__version *v, size_t len, int wildcard_ok, struct perr *e
 		j = skip_digits(s, i + 1, len);
 		i++;
 	}
+	*at = i;
+	return 0;
+}
+
+/* The pre-release (a, b, rc and their spellings), the post-release (-N,
+ * or post, rev, r) and the dev release, each optional, in that order,
+ * from `i`: the index past them. */
+static size_t scan_suffixes(kernels__version *v, size_t i, size_t len, enum scan_state *st)
+{
+	const char *s = v->low;
+	size_t j;
+	int which;
+
+	if ((j = lettered(s, i, len, PRE_WORDS, &which, &v->pre_n)) != i) {
+		v->pre = PRE_KIND[which];
+		i = j;
+		*st = ST_PRE;
+	}
+	if (i + 1 < len && s[i] == '-' && is_digit(s[i + 1])) {
+		j = skip_digits(s, i + 1, len);
+		v->post = mknum(s, i + 1, j);
+	} else {
+		j = lettered(s, i, len, POST_WORDS, &which, &v->post);
+	}
+	if (j != i) {
+		v->has_post = 1;
+		i = j;
+		*st = ST_POST;
+	}
+	if ((j = lettered(s, i, len, DEV_WORDS, &which, &v->dev)) != i) {
+		v->has_dev = 1;
+		i = j;
+		*st = ST_DEV;
+	}
+	return i;
+}
+
+/* The local label + [a-z0-9]+ ([._-][a-z0-9]+)*, *at on its '+' (moved past
+ * it, or to where it went wrong): 0, -1 on a syntax error, -2 when out of
+ * memory. */
+static int scan_local(kernels__version *v, size_t len, size_t *at)
+{
+	const char *s = v->low;
+	size_t i = *at, j, cap = 0;
+
+	if (!(i + 1 < len && is_alnum(s[i + 1]))) {
+		*at = i + 1;
+		return -1;
+	}
+	v->local_at = i;
+	for (;;) {
+		j = skip_alnum(s, i + 1, len);
+		if (push_local(v, &cap, s, i + 1, j) < 0)
+			return -2;
+		i = j;
+		if (!(i + 1 < len && is_sep(s[i]) && is_alnum(s[i + 1])))
+			break;
+	}
+	*at = i;
+	return 0;
+}
+
+/*
+ * Scans v->low[0..len) as one version, surrounded by optional whitespace.
+ * Returns 0, -1 on a syntax error (err filled) or -2 when out of memory.
+ */
+static int scan(kernels__version *v, size_t len, int wildcard_ok, struct perr *err)
+{
+	const char *s = v->low;
+	size_t i = 0, j;
+	enum scan_state st = ST_START;
+	int rc;
+
+	while (i < len && is_space(s[i]))
+		i++;
+	if (i < len && s[i] == 'v')
+		i++;
+	if ((rc = scan_release(v, len, &i, &st)) < 0) {
+		if (rc == -2)
+			return -2;
+		goto fail;
+	}
 	v->release_end = i;
 	st = ST_RELEASE;
-
 	if (wildcard_ok && i + 1 < len && s[i] == '.' && s[i + 1] == '*') {
 		v->wildcard = 1;
 		i += 2;
 		st = ST_WILDCARD;
-		goto tail;
-	}
-
-	/* pre-release: [._-]? (alpha|a|beta|b|preview|pre|c|rc) [._-]? N? */
-	k = i < len && is_sep(s[i]) ? i + 1 : i;
-	if ((j = match_word(s, k, len, PRE_WORDS, &which)) > 0) {
-		v->pre = PRE_KIND[which];
-		k += j;
-		if (k < len && is_sep(s[k]))
-			k++;
-		j = skip_digits(s, k, len);
-		v->pre_n = j > k ? mknum(s, k, j) : ZERO;
-		i = j;
-		st = ST_PRE;
-	}
-
-	/* post-release: -N, or [._-]? (post|rev|r) [._-]? N? */
-	if (i + 1 < len && s[i] == '-' && is_digit(s[i + 1])) {
-		j = skip_digits(s, i + 1, len);
-		v->has_post = 1;
-		v->post = mknum(s, i + 1, j);
-		i = j;
-		st = ST_POST;
 	} else {
-		k = i < len && is_sep(s[i]) ? i + 1 : i;
-		if ((j = match_word(s, k, len, POST_WORDS, &which)) > 0) {
-			k += j;
-			if (k < len && is_sep(s[k]))
-				k++;
-			j = skip_digits(s, k, len);
-			v->has_post = 1;
-			v->post = j > k ? mknum(s, k, j) : ZERO;
-			i = j;
-			st = ST_POST;
-		}
-	}
-
-	/* dev release: [._-]? dev [._-]? N? */
-	k = i < len && is_sep(s[i]) ? i + 1 : i;
-	if ((j = match_word(s, k, len, DEV_WORDS, &which)) > 0) {
-		k += j;
-		if (k < len && is_sep(s[k]))
-			k++;
-		j = skip_digits(s, k, len);
-		v->has_dev = 1;
-		v->dev = j > k ? mknum(s, k, j) : ZERO;
-		i = j;
-		st = ST_DEV;
-	}
-
-	/* local label: + [a-z0-9]+ ([._-][a-z0-9]+)* */
-	if (i < len && s[i] == '+') {
-		if (!(i + 1 < len && is_alnum(s[i + 1]))) {
-			i++;
-			st = ST_LOCAL_START;
-			goto fail;
-		}
-		v->local_at = i;
-		k = i + 1;
-		for (;;) {
-			j = skip_alnum(s, k, len);
-			if (push_local(v, &lcap, s, k, j) < 0)
+		i = scan_suffixes(v, i, len, &st);
+		if (i < len && s[i] == '+') {
+			if ((rc = scan_local(v, len, &i)) == -2)
 				return -2;
-			i = j;
-			if (!(i + 1 < len && is_sep(s[i]) && is_alnum(s[i + 1])))
-				break;
-			k = i + 1;
+			st = rc < 0 ? ST_LOCAL_START : ST_LOCAL;
+			if (rc < 0)
+				goto fail;
 		}
-		st = ST_LOCAL;
 	}
-
-tail:
 	j = i;
 	while (j < len && is_space(s[j]))
 		j++;
