@@ -222,16 +222,108 @@ out:
 	return rc;
 }
 
+/* Where a header starts: the tables it makes are reported there. */
+typedef struct {
+	size_t start;
+	int line, col;
+} header_at;
+
+/* A new element table at the end of the array of tables `arr`: *elem. */
+static int aot_append(parser *p, kernels__toml_value *arr, const header_at *h, kernels__toml_value **elem)
+{
+	kernels__toml_value *e = kernels__toml_value_new_lc(p, KERNELS__TOML_TABLE, h->start, h->line, h->col,
+							      arr->depth + 1);
+	int rc;
+
+	if (!e)
+		return kernels_error_last_code();
+	e->flags = T_EXPLICIT;
+	if ((rc = kernels__toml_array_add(arr, e)) < 0)
+		return rc;
+	*elem = e;
+	return 0;
+}
+
+/* Part i of a header's key, absent from `t`: made there, a table (for
+ * the last part of a [[header]], an array of tables with its first
+ * element); *into the table the header goes on in. */
+static int header_make(parser *p, kernels__toml_value *t, const keypath *k, size_t i, int aot, const header_at *h,
+		       kernels__toml_value **into)
+{
+	const keypart *part = &k->part[i];
+	int last = i + 1 == k->n, rc;
+	kernels__toml_value *next;
+
+	if (last && aot) {
+		if (!(next = kernels__toml_value_new_lc(p, KERNELS__TOML_ARRAY, h->start, h->line, h->col, t->depth + 1)))
+			return kernels_error_last_code();
+		next->flags = T_AOT;
+		if ((rc = aot_append(p, next, h, into)) < 0) {
+			kernels__toml_value_free(next);
+			return rc;
+		}
+	} else {
+		if (!(next = kernels__toml_value_new_lc(p, KERNELS__TOML_TABLE, part->pos, last ? h->line : part->line,
+							last ? h->col : part->col, t->depth + 1)))
+			return kernels_error_last_code();
+		next->flags = last ? T_EXPLICIT : 0;
+		*into = next;
+	}
+	return kernels__toml_table_add(t, part->buf.ptr, part->buf.len, part->line, part->col, next);
+}
+
+/* Part i of a header's key, found as `next`: *into the table the header
+ * goes on in, or the header refused (an inline value, a value, a table
+ * defined twice, an array of tables named by [header] or a table by
+ * [[header]]). */
+static int header_enter(parser *p, const keypath *k, size_t i, int aot, const header_at *h, kernels__toml_value *next,
+			kernels__toml_value **into)
+{
+	int last = i + 1 == k->n;
+	size_t pos = k->part[i].pos;
+	char buf[512];
+
+	if (next->flags & T_FROZEN)
+		return kernels__toml_fail_at(p, pos, "cannot extend '%s': it was written as an inline value",
+					     kernels__toml_keypath_str(k, i + 1, buf, sizeof(buf)));
+	if (last && aot) {
+		if (!(next->flags & T_AOT))
+			return kernels__toml_fail_at(p, pos, "'%s' is already defined as %s, not an array of tables",
+						     kernels__toml_keypath_str(k, i + 1, buf, sizeof(buf)),
+						     next->type == KERNELS__TOML_TABLE ? "a table" : "a value");
+		return aot_append(p, next, h, into);
+	}
+	if (next->flags & T_AOT) {
+		if (last)
+			return kernels__toml_fail_at(p, pos, "'%s' is an array of tables; use [[%s]] to add an element",
+						     kernels__toml_keypath_str(k, i + 1, buf, sizeof(buf)), buf);
+		next = next->u.a.items[next->u.a.n - 1];
+	} else if (next->type != KERNELS__TOML_TABLE) {
+		return kernels__toml_fail_at(p, pos, "'%s' is already defined as a value, not a table",
+					     kernels__toml_keypath_str(k, i + 1, buf, sizeof(buf)));
+	} else if (last && (next->flags & (T_EXPLICIT | T_DOTTED))) {
+		return kernels__toml_fail_at(p, pos, "table '%s' is defined more than once",
+					     kernels__toml_keypath_str(k, i + 1, buf, sizeof(buf)));
+	}
+	if (last) {
+		next->flags |= T_EXPLICIT;
+		next->line = h->line;
+		next->col = h->col;
+	}
+	*into = next;
+	return 0;
+}
+
 /* [a.b.c] or [[a.b.c]]: finds or creates the table and makes it current. */
 static int parse_header(parser *p)
 {
-	size_t start = p->pos, i;
-	int aot = kernels__toml_peek(p, 1) == '[', rc, line, col, hline, hcol;
+	header_at h = { .start = p->pos };
+	int aot = kernels__toml_peek(p, 1) == '[', rc;
 	keypath k = { .n = 0 };
-	kernels__toml_value *t = p->root, *next;
-	char buf[512];
+	kernels__toml_value *t = p->root;
+	size_t i;
 
-	kernels__toml_locate(p, start, &hline, &hcol);
+	kernels__toml_locate(p, h.start, &h.line, &h.col);
 	p->pos += aot ? 2 : 1;
 	p->section++;
 	kernels__toml_skip_ws(p);
@@ -245,96 +337,13 @@ static int parse_header(parser *p)
 	p->pos += aot ? 2 : 1;
 	if ((rc = kernels__toml_end_of_statement(p)) < 0)
 		goto out;
-	for (i = 0; i < k.n; i++) {
-		int last = i + 1 == k.n;
+	for (i = 0, rc = 0; i < k.n && rc == 0; i++) {
 		long idx = kernels__toml_table_find(t, k.part[i].buf.ptr, k.part[i].buf.len);
-		line = k.part[i].line;
-		col = k.part[i].col;
-		if (idx < 0) {
-			if (last && aot) {
-				kernels__toml_value *elem;
-				if (!(next = kernels__toml_value_new_lc(p, KERNELS__TOML_ARRAY, start, hline, hcol,
-									t->depth + 1)) ||
-				    !(elem = kernels__toml_value_new_lc(p, KERNELS__TOML_TABLE, start, hline, hcol,
-									t->depth + 2))) {
-					kernels__toml_value_free(next);
-					rc = kernels_error_last_code();
-					goto out;
-				}
-				next->flags = T_AOT;
-				elem->flags = T_EXPLICIT;
-				if ((rc = kernels__toml_array_add(next, elem)) < 0 ||
-				    (rc = kernels__toml_table_add(t, k.part[i].buf.ptr, k.part[i].buf.len, line, col,
-								  next)) < 0)
-					goto out;
-				t = elem;
-				break;
-			}
-			if (!(next = kernels__toml_value_new_lc(p, KERNELS__TOML_TABLE, k.part[i].pos,
-								last ? hline : line, last ? hcol : col,
-								t->depth + 1))) {
-				rc = kernels_error_last_code();
-				goto out;
-			}
-			next->flags = last ? T_EXPLICIT : 0;
-			rc = kernels__toml_table_add(t, k.part[i].buf.ptr, k.part[i].buf.len, line, col, next);
-			if (rc < 0)
-				goto out;
-			t = next;
-			continue;
-		}
-		next = t->u.t.items[idx].value;
-		if (next->flags & T_FROZEN) {
-			rc = kernels__toml_fail_at(p, k.part[i].pos,
-						   "cannot extend '%s': it was written as an inline value",
-						   kernels__toml_keypath_str(&k, i + 1, buf, sizeof(buf)));
-			goto out;
-		}
-		if (last && aot) {
-			kernels__toml_value *elem;
-			if (!(next->flags & T_AOT)) {
-				rc = kernels__toml_fail_at(p, k.part[i].pos,
-							   "'%s' is already defined as %s, not an array of tables",
-							   kernels__toml_keypath_str(&k, i + 1, buf, sizeof(buf)),
-							   next->type == KERNELS__TOML_TABLE ? "a table" : "a value");
-				goto out;
-			}
-			if (!(elem = kernels__toml_value_new_lc(p, KERNELS__TOML_TABLE, start, hline, hcol,
-								next->depth + 1))) {
-				rc = kernels_error_last_code();
-				goto out;
-			}
-			elem->flags = T_EXPLICIT;
-			if ((rc = kernels__toml_array_add(next, elem)) < 0)
-				goto out;
-			t = elem;
-			break;
-		}
-		if (next->flags & T_AOT) {
-			if (last) {
-				rc = kernels__toml_fail_at(p, k.part[i].pos,
-							   "'%s' is an array of tables; use [[%s]] to add an element",
-							   kernels__toml_keypath_str(&k, i + 1, buf, sizeof(buf)), buf);
-				goto out;
-			}
-			next = next->u.a.items[next->u.a.n - 1];
-		} else if (next->type != KERNELS__TOML_TABLE) {
-			rc = kernels__toml_fail_at(p, k.part[i].pos, "'%s' is already defined as a value, not a table",
-						   kernels__toml_keypath_str(&k, i + 1, buf, sizeof(buf)));
-			goto out;
-		} else if (last && (next->flags & (T_EXPLICIT | T_DOTTED))) {
-			rc = kernels__toml_fail_at(p, k.part[i].pos, "table '%s' is defined more than once",
-						   kernels__toml_keypath_str(&k, i + 1, buf, sizeof(buf)));
-			goto out;
-		}
-		if (last) {
-			next->flags |= T_EXPLICIT;
-			next->line = hline;
-			next->col = hcol;
-		}
-		t = next;
+		rc = idx < 0 ? header_make(p, t, &k, i, aot, &h, &t)
+			     : header_enter(p, &k, i, aot, &h, t->u.t.items[idx].value, &t);
 	}
-	p->cur = t;
+	if (rc == 0)
+		p->cur = t;
 out:
 	kernels__toml_keypath_free(&k);
 	return rc;
