@@ -270,6 +270,11 @@ static void close_job(fetch *f, job *j)
 	}
 	curl_slist_free_all(j->hdrs);
 	j->hdrs = NULL;
+	/* Bytes are kept for the next try to resume; an .incomplete that
+	 * got none (the request failed, or was never answered) is removed,
+	 * under the lock still: it would only be left in the cache. */
+	if (j->fd >= 0 && j->have == 0)
+		unlinkat(f->blobs_fd, in_blobs(j->incomplete), 0);
 	if (j->fd >= 0)
 		close(j->fd);
 	j->fd = -1;

@@ -781,6 +781,8 @@ static void test_fault_persistent_error(void **state)
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "_ops.py"), 3);
 	snprintf(path, sizeof(path), "%s/kernels--org--k/snapshots", e->cache);
 	assert_false(test_exists(path));
+	/* No file of _ops.py's arrived: no .incomplete of it is left (one holding bytes would be, to resume). */
+	assert_int_equal(test_system("test -z \"$(find '%s' -name '*.incomplete' -empty)\"", e->cache), 0);
 	/* A cancelled download (progress callback) is an error too, and resumable. */
 	test_hub_faults_clear(e->hub);
 }
