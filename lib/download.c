@@ -258,11 +258,43 @@ static int download_offline(const kernels__config *cfg, kernels__repo_type type,
 	return rc;
 }
 
+/* Whether the Hub's answers belie the cache's record of the listing
+ * (`from_record`), which only saves a request: a file's hash or size
+ * other than the record says, a file or variant it lacks. Then the
+ * listing is asked of the Hub again (listing.h), once. */
+static int belied(const kernels__config *cfg, int from_record, int rc, const char *repo_id, const char *commit)
+{
+	if (from_record != 1 || (rc != KERNELS_EINTEGRITY && rc != KERNELS_ENOTFOUND))
+		return 0;
+	kernels__log(cfg, KERNELS_LOG_DEBUG, "the cache's record of the listing of %s at %.12s is not what the Hub "
+		     "answers (%s); asking the Hub for the listing again", repo_id, commit, kernels_error_last());
+	kernels_error_clear();
+	return 1;
+}
+
+/* One listing of build/ per commit, recorded: the variants' files are
+ * ranges of it. 1 when a record was belied (`ask` 0 only), else as
+ * kernels__download. */
+static int fetch_listed(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			const char *commit, const char *const *variants, size_t n_variants,
+			kernels_download_stats *stats, int ask)
+{
+	kernels__tree all = { 0 }, view = { 0 };
+	int from = 0, rc = 0;
+
+	if (n_variants && (rc = from = kernels__listing_get(cfg, type, repo_id, commit, ask, &all)) >= 0)
+		rc = variants_view(&all, repo_id, commit, variants, n_variants, &view);
+	if (rc == 0)
+		rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &view, stats);
+	free(view.entries);
+	kernels__tree_free(&all);
+	return belied(cfg, from, rc, repo_id, commit) ? 1 : rc;
+}
+
 int kernels__download(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 		      const char *commit, const char *const *variants, size_t n_variants, char **snapshot_dir,
 		      kernels_download_stats *stats, unsigned int flags)
 {
-	kernels__tree all = { 0 }, view = { 0 };
 	size_t i;
 	int rc;
 
@@ -286,14 +318,8 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type type, const
 	    !kernels__cache_variants_fetched(cfg, type, repo_id, commit, variants, n_variants))
 		kernels__hub_cdn_warm(cfg);
 
-	/* One listing of build/ per commit, recorded: the variants' files are
-	 * ranges of it. */
-	if (n_variants && (rc = kernels__listing_build(cfg, type, repo_id, commit, &all)) == 0)
-		rc = variants_view(&all, repo_id, commit, variants, n_variants, &view);
-	if (rc == 0)
-		rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &view, stats);
-	free(view.entries);
-	kernels__tree_free(&all);
+	if ((rc = fetch_listed(cfg, type, repo_id, commit, variants, n_variants, stats, 0)) == 1)
+		rc = fetch_listed(cfg, type, repo_id, commit, variants, n_variants, stats, 1);
 	if (rc == 0 && snapshot_dir) {
 		char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
 		/* Not created here: an empty snapshot folder would pass for a cached commit. */
@@ -385,23 +411,25 @@ void kernels__download_mark_absent(const kernels__config *cfg, kernels__repo_typ
 }
 
 /* A file under build/: the commit's listing (recorded after its first
- * request) already holds its hash and size, so one GET fetches it. */
-static int listed_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-		       const char *commit, const char *path, char **local_path)
+ * request) already holds its hash and size, so one GET fetches it. 1 when
+ * the record was belied (`ask` 0 only), else 0 or an error. */
+static int listed_once(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+		       const char *commit, const char *path, int ask, char **local_path)
 {
 	kernels__tree all, one = { 0 };
 	const kernels__tree_entry *e;
 	kernels__tree_entry copy;
 	char *dir = NULL;
-	int rc;
+	int rc, from;
 
-	if ((rc = kernels__listing_build(cfg, type, repo_id, commit, &all)) < 0)
+	if ((rc = from = kernels__listing_get(cfg, type, repo_id, commit, ask, &all)) < 0)
 		return rc;
 	e = kernels__tree_find(&all, path);
 	if (!e || e->is_dir) {
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s has no file %s at commit %s (its listing says so)", repo_id,
 				    path, commit);
-		mark_no_exist(cfg, type, repo_id, commit, path);
+		if (!from) /* the Hub's word, not the record's */
+			mark_no_exist(cfg, type, repo_id, commit, path);
 	} else {
 		copy = *e;
 		one.entries = &copy;
@@ -413,7 +441,15 @@ static int listed_file(const kernels__config *cfg, kernels__repo_type type, cons
 		free(dir);
 	}
 	kernels__tree_free(&all);
-	return rc;
+	return belied(cfg, from, rc, repo_id, commit) ? 1 : rc;
+}
+
+static int listed_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+		       const char *commit, const char *path, char **local_path)
+{
+	int rc = listed_once(cfg, type, repo_id, commit, path, 0, local_path);
+
+	return rc == 1 ? listed_once(cfg, type, repo_id, commit, path, 1, local_path) : rc;
 }
 
 int kernels__download_file(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,

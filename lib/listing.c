@@ -190,16 +190,24 @@ int kernels__listing_recorded(const kernels__config *cfg, kernels__repo_type typ
 	return found;
 }
 
-int kernels__listing_build(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			   const char *commit, kernels__tree *out)
+int kernels__listing_get(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			 const char *commit, int ask, kernels__tree *out)
 {
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = kernels__listing_read(cfg, type, repo_id, commit, out)) != 0)
-		return rc < 0 ? rc : 0;
+	if (!ask && (rc = kernels__listing_read(cfg, type, repo_id, commit, out)) != 0)
+		return rc;
 	if ((rc = kernels__hub_tree_list_max(cfg, type, repo_id, commit, "build", 1, KERNELS__LISTING_MAX, out)) < 0)
 		return rc;
 	record(cfg, type, repo_id, commit, out);
 	return 0;
+}
+
+int kernels__listing_build(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			   const char *commit, kernels__tree *out)
+{
+	int rc = kernels__listing_get(cfg, type, repo_id, commit, 0, out);
+
+	return rc < 0 ? rc : 0;
 }

@@ -40,6 +40,14 @@
 int kernels__listing_build(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, kernels__tree *out);
 
+/* The same, telling where it came from: 1 from the record, 0 from the
+ * Hub. `ask`: the Hub's even where there is a record, which its answer
+ * replaces; for a caller the Hub's answers showed the record wrong (a
+ * file's hash or size, a file it lacks): a record only saves a request and
+ * is never trusted past that. */
+int kernels__listing_get(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			 const char *commit, int ask, kernels__tree *out);
+
 /* Reads the record only: 1 with *out filled, 0 when there is none (or it
  * is not sound), <0 on an error (out of memory). */
 int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,

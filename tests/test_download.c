@@ -913,6 +913,66 @@ static void test_hostile_listings(void **state)
 	}
 }
 
+/* A listing record ({repo}/.libkernels/trees/{commit}/build.tsv) only
+ * saves the listing request: one that is whole and well formed but wrong
+ * (edited by hand or by another program) is not trusted past the Hub's
+ * first answer that belies it. A file's hash or size other than the Hub's,
+ * or a variant or file the record lacks, has the listing asked of the Hub
+ * again, once, and the call goes on from it; the record is replaced, and
+ * no absence it claimed is remembered in .no_exist/. */
+static void tamper_record(test_world *e, const char *sed, char *rec, size_t n)
+{
+	snprintf(rec, n, "%s/kernels--org--k/.libkernels/trees/%s/build.tsv", e->cache, e->commit[K]);
+	assert_int_equal(test_system("rm -rf '%s/kernels--org--k/blobs' '%s/kernels--org--k/snapshots' && "
+				     "sed -i '%s' '%s' && ! cmp -s '%s' '%s.orig'", e->cache, e->cache, sed, rec,
+				     rec, rec), 0);
+}
+
+#define RECORDED(path) "build\\/" V1 "\\/" path "$"
+
+static void test_wrong_listing_record(void **state)
+{
+	static const char *const edits[] = {
+		/* another blob for _ops.py: the Hub's ETag says otherwise */
+		"s/^f [0-9a-f]\\{40\\} \\(11 - " RECORDED("_ops.py") "\\)/f 0123456789012345678901234567890123456789 \\1/",
+		/* data.bin said to be smaller: the Hub sends more */
+		"s/ 5000 \\(- " RECORDED("sub\\/deep\\/data.bin") "\\)/ 4000 \\1/",
+		/* no V1 at all (the count at the end kept right) */
+		"/ build\\/" V1 "/d; s/^end .*/end 2/",
+	};
+	test_world *e = *state;
+	kernels__config cfg;
+	kernels_options o;
+	char rec[PATH_MAX], *local = NULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		test_world_fresh_cache(e);
+		options(e, &o);
+		assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+		snprintf(rec, sizeof(rec), "%s/kernels--org--k/.libkernels/trees/%s/build.tsv", e->cache, e->commit[K]);
+		assert_int_equal(test_system("cp '%s' '%s.orig'", rec, rec), 0);
+		tamper_record(e, edits[i], rec, sizeof(rec));
+		test_hub_log_clear(e->hub);
+		if (download(e, &o, "org/k", e->commit[K], V1, NULL) != 0)
+			fail_msg("edit %zu: %s", i, kernels_error_last());
+		check_layout(e, "kernels--org--k", e->commit[K]);
+		assert_int_equal(test_hub_log_count(e->hub, NULL, "/tree/"), 1);
+		assert_int_equal(test_system("cmp -s '%s' '%s.orig'", rec, rec), 0); /* the Hub's again */
+	}
+	/* One file asked for by its path (a CUDA candidate's metadata.json):
+	 * the record lacks it, the Hub has it. */
+	tamper_record(e, "/ " RECORDED("metadata.json") "/d; s/^end 13/end 12/", rec, sizeof(rec));
+	assert_int_equal(kernels__config_load(&cfg, &o), 0);
+	assert_int_equal(kernels__download_file(&cfg, KERNELS__REPO_KERNEL, "org/k", e->commit[K], files[0].path,
+						&local, 0), 0);
+	assert_non_null(strstr(local, "/metadata.json"));
+	free(local);
+	assert_int_equal(test_system("cmp -s '%s' '%s.orig'", rec, rec), 0);
+	assert_int_equal(test_system("test ! -e '%s/kernels--org--k/.no_exist'", e->cache), 0);
+	kernels__config_free(&cfg);
+}
+
 /* Threads of one process share the connection pool and still exclude each
  * other per blob (flock locks belong to each open file, not the process). */
 typedef struct {
@@ -1200,6 +1260,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_fault_persistent_error, setup),
 		cmocka_unit_test_setup(test_progress, setup),
 		cmocka_unit_test_setup(test_hostile_listings, setup),
+		cmocka_unit_test_setup(test_wrong_listing_record, setup),
 		cmocka_unit_test_setup(test_planted_folder_link, setup),
 		cmocka_unit_test_setup(test_sixteen_processes, setup),
 		cmocka_unit_test_setup(test_threads, setup),
