@@ -486,8 +486,13 @@ static int token_load(kernels__config *cfg, const kernels_options *opts)
 
 void kernels__config_deadline_restart(kernels__config *cfg)
 {
-	cfg->deadline_at = cfg->deadline_ms >= 0 ? kernels__now_ms() + cfg->deadline_ms : 0;
-	if (cfg->deadline_ms >= 0 && cfg->deadline_at == 0)
+	long long now = kernels__now_ms();
+
+	if (cfg->deadline_ms < 0)
+		cfg->deadline_at = 0;
+	else if (cfg->deadline_ms > LLONG_MAX - now) /* too far off to add to the clock: never runs out */
+		cfg->deadline_at = LLONG_MAX;
+	else if (!(cfg->deadline_at = now + cfg->deadline_ms))
 		cfg->deadline_at = 1;
 }
 

@@ -1,5 +1,6 @@
 /* Options + environment resolution: precedence of cache roots, endpoint,
  * token sources, offline and telemetry switches. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,6 +206,30 @@ static void test_bad_values_named(void **state)
 	}
 }
 
+/* A deadline too far off to add to the clock (KERNELS_DEADLINE_MS or the
+ * option at LONG_MAX) is as good as none: the call has all the time there
+ * is, never none at all, and the sum does not overflow. */
+static void test_deadline_beyond_the_clock(void **state)
+{
+	kernels__config cfg;
+	kernels_options opts;
+	char far[32];
+	(void)state;
+
+	snprintf(far, sizeof(far), "%ld", LONG_MAX);
+	setenv("KERNELS_DEADLINE_MS", far, 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(cfg.deadline_ms, LONG_MAX);
+	assert_true(kernels__deadline_left_ms(&cfg) > 24L * 3600 * 1000);
+	kernels__config_free(&cfg);
+	unsetenv("KERNELS_DEADLINE_MS");
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.deadline_ms = LONG_MAX - 1;
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_true(kernels__deadline_left_ms(&cfg) > 24L * 3600 * 1000);
+	kernels__config_free(&cfg);
+}
+
 static void test_public_cache_path(void **state)
 {
 	char *dir = test_mkdtemp("cachepath"), *p = NULL, *model;
@@ -370,6 +395,7 @@ int main(void)
 		cmocka_unit_test_setup(test_token_sources, clean_env),
 		cmocka_unit_test_setup(test_switches, clean_env),
 		cmocka_unit_test_setup(test_bad_values_named, clean_env),
+		cmocka_unit_test_setup(test_deadline_beyond_the_clock, clean_env),
 		cmocka_unit_test_setup(test_public_cache_path, clean_env),
 		cmocka_unit_test_setup(test_options_version_checked, clean_env),
 		cmocka_unit_test_setup(test_options_static_initialiser_and_every_version, clean_env),
