@@ -633,117 +633,130 @@ static int scan_digits(const char *s, size_t n, size_t *i, int base, char *clean
 	return count;
 }
 
-int kernels__toml_parse_number(parser *p, kernels__toml_value **out, int depth)
-{
-	size_t start = p->pos, n, i = 0, cl = 0;
-	const char *s = p->src + start;
-	char clean[512];
-	int sign = 0, is_float = 0;
-	kernels__toml_value *v;
+#define NUMBER_MAX 512 /* characters of a number's text, with room for its NUL */
 
-	while (start + i < p->len && (kernels__toml_is_bare(p->src[start + i]) || p->src[start + i] == '+' ||
-				      p->src[start + i] == '.'))
-		i++;
-	n = i;
-	i = 0;
-	if (n >= sizeof(clean) - 1)
-		return kernels__toml_fail_at(p, start, "number too long");
-	if (s[0] == '+' || s[0] == '-') {
-		sign = s[0];
-		clean[cl++] = s[i++];
-	}
-	/* inf and nan */
-	if (n - i == 3 && (memcmp(s + i, "inf", 3) == 0 || memcmp(s + i, "nan", 3) == 0)) {
-		if (!(v = kernels__toml_value_new(p, KERNELS__TOML_FLOAT, start, depth)))
-			return kernels_error_last_code();
-		v->f = s[i] == 'i' ? (sign == '-' ? -HUGE_VAL : HUGE_VAL) : (sign == '-' ? -NAN : NAN);
-		goto keep_text;
-	}
-	if (!sign && n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o' || s[1] == 'b')) {
-		int base = s[1] == 'x' ? 16 : s[1] == 'o' ? 8 : 2;
-		unsigned long long acc = 0;
-		size_t k;
-		i = 2;
-		if (scan_digits(s, n, &i, base, clean, &cl) <= 0 || i != n)
-			return kernels__toml_fail_at(p, start,
-						     "invalid %s integer; expected digits of base %d after '0%c', "
-						     "'_' only between digits",
-						     base == 16  ? "hexadecimal"
-						     : base == 8 ? "octal"
-								 : "binary",
-						     base, s[1]);
-		for (k = 0; k < cl; k++) {
-			if (acc > (unsigned long long)INT64_MAX / (unsigned)base ||
-			    acc * (unsigned)base + (unsigned)hexval(clean[k]) > (unsigned long long)INT64_MAX)
-				return kernels__toml_fail_at(p, start,
-							     "integer out of range; TOML integers are 64-bit signed");
-			acc = acc * (unsigned)base + (unsigned)hexval(clean[k]);
-		}
-		if (!(v = kernels__toml_value_new(p, KERNELS__TOML_INTEGER, start, depth)))
-			return kernels_error_last_code();
-		v->u.i = (long long)acc;
-		goto done;
-	}
-	{
-		size_t int_start = cl;
-		int nd = scan_digits(s, n, &i, 10, clean, &cl);
-		if (nd < 0)
-			return kernels__toml_fail_at(p, start,
-						     "invalid number '%.*s'; '_' is only allowed between digits",
-						     (int)(n > 64 ? 64 : n), s);
-		if (nd == 0)
-			return kernels__toml_fail_at(p, start,
-						     "expected a value (string, number, true/false, date, array or "
-						     "inline table)");
-		if (nd > 1 && clean[int_start] == '0')
-			return kernels__toml_fail_at(p, start, "leading zeros are not allowed in decimal numbers");
-		if (i < n && s[i] == '.') {
-			clean[cl++] = s[i++];
-			is_float = 1;
-			if (scan_digits(s, n, &i, 10, clean, &cl) <= 0)
-				return kernels__toml_fail_at(p, start, "invalid float; expected digits after the '.'");
-		}
-		if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-			clean[cl++] = s[i++];
-			is_float = 1;
-			if (i < n && (s[i] == '+' || s[i] == '-'))
-				clean[cl++] = s[i++];
-			if (scan_digits(s, n, &i, 10, clean, &cl) <= 0)
-				return kernels__toml_fail_at(p, start,
-							     "invalid float; expected digits in the exponent");
-		}
-		if (i != n)
-			return kernels__toml_fail_at(p, start, "invalid number '%.*s'", (int)(n > 64 ? 64 : n), s);
-	}
-	clean[cl] = '\0';
-	if (is_float) {
-		if (!(v = kernels__toml_value_new(p, KERNELS__TOML_FLOAT, start, depth)))
-			return kernels_error_last_code();
-		v->f = strtod(clean, NULL);
-		goto keep_text;
-	} else {
-		long long val;
-		errno = 0;
-		val = strtoll(clean, NULL, 10);
-		if (errno == ERANGE)
-			return kernels__toml_fail_at(p, start, "integer out of range; TOML integers are 64-bit signed");
-		if (!(v = kernels__toml_value_new(p, KERNELS__TOML_INTEGER, start, depth)))
-			return kernels_error_last_code();
-		v->u.i = val;
-		goto done;
-	}
-keep_text:
+static int integer_value(parser *p, size_t start, int depth, long long i, kernels__toml_value **out)
+{
+	kernels__toml_value *v = kernels__toml_value_new(p, KERNELS__TOML_INTEGER, start, depth);
+
+	if (!v)
+		return kernels_error_last_code();
+	v->u.i = i;
+	*out = v;
+	return 0;
+}
+
+/* A float keeps its text beside its value: a writer repeats it as written. */
+static int float_value(parser *p, size_t start, size_t n, int depth, double f, kernels__toml_value **out)
+{
+	kernels__toml_value *v = kernels__toml_value_new(p, KERNELS__TOML_FLOAT, start, depth);
+
+	if (!v)
+		return kernels_error_last_code();
+	v->f = f;
 	if (!(v->u.s.ptr = malloc(n + 1))) {
 		kernels__toml_value_free(v);
 		return kernels__error_oom();
 	}
-	memcpy(v->u.s.ptr, s, n);
+	memcpy(v->u.s.ptr, p->src + start, n);
 	v->u.s.ptr[n] = '\0';
 	v->u.s.len = n;
-done:
-	p->pos = start + n;
 	*out = v;
 	return 0;
+}
+
+/* 0x, 0o or 0b and digits of that base, '_' only between them, within a
+ * signed 64-bit integer. */
+static int based_integer(parser *p, size_t start, size_t n, int depth, char *clean, kernels__toml_value **out)
+{
+	const char *s = p->src + start;
+	int base = s[1] == 'x' ? 16 : s[1] == 'o' ? 8 : 2;
+	unsigned long long acc = 0;
+	size_t i = 2, cl = 0, k;
+
+	if (scan_digits(s, n, &i, base, clean, &cl) <= 0 || i != n)
+		return kernels__toml_fail_at(p, start,
+					     "invalid %s integer; expected digits of base %d after '0%c', "
+					     "'_' only between digits",
+					     base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary", base, s[1]);
+	for (k = 0; k < cl; k++) {
+		if (acc > (unsigned long long)INT64_MAX / (unsigned)base ||
+		    acc * (unsigned)base + (unsigned)hexval(clean[k]) > (unsigned long long)INT64_MAX)
+			return kernels__toml_fail_at(p, start, "integer out of range; TOML integers are 64-bit signed");
+		acc = acc * (unsigned)base + (unsigned)hexval(clean[k]);
+	}
+	return integer_value(p, start, depth, (long long)acc, out);
+}
+
+/* A decimal integer or float from s[i] on, its digits (and sign, '.',
+ * exponent) copied to clean[cl..] without the '_': 1 for a float, 0 for
+ * an integer, or the refusal. */
+static int decimal_text(parser *p, size_t start, size_t n, size_t i, char *clean, size_t cl)
+{
+	const char *s = p->src + start;
+	size_t int_start = cl;
+	int nd = scan_digits(s, n, &i, 10, clean, &cl), is_float = 0;
+
+	if (nd < 0)
+		return kernels__toml_fail_at(p, start, "invalid number '%.*s'; '_' is only allowed between digits",
+					     (int)(n > 64 ? 64 : n), s);
+	if (nd == 0)
+		return kernels__toml_fail_at(p, start, "expected a value (string, number, true/false, date, array or "
+						       "inline table)");
+	if (nd > 1 && clean[int_start] == '0')
+		return kernels__toml_fail_at(p, start, "leading zeros are not allowed in decimal numbers");
+	if (i < n && s[i] == '.') {
+		clean[cl++] = s[i++];
+		is_float = 1;
+		if (scan_digits(s, n, &i, 10, clean, &cl) <= 0)
+			return kernels__toml_fail_at(p, start, "invalid float; expected digits after the '.'");
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		clean[cl++] = s[i++];
+		is_float = 1;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			clean[cl++] = s[i++];
+		if (scan_digits(s, n, &i, 10, clean, &cl) <= 0)
+			return kernels__toml_fail_at(p, start, "invalid float; expected digits in the exponent");
+	}
+	if (i != n)
+		return kernels__toml_fail_at(p, start, "invalid number '%.*s'", (int)(n > 64 ? 64 : n), s);
+	clean[cl] = '\0';
+	return is_float;
+}
+
+int kernels__toml_parse_number(parser *p, kernels__toml_value **out, int depth)
+{
+	size_t start = p->pos, n = 0, i = 0;
+	const char *s = p->src + start;
+	char clean[NUMBER_MAX];
+	int sign = 0, rc;
+	long long val;
+
+	while (start + n < p->len && (kernels__toml_is_bare(s[n]) || s[n] == '+' || s[n] == '.'))
+		n++;
+	if (n >= sizeof(clean) - 1)
+		return kernels__toml_fail_at(p, start, "number too long");
+	if (s[0] == '+' || s[0] == '-') {
+		sign = s[0];
+		clean[i++] = s[0];
+	}
+	if (n - i == 3 && (memcmp(s + i, "inf", 3) == 0 || memcmp(s + i, "nan", 3) == 0))
+		rc = float_value(p, start, n, depth,
+				 s[i] == 'i' ? (sign == '-' ? -HUGE_VAL : HUGE_VAL) : (sign == '-' ? -NAN : NAN), out);
+	else if (!sign && n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o' || s[1] == 'b'))
+		rc = based_integer(p, start, n, depth, clean, out);
+	else if ((rc = decimal_text(p, start, n, i, clean, i)) == 1)
+		rc = float_value(p, start, n, depth, strtod(clean, NULL), out);
+	else if (rc == 0) {
+		errno = 0;
+		val = strtoll(clean, NULL, 10);
+		rc = errno == ERANGE ? kernels__toml_fail_at(p, start, "integer out of range; TOML integers are 64-bit signed")
+				     : integer_value(p, start, depth, val, out);
+	}
+	if (rc == 0)
+		p->pos = start + n;
+	return rc;
 }
 
 static int digits_at(parser *p, size_t pos, int count, int *val)
