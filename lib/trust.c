@@ -112,7 +112,9 @@ static int record_trusted(const kernels__config *cfg, kernels__repo_type type, c
 		const char *publisher = json_string_value(json_object_get(doc, "publisher"));
 		const char *endpoint = json_string_value(json_object_get(doc, "endpoint"));
 		json_t *at = json_object_get(doc, "checked_at");
-		long long age = json_is_integer(at) ? (long long)time(NULL) - (long long)json_integer_value(at) : -1;
+		/* before 1970: no check was made then, and its age need not fit */
+		long long age = json_is_integer(at) && json_integer_value(at) >= 0
+					? (long long)time(NULL) - (long long)json_integer_value(at) : -1;
 
 		if (!verdict || !publisher || !endpoint || age < 0)
 			snprintf(why, why_size, "the cache's trust record %s is malformed", path);

@@ -153,6 +153,11 @@ static void test_trusted_loads_offline(void **state)
 				     "s/\"verdict\": \"trusted\"/\"verdict\": \"untrusted\"/' '%s'",
 				     (long long)time(NULL), record), 0);
 	get_untrusted("good/answer", &o, "did not mark 'good' as a trusted publisher");
+	/* A time no check was made at (before 1970, or the least integer,
+	 * whose age would not fit) is a malformed record, not a fresh one. */
+	assert_int_equal(test_system("sed -i 's/\"checked_at\": [0-9]*/\"checked_at\": -9223372036854775808/; "
+				     "s/\"verdict\": \"untrusted\"/\"verdict\": \"trusted\"/' '%s'", record), 0);
+	get_untrusted("good/answer", &o, "is malformed");
 	free(record);
 }
 
