@@ -258,6 +258,7 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 #define DEFAULT_ENDPOINT "https://huggingface.co"
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
 #define DEFAULT_TIMEOUT_S (KERNELS_DEFAULT_TIMEOUT_MS / 1000)
+#define TIMEOUT_S_MAX (24 * 3600)
 #define DEFAULT_DEADLINE_MS ((long)KERNELS_DEFAULT_DEADLINE_MS)
 #define DEFAULT_STALL_BUDGET_MS 30000L
 #define ENDPOINTS_MAX 16
@@ -580,12 +581,20 @@ static long env_seconds(const kernels_options *opts, const char *name, long dflt
 		return dflt;
 	errno = 0;
 	s = strtol(v, &end, 10);
-	if (errno || *end || s < 0 || s > 24 * 3600) {
-		warn_setting(opts, "%s='%.40s' is not a number of seconds (0 to 86400; 0: the default); using %ld",
-			     name, v, dflt);
+	if (errno || *end || s < 0 || s > TIMEOUT_S_MAX) {
+		warn_setting(opts, "%s='%.40s' is not a number of seconds (0 to %d; 0: the default); using %ld",
+			     name, v, TIMEOUT_S_MAX, dflt);
 		return dflt;
 	}
 	return s ? s : dflt;
+}
+
+/* The timeout option, at most the day the variables allow: budgets are
+ * made of several timeouts (four requests' worth, the shares of the
+ * endpoints), which must fit in a long. */
+static long timeout_option(long ms)
+{
+	return ms < 1000L * TIMEOUT_S_MAX ? ms : 1000L * TIMEOUT_S_MAX;
 }
 
 /* A budget in ms: the option, else the variable, else `dflt`; negative:
@@ -853,9 +862,9 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	no_telemetry += env_bool(opts, "DO_NOT_TRACK");
 	cfg->telemetry = !no_telemetry;
 	cfg->skip_arch_check = opts->skip_arch_check ? 1 : env_bool(opts, "KERNELS_SKIP_ARCH_CHECK");
-	cfg->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
+	cfg->timeout_ms = opts->timeout_ms > 0 ? timeout_option(opts->timeout_ms)
 			  : 1000 * env_seconds(opts, "HF_HUB_ETAG_TIMEOUT", DEFAULT_TIMEOUT_S);
-	cfg->download_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
+	cfg->download_timeout_ms = opts->timeout_ms > 0 ? timeout_option(opts->timeout_ms)
 				   : 1000 * env_seconds(opts, "HF_HUB_DOWNLOAD_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->deadline_ms = deadline_from(opts);
 	cfg->stall_budget_ms = ms_from(opts, opts->stall_budget_ms, "KERNELS_STALL_BUDGET_MS", DEFAULT_STALL_BUDGET_MS);

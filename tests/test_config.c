@@ -230,6 +230,28 @@ static void test_deadline_beyond_the_clock(void **state)
 	kernels__config_free(&cfg);
 }
 
+/* A per-request timeout of LONG_MAX (the option; the variables stop at a
+ * day) is as long as a day, the most they allow: the budgets made from it
+ * (an endpoint's share of several, four requests' worth) do not overflow. */
+static void test_timeout_beyond_a_day(void **state)
+{
+	kernels__config cfg, at;
+	kernels__endpoint_try t;
+	kernels_options opts;
+	(void)state;
+
+	setenv("KERNELS_ENDPOINTS", "https://mirror.example,https://huggingface.co", 1);
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.timeout_ms = LONG_MAX;
+	opts.deadline_ms = -1;
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_int_equal(cfg.n_endpoints, 2);
+	kernels__endpoint_try_begin(&cfg, 0, &at, &t);
+	assert_int_equal(t.budget_ms, 24L * 3600 * 1000);
+	assert_int_equal(cfg.timeout_ms, 24L * 3600 * 1000);
+	kernels__config_free(&cfg);
+}
+
 static void test_public_cache_path(void **state)
 {
 	char *dir = test_mkdtemp("cachepath"), *p = NULL, *model;
@@ -396,6 +418,7 @@ int main(void)
 		cmocka_unit_test_setup(test_switches, clean_env),
 		cmocka_unit_test_setup(test_bad_values_named, clean_env),
 		cmocka_unit_test_setup(test_deadline_beyond_the_clock, clean_env),
+		cmocka_unit_test_setup(test_timeout_beyond_a_day, clean_env),
 		cmocka_unit_test_setup(test_public_cache_path, clean_env),
 		cmocka_unit_test_setup(test_options_version_checked, clean_env),
 		cmocka_unit_test_setup(test_options_static_initialiser_and_every_version, clean_env),
