@@ -583,16 +583,92 @@ static int load_deps(const kernels__config *cfg, kernels__deps_fn deps, kernels_
 	return deps(cfg, k->repo ? k->repo : real, k->commit, k->meta, what, &k->deps, &k->ndeps);
 }
 
+/* The loaded kernel of this folder (real path), with a reference more
+ * for the caller, or NULL. */
+static kernels_kernel *find_loaded(const char *real)
+{
+	kernels_kernel *k;
+
+	pthread_mutex_lock(&registry_lock);
+	k = find_locked(real);
+	pthread_mutex_unlock(&registry_lock);
+	return k;
+}
+
+/* A handle for the folder `real`, not loaded yet; *what names it in
+ * messages (the caller frees it). */
+static int kernel_new(const char *repo_id, const char *commit, const char *variant_name, const char *real,
+		      kernels_kernel **out, char **what)
+{
+	const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	kernels_kernel *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return kernels__error_oom();
+	k->refs = 1;
+	k->path = kernels__strdup(real);
+	k->variant = kernels__strdup(variant_name ? variant_name : base);
+	k->repo = repo_id ? kernels__strdup(repo_id) : NULL;
+	k->commit = commit ? kernels__strdup(commit) : NULL;
+	if (!k->path || !k->variant || (repo_id && !k->repo) || (commit && !k->commit) ||
+	    !(*what = describe(repo_id, commit, k->variant, real))) {
+		kernel_free(k);
+		return KERNELS_ENOMEM;
+	}
+	*out = k;
+	return 0;
+}
+
+/* The folder verified, then its rules and dependencies, then its module
+ * mapped: nothing from the folder runs before its digest checked out. */
+static int load_verified(const kernels__config *cfg, kernels__deps_fn deps, kernels_kernel *k, const char *real,
+			 const char *root, const char *what, kernels__write_later **records)
+{
+	struct stat signed_meta;
+	const char *module = NULL;
+	int rc;
+
+	if ((rc = kernels__signature_check(cfg, real, what, &signed_meta)) < 0 || /* signed bytes before parsing */
+	    (rc = kernels__verify_resolved(cfg, real, root, what, &k->meta, records)) < 0 ||
+	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
+		return rc;
+	/* kernels-minver and python-depends (metadata.c), then the kernel-depends
+	 * loaded before this module (the caller's `deps`: deps.c) */
+	if ((rc = kernels__metadata_rules(cfg, k->meta, what)) < 0 || (rc = load_deps(cfg, deps, k, real, what)) < 0)
+		return rc;
+	if (!module)
+		return 0;
+	if (!(k->library = kernels__sprintf("%s/%s", real, module)))
+		return KERNELS_ENOMEM;
+	return load_module(cfg, k, root, module, what, records);
+}
+
+/* `k` entered in the registry, or, when another thread loaded the same
+ * folder meanwhile, freed for that one's handle. */
+static kernels_kernel *register_or_take(kernels_kernel *k)
+{
+	kernels_kernel *other;
+
+	pthread_mutex_lock(&registry_lock);
+	if ((other = find_locked(k->path)) == NULL) {
+		k->next = registry;
+		registry = k;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	if (!other)
+		return k;
+	kernel_free(k);
+	return other;
+}
+
 int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, const char *repo_id, const char *commit,
 			 const char *variant_name, const char *folder, const char *root, kernels_kernel **out)
 {
 	char real[PATH_MAX], root_real[PATH_MAX], *what = NULL;
-	struct stat signed_meta;
 	/* Receipts written on the way, flushed and renamed beside what follows
 	 * them (the dependencies, the mapping) and joined before returning. */
 	kernels__write_later *records = NULL;
-	kernels_kernel *k, *other;
-	const char *module = NULL, *base;
+	kernels_kernel *k = NULL;
 	int rc;
 
 	if (!out || !folder)
@@ -601,68 +677,20 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 	if (!kernels__realpath(folder, real, NULL))
 		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				      "variant folder %s: %s; download the variant first", folder, strerror(errno));
-	pthread_mutex_lock(&registry_lock);
-	k = find_locked(real);
-	pthread_mutex_unlock(&registry_lock);
-	if (k) {
-		*out = k;
+	if ((*out = find_loaded(real)))
 		return 0;
-	}
 	/* The registry is keyed by the folder's real path alone; `root` is
 	 * resolved only for a load, once, for verification and the Python-free
 	 * copy. */
 	if (root && !kernels__realpath(root, root_real, NULL))
 		return kernels__error(KERNELS_EIO, "folder %s: %s", root, strerror(errno));
 	root = root ? root_real : NULL;
-
-	base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
-	if (!(k = calloc(1, sizeof(*k))))
-		return kernels__error_oom();
-	k->refs = 1;
-	k->path = kernels__strdup(real);
-	k->variant = kernels__strdup(variant_name ? variant_name : base);
-	k->repo = repo_id ? kernels__strdup(repo_id) : NULL;
-	k->commit = commit ? kernels__strdup(commit) : NULL;
-	if (!k->path || !k->variant || (repo_id && !k->repo) || (commit && !k->commit) ||
-	    !(what = describe(repo_id, commit, k->variant, real))) {
-		rc = KERNELS_ENOMEM;
-		goto fail;
-	}
-	/* Nothing from the folder runs before its digest checked out. */
-	if ((rc = kernels__signature_check(cfg, real, what, &signed_meta)) < 0 || /* signed bytes before parsing */
-	    (rc = kernels__verify_resolved(cfg, real, root, what, &k->meta, &records)) < 0 ||
-	    (rc = signed_is_parsed(&signed_meta, k->meta, what)) < 0 || (rc = pick_module(k->meta, what, &module)) < 0)
-		goto fail;
-	/* kernels-minver and python-depends (metadata.c), then the kernel-depends
-	 * loaded before this module (the caller's `deps`: deps.c) */
-	if ((rc = kernels__metadata_rules(cfg, k->meta, what)) < 0 || (rc = load_deps(cfg, deps, k, real, what)) < 0)
-		goto fail;
-	if (module) {
-		if (!(k->library = kernels__sprintf("%s/%s", real, module))) {
-			rc = KERNELS_ENOMEM;
-			goto fail;
-		}
-		if ((rc = load_module(cfg, k, root, module, what, &records)) < 0)
-			goto fail;
-	}
-	pthread_mutex_lock(&registry_lock);
-	if ((other = find_locked(real)) == NULL) {
-		k->next = registry;
-		registry = k;
-	}
-	pthread_mutex_unlock(&registry_lock);
-	if (other) {
-		/* Another thread loaded it meanwhile: use that handle. */
+	if ((rc = kernel_new(repo_id, commit, variant_name, real, &k, &what)) == 0 &&
+	    (rc = load_verified(cfg, deps, k, real, root, what, &records)) == 0)
+		*out = register_or_take(k);
+	else
 		kernel_free(k);
-		k = other;
-	}
 	free(what);
-	kernels__cache_settle(cfg, &records);
-	*out = k;
-	return 0;
-fail:
-	free(what);
-	kernel_free(k);
 	kernels__cache_settle(cfg, &records);
 	return rc;
 }
