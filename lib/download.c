@@ -272,6 +272,17 @@ static int belied(const kernels__config *cfg, int from_record, int rc, const cha
 	return 1;
 }
 
+/* The Hub's answers for the files of the listing it gave this call
+ * (`from_record` 0) contradict it: it is not kept, so the next call asks
+ * again rather than failing on the record (a record belied is asked again
+ * at once: belied()). */
+static void drop_belied(const kernels__config *cfg, kernels__repo_type type, int from_record, int rc,
+			const char *repo_id, const char *commit)
+{
+	if (from_record == 0 && (rc == KERNELS_EINTEGRITY || rc == KERNELS_ENOTFOUND))
+		kernels__listing_forget(cfg, type, repo_id, commit);
+}
+
 /* One listing of build/ per commit, recorded: the variants' files are
  * ranges of it. 1 when a record was belied (`ask` 0 only), else as
  * kernels__download. */
@@ -284,8 +295,8 @@ static int fetch_listed(const kernels__config *cfg, kernels__repo_type type, con
 
 	if (n_variants && (rc = from = kernels__listing_get(cfg, type, repo_id, commit, ask, &all)) >= 0)
 		rc = variants_view(&all, repo_id, commit, variants, n_variants, &view);
-	if (rc == 0)
-		rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &view, stats);
+	if (rc == 0 && (rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &view, stats)) < 0)
+		drop_belied(cfg, type, from, rc, repo_id, commit);
 	free(view.entries);
 	kernels__tree_free(&all);
 	return belied(cfg, from, rc, repo_id, commit) ? 1 : rc;
@@ -434,7 +445,8 @@ static int listed_once(const kernels__config *cfg, kernels__repo_type type, cons
 		copy = *e;
 		one.entries = &copy;
 		one.n = 1;
-		rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &one, NULL);
+		if ((rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &one, NULL)) < 0)
+			drop_belied(cfg, type, from, rc, repo_id, commit);
 		if (rc == 0 && (!(dir = kernels__cache_repo_dir(cfg, type, repo_id)) ||
 				!(*local_path = kernels__sprintf("%s/snapshots/%s/%s", dir, commit, path))))
 			rc = KERNELS_ENOMEM;

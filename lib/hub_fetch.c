@@ -368,6 +368,25 @@ static int check_etag(job *j, const char *etag)
 	return 0;
 }
 
+/* The Hub's answer for the file must give the hash and the size its tree
+ * listing gave: a redirect its X-Linked-Size, the file itself its length
+ * (no encoding is asked for). A listing it contradicts is not kept
+ * (download.c), so the message tells to try again. */
+static int check_answer(job *j)
+{
+	const kernels__hub_headers *h = &j->hd;
+	long long size = h->linked_size >= 0 ? h->linked_size : h->status == 200 ? h->content_length : -1;
+
+	if (check_etag(j, h->linked_etag ? h->linked_etag : h->etag) < 0)
+		return KERNELS_EINTEGRITY;
+	if (size >= 0 && size != j->size)
+		return kernels__error(KERNELS_EINTEGRITY,
+				      "%s: the Hub gives it as %lld bytes but its tree listing says %lld bytes; the "
+				      "listing is not kept; try again, and report the repo if it persists",
+				      j->entry->path, size, j->size);
+	return 0;
+}
+
 /* Only the Hub's own answers carry the file's identity; a CDN's ETag may be anything. */
 static int on_hub(fetch *f, job *j)
 {
@@ -384,7 +403,7 @@ static int first_bytes(fetch *f, job *j)
 		j->discard = 1;
 		return 0;
 	}
-	if (on_hub(f, j) && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0)
+	if (on_hub(f, j) && check_answer(j) < 0)
 		return KERNELS_EINTEGRITY;
 	if (status == 200 && j->have > 0)
 		return truncate_incomplete(f, j);   /* the server ignored the Range: start over */
@@ -720,7 +739,7 @@ static void redirected(fetch *f, job *j)
 	char *next;
 	int from_hub = on_hub(f, j);
 
-	if (from_hub && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0) {
+	if (from_hub && check_answer(j) < 0) {
 		fail_job(f, j, KERNELS_EINTEGRITY);
 		return;
 	}
@@ -791,7 +810,7 @@ static void finished(fetch *f, job *j, CURLcode res)
 		fail_job(f, j, hub_error(f, j));
 		return;
 	}
-	if (!j->body_seen && on_hub(f, j) && check_etag(j, j->hd.linked_etag ? j->hd.linked_etag : j->hd.etag) < 0) {
+	if (!j->body_seen && on_hub(f, j) && check_answer(j) < 0) {
 		fail_job(f, j, KERNELS_EINTEGRITY);
 		return;
 	}

@@ -179,6 +179,26 @@ out:
 	free(dir);
 }
 
+void kernels__listing_forget(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			     const char *commit)
+{
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id), *sub = kernels__sprintf(".libkernels/trees/%s", commit);
+	char saved[4096];
+	int code = kernels_error_last_code(), fd;
+
+	snprintf(saved, sizeof(saved), "%s", kernels_error_last());
+	/* Walked from the cache root without following links, as it was written. */
+	if (dir && sub && (fd = kernels__cache_repo_dir_open(dir, sub, 0)) >= 0) {
+		if (unlinkat(fd, "build.tsv", 0) == 0)
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "forgot the listing record of %s at %.12s: the Hub's "
+				     "answers for its files contradict it", repo_id, commit);
+		close(fd);
+	}
+	free(dir);
+	free(sub);
+	kernels__error(code, "%s", saved); /* the caller's error stands */
+}
+
 int kernels__listing_recorded(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			      const char *commit)
 {

@@ -53,6 +53,12 @@ int kernels__listing_get(const kernels__config *cfg, kernels__repo_type type, co
 int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *commit, kernels__tree *out);
 
+/* Drops the record of `commit`, best effort, keeping the caller's error:
+ * the Hub's answers for the files contradicted the listing it just gave
+ * (another hash, another size, no such file), which is not kept. */
+void kernels__listing_forget(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			     const char *commit);
+
 /* 1 when the cache holds a record for `commit`: no listing request will be
  * needed (unless the record is unsound). */
 int kernels__listing_recorded(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,

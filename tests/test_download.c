@@ -543,6 +543,20 @@ static void test_download_file(void **state)
 
 	options(e, &o);
 	assert_int_equal(kernels__config_load(&cfg, &o), 0);
+	/* A file of build/ whose listing the Hub's answer contradicts (another
+	 * hash): refused, and the listing is not kept, so the next call lists
+	 * again and gets it. */
+	assert_int_equal(test_hub_fault(e->hub, "{\"path\": \"/tree/\", \"mode\": \"200\", \"body\": [{\"type\": "
+					 "\"file\", \"oid\": \"2222222222222222222222222222222222222222\", \"size\": "
+					 "44, \"path\": \"build/" V1 "/metadata.json\"}]}"), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], files[0].path, &local, 0),
+			 KERNELS_EINTEGRITY);
+	assert_null(local);
+	assert_int_equal(test_system("test ! -e '%s/kernels--org--k/.libkernels/trees/%s/build.tsv'", e->cache,
+				     e->commit[K]), 0);
+	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], files[0].path, &local, 0), 0);
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/tree/"), 2);
+	free(local);
 	/* An LFS file through its redirect, verified and linked. */
 	assert_int_equal(kernels__download_file(&cfg, t, "org/k", e->commit[K], files[4].path, &local, 0), 0);
 	data = test_read_file(local, &len);
@@ -937,6 +951,8 @@ static void test_wrong_listing_record(void **state)
 		"s/^f [0-9a-f]\\{40\\} \\(11 - " RECORDED("_ops.py") "\\)/f 0123456789012345678901234567890123456789 \\1/",
 		/* data.bin said to be smaller: the Hub sends more */
 		"s/ 5000 \\(- " RECORDED("sub\\/deep\\/data.bin") "\\)/ 4000 \\1/",
+		/* data.bin said to be larger: the Hub's length says otherwise */
+		"s/ 5000 \\(- " RECORDED("sub\\/deep\\/data.bin") "\\)/ 6000 \\1/",
 		/* no V1 at all (the count at the end kept right) */
 		"/ build\\/" V1 "/d; s/^end .*/end 2/",
 	};
@@ -971,6 +987,53 @@ static void test_wrong_listing_record(void **state)
 	assert_int_equal(test_system("cmp -s '%s' '%s.orig'", rec, rec), 0);
 	assert_int_equal(test_system("test ! -e '%s/kernels--org--k/.no_exist'", e->cache), 0);
 	kernels__config_free(&cfg);
+}
+
+/* A listing that the Hub's own answers for its files contradict: `entry`
+ * (JSON) as the whole listing of V1, the call refused with `expect`; the
+ * listing is not kept, so the next call, against the honest Hub, asks for
+ * it again and fetches the variant. */
+static void contradicted(test_world *e, const char *entry, int expect, const char *said)
+{
+	kernels_options o;
+	char buf[2048];
+	int trees;
+
+	options(e, &o);
+	o.max_retries = 1;
+	snprintf(buf, sizeof(buf), "{\"path\": \"/tree/\", \"mode\": \"200\", \"body\": [%s]}", entry);
+	fault(e, buf);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), expect);
+	if (!strstr(kernels_error_last(), said))
+		fail_msg("the refusal does not say '%s': %s", said, kernels_error_last());
+	assert_int_equal(test_system("test ! -e '%s/kernels--org--k/.libkernels/trees/%s/build.tsv'", e->cache,
+				     e->commit[K]), 0);
+	test_hub_faults_clear(e->hub);
+	trees = test_hub_log_count(e->hub, "GET", "/tree/");
+	if (download(e, &o, "org/k", e->commit[K], V1, NULL) != 0)
+		fail_msg("after a contradicted listing (%s), the honest Hub's call failed: %s", entry,
+			 kernels_error_last());
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/tree/"), trees + 1);
+	check_layout(e, "kernels--org--k", e->commit[K]);
+	test_world_fresh_cache(e);
+}
+
+static void test_contradicted_listing_not_kept(void **state)
+{
+	test_world *e = *state;
+	char etag[65], entry[512];
+
+	etag_of(&files[3], etag); /* _ops.py, 11 bytes */
+	/* another hash than the Hub's ETag for the file */
+	contradicted(e, "{\"type\": \"file\", \"oid\": \"2222222222222222222222222222222222222222\", \"size\": 11, "
+			"\"path\": \"build/" V1 "/_ops.py\"}", KERNELS_EINTEGRITY, "ETag");
+	/* a size the Hub's answer does not have */
+	snprintf(entry, sizeof(entry), "{\"type\": \"file\", \"oid\": \"%s\", \"size\": 12, "
+		 "\"path\": \"build/" V1 "/_ops.py\"}", etag);
+	contradicted(e, entry, KERNELS_EINTEGRITY, "12 bytes");
+	/* a file the Hub does not have */
+	contradicted(e, "{\"type\": \"file\", \"oid\": \"2222222222222222222222222222222222222222\", \"size\": 3, "
+			"\"path\": \"build/" V1 "/ok.txt\"}", KERNELS_ENOTFOUND, "ok.txt");
 }
 
 /* Threads of one process share the connection pool and still exclude each
@@ -1261,6 +1324,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_progress, setup),
 		cmocka_unit_test_setup(test_hostile_listings, setup),
 		cmocka_unit_test_setup(test_wrong_listing_record, setup),
+		cmocka_unit_test_setup(test_contradicted_listing_not_kept, setup),
 		cmocka_unit_test_setup(test_planted_folder_link, setup),
 		cmocka_unit_test_setup(test_sixteen_processes, setup),
 		cmocka_unit_test_setup(test_threads, setup),
