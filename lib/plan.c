@@ -116,11 +116,63 @@ static int warn_moved(const kernels__config *cfg, const plan *p, kernels__kernel
 	return 0;
 }
 
+/* One repo of the chain: its revision resolved (or *first taken, when
+ * the caller resolved it already), its kind and cache folder settled, the
+ * trust verdict with kernel-status.toml and the listing asked beside it.
+ * 1 when kernel-status.toml moves it elsewhere (*st says where), 0 when it
+ * is the one, or the refusal. */
+static int plan_repo(const kernels__config *cfg, const char *id, const char *revision, kernels_revision **first,
+		     plan *p, kernels__kernel_status *st)
+{
+	kernels__prefetch pf;
+	kernels__repo_type type;
+	int rc;
+
+	if ((rc = kernels__repo_parse(&p->repo, id)) < 0)
+		return rc;
+	/* Existence before trust: a misspelled repo is "not found", not
+	 * "untrusted" (listing refs runs no code). */
+	if (*first) {
+		p->rev = *first;
+		*first = NULL;
+	} else if ((rc = kernels__revision_resolve(cfg, p->repo.id, revision, &p->rev)) < 0) {
+		return rc;
+	}
+	/* Kernel repo or model repo: decided here, once; every later stage
+	 * takes p->repo.type as it is. */
+	if ((rc = kernels__repo_locate_revision(cfg, p->rev, &type)) < 0)
+		return rc;
+	kernels__repo_set_type(&p->repo, type);
+	/* Its cache folder checked once for planted links, before the
+	 * trust check reads its record and the prefetch writes in it. */
+	p->guarded = 0;
+	if ((rc = kernels__cache_guard(cfg, p->repo.type, p->repo.id)) < 0)
+		return rc;
+	p->guarded = 1;
+	kernels__cache_seen_clear(&p->seen);
+	/* A get that will download: the CDN's connection opens now, during
+	 * the trust check and the listings, not after the first redirect.
+	 * With some variant of the commit in the cache beyond its
+	 * metadata.json, the get may well load it from there (a warm get,
+	 * a cached commit pin): nothing is sent for the CDN. */
+	if (p->fetch && !cfg->offline &&
+	    !kernels__cache_commit_fetched(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), &p->seen))
+		kernels__hub_cdn_warm(cfg);
+	/* kernel-status.toml and the build/ listing are asked for beside the
+	 * trust check (prefetch.h): one round trip instead of three. The
+	 * verdict still comes first: nothing read is used before it. */
+	kernels__prefetch_start(&pf, cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev));
+	rc = kernels__trust_check(cfg, p->repo.type, p->repo.id, p->records_later ? &p->records : NULL);
+	kernels__prefetch_join(&pf);
+	if (rc == 0 && kernels__deadline_left_ms(cfg) <= 0)
+		rc = kernels__prefetch_failure(&pf); /* what the time went on */
+	return rc < 0 ? rc : read_status(cfg, p, st);
+}
+
 /* `first` (may be NULL; taken over) is the revision of the first hop
  * when the caller resolved it already. */
 int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, const char *revision,
-			   kernels_revision *first,
-		   plan *p)
+			   kernels_revision *first, plan *p)
 {
 	const char *id = repo_id;
 	char *rev_owned = NULL, *id_owned = NULL;
@@ -128,50 +180,8 @@ int kernels__plan_revision(const kernels__config *cfg, const char *repo_id, cons
 
 	for (hops = 0;; hops++) {
 		kernels__kernel_status st = { 0 };
-		kernels__prefetch pf;
-		kernels__repo_type type;
 
-		if ((rc = kernels__repo_parse(&p->repo, id)) < 0)
-			break;
-		/* Existence before trust: a misspelled repo is "not found", not
-		 * "untrusted" (listing refs runs no code). */
-		if (first) {
-			p->rev = first;
-			first = NULL;
-		} else if ((rc = kernels__revision_resolve(cfg, p->repo.id, rev_owned ? rev_owned : revision,
-							   &p->rev)) < 0) {
-			break;
-		}
-		/* Kernel repo or model repo: decided here, once; every later stage
-		 * takes p->repo.type as it is. */
-		if ((rc = kernels__repo_locate_revision(cfg, p->rev, &type)) < 0)
-			break;
-		kernels__repo_set_type(&p->repo, type);
-		/* Its cache folder checked once for planted links, before the
-		 * trust check reads its record and the prefetch writes in it. */
-		p->guarded = 0;
-		if ((rc = kernels__cache_guard(cfg, p->repo.type, p->repo.id)) < 0)
-			break;
-		p->guarded = 1;
-		kernels__cache_seen_clear(&p->seen);
-		/* A get that will download: the CDN's connection opens now, during
-		 * the trust check and the listings, not after the first redirect.
-		 * With some variant of the commit in the cache beyond its
-		 * metadata.json, the get may well load it from there (a warm get,
-		 * a cached commit pin): nothing is sent for the CDN. */
-		if (p->fetch && !cfg->offline &&
-		    !kernels__cache_commit_fetched(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev),
-						   &p->seen))
-			kernels__hub_cdn_warm(cfg);
-		/* kernel-status.toml and the build/ listing are asked for beside the
-		 * trust check (prefetch.h): one round trip instead of three. The
-		 * verdict still comes first: nothing read is used before it. */
-		kernels__prefetch_start(&pf, cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev));
-		rc = kernels__trust_check(cfg, p->repo.type, p->repo.id, p->records_later ? &p->records : NULL);
-		kernels__prefetch_join(&pf);
-		if (rc == 0 && kernels__deadline_left_ms(cfg) <= 0)
-			rc = kernels__prefetch_failure(&pf); /* what the time went on */
-		if (rc < 0 || (rc = read_status(cfg, p, &st)) <= 0)
+		if ((rc = plan_repo(cfg, id, rev_owned ? rev_owned : revision, &first, p, &st)) <= 0)
 			break;
 		if (p->pinned) {
 			rc = warn_moved(cfg, p, &st);
