@@ -193,7 +193,9 @@ static int ask(const kernels__config *cfg, const char *org, long *status, int *t
 	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM; /* sprintf set the message */
 	if (rc == 0) {
 		*status = r.status;
-		if (r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)))
+		/* An overview lacking the flag is a publisher not marked trusted, as
+		 * for Python kernels; an answer that is no JSON object is no verdict. */
+		if (r.status == 200 && r.body && (doc = json_loadb(r.body, r.body_len, 0, NULL)) && json_is_object(doc))
 			*trusted = json_is_true(json_object_get(doc, "trustedKernelPublisher"));
 		else if (r.status == 200)
 			*status = -1; /* an answer that is not the overview */
@@ -239,6 +241,10 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 		return rc;
 	if (status == 200)
 		snprintf(why, sizeof(why), "is not from a trusted publisher ('%s' is not marked as one)", org);
+	else if (status == -1)
+		snprintf(why, sizeof(why), "is from a publisher whose trust status could not be verified (what %s "
+			 "answered for '%s' is not an organization overview; check HF_ENDPOINT and any proxy)",
+			 cfg->endpoint, org);
 	else if (status == 404 || status == 401)
 		snprintf(why, sizeof(why), "exists, but %s has no publisher information for '%s' (a mirror without "
 			 "the organization API?), so its trust cannot be verified", cfg->endpoint, org);

@@ -161,6 +161,37 @@ static void test_trusted_loads_offline(void **state)
 	free(record);
 }
 
+/* An organization overview that is JSON but no object is no verdict: the
+ * call is refused as unverified, and the "trusted" record it would have
+ * replaced stays, so offline loads still stand on it. */
+static void test_answer_not_an_overview_records_nothing(void **state)
+{
+	static const char *const bodies[] = { "[]", "\"trusted\"", "null", "true" };
+	kernels_options o;
+	char *record;
+	size_t i;
+	(void)state;
+
+	options(&o);
+	get_ok("good/answer", &o, 1);
+	assert_true(asprintf(&record, "%s/kernels--good--answer/%s", W.cache, KERNELS__TRUST_RECORD) > 0);
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		char fault[256];
+		/* two days old: asked again online, still good offline */
+		assert_int_equal(test_system("sed -i 's/\"checked_at\": [0-9]*/\"checked_at\": %lld/' '%s'",
+					     (long long)time(NULL) - 2 * 86400, record), 0);
+		snprintf(fault, sizeof(fault), "{\"path\": \"/api/organizations/good/overview\", \"mode\": \"200\", "
+			 "\"body\": %s}", bodies[i]);
+		assert_int_equal(test_hub_fault(W.hub, fault), 0);
+		o.offline = 0;
+		get_untrusted("good/answer", &o, "is not an organization overview");
+		assert_int_equal(test_system("grep -q '\"verdict\": \"trusted\"' '%s'", record), 0);
+		o.offline = 1;
+		get_ok("good/answer", &o, 1);
+	}
+	free(record);
+}
+
 /* The Python clients share the cache but never record a verdict: what
  * they fetched needs the opt-in offline. */
 static void test_cache_filled_by_python_needs_opt_in(void **state)
@@ -316,6 +347,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_untrusted_needs_opt_in_offline, fresh_cache),
 		cmocka_unit_test_setup(test_trusted_loads_offline, fresh_cache),
+		cmocka_unit_test_setup(test_answer_not_an_overview_records_nothing, fresh_cache),
 		cmocka_unit_test_setup(test_cache_filled_by_python_needs_opt_in, fresh_cache),
 		cmocka_unit_test_setup(test_cache_trust_records_python_filled_cache, fresh_cache),
 		cmocka_unit_test_setup(test_cache_trust_without_a_verdict_records_nothing, fresh_cache),
