@@ -509,48 +509,48 @@ static int fingerprint(const struct kernels__sigconf *c, char fp[65])
 	return ok ? 0 : -1;
 }
 
-int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what, struct stat *signed_meta)
+/* The variant's bundle and the metadata.json it signs, each read within
+ * its cap (*bundle_st, *meta_st their identities): 0, 1 when there is no
+ * bundle and none is required, or the refusal. */
+static int read_signed(const struct kernels__sigconf *c, const char *dir, const char *w, char **bundle,
+		       size_t *bsize, struct stat *bundle_st, char **meta, size_t *msize, struct stat *meta_st)
 {
-	const struct kernels__sigconf *c = cfg->sig;
-	struct stat bundle_st;
-	char fp[65] = "";
-	char *bpath = NULL, *mpath = NULL, *bundle = NULL, *meta = NULL;
-	size_t bsize = 0, msize = 0;
-	int rc, parses, bundle_invalid;
-	const char *w = what ? what : dir;
+	char *bpath = kernels__sprintf("%s/%s", dir, BUNDLE_FILE), *mpath = kernels__sprintf("%s/metadata.json", dir);
+	int rc;
 
-	memset(signed_meta, 0, sizeof(*signed_meta));
-	if (!c || c->mode == KERNELS_SIGNATURE_OFF)
-		return 0;
-	if (!(bpath = kernels__sprintf("%s/%s", dir, BUNDLE_FILE)) ||
-	    !(mpath = kernels__sprintf("%s/metadata.json", dir))) {
+	if (!bpath || !mpath) {
 		rc = KERNELS_ENOMEM;
 		goto out;
 	}
-	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize, &bundle_st);
+	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", bundle, bsize, bundle_st);
 	if (rc == KERNELS_ENOTFOUND) {
-		rc = c->mode != KERNELS_SIGNATURE_REQUIRE ? 0 :
+		rc = c->mode != KERNELS_SIGNATURE_REQUIRE ? 1 :
 		     kernels__error(KERNELS_ESIGNATURE, "%s has no signature (%s) and signatures are required "
 				    "(kernels_options.signature or KERNELS_SIGNATURE=require); it was not loaded. Use "
 				    "a signed build of the kernel, or stop requiring signatures for it", w,
 				    BUNDLE_FILE);
 		goto out;
 	}
-	if (rc < 0)
-		goto prefix;
-	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize, signed_meta);
-	if (rc == KERNELS_ENOTFOUND) {
+	if (rc == 0 && (rc = read_capped(mpath, METADATA_MAX, "a metadata.json", meta, msize, meta_st)) ==
+			       KERNELS_ENOTFOUND) {
 		rc = kernels__error(KERNELS_ESIGNATURE, "%s has a signature but no metadata.json for it to sign", w);
 		goto out;
 	}
 	if (rc < 0)
-		goto prefix;
-	/* Verified before under this root and these policies, both files unchanged since. */
-	if (fingerprint(c, fp) == 0 && kernels__receipt_signed(dir, fp, signed_meta, &bundle_st)) {
-		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified before, unchanged since (receipt)", w);
-		goto out;
-	}
-	/* The signature is checked over these bytes before any parser sees them. */
+		rc = kernels__error_prefix("checking the signature of %s", w);
+out:
+	free(bpath);
+	free(mpath);
+	return rc;
+}
+
+/* The signature checked over metadata.json's bytes before any parser sees
+ * them, then the digest in it that extends the signature to the files. */
+static int verify_signed(const struct kernels__sigconf *c, const char *w, const char *meta, size_t msize,
+			 const char *bundle, size_t bsize)
+{
+	int rc, parses, bundle_invalid;
+
 	if ((rc = verify_bytes(c, meta, msize, bundle, bsize, NULL, 0, &bundle_invalid)) < 0) {
 		char *why = rc == KERNELS_ESIGNATURE ? kernels__strdup(kernels_error_last()) : NULL;
 		if (why)
@@ -559,24 +559,37 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 					    "fetch it again, and if this stays, do not use it", w, BUNDLE_FILE,
 					    bundle_invalid ? "unreadable" : "not valid", why);
 		free(why);
-		goto out;
+		return rc;
 	}
-	if (!signed_digest(meta, msize, &parses)) {
-		rc = kernels__error(KERNELS_ESIGNATURE, "%s: metadata.json is signed but %s, so the signature does not "
-				    "cover the variant's files; it was not loaded", w,
-				    parses ? "has no digest" : "is not a JSON object");
-		goto out;
+	if (!signed_digest(meta, msize, &parses))
+		return kernels__error(KERNELS_ESIGNATURE, "%s: metadata.json is signed but %s, so the signature does "
+				      "not cover the variant's files; it was not loaded", w,
+				      parses ? "has no digest" : "is not a JSON object");
+	return 0;
+}
+
+int kernels__signature_check(const kernels__config *cfg, const char *dir, const char *what, struct stat *signed_meta)
+{
+	const struct kernels__sigconf *c = cfg->sig;
+	struct stat bundle_st;
+	char fp[65] = "", *bundle = NULL, *meta = NULL;
+	size_t bsize = 0, msize = 0;
+	const char *w = what ? what : dir;
+	int rc;
+
+	memset(signed_meta, 0, sizeof(*signed_meta));
+	if (!c || c->mode == KERNELS_SIGNATURE_OFF)
+		return 0;
+	if ((rc = read_signed(c, dir, w, &bundle, &bsize, &bundle_st, &meta, &msize, signed_meta)) != 0) {
+		rc = rc > 0 ? 0 : rc;
+	} else if (fingerprint(c, fp) == 0 && kernels__receipt_signed(dir, fp, signed_meta, &bundle_st)) {
+		/* Verified before under this root and these policies, both files unchanged since. */
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified before, unchanged since (receipt)", w);
+	} else if ((rc = verify_signed(c, w, meta, msize, bundle, bsize)) == 0) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified (metadata.json signed, digest next)", w);
+		if (*fp)
+			kernels__receipt_sign(cfg, dir, fp, signed_meta, &bundle_st);
 	}
-	kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified (metadata.json signed, digest next)", w);
-	if (*fp)
-		kernels__receipt_sign(cfg, dir, fp, signed_meta, &bundle_st);
-	rc = 0;
-	goto out;
-prefix:
-	rc = kernels__error_prefix("checking the signature of %s", w);
-out:
-	free(bpath);
-	free(mpath);
 	free(bundle);
 	free(meta);
 	return rc;
@@ -615,10 +628,48 @@ static int set_status(kernels_signature_status *status, kernels_signature_status
 	return rc;
 }
 
+/* For kernels_signature_verify_variant: the bundle of `dir` (parsed once,
+ * to tell an unreadable one from an invalid signature) and its
+ * metadata.json: 0, or the refusal with *st saying which file failed how. */
+static int read_variant_signed(const char *dir, char **bundle, size_t *bsize, char **meta, size_t *msize,
+			       kernels_signature_status *st)
+{
+	char *bpath = kernels__sprintf("%s/%s", dir, BUNDLE_FILE), *mpath = kernels__sprintf("%s/metadata.json", dir);
+	ks_bundle b;
+	int rc;
+
+	if (!bpath || !mpath) {
+		rc = KERNELS_ENOMEM;
+		goto out;
+	}
+	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", bundle, bsize, NULL);
+	if (rc == KERNELS_ENOTFOUND) {
+		*st = KERNELS_SIGNATURE_BUNDLE_MISSING;
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s: signature not found (no %s)", dir, BUNDLE_FILE);
+		goto out;
+	}
+	if (rc < 0 || (rc = ks_bundle_parse(&b, *bundle, *bsize)) < 0) {
+		*st = KERNELS_SIGNATURE_BUNDLE_INVALID;
+		goto out;
+	}
+	ks_bundle_free(&b);
+	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", meta, msize, NULL);
+	if (rc == KERNELS_ENOTFOUND) {
+		*st = KERNELS_SIGNATURE_METADATA_MISSING;
+		rc = kernels__error(KERNELS_ESIGNATURE, "%s: no metadata.json", dir);
+	} else if (rc < 0) {
+		*st = KERNELS_SIGNATURE_METADATA_INVALID;
+	}
+out:
+	free(bpath);
+	free(mpath);
+	return rc;
+}
+
 int kernels_signature_verify_variant(kernels_signature_status *status, const char *variant_dir, const kernels_options *opts)
 {
 	kernels__config cfg;
-	char *bpath = NULL, *mpath = NULL, *bundle = NULL, *meta = NULL;
+	char *bundle = NULL, *meta = NULL;
 	size_t bsize = 0, msize = 0;
 	int rc, invalid, parses;
 	kernels_signature_status st = KERNELS_SIGNATURE_FAILED;
@@ -627,39 +678,8 @@ int kernels_signature_verify_variant(kernels_signature_status *status, const cha
 		return kernels__error(KERNELS_EINVAL, "kernels_signature_verify_variant: variant_dir is NULL");
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
-	if (!(bpath = kernels__sprintf("%s/%s", variant_dir, BUNDLE_FILE)) ||
-	    !(mpath = kernels__sprintf("%s/metadata.json", variant_dir))) {
-		rc = KERNELS_ENOMEM;
+	if ((rc = read_variant_signed(variant_dir, &bundle, &bsize, &meta, &msize, &st)) < 0)
 		goto out;
-	}
-	rc = read_capped(bpath, BUNDLE_MAX, "a signature bundle", &bundle, &bsize, NULL);
-	if (rc == KERNELS_ENOTFOUND) {
-		st = KERNELS_SIGNATURE_BUNDLE_MISSING;
-		rc = kernels__error(KERNELS_ESIGNATURE, "%s: signature not found (no %s)", variant_dir, BUNDLE_FILE);
-		goto out;
-	}
-	if (rc < 0) {
-		st = KERNELS_SIGNATURE_BUNDLE_INVALID;
-		goto out;
-	}
-	{
-		ks_bundle b;
-		if ((rc = ks_bundle_parse(&b, bundle, bsize)) < 0) {
-			st = KERNELS_SIGNATURE_BUNDLE_INVALID;
-			goto out;
-		}
-		ks_bundle_free(&b);
-	}
-	rc = read_capped(mpath, METADATA_MAX, "a metadata.json", &meta, &msize, NULL);
-	if (rc == KERNELS_ENOTFOUND) {
-		st = KERNELS_SIGNATURE_METADATA_MISSING;
-		rc = kernels__error(KERNELS_ESIGNATURE, "%s: no metadata.json", variant_dir);
-		goto out;
-	}
-	if (rc < 0) {
-		st = KERNELS_SIGNATURE_METADATA_INVALID;
-		goto out;
-	}
 	if ((rc = verify_bytes(cfg.sig, meta, msize, bundle, bsize, NULL, 0, &invalid)) < 0) {
 		st = invalid ? KERNELS_SIGNATURE_BUNDLE_INVALID : KERNELS_SIGNATURE_FAILED;
 		goto out;
@@ -673,13 +693,9 @@ int kernels_signature_verify_variant(kernels_signature_status *status, const cha
 	rc = kernels_verify_variant(NULL, variant_dir, opts);
 	if (rc == KERNELS_EINTEGRITY)
 		st = KERNELS_SIGNATURE_DIGEST_MISMATCH;
-	else if (rc < 0)
-		st = KERNELS_SIGNATURE_METADATA_INVALID;
 	else
-		st = KERNELS_SIGNATURE_VALID;
+		st = rc < 0 ? KERNELS_SIGNATURE_METADATA_INVALID : KERNELS_SIGNATURE_VALID;
 out:
-	free(bpath);
-	free(mpath);
 	free(bundle);
 	free(meta);
 	kernels__config_free(&cfg);
