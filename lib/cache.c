@@ -271,6 +271,23 @@ int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, co
 	return rc;
 }
 
+/* Whether the repo folder `dir` (a real folder) holds what resolving or
+ * fetching the repo under its form leaves: refs/ or snapshots/. A record
+ * alone (the trust verdict, written as soon as the Hub gives it, before
+ * anything of the repo is fetched) proves no form: a call refused after
+ * it, on a Hub that lied about the form, would have named it for good. */
+static int holds_repo(const char *dir)
+{
+	char *refs = kernels__sprintf("%s/refs", dir), *snaps = kernels__sprintf("%s/snapshots", dir);
+	struct stat st;
+	int yes = (refs && lstat(refs, &st) == 0 && S_ISDIR(st.st_mode)) ||
+		  (snaps && lstat(snaps, &st) == 0 && S_ISDIR(st.st_mode));
+
+	free(refs);
+	free(snaps);
+	return yes;
+}
+
 int kernels__cache_repo_type(const kernels__config *cfg, const char *repo_id, kernels__repo_type *type)
 {
 	char *k = kernels__cache_repo_dir(cfg, KERNELS__REPO_KERNEL, repo_id);
@@ -281,9 +298,9 @@ int kernels__cache_repo_type(const kernels__config *cfg, const char *repo_id, ke
 	*type = KERNELS__REPO_KERNEL;
 	if (!k || !m)
 		rc = kernels__error_oom();
-	else if (lstat(k, &st) == 0)
-		rc = 1;
-	else if (lstat(m, &st) == 0 && S_ISDIR(st.st_mode))
+	else if (lstat(k, &st) == 0 && (!S_ISDIR(st.st_mode) || holds_repo(k)))
+		rc = 1; /* not a folder: the cache guard refuses it */
+	else if (lstat(m, &st) == 0 && S_ISDIR(st.st_mode) && holds_repo(m))
 		rc = 1, *type = KERNELS__REPO_MODEL;
 	free(k);
 	free(m);

@@ -72,8 +72,9 @@ int kernels__is_etag(const char *s);
 
 /* Kernel repo or model repo as the cache knows it: the kernel type unless
  * only the model type's folder is there. 1 when the cache has a folder for
- * the repo, 0 when none (*type: kernel), <0 out of memory. The cache's
- * half of the one decision (download.c: kernels__repo_locate). */
+ * the repo that holds refs/ or snapshots/ (a record alone names no form),
+ * 0 when none (*type: kernel), <0 out of memory. The cache's half of the
+ * one decision (download.c: kernels__repo_locate). */
 int kernels__cache_repo_type(const kernels__config *cfg, const char *repo_id, kernels__repo_type *type);
 
 /* 0 when the `type` folder of the repo holds `commit` (offline);

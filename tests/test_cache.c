@@ -587,12 +587,42 @@ static void test_remove_respects_file_locks(void **state)
 	free(cache);
 }
 
+/* A repo's kind (kernel or model repo) is known from the cache only by
+ * what was fetched of it: a folder that a refused call left with a record
+ * in it (the trust verdict, written as soon as the Hub gives it) names no
+ * kind. Here the Hub lies once that acme/guard, pinned by its commit, is
+ * no kernel repo, and the model API answers 500: the call fails, and the
+ * next one, against the honest Hub, loads the kernel. */
+static void test_refused_call_leaves_no_kind(void **state)
+{
+	char *cache = make_cache("kind");
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o, cache);
+	o.max_retries = 0;
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/api/kernels/acme/guard/revision/\", \"mode\": \"404\"}"),
+			 0);
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/api/models/acme/guard\", \"mode\": \"500\", "
+					"\"count\": -1}"), 0);
+	assert_true(kernels_get(&k, "acme/guard", commit, &o) < 0);
+	assert_null(k);
+	test_hub_faults_clear(W.hub);
+	if (kernels_get(&k, "acme/guard", commit, &o) < 0)
+		fail_msg("after a refused call, the honest Hub's: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 1);
+	kernels_kernel_close(k);
+	free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan_agrees_with_disk),
 		cmocka_unit_test(test_remove_during_download),
 		cmocka_unit_test(test_remove_respects_file_locks),
+		cmocka_unit_test(test_refused_call_leaves_no_kind),
 		cmocka_unit_test(test_planted_repo_folder),
 		cmocka_unit_test(test_planted_subfolders),
 		cmocka_unit_test(test_planted_locks),
