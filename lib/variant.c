@@ -613,14 +613,67 @@ static int build_hint(const kernels__config *cfg, kernels_variant_trace *t, cons
 	return 0;
 }
 
+/* Candidate `c` (index i) parsed and judged for this system into `e`:
+ * accepted, or the reason it is not. -1 when out of memory. */
+static int judge(const kernels__config *cfg, const char *what, const kernels_variant_candidate *c, size_t i,
+		 const kernels_system *sys, const sysview *view, entry *e)
+{
+	int rc;
+
+	e->index = i;
+	e->archs = c->archs;
+	e->meta_backend = c->backend;
+	if (!(e->name = kernels__strdup(c->name)))
+		return -1;
+	if ((rc = kernels_variant_parse(&e->info, c->name)) == KERNELS_ENOMEM)
+		return -1; /* not "an invalid name": it would be skipped */
+	if (rc == 0) {
+		e->valid = 1;
+		/* NULL means accepted, so an allocation failure in decide()
+		 * must not read as one. */
+		kernels_error_clear();
+		e->reason = decide(e, sys, view);
+		if (!e->reason && kernels_error_last_code() == KERNELS_ENOMEM)
+			return -1;
+		e->accepted = e->reason == NULL;
+	} else {
+		e->reason = kernels__sprintf("invalid build variant: %s", kernels_error_last());
+		kernels__log(cfg, KERNELS_LOG_WARNING, "%s%scontains invalid build variant '%s' (%s); skipped",
+			     what ? what : "", what ? " " : "", c->name, kernels_error_last());
+		kernels_error_clear();
+		if (!e->reason)
+			return -1;
+	}
+	e->archs = NULL;
+	e->meta_backend = NULL;
+	sort_key(e);
+	return 0;
+}
+
+/* The entries in order of preference, the accepted ones ranked from 0:
+ * how many were accepted. */
+static int rank_entries(kernels_variant_trace *t)
+{
+	size_t i;
+	int rank = 0;
+
+	if (t->count)
+		qsort(t->entries, t->count, sizeof(*t->entries), entry_cmp);
+	for (i = 0; i < t->count; i++)
+		t->entries[i].rank = t->entries[i].accepted ? rank++ : -1;
+	t->chosen = t->count && t->entries[0].accepted ? t->entries[0].name : NULL;
+	return rank;
+}
+
 int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 			     const kernels_variant_candidate *c, size_t count, const kernels_system *sys,
 			     kernels_variant_trace **out)
 {
 	kernels_variant_trace *t;
 	sysview view;
+	char desc[512];
 	size_t i;
-	int rank = 0, rc;
+	int accepted, rc;
 
 	if (!out || (count && !c) || !sys)
 		return kernels__error(KERNELS_EINVAL, "kernels_variant_resolve: out, names and system must be given");
@@ -630,60 +683,21 @@ int kernels__variant_resolve(const kernels__config *cfg, const char *what,
 		return kernels__error_oom();
 	}
 	make_view(cfg, sys, &view);
-	for (i = 0; i < count; i++) {
-		entry *e = &t->entries[t->count];
-		if (!c[i].name)
-			continue;
-		t->count++;
-		e->index = i;
-		e->archs = c[i].archs;
-		e->meta_backend = c[i].backend;
-		if (!(e->name = kernels__strdup(c[i].name)))
-			goto oom;
-		if ((rc = kernels_variant_parse(&e->info, c[i].name)) == KERNELS_ENOMEM) {
-			goto oom; /* not "an invalid name": it would be skipped */
-		} else if (rc == 0) {
-			e->valid = 1;
-			/* NULL means accepted, so an allocation failure in decide()
-			 * must not read as one. */
-			kernels_error_clear();
-			e->reason = decide(e, sys, &view);
-			if (!e->reason && kernels_error_last_code() == KERNELS_ENOMEM)
-				goto oom;
-			e->accepted = e->reason == NULL;
-		} else {
-			e->reason = kernels__sprintf("invalid build variant: %s", kernels_error_last());
-			kernels__log(cfg, KERNELS_LOG_WARNING, "%s%scontains invalid build variant '%s' (%s); skipped",
-				     what ? what : "", what ? " " : "", c[i].name, kernels_error_last());
-			kernels_error_clear();
-			if (!e->reason)
-				goto oom;
+	for (i = 0; i < count; i++)
+		if (c[i].name && judge(cfg, what, &c[i], i, sys, &view, &t->entries[t->count++]) < 0) {
+			kernels_variant_trace_free(t);
+			return kernels__error_oom();
 		}
-		e->archs = NULL;
-		e->meta_backend = NULL;
-		sort_key(e);
-	}
-	if (t->count)
-		qsort(t->entries, t->count, sizeof(*t->entries), entry_cmp);
-	for (i = 0; i < t->count; i++)
-		t->entries[i].rank = t->entries[i].accepted ? rank++ : -1;
-	t->chosen = t->count && t->entries[0].accepted ? t->entries[0].name : NULL;
-	{
-		char desc[512];
-		kernels_system_format(desc, sizeof(desc), sys);
-		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s%svariant %s chosen among %zu (%d accepted) for %s",
-			     what ? what : "", what ? ": " : "", t->chosen ? t->chosen : "(none)", t->count, rank,
-			     desc);
-	}
+	accepted = rank_entries(t);
+	kernels_system_format(desc, sizeof(desc), sys);
+	kernels__log(cfg, KERNELS_LOG_DEBUG, "%s%svariant %s chosen among %zu (%d accepted) for %s",
+		     what ? what : "", what ? ": " : "", t->chosen ? t->chosen : "(none)", t->count, accepted, desc);
 	if ((rc = build_text(t)) < 0 || (rc = build_hint(cfg, t, sys)) < 0) {
 		kernels_variant_trace_free(t);
 		return rc;
 	}
 	*out = t;
 	return 0;
-oom:
-	kernels_variant_trace_free(t);
-	return kernels__error_oom();
 }
 
 int kernels__variant_no_match(const kernels_variant_trace *t, const char *what, const kernels_system *sys)
