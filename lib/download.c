@@ -5,6 +5,7 @@
 #include "download.h"
 #include "cache.h"
 #include "error.h"
+#include "hash.h"
 #include "layout.h"
 #include "listing.h"
 #include "util.h"
@@ -283,18 +284,52 @@ static void drop_belied(const kernels__config *cfg, kernels__repo_type type, int
 		kernels__listing_forget(cfg, type, repo_id, commit);
 }
 
+/* The blobs `view`'s files name that the cache holds whole but that do not
+ * hash to their names (the Hub's hashes): damaged in place, so wrong for
+ * every link to them. Removed, so that the fetch gets them again (it
+ * reuses a blob by its size). */
+static void drop_damaged(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			 const kernels__tree *view)
+{
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id), *blob, hex[65];
+	int bfd = dir ? kernels__cache_repo_dir_open(dir, "blobs", 0) : -1;
+	size_t i;
+
+	for (i = 0; bfd >= 0 && i < view->n; i++) {
+		const kernels__tree_entry *e = &view->entries[i];
+		const char *etag = kernels__tree_entry_blob(e);
+
+		if (e->is_dir || !kernels__cache_blob_ok(dir, etag, e->size) ||
+		    !(blob = kernels__sprintf("%s/blobs/%s", dir, etag)))
+			continue;
+		if (kernels__hash_blob(blob, e->lfs_sha256 ? KERNELS__BLOB_SHA256 : KERNELS__BLOB_GIT_SHA1, hex,
+				       NULL) == 0 && strcmp(hex, etag)) {
+			kernels__log(cfg, KERNELS_LOG_WARNING, "%s does not hold the bytes its name says (damaged in "
+				     "the cache); fetching it again", blob);
+			unlinkat(bfd, etag, 0);
+		}
+		free(blob);
+	}
+	if (bfd >= 0)
+		close(bfd);
+	free(dir);
+	kernels_error_clear();
+}
+
 /* One listing of build/ per commit, recorded: the variants' files are
  * ranges of it. 1 when a record was belied (`ask` 0 only), else as
  * kernels__download. */
 static int fetch_listed(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			const char *commit, const char *const *variants, size_t n_variants,
-			kernels_download_stats *stats, int ask)
+			kernels_download_stats *stats, int ask, unsigned int flags)
 {
 	kernels__tree all = { 0 }, view = { 0 };
 	int from = 0, rc = 0;
 
 	if (n_variants && (rc = from = kernels__listing_get(cfg, type, repo_id, commit, ask, &all)) >= 0)
 		rc = variants_view(&all, repo_id, commit, variants, n_variants, &view);
+	if (rc == 0 && (flags & KERNELS__DOWNLOAD_RECHECK))
+		drop_damaged(cfg, type, repo_id, &view);
 	if (rc == 0 && (rc = kernels__hub_fetch_tree(cfg, type, repo_id, commit, &view, stats)) < 0)
 		drop_belied(cfg, type, from, rc, repo_id, commit);
 	free(view.entries);
@@ -329,8 +364,8 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type type, const
 	    !kernels__cache_variants_fetched(cfg, type, repo_id, commit, variants, n_variants))
 		kernels__hub_cdn_warm(cfg);
 
-	if ((rc = fetch_listed(cfg, type, repo_id, commit, variants, n_variants, stats, 0)) == 1)
-		rc = fetch_listed(cfg, type, repo_id, commit, variants, n_variants, stats, 1);
+	if ((rc = fetch_listed(cfg, type, repo_id, commit, variants, n_variants, stats, 0, flags)) == 1)
+		rc = fetch_listed(cfg, type, repo_id, commit, variants, n_variants, stats, 1, flags);
 	if (rc == 0 && snapshot_dir) {
 		char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
 		/* Not created here: an empty snapshot folder would pass for a cached commit. */

@@ -40,6 +40,11 @@ int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revi
  * before the build/ listing, so that it is open when the first redirect
  * comes. */
 #define KERNELS__DOWNLOAD_WARM 4u
+/* The variant failed its verification after a download that reused blobs
+ * by their size (plan.c): each blob its files name is hashed against its
+ * name first, and one that does not match (damaged in place) is fetched
+ * again. Reads every blob: for that repair only. */
+#define KERNELS__DOWNLOAD_RECHECK 8u
 
 /* Everything under build/{variant}/ of each variant, of the repo of that
  * `type`. On success *snapshot_dir (malloc'ed, may be NULL to skip) is the

@@ -388,8 +388,17 @@ int kernels__plan_fetch_and_load(const kernels__config *cfg, plan *p, kernels__d
 		return rc;
 	/* verified next: offline, that walk is the one that says what the cache lacks */
 	rc = fetch(cfg, p, variant, KERNELS__DOWNLOAD_VERIFIED, stats, &folder);
-	if (rc == 0)
-		rc = kernels__plan_load(cfg, p, folder, deps, stats, out);
+	if (rc == 0 && (rc = kernels__plan_load(cfg, p, folder, deps, stats, out)) == KERNELS_EINTEGRITY &&
+	    !cfg->offline) {
+		/* The fetch reuses a cached blob by its size: one damaged in
+		 * place fails the load every time until it is fetched again. */
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s; checking its cached blobs against their names",
+			     kernels_error_last());
+		free(folder);
+		rc = fetch(cfg, p, variant, KERNELS__DOWNLOAD_VERIFIED | KERNELS__DOWNLOAD_RECHECK, stats, &folder);
+		if (rc == 0)
+			rc = kernels__plan_load(cfg, p, folder, deps, stats, out);
+	}
 	free(folder);
 	return rc;
 }

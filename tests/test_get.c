@@ -297,6 +297,48 @@ static void test_cached_variant_skips_listing_and_repairs(void **state)
 	kernels_kernel_close(k);
 }
 
+/* A cached blob damaged in place (same size: bit rot, another writer of
+ * a shared cache) fails the load; online, the get then hashes the
+ * variant's blobs against their names (the Hub's hashes), fetches the one
+ * that does not match again, and loads. So does a get after the variant's
+ * folder was deleted, as the message says to: the fetch reuses a blob by
+ * its size. */
+static void damage(const char *so)
+{
+	assert_int_equal(test_system("real=$(readlink -f '%s') && chmod u+w \"$real\" && "
+				     "printf 'X' | dd of=\"$real\" bs=1 seek=100 conv=notrunc 2>/dev/null", so), 0);
+}
+
+static void test_damaged_blob_is_fetched_again(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_kernel *k = NULL;
+	char *so, *variant;
+	int i;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
+	assert_true(asprintf(&variant, "%s/kernels--acme--answer/snapshots/%s/build/torch29-cxx11-cpu-x86_64-linux",
+			     W.cache, W.commit[0]) > 0);
+	assert_true(asprintf(&so, "%s/%s", variant, strrchr(kernels_kernel_library(k), '/') + 1) > 0);
+	kernels_kernel_close(k);
+	for (i = 0; i < 2; i++) {
+		damage(so);
+		if (i == 1)
+			assert_int_equal(test_system("rm -r '%s'", variant), 0);
+		test_hub_log_clear(W.hub);
+		if (kernels_get(&k, "acme/answer", "v1.0.0", &o) < 0)
+			fail_msg("kernels_get (%s): %s", i ? "the folder deleted" : "as it is", kernels_error_last());
+		assert_int_equal(test_kernel_answer(k), 1009);
+		kernels_kernel_close(k);
+		assert_int_equal(test_hub_log_count(W.hub, "GET", ".so"), 1);
+	}
+	free(so);
+	free(variant);
+}
+
 /* How often an online kernels_get of `revision` opens `variant`'s folder
  * of commit `commit` as a folder to list it. */
 static int variant_listings(kernels_system s, const char *revision, int commit, const char *variant)
@@ -748,6 +790,7 @@ int main(void)
 		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, test_world_fresh),
 		cmocka_unit_test_setup(test_offline_metadata_only_variant_is_not_cached, test_world_fresh),
 		cmocka_unit_test_setup(test_offline_missing_blob_is_not_cached, test_world_fresh),
+		cmocka_unit_test_setup(test_damaged_blob_is_fetched_again, test_world_fresh),
 		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, test_world_fresh),
 		cmocka_unit_test_setup(test_get_lists_the_variant_twice, test_world_fresh),
 		cmocka_unit_test_setup(test_hub_down_falls_back_to_the_cache, test_world_fresh),
