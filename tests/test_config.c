@@ -266,9 +266,9 @@ static void test_public_cache_path(void **state)
 	assert_non_null(strstr(p, "/kernels--org--x"));
 	kernels_free(p);
 
-	/* Only the model-type folder exists: that one is the repo's. */
+	/* Only the model-type folder holds the repo (snapshots/): that one is the repo's. */
 	assert_int_equal(asprintf(&model, "%s/models--org--x", dir) > 0, 1);
-	assert_int_equal(test_system("mkdir -p '%s'", model), 0);
+	assert_int_equal(test_system("mkdir -p '%s/snapshots'", model), 0);
 	assert_int_equal(kernels_cache_path(&p, "org/x", NULL), 0);
 	assert_string_equal(p, model);
 	kernels_free(p);
