@@ -259,6 +259,7 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
 #define DEFAULT_TIMEOUT_S (KERNELS_DEFAULT_TIMEOUT_MS / 1000)
 #define TIMEOUT_S_MAX (24 * 3600)
+#define TOKEN_LINE_MAX 4095 /* bytes of the token file read, as before: its first line is the token */
 #define DEFAULT_DEADLINE_MS ((long)KERNELS_DEFAULT_DEADLINE_MS)
 #define DEFAULT_STALL_BUDGET_MS 30000L
 #define ENDPOINTS_MAX 16
@@ -441,11 +442,14 @@ static int set_str(char **dst, const char *v)
 }
 
 /* Reads the token file, keeping only its first line without surrounding
- * blanks, as huggingface_hub does. A missing file simply means no token. */
-static int token_from_file(char **out)
+ * blanks, as huggingface_hub does. A missing file simply means no token;
+ * so does one that is no regular file, with a warning: a FIFO would be
+ * waited on forever, by every call. */
+static int token_from_file(const kernels_options *opts, char **out)
 {
-	char *path = NULL, *home, line[4096], *s, *e;
-	FILE *f;
+	char *path = NULL, *home, *text = NULL, *s, *e;
+	size_t len = 0;
+	int rc = 0;
 
 	*out = NULL;
 	if (env_nonempty("HF_TOKEN_PATH"))
@@ -456,20 +460,26 @@ static int token_from_file(char **out)
 	}
 	if (!path)
 		return KERNELS_ENOMEM;
-	f = fopen(path, "r");
+	if (kernels__read_file(path, TOKEN_LINE_MAX, KERNELS__READ_PREFIX, &text, &len, NULL) < 0) {
+		if (errno == ENOMEM)
+			rc = kernels__error_oom();
+		else if (errno == EISDIR || errno == EINVAL)
+			warn_setting(opts, "the token file %.300s is not a regular file; no token is sent (fix "
+				     "HF_TOKEN_PATH, or set HF_TOKEN)", path);
+		free(path);
+		return rc;
+	}
 	free(path);
-	if (!f)
-		return errno == ENOMEM ? kernels__error_oom() : 0;
-	s = fgets(line, sizeof(line), f);
-	fclose(f);
-	if (!s)
-		return 0;
+	s = text;
+	s[strcspn(s, "\n")] = '\0';
 	while (isspace((unsigned char)*s))
 		s++;
 	e = s + strlen(s);
 	while (e > s && isspace((unsigned char)e[-1]))
 		*--e = '\0';
-	return set_str(out, s);
+	rc = set_str(out, s);
+	free(text);
+	return rc;
 }
 
 /* options.token ("": none, whatever the environment says), else $HF_TOKEN,
@@ -482,7 +492,7 @@ static int token_load(kernels__config *cfg, const kernels_options *opts)
 		return set_str(&cfg->token, opts->token);
 	if ((v = env_nonempty("HF_TOKEN")) || (v = env_nonempty("HUGGING_FACE_HUB_TOKEN")))
 		return set_str(&cfg->token, v);
-	return token_from_file(&cfg->token);
+	return token_from_file(opts, &cfg->token);
 }
 
 void kernels__config_deadline_restart(kernels__config *cfg)

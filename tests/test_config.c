@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "kernels.h"
@@ -85,6 +88,17 @@ static void test_endpoint(void **state)
 	expect_config_string(&opts, endpoint, "https://mirror.example");
 }
 
+static char seen[2048];
+
+static void keep_warnings(kernels_log_level level, const char *msg, void *payload)
+{
+	(void)payload;
+	if (level == KERNELS_LOG_WARNING && strlen(seen) + strlen(msg) + 2 < sizeof(seen)) {
+		strcat(seen, msg);
+		strcat(seen, "\n");
+	}
+}
+
 static void test_token_sources(void **state)
 {
 	kernels__config cfg;
@@ -110,6 +124,35 @@ static void test_token_sources(void **state)
 
 	setenv("HF_TOKEN", "hf_env", 1);
 	expect_config_string(NULL, token, "hf_env");
+	unsetenv("HF_TOKEN");
+
+	/* A token path that is no regular file (a FIFO no one writes, planted
+	 * or left over) is no token, with a warning: every call reads it, and
+	 * opening a FIFO waits for a writer forever. The child's alarm is only
+	 * a hang guard. */
+	assert_int_equal(asprintf(&file, "%s/fifo", dir) > 0, 1);
+	assert_int_equal(mkfifo(file, 0600), 0);
+	setenv("HF_TOKEN_PATH", file, 1);
+	{
+		kernels_options opts;
+		pid_t pid = fork();
+		int status = 0;
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			alarm(60);
+			seen[0] = '\0';
+			kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+			opts.log_cb = keep_warnings;
+			_exit(kernels__config_load(&cfg, &opts) == 0 && !cfg.token &&
+			      strstr(seen, "is not a regular file") ? 0 : 1);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	unsetenv("HF_TOKEN_PATH");
+	free(file);
 
 	test_rmtree(dir);
 	free(dir);
@@ -138,17 +181,6 @@ static void test_switches(void **state)
 	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
 	assert_int_equal(cfg.offline, 0);
 	kernels__config_free(&cfg);
-}
-
-static char seen[2048];
-
-static void keep_warnings(kernels_log_level level, const char *msg, void *payload)
-{
-	(void)payload;
-	if (level == KERNELS_LOG_WARNING && strlen(seen) + strlen(msg) + 2 < sizeof(seen)) {
-		strcat(seen, msg);
-		strcat(seen, "\n");
-	}
 }
 
 /* A value that does not parse is named with what is accepted, and the
