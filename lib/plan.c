@@ -19,6 +19,7 @@
 #include "config.h"
 #include "download.h"
 #include "info.h"
+#include "listing.h"
 #include "error.h"
 #include "hub.h"
 #include "manifest.h"
@@ -398,6 +399,11 @@ int kernels__plan_fetch_and_load(const kernels__config *cfg, plan *p, kernels__d
 		rc = fetch(cfg, p, variant, KERNELS__DOWNLOAD_VERIFIED | KERNELS__DOWNLOAD_RECHECK, stats, &folder);
 		if (rc == 0)
 			rc = kernels__plan_load(cfg, p, folder, deps, stats, out);
+		/* Still refused, every blob as its name says: the listing may be
+		 * what put a file there, so it is not kept to put it there again
+		 * once the folder is deleted, as the message says to. */
+		if (rc == KERNELS_EINTEGRITY)
+			kernels__listing_forget(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev));
 	}
 	free(folder);
 	return rc;

@@ -557,6 +557,46 @@ static void test_redirect_is_followed(void **state)
 	kernels_kernel_close(k);
 }
 
+/* A listing that plants a file in the variant (the Hub's honest listing
+ * and one more file, served with the bytes it names): the digest check
+ * refuses the variant, and says to delete its folder and fetch it again.
+ * That works against the honest Hub: the listing is not kept to plant the
+ * file again from its cached blob. */
+static void test_planted_file_does_not_outlive_its_listing(void **state)
+{
+	static const char *const v = "torch29-cxx11-cpu-x86_64-linux";
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_kernel *k = NULL;
+	char *fault_file, *fault;
+	(void)state;
+
+	assert_true(asprintf(&fault_file, "%s/planted-listing.json", W.tmp) > 0);
+	assert_int_equal(test_system("python3 -c 'import hashlib, json, sys, urllib.request\n"
+				     "l = json.load(urllib.request.urlopen(sys.argv[1]))\n"
+				     "b = json.dumps(\"x\").encode()\n"
+				     "l.append({\"type\": \"file\", \"size\": len(b), \"path\": \"build/%s/evil.txt\", "
+				     "\"oid\": hashlib.sha1(b\"blob %%d\\0\" %% len(b) + b).hexdigest()})\n"
+				     "json.dump({\"regex\": \"/tree/.*/build$\", \"mode\": \"200\", \"body\": l}, open(sys.argv[2], \"w\"))' "
+				     "'%s/api/kernels/acme/answer/tree/%s/build?recursive=true&limit=1000' '%s'",
+				     v, test_hub_endpoint(W.hub), W.commit[0], fault_file), 0);
+	assert_non_null(fault = test_read_file(fault_file, NULL));
+	assert_int_equal(test_hub_fault(W.hub, fault), 0);
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/evil.txt\", \"mode\": \"200\", \"body\": \"x\"}"), 0);
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), KERNELS_EINTEGRITY);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "delete the folder"));
+	test_hub_faults_clear(W.hub);
+	assert_int_equal(test_system("rm -r '%s/kernels--acme--answer/snapshots/%s/build/%s'", W.cache, W.commit[0], v), 0);
+	if (kernels_get(&k, "acme/answer", "v1.0.0", &o) < 0)
+		fail_msg("the variant's folder deleted, the honest Hub's get: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 1009);
+	kernels_kernel_close(k);
+	free(fault);
+	free(fault_file);
+}
+
 static void test_bad_input_is_refused_and_cache_untouched(void **state)
 {
 	kernels_options o;
@@ -799,6 +839,7 @@ int main(void)
 		cmocka_unit_test_setup(test_redirect_is_followed, test_world_fresh),
 		cmocka_unit_test_setup(test_silent_first_endpoint_hands_over, test_world_fresh),
 		cmocka_unit_test_setup(test_all_endpoints_silent_said_once_each, test_world_fresh),
+		cmocka_unit_test_setup(test_planted_file_does_not_outlive_its_listing, test_world_fresh),
 		cmocka_unit_test_setup(test_bad_input_is_refused_and_cache_untouched, test_world_fresh),
 		cmocka_unit_test_setup(test_local_kernels_override, test_world_fresh),
 		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, test_world_fresh),
