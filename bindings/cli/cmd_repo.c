@@ -356,6 +356,34 @@ static int in_list(const char *list, const char *name)
 	return 0;
 }
 
+/* One wheel per downloaded variant of `snap` into `out`, each listed in
+ * `wheels` (and printed, without --json): CLI_OK or the failure, told. */
+static int write_wheels(cli_ctx *ctx, const kernels_snapshot *snap, const char *repo, const char *bare,
+			char *const *picked, size_t np, const char *out, const kernels_wheel_options *wo,
+			json_t *wheels)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < np; i++) {
+		char *dir = cli_sprintf("%s/build/%s", kernels_snapshot_path(snap), picked[i]), *path = NULL;
+		rc = kernels_wheel_write(&path, dir, repo, bare, picked[i], out, wo);
+		free(dir);
+		if (rc) {
+			char *what = cli_sprintf("%s variant %s", repo, picked[i]);
+			rc = cli_fail(ctx, rc, what);
+			free(what);
+			return rc;
+		}
+		if (!ctx->json)
+			printf("%s\n", path);
+		json_array_append_new(wheels, json_pack("{s:s,s:s,s:s}", "variant", picked[i], "path", path, "filename",
+							strrchr(path, '/') ? strrchr(path, '/') + 1 : path));
+		free(path);
+	}
+	return CLI_OK;
+}
+
 int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 {
 	const char *repo = ctx->pos[0], *version = ctx->pos[1];
@@ -365,29 +393,25 @@ int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 	const char *bare = version[0] == 'v' ? version + 1 : version;
 	kernels_revision *r = NULL;
 	kernels_snapshot *snap = NULL;
-	char **names = NULL, **picked = NULL, *rev, *probe = NULL;
+	char **names = NULL, **picked = NULL, *rev = NULL, *probe = NULL;
 	size_t n = 0, np = 0, i;
-	json_t *wheels = json_array();
+	json_t *wheels = NULL;
 	int rc;
 
 	if (!out)
 		out = ".";
 	/* Check the names before any network call: a bad VERSION is a usage error. */
-	if (kernels_wheel_filename(&probe, repo, bare, "torch-universal", &wo)) {
-		json_decref(wheels);
+	if (kernels_wheel_filename(&probe, repo, bare, "torch-universal", &wo))
 		return cli_usage_error(cmd, "%s", kernels_error_last());
-	}
 	free(probe);
-	if (mkdir(out, 0777) && errno != EEXIST) {
-		json_decref(wheels);
+	if (mkdir(out, 0777) && errno != EEXIST)
 		return cli_error(ctx, KERNELS_EIO, "cannot create %s: %s", out, strerror(errno));
-	}
 	rev = cli_sprintf("v%s", bare);
 	if ((rc = kernels_revision_resolve(&r, repo, rev, &ctx->opts)) ||
 	    (rc = kernels_variants_list(&names, &n, repo, kernels_revision_commit(r), &ctx->opts)))
 		goto fail;
 	picked = calloc(n ? n : 1, sizeof(*picked));
-	for (i = 0; i < n; i++)
+	for (i = 0; picked && i < n; i++)
 		if (!only || in_list(only, names[i]))
 			picked[np++] = names[i];
 	if (!np) {
@@ -400,29 +424,14 @@ int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 	cli_progress_end(ctx);
 	if (rc)
 		goto fail;
-	for (i = 0; i < np; i++) {
-		char *dir = cli_sprintf("%s/build/%s", kernels_snapshot_path(snap), picked[i]), *path = NULL;
-		rc = kernels_wheel_write(&path, dir, repo, bare, picked[i], out, &wo);
-		free(dir);
-		if (rc) {
-			char *what = cli_sprintf("%s variant %s", repo, picked[i]);
-			cli_fail(ctx, rc, what);
-			free(what);
-			goto done;
-		}
-		if (!ctx->json)
-			printf("%s\n", path);
-		json_array_append_new(wheels, json_pack("{s:s,s:s,s:s}", "variant", picked[i], "path", path, "filename",
-							strrchr(path, '/') ? strrchr(path, '/') + 1 : path));
-		free(path);
-	}
-	if (ctx->json) {
+	wheels = json_array();
+	if ((rc = write_wheels(ctx, snap, repo, bare, picked, np, out, &wo, wheels)) != CLI_OK)
+		goto done;
+	if (ctx->json)
 		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:O}", "repo_id", repo, "version", bare, "commit",
 					      kernels_revision_commit(r), "wheels", wheels));
-	} else {
+	else
 		cli_note(ctx, "wrote %zu wheel%s for %s %s", np, np == 1 ? "" : "s", repo, bare);
-		rc = CLI_OK;
-	}
 	goto done;
 fail:
 	rc = cli_fail(ctx, rc, repo);
