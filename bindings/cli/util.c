@@ -455,15 +455,62 @@ static int check_system(cli_ctx *ctx, const cli_command *cmd)
 	return -1;
 }
 
+/* The option `a` names, in the command's options, then the global ones
+ * (*global), or NULL; a long option's "=value" goes to *value. */
+static const cli_opt *lookup(const cli_command *cmd, const char *a, int *idx, int *global, const char **value)
+{
+	const char *name = a + 2, *eq = a[1] == '-' ? strchr(name, '=') : NULL;
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const cli_opt *o;
+
+	*value = eq ? eq + 1 : NULL;
+	o = a[1] == '-' ? find_opt(cmd->opts, name, len, 0, idx) : find_opt(cmd->opts, NULL, 0, a[1], idx);
+	if ((*global = !o))
+		o = a[1] == '-' ? find_opt(cli_global_opts, name, len, 0, idx)
+				: find_opt(cli_global_opts, NULL, 0, a[1], idx);
+	return o;
+}
+
+/* `a` is no option of the command's: the usage error, with the nearest
+ * long option when there is one. */
+static int unknown_option(const cli_command *cmd, const char *a)
+{
+	const char *name = a + 2, *eq = strchr(name, '='), *near = NULL;
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+
+	if (a[1] == '-' && !(near = cli_nearest(name, len, NULL, cmd->opts)))
+		near = cli_nearest(name, len, NULL, cli_global_opts);
+	if (near)
+		return cli_usage_error(cmd, "unknown option '%.*s': did you mean --%s?", (int)(len + 2), a, near);
+	return cli_usage_error(cmd, "unknown option '%s'", a);
+}
+
+/* The option's value kept (a repeatable one's values joined by commas),
+ * or a global option applied: -1 to go on, else the exit code. */
+static int take_value(cli_ctx *ctx, const cli_command *cmd, const cli_opt *o, int idx, int global, const char *value)
+{
+	int rc;
+
+	if (global) {
+		if ((rc = apply_global(ctx, cmd, o->name, value ? value : "1")) >= 0)
+			return rc;
+	} else if (value && ctx->val[idx] && strstr(o->arg, "...")) {
+		/* a repeatable option ("NAME..."): lives as long as the process */
+		ctx->val[idx] = cli_sprintf("%s,%s", ctx->val[idx], value);
+	} else {
+		ctx->val[idx] = value ? value : "1";
+	}
+	return -1;
+}
+
 int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 {
 	int i, rc, only_pos = 0;
 
 	for (i = 0; i < argc; i++) {
-		const char *a = argv[i], *value = NULL, *name, *eq;
+		const char *a = argv[i], *value;
 		const cli_opt *o;
-		int idx, global = 0;
-		size_t len;
+		int idx, global;
 
 		if (only_pos || a[0] != '-' || !a[1]) {
 			if (ctx->npos >= cmd->max_pos || ctx->npos >= CLI_MAX_POS)
@@ -479,35 +526,14 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 			cli_command_help(stdout, cmd);
 			return CLI_OK;
 		}
-		if (a[1] == '-') {
-			name = a + 2;
-			eq = strchr(name, '=');
-			len = eq ? (size_t)(eq - name) : strlen(name);
-			if (eq)
-				value = eq + 1;
-			o = find_opt(cmd->opts, name, len, 0, &idx);
-			if (!o && (o = find_opt(cli_global_opts, name, len, 0, &idx)))
-				global = 1;
-		} else if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
+		if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
 			ctx->verbose += (int)strlen(a + 1); /* -vv */
 			continue;
-		} else {
-			if (a[2])
-				return cli_usage_error(cmd, "unknown option '%s' (short options stand alone)", a);
-			o = find_opt(cmd->opts, NULL, 0, a[1], &idx);
-			if (!o && (o = find_opt(cli_global_opts, NULL, 0, a[1], &idx)))
-				global = 1;
 		}
-		if (!o && a[1] == '-') {
-			const char *near = cli_nearest(name, len, NULL, cmd->opts);
-			if (!near)
-				near = cli_nearest(name, len, NULL, cli_global_opts);
-			if (near)
-				return cli_usage_error(cmd, "unknown option '%.*s': did you mean --%s?", (int)(len + 2), a,
-						       near);
-		}
-		if (!o)
-			return cli_usage_error(cmd, "unknown option '%s'", a);
+		if (a[1] != '-' && a[2])
+			return cli_usage_error(cmd, "unknown option '%s' (short options stand alone)", a);
+		if (!(o = lookup(cmd, a, &idx, &global, &value)))
+			return unknown_option(cmd, a);
 		if (o->arg && !value) {
 			if (i + 1 >= argc)
 				return cli_usage_error(cmd, "option --%s needs a value (%s)", o->name, o->arg);
@@ -515,15 +541,8 @@ int cli_parse(cli_ctx *ctx, const cli_command *cmd, int argc, char **argv)
 		} else if (!o->arg && value) {
 			return cli_usage_error(cmd, "option --%s takes no value", o->name);
 		}
-		if (global) {
-			if ((rc = apply_global(ctx, cmd, o->name, value ? value : "1")) >= 0)
-				return rc;
-		} else if (value && ctx->val[idx] && strstr(o->arg, "...")) {
-			/* a repeatable option ("NAME..."): the values joined by commas; lives as long as the process */
-			ctx->val[idx] = cli_sprintf("%s,%s", ctx->val[idx], value);
-		} else {
-			ctx->val[idx] = value ? value : "1";
-		}
+		if ((rc = take_value(ctx, cmd, o, idx, global, value)) >= 0)
+			return rc;
 	}
 	if (ctx->npos < cmd->min_pos)
 		return cli_usage_error(cmd, "missing argument%s: %s", cmd->min_pos - ctx->npos > 1 ? "s" : "",
