@@ -130,11 +130,13 @@ static void paths_free(paths *p)
 	free(p->tmp);
 }
 
-/* The copy the receipt vouches for, open read-only; -1 when there is none. */
+/* The copy the receipt vouches for, open read-only; -1 when there is none.
+ * Opened without waiting: a FIFO in its place is no copy, not a wait for a
+ * writer. */
 static int reuse(const paths *p, const char *source, const struct stat *st)
 {
 	struct stat cst;
-	int cfd = open(p->copy, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int cfd = open(p->copy, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (cfd < 0)
 		return -1;

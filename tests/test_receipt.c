@@ -256,6 +256,7 @@ static int load_py_in_child(int offline, const char *rev, int answer, int refuse
 		kernels_kernel *k = NULL;
 		int (*fn)(void);
 
+		alarm(120); /* a hang guard only */
 		options(&o, offline, on_copy_log);
 		copy_events = 0;
 		thread_fail_refuse(refuse);
@@ -312,6 +313,11 @@ static void test_changed_copy_is_redone(void **state)
 	assert_int_equal(test_system("c=$(ls '%s'/*.so) && cp '%s' \"$c.new\" && mv -f \"$c.new\" \"$c\"", patched, evil), 0);
 	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
 	assert_int_not_equal(access(marker, F_OK), 0);
+	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
+	/* A FIFO in the copy's place (opened for reading, it would wait for a
+	 * writer forever): written again. */
+	assert_int_equal(test_system("c=$(ls '%s'/*.so) && rm -f \"$c\" && mkfifo \"$c\"", patched), 0);
+	assert_int_equal(load_py(1), LOADED | WROTE | MAPPED_COPY);
 	assert_int_equal(load_py(1), LOADED | REUSED | MAPPED_COPY);
 	free(evil);
 	free(marker);
