@@ -635,6 +635,21 @@ static int scan_digits(const char *s, size_t n, size_t *i, int base, char *clean
 
 #define NUMBER_MAX 512 /* characters of a number's text, with room for its NUL */
 
+/* `v` keeps its text as written, src[start..start+n): a writer repeats
+ * floats and dates as they were. -1 when out of memory, `v` freed. */
+static int keep_text(parser *p, kernels__toml_value *v, size_t start, size_t n)
+{
+	if (!(v->u.s.ptr = malloc(n + 1))) {
+		kernels__toml_value_free(v);
+		kernels__error_oom();
+		return -1;
+	}
+	memcpy(v->u.s.ptr, p->src + start, n);
+	v->u.s.ptr[n] = '\0';
+	v->u.s.len = n;
+	return 0;
+}
+
 static int integer_value(parser *p, size_t start, int depth, long long i, kernels__toml_value **out)
 {
 	kernels__toml_value *v = kernels__toml_value_new(p, KERNELS__TOML_INTEGER, start, depth);
@@ -646,7 +661,6 @@ static int integer_value(parser *p, size_t start, int depth, long long i, kernel
 	return 0;
 }
 
-/* A float keeps its text beside its value: a writer repeats it as written. */
 static int float_value(parser *p, size_t start, size_t n, int depth, double f, kernels__toml_value **out)
 {
 	kernels__toml_value *v = kernels__toml_value_new(p, KERNELS__TOML_FLOAT, start, depth);
@@ -654,13 +668,8 @@ static int float_value(parser *p, size_t start, size_t n, int depth, double f, k
 	if (!v)
 		return kernels_error_last_code();
 	v->f = f;
-	if (!(v->u.s.ptr = malloc(n + 1))) {
-		kernels__toml_value_free(v);
-		return kernels__error_oom();
-	}
-	memcpy(v->u.s.ptr, p->src + start, n);
-	v->u.s.ptr[n] = '\0';
-	v->u.s.len = n;
+	if (keep_text(p, v, start, n) < 0)
+		return KERNELS_ENOMEM;
 	*out = v;
 	return 0;
 }
@@ -858,13 +867,8 @@ int kernels__toml_parse_datetime(parser *p, kernels__toml_value **out, int depth
 	if (!(v = kernels__toml_value_new(p, KERNELS__TOML_DATETIME, start, depth)))
 		return kernels_error_last_code();
 	v->datetime_kind = kind;
-	if (!(v->u.s.ptr = malloc(n + 1))) {
-		kernels__toml_value_free(v);
-		return kernels__error_oom();
-	}
-	memcpy(v->u.s.ptr, p->src + start, n);
-	v->u.s.ptr[n] = '\0';
-	v->u.s.len = n;
+	if (keep_text(p, v, start, n) < 0)
+		return KERNELS_ENOMEM;
 	p->pos = start + n;
 	*out = v;
 	return 1;
