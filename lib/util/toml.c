@@ -156,10 +156,48 @@ static int dotted_closed(parser *p, const kernels__toml_value *t)
 
 /* key = value, into `table` (the current section's table, or an inline
  * table being built). */
+/* Part i of a dotted key, not its last, from table `t`: the table it
+ * names (*next), made when absent; refused when it is a value, or a table
+ * defined elsewhere. */
+static int dotted_step(parser *p, kernels__toml_value *t, const keypath *k, size_t i, int inline_table,
+		       kernels__toml_value **next)
+{
+	const keypart *part = &k->part[i];
+	long idx = kernels__toml_table_find(t, part->buf.ptr, part->buf.len);
+	kernels__toml_value *n;
+	char buf[512];
+
+	if (idx < 0) {
+		if (!(n = kernels__toml_value_new_lc(p, KERNELS__TOML_TABLE, part->pos, part->line, part->col,
+						     t->depth + 1)))
+			return kernels_error_last_code();
+		n->flags = T_DOTTED;
+		n->section = p->section;
+		*next = n;
+		return kernels__toml_table_add(t, part->buf.ptr, part->buf.len, part->line, part->col, n);
+	}
+	n = t->u.t.items[idx].value;
+	if (n->type != KERNELS__TOML_TABLE || (!inline_table && dotted_closed(p, n)) ||
+	    (inline_table && (n->flags & T_FROZEN)))
+		return kernels__toml_fail_at(p, part->pos,
+					     "cannot add keys to '%s' with a dotted key: it is %s defined elsewhere",
+					     kernels__toml_keypath_str(k, i + 1, buf, sizeof(buf)),
+					     n->type == KERNELS__TOML_TABLE ? "a table" : "a value");
+	/* a table a dotted key went through is defined by this section, even
+	 * if a header had implied it before */
+	if (!inline_table) {
+		n->flags |= T_DOTTED;
+		n->section = p->section;
+	}
+	*next = n;
+	return 0;
+}
+
 static int parse_keyval(parser *p, kernels__toml_value *table, int inline_table, int depth)
 {
 	keypath k = { .n = 0 };
 	kernels__toml_value *t = table, *v = NULL;
+	const keypart *last;
 	char buf[512];
 	size_t i;
 	int rc;
@@ -172,50 +210,18 @@ static int parse_keyval(parser *p, kernels__toml_value *table, int inline_table,
 	}
 	p->pos++;
 	kernels__toml_skip_ws(p);
-	for (i = 0; i + 1 < k.n; i++) {
-		long idx = kernels__toml_table_find(t, k.part[i].buf.ptr, k.part[i].buf.len);
-		kernels__toml_value *next;
-		if (idx < 0) {
-			if (!(next = kernels__toml_value_new_lc(p, KERNELS__TOML_TABLE, k.part[i].pos, k.part[i].line,
-								k.part[i].col, t->depth + 1))) {
-				rc = kernels_error_last_code();
-				goto out;
-			}
-			next->flags = T_DOTTED;
-			next->section = p->section;
-			if ((rc = kernels__toml_table_add(t, k.part[i].buf.ptr, k.part[i].buf.len, k.part[i].line,
-							  k.part[i].col, next)) < 0)
-				goto out;
-		} else {
-			next = t->u.t.items[idx].value;
-			if (next->type != KERNELS__TOML_TABLE || (!inline_table && dotted_closed(p, next)) ||
-			    (inline_table && (next->flags & T_FROZEN))) {
-				rc = kernels__toml_fail_at(p, k.part[i].pos,
-							   "cannot add keys to '%s' with a dotted key: it is %s "
-							   "defined elsewhere",
-							   kernels__toml_keypath_str(&k, i + 1, buf, sizeof(buf)),
-							   next->type == KERNELS__TOML_TABLE ? "a table" : "a value");
-				goto out;
-			}
-			/* a table a dotted key went through is defined by this
-			 * section, even if a header had implied it before */
-			if (!inline_table) {
-				next->flags |= T_DOTTED;
-				next->section = p->section;
-			}
-		}
-		t = next;
-	}
-	if (kernels__toml_table_find(t, k.part[k.n - 1].buf.ptr, k.part[k.n - 1].buf.len) >= 0) {
-		rc = kernels__toml_fail_at(p, k.part[k.n - 1].pos,
-					   "duplicate key '%s'; each key may be defined only once",
+	for (i = 0; i + 1 < k.n; i++)
+		if ((rc = dotted_step(p, t, &k, i, inline_table, &t)) < 0)
+			goto out;
+	last = &k.part[k.n - 1];
+	if (kernels__toml_table_find(t, last->buf.ptr, last->buf.len) >= 0) {
+		rc = kernels__toml_fail_at(p, last->pos, "duplicate key '%s'; each key may be defined only once",
 					   kernels__toml_keypath_str(&k, k.n, buf, sizeof(buf)));
 		goto out;
 	}
 	if ((rc = parse_value(p, &v, t->depth + 1)) < 0)
 		goto out;
-	rc = kernels__toml_table_add(t, k.part[k.n - 1].buf.ptr, k.part[k.n - 1].buf.len, k.part[k.n - 1].line,
-				     k.part[k.n - 1].col, v);
+	rc = kernels__toml_table_add(t, last->buf.ptr, last->buf.len, last->line, last->col, v);
 out:
 	kernels__toml_keypath_free(&k);
 	(void)depth;
