@@ -316,10 +316,10 @@ static int fetch(const kernels__config *cfg, plan *p, const char *variant, unsig
 	return rc;
 }
 
-int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant, kernels_get_stats *stats,
-			char **folder)
+int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant, int recheck,
+			kernels_get_stats *stats, char **folder)
 {
-	return fetch(cfg, p, variant, 0, stats, folder);
+	return fetch(cfg, p, variant, recheck ? KERNELS__DOWNLOAD_RECHECK : 0, stats, folder);
 }
 
 int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, kernels__deps_fn deps,

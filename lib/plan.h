@@ -59,8 +59,10 @@ int kernels__plan_remote_from(const kernels__config *cfg, const char *repo_id, c
 int kernels__plan_remote(const kernels__config *cfg, const char *repo_id, const char *revision,
 			 kernels__plan *p, kernels_get_stats *stats);
 /* Downloads build/{variant} of the plan's commit; *folder (malloc'ed) is
- * the variant's snapshot folder. */
-int kernels__plan_fetch(const kernels__config *cfg, kernels__plan *p, const char *variant,
+ * the variant's snapshot folder. `recheck`: the variant failed a check
+ * after such a fetch, so its cached blobs are hashed against their names
+ * first (KERNELS__DOWNLOAD_RECHECK). */
+int kernels__plan_fetch(const kernels__config *cfg, kernels__plan *p, const char *variant, int recheck,
 			kernels_get_stats *stats, char **folder);
 /* The variant the plan chose: from the cache when complete there, else
  * fetched; then verified and loaded, `deps` loading its kernel-depends

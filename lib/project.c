@@ -241,12 +241,38 @@ static int find_entry(const char *lock_path, const char *repo_id, kernels_lock *
 	return 0;
 }
 
+/* The variant fetched, checked against the lock and, with `out`, loaded.
+ * A check failed after an online fetch may be a blob damaged in place,
+ * which the fetch reuses by its size: the variant is fetched once more,
+ * its cached blobs hashed against their names first (as kernels_get's). */
+static int fetch_checked(const kernels__config *cfg, kernels__plan *p, const kernels_lock_entry *entry,
+			 const char *variant, kernels_get_stats *stats, kernels_kernel **out)
+{
+	char *folder = NULL;
+	int rc, recheck;
+
+	for (recheck = 0; recheck < 2; recheck++) {
+		if (recheck)
+			kernels__log(cfg, KERNELS_LOG_DEBUG, "%s; checking its cached blobs against their names",
+				     kernels_error_last());
+		rc = kernels__plan_fetch(cfg, p, variant, recheck, stats, &folder);
+		if (rc == 0)
+			rc = check_lock_hash(entry, variant, folder);
+		if (rc == 0 && out)
+			rc = kernels__plan_load(cfg, p, folder, kernels__deps_load, stats, out);
+		free(folder);
+		folder = NULL;
+		if (rc != KERNELS_EINTEGRITY || cfg->offline)
+			break;
+	}
+	return rc;
+}
+
 static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entry, kernels_kernel **out)
 {
 	kernels_get_stats stats;
 	kernels__plan p = { 0 };
 	const char *variant;
-	char *folder = NULL;
 	int rc;
 
 	memset(&stats, 0, sizeof(stats));
@@ -256,12 +282,7 @@ static int get_pinned(const kernels__config *cfg, const kernels_lock_entry *entr
 	if (rc == 0 && !(variant = kernels_variant_trace_chosen(p.trace)))
 		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
 	if (rc == 0)
-		rc = kernels__plan_fetch(cfg, &p, variant, &stats, &folder);
-	if (rc == 0)
-		rc = check_lock_hash(entry, variant, folder);
-	if (rc == 0)
-		rc = kernels__plan_load(cfg, &p, folder, kernels__deps_load, &stats, out);
-	free(folder);
+		rc = fetch_checked(cfg, &p, entry, variant, &stats, out);
 	kernels__plan_free(&p);
 	return rc;
 }
@@ -344,15 +365,11 @@ static int download_entry(const kernels__config *cfg, const kernels_lock_entry *
 		rc = kernels__variant_no_match(p.trace, p.what, p.sys);
 	for (i = 0; rc == 0 && i < n; i++) {
 		const char *variant = kernels_variant_trace_name_at(p.trace, i);
-		char *folder = NULL;
 
 		if (all_variants ? !kernels_variant_trace_valid_at(p.trace, i)
 				 : strcmp(variant, kernels_variant_trace_chosen(p.trace)))
 			continue;
-		rc = kernels__plan_fetch(cfg, &p, variant, &stats, &folder);
-		if (rc == 0)
-			rc = check_lock_hash(entry, variant, folder);
-		free(folder);
+		rc = fetch_checked(cfg, &p, entry, variant, &stats, NULL);
 	}
 	kernels__plan_free(&p);
 	return rc < 0 ? kernels__error_prefix("downloading %s", entry->repo_id) : 0;

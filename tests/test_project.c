@@ -157,6 +157,18 @@ static void test_get_locked_downloads_and_detects_tampering(void **state)
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", P.lock, &o), KERNELS_EINTEGRITY);
 	assert_non_null(strstr(kernels_error_last(), "_pinned_100.abi3.so"));
 	assert_null(k);
+	/* Online, the blob (of another size now) is fetched again. */
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", P.lock, &o), 0);
+	kernels_kernel_close(k);
+	/* So is one damaged in place (same size: the fetch reuses a blob by
+	 * its size), once verification has failed. */
+	assert_int_equal(test_system("for f in '%s'/kernels--acme--pinned/snapshots/*/build/%s/_pinned_100.abi3.so; do "
+				     "b=$(readlink -f \"$f\"); chmod u+w \"$b\"; printf 'X' | dd of=\"$b\" bs=1 seek=100 "
+				     "conv=notrunc 2>/dev/null; done", W.cache, VARIANTS[0]), 0);
+	if (kernels_get_locked(&k, "acme/pinned", P.lock, &o) < 0)
+		fail_msg("kernels_get_locked: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 100);
+	kernels_kernel_close(k);
 }
 
 /* A seed-era lock carries variant hashes: a hash that differs is refused
