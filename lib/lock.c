@@ -732,6 +732,9 @@ int kernels_lock_load(kernels_lock **out, const char *path)
 			return kernels__error_oom();
 		if (errno == EFBIG)
 			return kernels__error(KERNELS_EINVAL, "'%s' is over 64 MiB; is it a lock file?", path);
+		if (errno == EISDIR || errno == EINVAL) /* kernels__read_file: no regular file */
+			return kernels__error(KERNELS_EINVAL, "'%s' is %s, not a lock file; pass the path of a "
+					      "kernels.lock file", path, errno == EISDIR ? "a folder" : "not a regular file");
 		return kernels__error(KERNELS_EIO, "cannot read '%s': %s", path, strerror(errno));
 	}
 	rc = kernels_lock_load_string(out, text, len, path);

@@ -355,6 +355,19 @@ static void test_load_errors(void **state)
 	(void)state;
 	assert_int_equal(kernels_lock_load(&lock, DATA "/nonexistent.lock"), KERNELS_ENOTFOUND);
 	assert_non_null(strstr(kernels_error_last(), "libkernels lock"));
+	/* a folder, or a FIFO (read without waiting for a writer), is no lock file: said so */
+	assert_int_equal(kernels_lock_load(&lock, DATA), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "is a folder, not a lock file; pass the path of a kernels.lock"));
+	{
+		char *dir = test_mkdtemp("lockfifo"), fifo[1024];
+		snprintf(fifo, sizeof(fifo), "%s/kernels.lock", dir);
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+		assert_int_equal(kernels_lock_load(&lock, fifo), KERNELS_EINVAL);
+		assert_non_null(strstr(kernels_error_last(), "is not a regular file, not a lock file; pass the path of "
+					     "a kernels.lock"));
+		test_rmtree(dir);
+		free(dir);
+	}
 	assert_int_equal(kernels_lock_load_string(&lock, "[", 1, "x.lock"), KERNELS_EPARSE);
 	assert_non_null(strstr(kernels_error_last(), "x.lock:1:"));
 	/* every truncation of a valid lock is refused, never crashes */
