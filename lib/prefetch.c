@@ -12,15 +12,20 @@
 /* The commit's top folder, listed (an API request: nothing under /resolve/
  * is asked before the trust verdict): without a kernel-status.toml there,
  * its absence is recorded and the status stage asks nothing; with one, the
- * stage fetches it after the verdict, as before. */
+ * stage fetches it after the verdict, as before. Only a listing that names
+ * build/ vouches for an absence: one naming neither (empty, cut short)
+ * would have the marker skip a real redirect for good; the status stage
+ * then asks for the file itself. */
 static void *fetch_status(void *arg)
 {
 	kernels__prefetch *pf = arg;
 	kernels__repo_type type = pf->type;
+	const kernels__tree_entry *build;
 	kernels__tree t;
 
 	if ((pf->status_rc = kernels__hub_tree_list(&pf->cfg, type, pf->repo_id, pf->commit, "", 0, &t)) == 0) {
-		if (!kernels__tree_find(&t, "kernel-status.toml"))
+		if (!kernels__tree_find(&t, "kernel-status.toml") && (build = kernels__tree_find(&t, "build")) &&
+		    build->is_dir)
 			kernels__download_mark_absent(&pf->cfg, type, pf->repo_id, pf->commit, "kernel-status.toml");
 		kernels__tree_free(&t);
 	} else {

@@ -551,6 +551,17 @@ static void test_redirect_is_followed(void **state)
 	assert_int_equal(test_hub_publish(W.hub, "--repo acme/old-name --text 'kernel-status.toml=kind = \"redirect\"\n"
 				     "destination = \"acme/answer\"\nrevision = \"v2\"\n' --branch main --trusted"), 0);
 	options(&o, &s);
+	/* A listing of the commit's top folder that names nothing (not even
+	 * build/) proves no file absent: kernel-status.toml is asked for
+	 * itself, and no absence is marked to skip it next time. */
+	assert_int_equal(test_hub_fault(W.hub, "{\"regex\": \"/tree/[0-9a-f]{40}$\", \"mode\": \"200\", \"body\": []}"),
+			 0);
+	if (kernels_get(&k, "acme/old-name", "main", &o) < 0)
+		fail_msg("kernel-status.toml not followed after a listing naming nothing: %s", kernels_error_last());
+	assert_string_equal(kernels_kernel_repo(k), "acme/answer");
+	kernels_kernel_close(k);
+	test_hub_faults_clear(W.hub);
+	assert_int_equal(test_system("test ! -e '%s/kernels--acme--old-name/.no_exist'", W.cache), 0);
 	assert_int_equal(kernels_get(&k, "acme/old-name", "main", &o), 0);
 	assert_string_equal(kernels_kernel_repo(k), "acme/answer");
 	assert_int_equal(test_kernel_answer(k), 2001);
