@@ -322,6 +322,12 @@ int kernels__plan_fetch(const kernels__config *cfg, plan *p, const char *variant
 	return fetch(cfg, p, variant, recheck ? KERNELS__DOWNLOAD_RECHECK : 0, stats, folder);
 }
 
+void kernels__plan_refused(const kernels__config *cfg, plan *p, int rc)
+{
+	if (rc == KERNELS_EINTEGRITY && !cfg->offline)
+		kernels__listing_forget(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev));
+}
+
 int kernels__plan_load(const kernels__config *cfg, plan *p, const char *folder, kernels__deps_fn deps,
 		       kernels_get_stats *stats, kernels_kernel **out)
 {
@@ -399,11 +405,7 @@ int kernels__plan_fetch_and_load(const kernels__config *cfg, plan *p, kernels__d
 		rc = fetch(cfg, p, variant, KERNELS__DOWNLOAD_VERIFIED | KERNELS__DOWNLOAD_RECHECK, stats, &folder);
 		if (rc == 0)
 			rc = kernels__plan_load(cfg, p, folder, deps, stats, out);
-		/* Still refused, every blob as its name says: the listing may be
-		 * what put a file there, so it is not kept to put it there again
-		 * once the folder is deleted, as the message says to. */
-		if (rc == KERNELS_EINTEGRITY)
-			kernels__listing_forget(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev));
+		kernels__plan_refused(cfg, p, rc);
 	}
 	free(folder);
 	return rc;

@@ -69,6 +69,11 @@ int kernels__plan_fetch(const kernels__config *cfg, kernels__plan *p, const char
  * first (kernels_get's last steps). */
 int kernels__plan_fetch_and_load(const kernels__config *cfg, kernels__plan *p, kernels__deps_fn deps,
 				 kernels_get_stats *stats, kernels_kernel **out);
+/* After the last fetch of a variant: `rc` KERNELS_EINTEGRITY (online), it
+ * was fetched as listed, every blob as its name says, and still refused by
+ * its checks. The listing may be what put a file there, so it is not kept
+ * to put it there again once the folder is deleted, as the message says. */
+void kernels__plan_refused(const kernels__config *cfg, kernels__plan *p, int rc);
 /* Verifies and loads a fetched variant folder (`deps` as above). */
 int kernels__plan_load(const kernels__config *cfg, kernels__plan *p, const char *folder, kernels__deps_fn deps,
 		       kernels_get_stats *stats, kernels_kernel **out);

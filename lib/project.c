@@ -265,6 +265,7 @@ static int fetch_checked(const kernels__config *cfg, kernels__plan *p, const ker
 		if (rc != KERNELS_EINTEGRITY || cfg->offline)
 			break;
 	}
+	kernels__plan_refused(cfg, p, rc);
 	return rc;
 }
 

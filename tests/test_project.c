@@ -171,6 +171,46 @@ static void test_get_locked_downloads_and_detects_tampering(void **state)
 	kernels_kernel_close(k);
 }
 
+/* A listing that plants a file in the locked variant (the Hub's listing
+ * and one more file, served with the bytes it names) is refused; the
+ * listing is not kept to plant it again once the folder is deleted. */
+static void test_planted_file_does_not_outlive_its_listing(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	char *fault_file, *fault;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_project_lock(P.dir, &o), 0);
+	assert_int_equal(test_system("rm -rf '%s'/* '%s'/.locks", W.cache, W.cache), 0);
+	assert_true(asprintf(&fault_file, "%s/planted-listing.json", W.tmp) > 0);
+	assert_int_equal(test_system("python3 -c 'import hashlib, json, sys, urllib.request\n"
+				     "l = json.load(urllib.request.urlopen(sys.argv[1]))\n"
+				     "b = json.dumps(\"x\").encode()\n"
+				     "l.append({\"type\": \"file\", \"size\": len(b), \"path\": \"build/%s/evil.txt\", "
+				     "\"oid\": hashlib.sha1(b\"blob %%d\\0\" %% len(b) + b).hexdigest()})\n"
+				     "json.dump({\"regex\": \"/tree/.*/build$\", \"mode\": \"200\", \"body\": l}, "
+				     "open(sys.argv[2], \"w\"))' "
+				     "'%s/api/kernels/acme/pinned/tree/%s/build?recursive=true&limit=1000' '%s'",
+				     VARIANTS[0], test_hub_endpoint(W.hub), W.commit[0], fault_file), 0);
+	assert_non_null(fault = test_read_file(fault_file, NULL));
+	assert_int_equal(test_hub_fault(W.hub, fault), 0);
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/evil.txt\", \"mode\": \"200\", \"body\": \"x\"}"), 0);
+	assert_int_equal(kernels_get_locked(&k, "acme/pinned", P.lock, &o), KERNELS_EINTEGRITY);
+	assert_null(k);
+	test_hub_faults_clear(W.hub);
+	assert_int_equal(test_system("rm -r '%s/kernels--acme--pinned/snapshots/%s/build/%s'", W.cache, W.commit[0],
+				     VARIANTS[0]), 0);
+	if (kernels_get_locked(&k, "acme/pinned", P.lock, &o) < 0)
+		fail_msg("the variant's folder deleted, the honest Hub's locked get: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 100);
+	kernels_kernel_close(k);
+	free(fault);
+	free(fault_file);
+}
+
 /* A seed-era lock carries variant hashes: a hash that differs is refused
  * before anything is loaded. */
 static void test_variant_hash_lock(void **state)
@@ -311,6 +351,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_lock_download_and_load_offline, test_world_fresh),
 		cmocka_unit_test_setup(test_get_locked_downloads_and_detects_tampering, test_world_fresh),
+		cmocka_unit_test_setup(test_planted_file_does_not_outlive_its_listing, test_world_fresh),
 		cmocka_unit_test_setup(test_variant_hash_lock, test_world_fresh),
 		cmocka_unit_test_setup(test_specifier_manifest_locks_variant_hashes, test_world_fresh),
 		cmocka_unit_test_setup(test_malformed_lock_is_refused, test_world_fresh),
