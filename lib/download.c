@@ -326,6 +326,9 @@ static int fetch_listed(const kernels__config *cfg, kernels__repo_type type, con
 	kernels__tree all = { 0 }, view = { 0 };
 	int from = 0, rc = 0;
 
+	/* A variant that failed verification may have been fetched as a
+	 * record of the listing gives it, wrong but well formed: not trusted. */
+	ask |= !!(flags & KERNELS__DOWNLOAD_RECHECK);
 	if (n_variants && (rc = from = kernels__listing_get(cfg, type, repo_id, commit, ask, &all)) >= 0)
 		rc = variants_view(&all, repo_id, commit, variants, n_variants, &view);
 	if (rc == 0 && (flags & KERNELS__DOWNLOAD_RECHECK))

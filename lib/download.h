@@ -43,7 +43,8 @@ int kernels__repo_locate_revision(const kernels__config *cfg, const kernels_revi
 /* The variant failed its verification after a download that reused blobs
  * by their size (plan.c): each blob its files name is hashed against its
  * name first, and one that does not match (damaged in place) is fetched
- * again. Reads every blob: for that repair only. */
+ * again; the listing is the Hub's, not the cache's record of it. Reads
+ * every blob: for that repair only. */
 #define KERNELS__DOWNLOAD_RECHECK 8u
 
 /* Everything under build/{variant}/ of each variant, of the repo of that

@@ -339,6 +339,36 @@ static void test_damaged_blob_is_fetched_again(void **state)
 	free(variant);
 }
 
+/* A listing record ({repo}/.libkernels/trees/) that is whole and well
+ * formed but lacks a file of the variant: the fetch leaves it out and the
+ * load finds it missing; the get then asks the Hub for the listing again,
+ * fetches the file and loads. */
+static void test_record_lacking_a_file(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(209);
+	kernels_kernel *k = NULL;
+	char *repo;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), 0);
+	kernels_kernel_close(k);
+	assert_true(asprintf(&repo, "%s/kernels--acme--answer", W.cache) > 0);
+	assert_int_equal(test_system("f='%s/.libkernels/trees/%s/build.tsv' && "
+				     "sed -i '/torch29-cxx11-cpu-x86_64-linux\\/_answer_1009.abi3.so$/d' \"$f\" && "
+				     "n=$(($(wc -l < \"$f\") - 2)) && sed -i \"s/^end .*/end $n/\" \"$f\" && "
+				     "rm -r '%s/snapshots/%s/build/torch29-cxx11-cpu-x86_64-linux'",
+				     repo, W.commit[0], repo, W.commit[0]), 0);
+	if (kernels_get(&k, "acme/answer", "v1.0.0", &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 1009);
+	kernels_kernel_close(k);
+	assert_int_equal(test_system("grep -q '_answer_1009.abi3.so$' '%s/.libkernels/trees/%s/build.tsv'", repo,
+				     W.commit[0]), 0);
+	free(repo);
+}
+
 /* How often an online kernels_get of `revision` opens `variant`'s folder
  * of commit `commit` as a folder to list it. */
 static int variant_listings(kernels_system s, const char *revision, int commit, const char *variant)
@@ -842,6 +872,7 @@ int main(void)
 		cmocka_unit_test_setup(test_offline_metadata_only_variant_is_not_cached, test_world_fresh),
 		cmocka_unit_test_setup(test_offline_missing_blob_is_not_cached, test_world_fresh),
 		cmocka_unit_test_setup(test_damaged_blob_is_fetched_again, test_world_fresh),
+		cmocka_unit_test_setup(test_record_lacking_a_file, test_world_fresh),
 		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, test_world_fresh),
 		cmocka_unit_test_setup(test_get_lists_the_variant_twice, test_world_fresh),
 		cmocka_unit_test_setup(test_hub_down_falls_back_to_the_cache, test_world_fresh),
