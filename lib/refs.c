@@ -87,10 +87,11 @@ static int io_error(const char *what, const char *path, const char *name)
 {
 	int e = errno;
 
-	if (e == ELOOP || e == ENOTDIR)
+	/* EISDIR: a folder, or any other file that is no regular one (read_small) */
+	if (e == ELOOP || e == ENOTDIR || e == EISDIR)
 		return kernels__error(KERNELS_EUNSAFE,
-				      "%s ref '%s' under '%s/refs': a symlink or file is in the way (%s); "
-				      "remove it from the cache", what, name, path, strerror(e));
+				      "%s ref '%s' under '%s/refs': a symlink, folder or other file is in the way "
+				      "(%s); remove it from the cache", what, name, path, strerror(e));
 	return kernels__error(KERNELS_EIO, "%s ref '%s' under '%s/refs': %s; check the cache folder's permissions",
 			      what, name, path, strerror(e));
 }

@@ -190,6 +190,16 @@ static void test_symlinks_refused(void **state)
 	free(p);
 	free(q);
 
+	/* A folder, or a FIFO, where a ref file should be: in the way, said so,
+	 * for a read and for a write (not a matter of permissions). */
+	assert_int_equal(test_system("mkdir -p '%s/refs/dir/x' && mkfifo '%s/refs/fifo'", repo, repo), 0);
+	assert_int_equal(kernels__refs_read(repo, "dir", commit), KERNELS_EUNSAFE);
+	assert_non_null(strstr(kernels_error_last(), "is in the way"));
+	assert_int_equal(kernels__refs_write(repo, "dir", C1), KERNELS_EUNSAFE);
+	assert_non_null(strstr(kernels_error_last(), "is in the way"));
+	assert_int_equal(kernels__refs_read(repo, "fifo", commit), KERNELS_EUNSAFE);
+	assert_non_null(strstr(kernels_error_last(), "remove it from the cache"));
+
 	/* refs/ itself a symlink. */
 	free(repo);
 	repo = path_join(dir, "kernels--org--other");
