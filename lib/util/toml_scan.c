@@ -812,51 +812,64 @@ static int days_in_month(int y, int m)
 
 /* Dates and times; p->pos at the first digit. Returns 1 when it took one,
  * 0 when the text is not a date/time (then it is a number), <0 on error. */
+/* After a date-time's time, at start + *n: Z, or +HH:MM / -HH:MM, makes
+ * it an offset date-time (*n past it). */
+static int scan_offset(parser *p, size_t start, size_t *n, kernels__toml_datetime_kind *kind)
+{
+	char c = start + *n < p->len ? p->src[start + *n] : '\0';
+	int oh, om;
+
+	if (c == 'Z' || c == 'z') {
+		(*n)++;
+		*kind = KERNELS__TOML_OFFSET_DATETIME;
+	} else if (c == '+' || c == '-') {
+		if (!digits_at(p, start + *n + 1, 2, &oh) || kernels__toml_peek(p, *n + 3) != ':' ||
+		    !digits_at(p, start + *n + 4, 2, &om) || oh > 23 || om > 59)
+			return kernels__toml_fail_at(p, start, "invalid time offset; expected +HH:MM or -HH:MM");
+		*n += 6;
+		*kind = KERNELS__TOML_OFFSET_DATETIME;
+	}
+	return 0;
+}
+
+/* YYYY-MM-DD at `start` (its year `y` read), then a time after 'T', 't'
+ * or ' ', then an offset, each optional: *n its length, *kind which. */
+static int scan_date(parser *p, size_t start, int y, size_t *n, kernels__toml_datetime_kind *kind)
+{
+	int mo, d, ok = 1;
+	size_t t;
+	char sep;
+
+	if (!digits_at(p, start + 5, 2, &mo) || kernels__toml_peek(p, 7) != '-' || !digits_at(p, start + 8, 2, &d))
+		return kernels__toml_fail_at(p, start, "invalid date; expected YYYY-MM-DD");
+	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
+		return kernels__toml_fail_at(p, start, "invalid date: no such day");
+	*n = 10;
+	*kind = KERNELS__TOML_LOCAL_DATE;
+	sep = start + 10 < p->len ? p->src[start + 10] : '\0';
+	if (sep != 'T' && sep != 't' && sep != ' ')
+		return 0;
+	if (!(t = scan_time(p, start + 11, &ok)))
+		return sep == ' ' ? 0 : kernels__toml_fail_at(p, start, "invalid date-time; expected HH:MM:SS after the 'T'");
+	if (!ok)
+		return kernels__toml_fail_at(p, start, "invalid time of day in the date-time");
+	*n = 11 + t;
+	*kind = KERNELS__TOML_LOCAL_DATETIME;
+	return scan_offset(p, start, n, kind);
+}
+
 int kernels__toml_parse_datetime(parser *p, kernels__toml_value **out, int depth)
 {
-	size_t start = p->pos, n;
-	int y, mo, d, ok = 1;
-	kernels__toml_datetime_kind kind;
+	size_t start = p->pos, n = 0;
+	int y, ok = 1, rc;
+	kernels__toml_datetime_kind kind = KERNELS__TOML_LOCAL_DATE;
 	kernels__toml_value *v;
 
 	if (digits_at(p, start, 4, &y) && kernels__toml_peek(p, 4) == '-') {
-		if (!digits_at(p, start + 5, 2, &mo) || kernels__toml_peek(p, 7) != '-' ||
-		    !digits_at(p, start + 8, 2, &d))
-			return kernels__toml_fail_at(p, start, "invalid date; expected YYYY-MM-DD");
-		if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
-			return kernels__toml_fail_at(p, start, "invalid date: no such day");
-		n = 10;
-		kind = KERNELS__TOML_LOCAL_DATE;
-		if (start + 10 < p->len && (p->src[start + 10] == 'T' || p->src[start + 10] == 't' ||
-					     p->src[start + 10] == ' ')) {
-			size_t t = scan_time(p, start + 11, &ok);
-			if (t) {
-				if (!ok)
-					return kernels__toml_fail_at(p, start, "invalid time of day in the date-time");
-				n = 11 + t;
-				kind = KERNELS__TOML_LOCAL_DATETIME;
-				if (start + n < p->len && (p->src[start + n] == 'Z' || p->src[start + n] == 'z')) {
-					n++;
-					kind = KERNELS__TOML_OFFSET_DATETIME;
-				} else if (start + n < p->len &&
-					   (p->src[start + n] == '+' || p->src[start + n] == '-')) {
-					int oh, om;
-					if (!digits_at(p, start + n + 1, 2, &oh) ||
-					    kernels__toml_peek(p, n + 3) != ':' ||
-					    !digits_at(p, start + n + 4, 2, &om) || oh > 23 || om > 59)
-						return kernels__toml_fail_at(
-							p, start, "invalid time offset; expected +HH:MM or -HH:MM");
-					n += 6;
-					kind = KERNELS__TOML_OFFSET_DATETIME;
-				}
-			} else if (p->src[start + 10] != ' ') {
-				return kernels__toml_fail_at(p, start,
-							     "invalid date-time; expected HH:MM:SS after the 'T'");
-			}
-		}
+		if ((rc = scan_date(p, start, y, &n, &kind)) < 0)
+			return rc;
 	} else if (digits_at(p, start, 2, &y) && kernels__toml_peek(p, 2) == ':') {
-		n = scan_time(p, start, &ok);
-		if (!n || !ok)
+		if (!(n = scan_time(p, start, &ok)) || !ok)
 			return kernels__toml_fail_at(p, start,
 						     "invalid time; expected HH:MM:SS with hours < 24, minutes and "
 						     "seconds < 60");
