@@ -801,57 +801,74 @@ static int spec_rule_error(const char *text, size_t len, size_t at, const char *
 }
 
 /* One item text[from..to) (already stripped, non-empty) into *sp. */
-static int parse_item(const char *text, size_t len, size_t from, size_t to, struct spec *sp)
+/* The operator at text[from..to) into sp->op: its length, or 0 (the
+ * error set) when there is none. */
+static size_t parse_op(const char *text, size_t len, size_t from, size_t to, struct spec *sp)
 {
 	static const char firsts[] = "~=!<>";
 	static const enum op two[] = { OP_COMPAT, OP_EQ, OP_NE, OP_LE, OP_GE };
 	const char *first = text[from] ? strchr(firsts, text[from]) : NULL;
-	struct perr err;
-	size_t i = from, oplen;
-	int rc;
 
 	if (to - from >= 3 && !memcmp(text + from, "===", 3)) {
-		sp->op = OP_ARBITRARY, oplen = 3;
-	} else if (to - from >= 2 && text[from + 1] == '=' && first) {
-		sp->op = two[first - firsts], oplen = 2;
-	} else if (text[from] == '<' || text[from] == '>') {
-		sp->op = text[from] == '<' ? OP_LT : OP_GT, oplen = 1;
-	} else {
-		return spec_syntax_error(text, len, from, "an operator (==, !=, <=, >=, <, >, ~= or ===)");
+		sp->op = OP_ARBITRARY;
+		return 3;
 	}
-	i += oplen;
-
-	if (sp->op == OP_ARBITRARY) {
-		size_t k;
-		while (i < to && is_space(text[i]))
-			i++;
-		for (k = i; k < to; k++)
-			if (is_space(text[k]) || text[k] == ';' || text[k] == ')')
-				return spec_syntax_error(text, len, k,
-					"no whitespace, ';' or ')' in the version of '===' (it is compared as a "
-					"literal string)");
-		if (!(sp->arbitrary = malloc(to - i + 1)))
-			return kernels__error_oom();
-		for (k = i; k < to; k++)
-			sp->arbitrary[k - i] = to_lower(text[k]);
-		sp->arbitrary[to - i] = '\0';
-		/* It still names a pre-release when it parses as one. */
-		if (parse_core(text + i, to - i, 0, &sp->v, &err) == 0)
-			sp->prerelease = kernels__version_is_prerelease(sp->v);
-		kernels__version_free(sp->v);
-		sp->v = NULL;
-		return 0;
+	if (to - from >= 2 && text[from + 1] == '=' && first) {
+		sp->op = two[first - firsts];
+		return 2;
 	}
+	if (text[from] == '<' || text[from] == '>') {
+		sp->op = text[from] == '<' ? OP_LT : OP_GT;
+		return 1;
+	}
+	spec_syntax_error(text, len, from, "an operator (==, !=, <=, >=, <, >, ~= or ===)");
+	return 0;
+}
 
+/* The version of '===' at text[i..to): a literal string, lower-cased. */
+static int parse_arbitrary(const char *text, size_t len, size_t i, size_t to, struct spec *sp)
+{
+	struct perr err;
+	size_t k;
+
+	while (i < to && is_space(text[i]))
+		i++;
+	for (k = i; k < to; k++)
+		if (is_space(text[k]) || text[k] == ';' || text[k] == ')')
+			return spec_syntax_error(text, len, k,
+				"no whitespace, ';' or ')' in the version of '===' (it is compared as a "
+				"literal string)");
+	if (!(sp->arbitrary = malloc(to - i + 1)))
+		return kernels__error_oom();
+	for (k = i; k < to; k++)
+		sp->arbitrary[k - i] = to_lower(text[k]);
+	sp->arbitrary[to - i] = '\0';
+	/* It still names a pre-release when it parses as one. */
+	if (parse_core(text + i, to - i, 0, &sp->v, &err) == 0)
+		sp->prerelease = kernels__version_is_prerelease(sp->v);
+	kernels__version_free(sp->v);
+	sp->v = NULL;
+	return 0;
+}
+
+static int parse_item(const char *text, size_t len, size_t from, size_t to, struct spec *sp)
+{
+	size_t oplen = parse_op(text, len, from, to, sp), i = from + oplen;
+	struct perr err;
+	int eq, rc;
+
+	if (!oplen)
+		return KERNELS_EPARSE;
+	eq = sp->op == OP_EQ || sp->op == OP_NE;
+	if (sp->op == OP_ARBITRARY)
+		return parse_arbitrary(text, len, i, to, sp);
 	if (i == to)
 		return spec_syntax_error(text, len, i, "a version after the operator");
-	rc = parse_core(text + i, to - i, sp->op == OP_EQ || sp->op == OP_NE, &sp->v, &err);
-	if (rc == -2)
+	if ((rc = parse_core(text + i, to - i, eq, &sp->v, &err)) == -2)
 		return kernels__error_oom();
 	if (rc < 0)
-		return spec_syntax_error(text, len, i + err.at,
-					 expected_after(err.state, sp->op == OP_EQ || sp->op == OP_NE));
-	if (sp->v->nlocal && sp->op != OP_EQ && sp->op != OP_NE)
+		return spec_syntax_error(text, len, i + err.at, expected_after(err.state, eq));
+	if (sp->v->nlocal && !eq)
 		return spec_rule_error(text, len, i + sp->v->local_at,
 			"a local version label (+...) is only allowed with == and !=");
 	if (sp->op == OP_COMPAT && sp->v->nrelease < 2)
