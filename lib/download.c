@@ -147,11 +147,11 @@ static int names_of(const kernels__tree *t, char ***names, size_t *count)
 	return 0;
 }
 
-int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
-			   const char *commit, char ***names, size_t *count)
+int kernels__variants_list_from(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				const char *commit, int ask, char ***names, size_t *count)
 {
 	kernels__tree t;
-	int rc;
+	int rc, from;
 
 	*names = NULL;
 	*count = 0;
@@ -159,11 +159,19 @@ int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, 
 		return rc;
 	if (cfg->offline)
 		return list_offline(cfg, type, repo_id, commit, names, count);
-	if ((rc = kernels__listing_build(cfg, type, repo_id, commit, &t)) < 0)
+	if ((rc = from = kernels__listing_get(cfg, type, repo_id, commit, ask, &t)) < 0)
 		return rc;
 	rc = names_of(&t, names, count);
 	kernels__tree_free(&t);
-	return rc;
+	return rc < 0 ? rc : from;
+}
+
+int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+			   const char *commit, char ***names, size_t *count)
+{
+	int rc = kernels__variants_list_from(cfg, type, repo_id, commit, 0, names, count);
+
+	return rc < 0 ? rc : 0;
 }
 
 /* A variant the listing lacks: KERNELS_ENOTFOUND naming those it has. */

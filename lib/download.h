@@ -57,6 +57,11 @@ int kernels__download(const kernels__config *cfg, kernels__repo_type type, const
 /* Variant names under build/ (sorted, malloc'ed array of malloc'ed strings). */
 int kernels__variants_list(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			   const char *commit, char ***names, size_t *count);
+/* The same, telling where they came from (kernels__listing_get): 1 from
+ * the cache's record of the listing, else 0; `ask`: from the Hub, even
+ * where there is a record. */
+int kernels__variants_list_from(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
+				const char *commit, int ask, char ***names, size_t *count);
 
 /* One repo file by path (e.g. "kernel-status.toml"), verified against the
  * Hub's ETag and X-Linked-Size, cached and linked; *local_path (malloc'ed)

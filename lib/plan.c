@@ -252,20 +252,38 @@ static int read_archs(void *ctx, const char *variant, kernels_metadata **m)
 	return rc;
 }
 
-static int select_variant(const kernels__config *cfg, plan *p)
+/* 1 when the names came from the cache's record of the listing. */
+static int select_from(const kernels__config *cfg, plan *p, int ask)
 {
 	archs_source a = { cfg, p };
 	char **names = NULL;
 	size_t count = 0;
-	int rc;
+	int rc, from;
 
-	rc = kernels__variants_list(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), &names, &count);
-	if (rc == 0)
+	rc = from = kernels__variants_list_from(cfg, p->repo.type, p->repo.id, kernels_revision_commit(p->rev), ask,
+						&names, &count);
+	if (rc >= 0)
 		rc = system_for(cfg, &p->sys);
 	if (rc == 0)
 		rc = kernels__variant_select(cfg, p->what, names, count, read_archs, &a, p->sys, &p->trace);
 	kernels__strings_free(names, count);
-	return rc;
+	return rc < 0 ? rc : from;
+}
+
+/* A record of the listing (which only saves a request) may be well formed
+ * but lack a variant: before none is said to fit, the Hub is asked. */
+static int select_variant(const kernels__config *cfg, plan *p)
+{
+	int rc = select_from(cfg, p, 0);
+
+	if (rc == 1 && !kernels_variant_trace_chosen(p->trace)) {
+		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: no variant of the cache's record of the listing fits; asking "
+			     "the Hub for the listing", p->what);
+		kernels_variant_trace_free(p->trace);
+		p->trace = NULL;
+		rc = select_from(cfg, p, 1);
+	}
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- the pipeline ---------------------------------------------------------- */

@@ -366,6 +366,16 @@ static void test_record_lacking_a_file(void **state)
 	kernels_kernel_close(k);
 	assert_int_equal(test_system("grep -q '_answer_1009.abi3.so$' '%s/.libkernels/trees/%s/build.tsv'", repo,
 				     W.commit[0]), 0);
+	/* One lacking the only variant that fits: before none is said to
+	 * fit, the Hub is asked. */
+	assert_int_equal(test_system("f='%s/.libkernels/trees/%s/build.tsv' && "
+				     "sed -i '/ build\\/torch29-cxx11-cpu-x86_64-linux/d' \"$f\" && "
+				     "n=$(($(wc -l < \"$f\") - 2)) && sed -i \"s/^end .*/end $n/\" \"$f\"",
+				     repo, W.commit[0]), 0);
+	if (kernels_get(&k, "acme/answer", "v1.0.0", &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 1009);
+	kernels_kernel_close(k);
 	free(repo);
 }
 
