@@ -574,13 +574,43 @@ out:
 	return rc;
 }
 
+/* The wheel written beside its name in out_dir, then flushed and renamed
+ * to it (*dest, which the caller frees in any case): a crash never leaves
+ * a short wheel. */
+static int publish_wheel(const char *out_dir, const wheel_info *w, const file_list *files, char **dest)
+{
+	char *tmp = kernels__sprintf("%s/.%s.XXXXXX", out_dir, w->filename);
+	int rc, fd;
+
+	if (!(*dest = kernels__sprintf("%s/%s", out_dir, w->filename)) || !tmp) {
+		free(tmp);
+		return kernels__error_oom();
+	}
+	if ((fd = mkstemp(tmp)) < 0) {
+		rc = kernels__error(KERNELS_EIO, "wheel: cannot write into %s: %s; pass an existing, writable folder",
+				    out_dir, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	close(fd);
+	if ((rc = write_zip(tmp, w, files)) == 0 && (chmod(tmp, 0644) || (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0))
+		rc = kernels__error(KERNELS_EIO, "wheel: cannot reopen %s: %s", tmp, strerror(errno));
+	if (rc == 0 && (rc = kernels__cache_publish(fd, tmp, *dest, NULL, 1)) == 0) {
+		free(tmp);
+		return 0;
+	}
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 int kernels_wheel_write(char **wheel_path, const char *variant_dir, const char *repo_name, const char *version,
 			const char *variant_name, const char *out_dir, const kernels_wheel_options *wopts)
 {
-	char *base = NULL, *tmp = NULL, *dest = NULL;
+	char *base = NULL, *dest = NULL;
 	file_list files = { 0 };
 	wheel_info w;
-	int rc, fd;
+	int rc;
 
 	if (wheel_path)
 		*wheel_path = NULL;
@@ -598,41 +628,11 @@ int kernels_wheel_write(char **wheel_path, const char *variant_dir, const char *
 		free(base);
 		return rc;
 	}
-	if ((rc = package_files(&files, variant_dir, w.name)))
-		goto out;
-	dest = kernels__sprintf("%s/%s", out_dir, w.filename);
-	tmp = kernels__sprintf("%s/.%s.XXXXXX", out_dir, w.filename);
-	if (!dest || !tmp) {
-		rc = kernels__error_oom();
-		goto out;
-	}
-	if ((fd = mkstemp(tmp)) < 0) {
-		rc = kernels__error(KERNELS_EIO, "wheel: cannot write into %s: %s; pass an existing, writable folder",
-				    out_dir, strerror(errno));
-		free(tmp);
-		tmp = NULL;
-		goto out;
-	}
-	close(fd);
-	if ((rc = write_zip(tmp, &w, &files)))
-		goto out;
-	if (chmod(tmp, 0644) || (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = kernels__error(KERNELS_EIO, "wheel: cannot reopen %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	/* Flushed before it takes its name: a crash never leaves a short wheel. */
-	if ((rc = kernels__cache_publish(fd, tmp, dest, NULL, 1)) < 0)
-		goto out;
-	free(tmp);
-	tmp = NULL;
-	if (wheel_path) {
+	if ((rc = package_files(&files, variant_dir, w.name)) == 0 &&
+	    (rc = publish_wheel(out_dir, &w, &files, &dest)) == 0 && wheel_path) {
 		*wheel_path = dest;
 		dest = NULL;
 	}
-out:
-	if (tmp)
-		unlink(tmp);
-	free(tmp);
 	free(dest);
 	free(base);
 	files_free(&files);
