@@ -133,16 +133,52 @@ int cli_prepare_torch(cli_ctx *ctx, const char *repo, const char *revision)
 	return rc;
 }
 
+/* The trace's candidates as a JSON array, in rank order. */
+static json_t *variants_json(const kernels_variant_trace *t)
+{
+	const char *chosen = kernels_variant_trace_chosen(t);
+	size_t i, n = kernels_variant_trace_count(t);
+	json_t *arr = json_array();
+
+	for (i = 0; i < n; i++) {
+		int acc = kernels_variant_trace_accepted_at(t, i) == 1, rank = kernels_variant_trace_rank_at(t, i);
+		int is_chosen = chosen && !strcmp(chosen, kernels_variant_trace_name_at(t, i));
+		json_array_append_new(arr, json_pack("{s:s,s:b,s:b,s:o,s:o,s:b}", "name",
+						     kernels_variant_trace_name_at(t, i), "accepted", acc, "valid",
+						     kernels_variant_trace_valid_at(t, i) == 1, "rank",
+						     rank >= 0 ? json_integer(rank) : json_null(), "reason",
+						     cli_jstr(kernels_variant_trace_reason_at(t, i)), "chosen", is_chosen));
+	}
+	return arr;
+}
+
+/* The trace's candidates, a line each: accepted with its rank, or why not. */
+static void print_variants(const kernels_variant_trace *t)
+{
+	const char *chosen = kernels_variant_trace_chosen(t);
+	size_t i, n = kernels_variant_trace_count(t);
+
+	for (i = 0; i < n; i++) {
+		const char *name = kernels_variant_trace_name_at(t, i);
+		int is_chosen = chosen && !strcmp(chosen, name);
+		if (kernels_variant_trace_accepted_at(t, i) == 1)
+			printf("%s %-44s accepted%s (rank %d)\n", is_chosen ? "*" : " ", name,
+			       is_chosen ? ", chosen" : "", kernels_variant_trace_rank_at(t, i));
+		else
+			printf("  %-44s rejected: %s\n", name, kernels_variant_trace_reason_at(t, i));
+	}
+	printf("\nchosen:   %s\n", chosen ? chosen : "(none: no variant fits this system)");
+}
+
 int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 {
 	const char *repo = ctx->pos[0], *rev = cli_value(ctx, cmd, "revision");
 	kernels_revision *r = NULL;
 	kernels_variant_trace *t = NULL;
 	const kernels_system *detected = NULL;
-	const char *chosen;
+	const char *chosen, *hint;
 	char *sys;
-	size_t i, n;
-	int rc;
+	int rc = CLI_OK;
 
 	if (!rev || !*rev)
 		return cli_usage_error(cmd, "--revision is required (a branch, tag, commit, major version or spec)");
@@ -155,46 +191,24 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 		return cli_fail(ctx, rc, repo);
 	}
 	chosen = kernels_variant_trace_chosen(t);
-	n = kernels_variant_trace_count(t);
+	hint = kernels_variant_trace_hint(t);
 	if (ctx->json) {
-		json_t *arr = json_array();
-		for (i = 0; i < n; i++) {
-			int acc = kernels_variant_trace_accepted_at(t, i) == 1, rank = kernels_variant_trace_rank_at(t, i);
-			int is_chosen = chosen && !strcmp(chosen, kernels_variant_trace_name_at(t, i));
-			json_array_append_new(arr, json_pack("{s:s,s:b,s:b,s:o,s:o,s:b}", "name",
-							     kernels_variant_trace_name_at(t, i), "accepted", acc, "valid",
-							     kernels_variant_trace_valid_at(t, i) == 1, "rank",
-							     rank >= 0 ? json_integer(rank) : json_null(), "reason",
-							     cli_jstr(kernels_variant_trace_reason_at(t, i)), "chosen",
-							     is_chosen));
-		}
 		rc = cli_json_print(json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o}", "repo_id", repo, "revision", rev,
 					      "commit", kernels_revision_commit(r), "ref",
 					      cli_jstr(kernels_revision_ref(r)), "system", sys, "torch",
-					      torch_json(detected), "chosen", cli_jstr(chosen), "hint",
-					      cli_jstr(kernels_variant_trace_hint(t)), "variants", arr));
+					      torch_json(detected), "chosen", cli_jstr(chosen), "hint", cli_jstr(hint),
+					      "variants", variants_json(t)));
 	} else {
 		printf("repo:     %s\nrevision: %s (commit %s)\nsystem:   %s\n", repo, rev, kernels_revision_commit(r),
 		       sys);
 		print_torch(detected);
 		printf("\n");
-		for (i = 0; i < n; i++) {
-			const char *name = kernels_variant_trace_name_at(t, i);
-			int is_chosen = chosen && !strcmp(chosen, name);
-			if (kernels_variant_trace_accepted_at(t, i) == 1)
-				printf("%s %-44s accepted%s (rank %d)\n", is_chosen ? "*" : " ", name,
-				       is_chosen ? ", chosen" : "", kernels_variant_trace_rank_at(t, i));
-			else
-				printf("  %-44s rejected: %s\n", name, kernels_variant_trace_reason_at(t, i));
-		}
-		printf("\nchosen:   %s\n", chosen ? chosen : "(none: no variant fits this system)");
-		rc = CLI_OK;
+		print_variants(t);
 	}
 	if (!chosen && rc == CLI_OK) {
 		if (!ctx->quiet)
 			fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)%s%s\n", repo,
-				rev, sys, kernels_variant_trace_hint(t) ? ". To make one fit:" : "",
-				kernels_variant_trace_hint(t) ? kernels_variant_trace_hint(t) : "");
+				rev, sys, hint ? ". To make one fit:" : "", hint ? hint : "");
 		rc = CLI_ERROR;
 	}
 	free(sys);
