@@ -431,6 +431,11 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 	if (cfg->conn && !strncasecmp(url, "https://", 8))
 		curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* The bytes and sizes are the files' own: a server may compress an
+	 * answer to a request that names no encoding, or one that names
+	 * several (RFC 9110), and a HEAD's Content-Length would then not be
+	 * the file's size. huggingface_hub asks for identity too. */
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "identity");
 	{
 		const char *from, *ca = kernels__hub_ca_bundle(&from);
 
@@ -631,7 +636,10 @@ static CURLcode do_hop(const kernels__config *cfg, const char *url, int head, ho
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h->hd);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+	/* An API answer may come compressed (curl decodes it); a HEAD's
+	 * Content-Length must stay the file's size (kernels__hub_easy). */
+	if (!head)
+		curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
 	/* The whole API answer must arrive within a bound, not just trickle,
 	 * and within what is left of the call's budget. */
 	{

@@ -314,7 +314,16 @@ static void test_fetch_layout(void **state)
 	log = log_json(e);
 	json_array_foreach(log, i, it) {
 		const char *listener = json_string_value(json_object_get(it, "listener"));
+		const char *encoding = json_string_value(json_object_get(it, "accept_encoding"));
 		int auth = json_is_true(json_object_get(it, "authorization"));
+		/* A file's bytes uncompressed, as they are hashed; an API answer
+		 * may come compressed. */
+		if (strstr(json_string_value(json_object_get(it, "path")), "/api/")) {
+			assert_non_null(encoding);
+		} else {
+			assert_non_null(encoding);
+			assert_string_equal(encoding, "identity");
+		}
 		if (!strcmp(listener, "cdn")) {
 			cdn++;
 			assert_false(auth);
@@ -532,6 +541,30 @@ static void test_endpoints_in_turn(void **state)
 	free(dead);
 }
 
+/* The HEAD requests for a path ending in `name` that asked for the file
+ * uncompressed (Accept-Encoding: identity), or -1 if another one did not. */
+static int heads_asking_identity(test_world *e, const char *name)
+{
+	json_t *log = log_json(e), *it;
+	size_t i, n = strlen(name);
+	int count = 0;
+
+	json_array_foreach(log, i, it) {
+		const char *path = json_string_value(json_object_get(it, "path"));
+		const char *enc = json_string_value(json_object_get(it, "accept_encoding"));
+		if (strcmp(json_string_value(json_object_get(it, "method")), "HEAD") || strlen(path) < n ||
+		    strcmp(path + strlen(path) - n, name))
+			continue;
+		if (!enc || strcmp(enc, "identity")) {
+			count = -1;
+			break;
+		}
+		count++;
+	}
+	json_decref(log);
+	return count;
+}
+
 static void test_download_file(void **state)
 {
 	test_world *e = *state;
@@ -594,6 +627,7 @@ static void test_download_file(void **state)
 	assert_int_equal(kernels__repo_locate(&cfg, "org/m", e->commit[M], &t), 0);
 	assert_int_equal(t, KERNELS__REPO_MODEL);
 	assert_int_equal(kernels__download_file(&cfg, t, "org/m", e->commit[M], "README.md", &local, 0), 0);
+	assert_int_equal(heads_asking_identity(e, "/README.md"), 1); /* its size is the file's */
 	data = test_read_file(local, &len);
 	assert_int_equal(len, 4);
 	free(data);

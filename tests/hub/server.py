@@ -214,6 +214,7 @@ class Handler(BaseHTTPRequestHandler):
             "status": status,
             "range": self.headers.get("Range"),
             "authorization": self.headers.get("Authorization") is not None,
+            "accept_encoding": self.headers.get("Accept-Encoding"),
             "user_agent": self.headers.get("User-Agent"),
             "listener": self.listener,
             "fault": fault["mode"] if fault else None,
