@@ -426,26 +426,32 @@ static int open_dir_at(int pfd, const char *name)
 	return openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* Adds to `used` the blob names the links under `pfd` point at. */
-static int linked_blobs(int pfd, char ***used, size_t *n, size_t *cap, int depth)
+/* Adds to `used` the blob names the links under `pfd` point at: 0, 1
+ * when some of it could not be read (*err says why), or <0. */
+static int linked_blobs(int pfd, char ***used, size_t *n, size_t *cap, int depth, int *err)
 {
 	int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
 	struct dirent *de;
 	DIR *d;
 
 	if (fd < 0 || depth > DEPTH_MAX || !(d = fdopendir(fd))) {
+		*err = depth > DEPTH_MAX ? ELOOP : errno;
 		if (fd >= 0)
 			close(fd);
-		return 0;
+		return 1;
 	}
 	while (rc == 0 && (de = readdir(d))) {
 		struct stat st;
 		char target[4096];
 		ssize_t len;
 		int sub;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+			if (errno != ENOENT) /* gone meanwhile: it links nothing */
+				*err = errno, rc = 1;
+			continue;
+		}
 		if (S_ISLNK(st.st_mode) && (len = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1)) > 0) {
 			const char *base;
 			target[len] = '\0';
@@ -455,8 +461,12 @@ static int linked_blobs(int pfd, char ***used, size_t *n, size_t *cap, int depth
 				rc = KERNELS_ENOMEM;
 			if (rc == 0)
 				(*n)++;
-		} else if (S_ISDIR(st.st_mode) && (sub = open_dir_at(dirfd(d), de->d_name)) >= 0) {
-			rc = linked_blobs(sub, used, n, cap, depth + 1);
+		} else if (S_ISDIR(st.st_mode)) {
+			if ((sub = open_dir_at(dirfd(d), de->d_name)) < 0) {
+				*err = errno, rc = 1;
+				continue;
+			}
+			rc = linked_blobs(sub, used, n, cap, depth + 1, err);
 			close(sub);
 		}
 	}
@@ -496,12 +506,14 @@ static void remove_blob_records(rm_state *s, int repofd, const char *repo_path, 
  * error (nothing removed then). */
 static int gc_blobs(rm_state *s, int repofd, const char *repo_path, const char *gone)
 {
-	int snapfd = open_dir_at(repofd, "snapshots"), blobfd, left = 0, rc = 0;
+	int snapfd = open_dir_at(repofd, "snapshots"), blobfd, left = 0, rc = 0, err = errno;
 	char **used = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
 
+	if (snapfd < 0 && err != ENOENT)
+		rc = 1;
 	if (snapfd >= 0 && (d = fdopendir(snapfd))) {
 		while (rc == 0 && (de = readdir(d))) {
 			int fd;
@@ -509,14 +521,21 @@ static int gc_blobs(rm_state *s, int repofd, const char *repo_path, const char *
 				continue;
 			left++;
 			if ((fd = open_dir_at(dirfd(d), de->d_name)) >= 0) {
-				rc = linked_blobs(fd, &used, &n, &cap, 0);
+				rc = linked_blobs(fd, &used, &n, &cap, 0, &err);
 				close(fd);
+			} else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP) {
+				err = errno, rc = 1; /* not a stray file or link: a snapshot unread */
 			}
 		}
 		closedir(d);
 	} else if (snapfd >= 0) {
+		err = errno, rc = 1;
 		close(snapfd);
 	}
+	if (rc == 1)
+		rc = kernels__error(KERNELS_EIO, "cannot read all of %s/snapshots (%s): no blob was removed, as the "
+				    "snapshots not read may link any of them; make them readable and remove again",
+				    repo_path, strerror(err));
 	if (n)
 		qsort(used, n, sizeof(char *), cmp_str);
 	if (rc == 0 && (blobfd = open_dir_at(repofd, "blobs")) >= 0) {

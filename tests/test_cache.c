@@ -587,6 +587,34 @@ static void test_remove_respects_file_locks(void **state)
 	free(cache);
 }
 
+/* Removing a revision removes the blobs no other snapshot links; where
+ * another snapshot cannot be read whole (here its links lie deeper than
+ * any walk goes), none is removed: a blob it links may look unused. The
+ * call says so, and the blob is still there. */
+static void test_remove_keeps_blobs_it_cannot_rule_out(void **state)
+{
+	char *cache = make_cache("unread"), *repo;
+	kernels_cache_removal *r = NULL;
+	kernels_options o;
+	(void)state;
+
+	fill(cache);
+	assert_true(asprintf(&repo, "%s/kernels--acme--guard", cache) > 0);
+	/* Another snapshot whose one link, 70 folders down, names the module's blob. */
+	assert_int_equal(test_system("cd '%s/snapshots' && b=$(basename \"$(readlink -f %s/build/*/_guard_1.abi3.so)\") && "
+				     "d=%040d && mkdir -p $d && cd $d && for i in $(seq 70); do mkdir x && cd x; done && "
+				     "ln -s ../blobs/$b deep.so", repo, commit, 1), 0);
+	options(&o, cache);
+	assert_int_equal(kernels_cache_remove(&r, "acme/guard", commit, 0, &o), KERNELS_EIO);
+	assert_null(r);
+	assert_non_null(strstr(kernels_error_last(), "snapshots"));
+	assert_int_equal(test_system("test $(ls '%s/blobs' | wc -l) -gt 0 && "
+				     "b=$(basename \"$(find '%s/snapshots' -name deep.so -exec readlink {} \\;)\") && "
+				     "test -f '%s/blobs/'$b", repo, repo, repo), 0);
+	free(repo);
+	free(cache);
+}
+
 /* A repo's kind (kernel or model repo) is known from the cache only by
  * what was fetched of it: a folder that a refused call left with a record
  * in it (the trust verdict, written as soon as the Hub gives it) names no
@@ -622,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_scan_agrees_with_disk),
 		cmocka_unit_test(test_remove_during_download),
 		cmocka_unit_test(test_remove_respects_file_locks),
+		cmocka_unit_test(test_remove_keeps_blobs_it_cannot_rule_out),
 		cmocka_unit_test(test_refused_call_leaves_no_kind),
 		cmocka_unit_test(test_planted_repo_folder),
 		cmocka_unit_test(test_planted_subfolders),
