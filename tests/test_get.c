@@ -619,21 +619,9 @@ static void test_planted_file_does_not_outlive_its_listing(void **state)
 	kernels_options o;
 	kernels_system s = sys_cpu(209);
 	kernels_kernel *k = NULL;
-	char *fault_file, *fault;
 	(void)state;
 
-	assert_true(asprintf(&fault_file, "%s/planted-listing.json", W.tmp) > 0);
-	assert_int_equal(test_system("python3 -c 'import hashlib, json, sys, urllib.request\n"
-				     "l = json.load(urllib.request.urlopen(sys.argv[1]))\n"
-				     "b = json.dumps(\"x\").encode()\n"
-				     "l.append({\"type\": \"file\", \"size\": len(b), \"path\": \"build/%s/evil.txt\", "
-				     "\"oid\": hashlib.sha1(b\"blob %%d\\0\" %% len(b) + b).hexdigest()})\n"
-				     "json.dump({\"regex\": \"/tree/.*/build$\", \"mode\": \"200\", \"body\": l}, open(sys.argv[2], \"w\"))' "
-				     "'%s/api/kernels/acme/answer/tree/%s/build?recursive=true&limit=1000' '%s'",
-				     v, test_hub_endpoint(W.hub), W.commit[0], fault_file), 0);
-	assert_non_null(fault = test_read_file(fault_file, NULL));
-	assert_int_equal(test_hub_fault(W.hub, fault), 0);
-	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/evil.txt\", \"mode\": \"200\", \"body\": \"x\"}"), 0);
+	assert_int_equal(test_world_plant_file(&W, "acme/answer", W.commit[0], v), 0);
 	options(&o, &s);
 	assert_int_equal(kernels_get(&k, "acme/answer", "v1.0.0", &o), KERNELS_EINTEGRITY);
 	assert_null(k);
@@ -644,8 +632,6 @@ static void test_planted_file_does_not_outlive_its_listing(void **state)
 		fail_msg("the variant's folder deleted, the honest Hub's get: %s", kernels_error_last());
 	assert_int_equal(test_kernel_answer(k), 1009);
 	kernels_kernel_close(k);
-	free(fault);
-	free(fault_file);
 }
 
 static void test_bad_input_is_refused_and_cache_untouched(void **state)

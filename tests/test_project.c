@@ -179,25 +179,12 @@ static void test_planted_file_does_not_outlive_its_listing(void **state)
 	kernels_options o;
 	kernels_system s;
 	kernels_kernel *k = NULL;
-	char *fault_file, *fault;
 	(void)state;
 
 	options(&o, &s);
 	assert_int_equal(kernels_project_lock(P.dir, &o), 0);
 	assert_int_equal(test_system("rm -rf '%s'/* '%s'/.locks", W.cache, W.cache), 0);
-	assert_true(asprintf(&fault_file, "%s/planted-listing.json", W.tmp) > 0);
-	assert_int_equal(test_system("python3 -c 'import hashlib, json, sys, urllib.request\n"
-				     "l = json.load(urllib.request.urlopen(sys.argv[1]))\n"
-				     "b = json.dumps(\"x\").encode()\n"
-				     "l.append({\"type\": \"file\", \"size\": len(b), \"path\": \"build/%s/evil.txt\", "
-				     "\"oid\": hashlib.sha1(b\"blob %%d\\0\" %% len(b) + b).hexdigest()})\n"
-				     "json.dump({\"regex\": \"/tree/.*/build$\", \"mode\": \"200\", \"body\": l}, "
-				     "open(sys.argv[2], \"w\"))' "
-				     "'%s/api/kernels/acme/pinned/tree/%s/build?recursive=true&limit=1000' '%s'",
-				     VARIANTS[0], test_hub_endpoint(W.hub), W.commit[0], fault_file), 0);
-	assert_non_null(fault = test_read_file(fault_file, NULL));
-	assert_int_equal(test_hub_fault(W.hub, fault), 0);
-	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/evil.txt\", \"mode\": \"200\", \"body\": \"x\"}"), 0);
+	assert_int_equal(test_world_plant_file(&W, "acme/pinned", W.commit[0], VARIANTS[0]), 0);
 	assert_int_equal(kernels_get_locked(&k, "acme/pinned", P.lock, &o), KERNELS_EINTEGRITY);
 	assert_null(k);
 	test_hub_faults_clear(W.hub);
@@ -207,8 +194,6 @@ static void test_planted_file_does_not_outlive_its_listing(void **state)
 		fail_msg("the variant's folder deleted, the honest Hub's locked get: %s", kernels_error_last());
 	assert_int_equal(test_kernel_answer(k), 100);
 	kernels_kernel_close(k);
-	free(fault);
-	free(fault_file);
 }
 
 /* A seed-era lock carries variant hashes: a hash that differs is refused

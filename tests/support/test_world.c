@@ -68,6 +68,30 @@ void test_world_options(const test_world *w, kernels_options *o, const kernels_s
 	test_hub_options(o, w->hub, w->cache, sys);
 }
 
+int test_world_plant_file(test_world *w, const char *repo, const char *commit, const char *variant)
+{
+	char *path = NULL, *fault = NULL;
+	int rc = -1;
+
+	if (asprintf(&path, "%s/planted-listing.json", w->tmp) < 0)
+		return -1;
+	if (test_system("python3 -c 'import hashlib, json, sys, urllib.request\n"
+			"l = json.load(urllib.request.urlopen(sys.argv[1]))\n"
+			"b = json.dumps(\"x\").encode()\n"
+			"l.append({\"type\": \"file\", \"size\": len(b), \"path\": \"build/%s/evil.txt\", "
+			"\"oid\": hashlib.sha1(b\"blob %%d\\0\" %% len(b) + b).hexdigest()})\n"
+			"json.dump({\"regex\": \"/tree/.*/build$\", \"mode\": \"200\", \"body\": l}, "
+			"open(sys.argv[2], \"w\"))' "
+			"'%s/api/kernels/%s/tree/%s/build?recursive=true&limit=1000' '%s'",
+			variant, test_hub_endpoint(w->hub), repo, commit, path) == 0 &&
+	    (fault = test_read_file(path, NULL)) && test_hub_fault(w->hub, fault) == 0 &&
+	    test_hub_fault(w->hub, "{\"path\": \"/evil.txt\", \"mode\": \"200\", \"body\": \"x\"}") == 0)
+		rc = 0;
+	free(fault);
+	free(path);
+	return rc;
+}
+
 void test_world_stop(test_world *w)
 {
 	test_hub_stop(w->hub);

@@ -43,6 +43,12 @@ void test_world_fresh_cache(test_world *w);
  * detect). `sys` is borrowed: it must outlive the options' use. */
 void test_world_options(const test_world *w, kernels_options *o, const kernels_system *sys);
 
+/* A listing that plants a file: the Hub answers the build/ listing of the
+ * kernel repo `repo` at `commit` with its honest listing and one file
+ * more, build/{variant}/evil.txt, and serves that file with the bytes the
+ * listing names (faults, until test_hub_faults_clear). 0, or -1. */
+int test_world_plant_file(test_world *w, const char *repo, const char *commit, const char *variant);
+
 /* Stops the Hub, removes tmp and cache; *w is then zeroed. */
 void test_world_stop(test_world *w);
 
