@@ -523,28 +523,43 @@ static int lock_dir_open(const char *lock_path, const char **leaf)
 	return fd;
 }
 
+/* A lock file is a regular file. Anything else planted there is refused
+ * before a lock is taken on it: a fifo would hold a read-only open until
+ * a writer came (hence O_NONBLOCK on every open, which flock ignores). */
+static int lock_file_check(int fd, const char *lock_path)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		return fd;
+	close(fd);
+	return kernels__error(KERNELS_EUNSAFE, "the lock file %s is not a regular file: libkernels took no lock "
+			      "on it; remove it", lock_path);
+}
+
 /* Opens (creating it and its folder) a lock file: the descriptor, or an
  * error. *unwritable is set when neither could be made for lack of rights
  * or a read-only file system. A link planted at the lock file is not
  * followed (O_NOFOLLOW): nothing is created where it points. */
 static int lock_open(const char *lock_path, int *unwritable)
 {
+	const int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 	const char *leaf = NULL;
 	int dfd, fd = -1, err;
 
 	*unwritable = 0;
 	if ((dfd = lock_dir_open(lock_path, &leaf)) < 0)
 		return dfd; /* the folder could not be made, or is a link: that message says why */
-	fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+	fd = openat(dfd, leaf, O_RDWR | O_CREAT | flags, 0666);
 	err = errno;
 	/* A lock file another user made is opened read-only; when there is
 	 * none, the first failure is the one to report. */
 	if (fd < 0 && (err == EACCES || err == EPERM || err == EROFS) &&
-	    (fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 && errno != ENOENT)
+	    (fd = openat(dfd, leaf, O_RDONLY | flags)) < 0 && errno != ENOENT)
 		err = errno;
 	close(dfd);
 	if (fd >= 0)
-		return fd;
+		return lock_file_check(fd, lock_path);
 	*unwritable = err == EACCES || err == EPERM || err == EROFS;
 	if (err == ELOOP)
 		return kernels__error(KERNELS_EUNSAFE, "the lock file %s is a symbolic link: libkernels wrote "

@@ -1280,6 +1280,27 @@ static void test_sigkill_resume(void **state)
 	free(huge);
 }
 
+/* A cache root fetched into, open to every user, with its lock files
+ * left read-only for others (as another user's umask 022 makes them) and
+ * one blob missing: another user must download it through a lock file
+ * it cannot write. `blob` and `lock` (PATH_MAX each) get their paths. */
+static void shared_cache_missing_blob(test_world *e, kernels_options *o, char *blob, char *lock)
+{
+	mode_t old = umask(0);
+	char etag[65];
+
+	options(e, o);
+	chmod(e->cache, 0777);
+	assert_int_equal(download(e, o, "org/k", e->commit[K], V1, NULL), 0);
+	umask(old);
+	assert_int_equal(test_system("find '%s/.locks' -type f -exec chmod 0644 {} +", e->cache), 0);
+	etag_of(&files[3], etag);
+	snprintf(blob, PATH_MAX, "%s/kernels--org--k/blobs/%s", e->cache, etag);
+	snprintf(lock, PATH_MAX, "%s/.locks/kernels--org--k/%s.lock", e->cache, etag);
+	assert_int_equal(unlink(blob), 0);
+	test_hub_log_clear(e->hub);
+}
+
 /* A cache shared by two users: root fetched, another uid reuses the blobs
  * (lock files it cannot write) and adds its own. */
 static void test_shared_cache(void **state)
@@ -1288,20 +1309,9 @@ static void test_shared_cache(void **state)
 	kernels_options o;
 	pid_t pid;
 	int status;
-	mode_t old = umask(0);
-	char blob[PATH_MAX], etag[65];
+	char blob[PATH_MAX], lock[PATH_MAX];
 
-	options(e, &o);
-	chmod(e->cache, 0777);
-	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
-	umask(old);
-	/* Lock files left read-only for others, as another user's umask 022 makes them. */
-	assert_int_equal(test_system("find '%s/.locks' -type f -exec chmod 0644 {} +", e->cache), 0);
-	/* One blob missing: the other user must download it through a read-only lock file. */
-	etag_of(&files[3], etag);
-	snprintf(blob, sizeof(blob), "%s/kernels--org--k/blobs/%s", e->cache, etag);
-	assert_int_equal(unlink(blob), 0);
-	test_hub_log_clear(e->hub);
+	shared_cache_missing_blob(e, &o, blob, lock);
 	if (getuid() != 0) {
 		/* Without root there is no second user to become; run the same check as ourselves. */
 		assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
@@ -1309,8 +1319,7 @@ static void test_shared_cache(void **state)
 	}
 	{
 		/* Another user: the lock file of the missing blob is not writable for it. */
-		char lock[PATH_MAX], go[PATH_MAX];
-		snprintf(lock, sizeof(lock), "%s/.locks/kernels--org--k/%s.lock", e->cache, etag);
+		char go[PATH_MAX];
 		assert_true(test_exists(lock));
 		pid = fork();
 		assert_true(pid >= 0);
@@ -1336,6 +1345,45 @@ static void test_shared_cache(void **state)
 		assert_int_equal(stat(blob, &st), 0);
 		assert_int_equal(st.st_uid, 65534);
 	}
+}
+
+/* A fifo planted at a lock file, read-only for others: opening it to read
+ * would wait for a writer that never comes. Root (which may write it) and
+ * the other user are both refused at once, by name, and nothing is
+ * downloaded through it. */
+static void test_shared_cache_fifo_lock(void **state)
+{
+	test_world *e = *state;
+	kernels_options o;
+	char blob[PATH_MAX], lock[PATH_MAX], go[PATH_MAX];
+	pid_t pid;
+	int status, waited;
+
+	shared_cache_missing_blob(e, &o, blob, lock);
+	assert_int_equal(test_system("rm '%s' && mkfifo -m 0444 '%s'", lock, lock), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_EUNSAFE);
+	if (!strstr(kernels_error_last(), lock) || !strstr(kernels_error_last(), "not a regular file"))
+		fail_msg("the refusal does not name the lock file: %s", kernels_error_last());
+	if (getuid() != 0)
+		goto unchanged;
+	snprintf(go, sizeof(go), "%s.go", e->cache);
+	test_write_file(go, "", 0);
+	pid = spawn(e, "org/k", e->commit[K], go, 0, 65534);
+	/* A hang guard, not a measurement: a refusal takes milliseconds. */
+	for (waited = 0; waited < 1200 && waitpid(pid, &status, WNOHANG) == 0; waited++)
+		usleep(100 * 1000);
+	unlink(go);
+	if (waited == 1200) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("the other user's download still waits on the fifo after 120 s");
+	}
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+unchanged:
+	assert_int_equal(test_hub_log_count(e->hub, "GET", "/resolve/"), 0);
+	assert_false(test_exists(blob));
+	assert_int_equal(test_system("test -p '%s'", lock), 0);
 }
 
 int main(int argc, char **argv)
@@ -1364,6 +1412,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_threads, setup),
 		cmocka_unit_test_setup(test_sigkill_resume, setup),
 		cmocka_unit_test_setup(test_shared_cache, setup),
+		cmocka_unit_test_setup(test_shared_cache_fifo_lock, setup),
 	};
 
 	if (argc == 9 && !strcmp(argv[1], "child"))
