@@ -63,28 +63,6 @@ typedef struct {
 
 /* ---- staging folders -------------------------------------------------------- */
 
-/* Removes `name` under the folder `dfd`, never following a link. */
-static void rm_at(int dfd, const char *name)
-{
-	int fd;
-	DIR *d;
-	struct dirent *de;
-
-	if (unlinkat(dfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM))
-		return;
-	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return;
-	if (!(d = fdopendir(fd))) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			rm_at(dirfd(d), de->d_name);
-	closedir(d);
-	unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
 /* Staging folders of imports that are over (killed, crashed). A live
  * import holds a lock on its folder for as long as it runs; the lock, not
  * the pid in the name, says so, since a process of another PID namespace
@@ -105,7 +83,7 @@ static void remove_stale(int lib_fd)
 			continue;
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-			rm_at(dirfd(d), de->d_name);
+			kernels__remove_tree_at(dirfd(d), de->d_name);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -199,7 +177,7 @@ static void repo_end(imp_repo *r)
 	char *p;
 
 	if (r->stage_name && r->lib_fd >= 0)
-		rm_at(r->lib_fd, r->stage_name);
+		kernels__remove_tree_at(r->lib_fd, r->stage_name);
 	if (r->lib_fd >= 0)
 		close(r->lib_fd);
 	if (r->stage_blobs >= 0)

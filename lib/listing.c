@@ -179,6 +179,22 @@ out:
 	free(dir);
 }
 
+/* The absences under build/ a listing claimed (.no_exist/{commit}/build/,
+ * written from a listing the Hub gave) go with it when it is dropped or
+ * replaced: a file a wrong listing left out must not stay absent once the
+ * Hub is asked again. Walked from the cache root without following links. */
+static void forget_absences(const char *dir, const char *commit)
+{
+	char *sub = kernels__sprintf(".no_exist/%s", commit);
+	int fd = sub ? kernels__cache_repo_dir_open(dir, sub, 0) : -1;
+
+	if (fd >= 0) {
+		kernels__remove_tree_at(fd, "build");
+		close(fd);
+	}
+	free(sub);
+}
+
 void kernels__listing_forget(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			     const char *commit)
 {
@@ -194,6 +210,8 @@ void kernels__listing_forget(const kernels__config *cfg, kernels__repo_type type
 				     "answers for its files contradict it", repo_id, commit);
 		close(fd);
 	}
+	if (dir)
+		forget_absences(dir, commit);
 	free(dir);
 	free(sub);
 	kernels__error(code, "%s", saved); /* the caller's error stands */
@@ -218,6 +236,8 @@ int kernels__listing_get(const kernels__config *cfg, kernels__repo_type type, co
 	memset(out, 0, sizeof(*out));
 	if (!ask && (rc = kernels__listing_read(cfg, type, repo_id, commit, out)) != 0)
 		return rc;
+	if (ask)
+		kernels__listing_forget(cfg, type, repo_id, commit);
 	if ((rc = kernels__hub_tree_list_max(cfg, type, repo_id, commit, "build", 1, KERNELS__LISTING_MAX, out)) < 0)
 		return rc;
 	record(cfg, type, repo_id, commit, out);

@@ -1029,14 +1029,21 @@ static void test_wrong_listing_record(void **state)
  * it again and fetches the variant. */
 static void contradicted(test_world *e, const char *entry, int expect, const char *said)
 {
+	static const char other[] = "build/" V2 "/__init__.py"; /* a file the listing leaves out */
+	kernels__config cfg;
 	kernels_options o;
-	char buf[2048];
+	char buf[2048], *local = NULL;
 	int trees;
 
 	options(e, &o);
 	o.max_retries = 1;
-	snprintf(buf, sizeof(buf), "{\"path\": \"/tree/\", \"mode\": \"200\", \"body\": [%s]}", entry);
+	assert_int_equal(kernels__config_load(&cfg, &o), 0);
+	/* twice: the probe below records it, the download asks again when the record is belied */
+	snprintf(buf, sizeof(buf), "{\"path\": \"/tree/\", \"mode\": \"200\", \"count\": 2, \"body\": [%s]}",
+		 entry);
 	fault(e, buf);
+	assert_int_equal(kernels__download_file(&cfg, KERNELS__REPO_KERNEL, "org/k", e->commit[K], other, &local, 0),
+			 KERNELS_ENOTFOUND);
 	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), expect);
 	if (!strstr(kernels_error_last(), said))
 		fail_msg("the refusal does not say '%s': %s", said, kernels_error_last());
@@ -1049,6 +1056,12 @@ static void contradicted(test_world *e, const char *entry, int expect, const cha
 			 kernels_error_last());
 	assert_int_equal(test_hub_log_count(e->hub, "GET", "/tree/"), trees + 1);
 	check_layout(e, "kernels--org--k", e->commit[K]);
+	/* Nor is the absence it claimed: the file is there at the Hub. */
+	if (kernels__download_file(&cfg, KERNELS__REPO_KERNEL, "org/k", e->commit[K], other, &local, 0) != 0)
+		fail_msg("after a contradicted listing (%s), %s is still said to be absent: %s", entry, other,
+			 kernels_error_last());
+	free(local);
+	kernels__config_free(&cfg);
 	test_world_fresh_cache(e);
 }
 

@@ -199,6 +199,32 @@ static int walk_in(const char *dir, const char *rel, int depth, int max_depth, k
 	return rc;
 }
 
+static void remove_in(int dfd, const char *name, int depth)
+{
+	int fd;
+	DIR *d;
+	struct dirent *de;
+
+	if (unlinkat(dfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth > 64)
+		return;
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			remove_in(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+void kernels__remove_tree_at(int dfd, const char *name)
+{
+	remove_in(dfd, name, 0);
+}
+
 int kernels__walk(const char *dir, int max_depth, kernels__walk_fn visit, void *payload)
 {
 	return walk_in(dir, "", 0, max_depth, visit, payload);

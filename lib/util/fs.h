@@ -45,6 +45,12 @@ kernels__fsync_pending *kernels__fsync_begin(int fd);
  * errno its fsync met. */
 int kernels__fsync_wait(kernels__fsync_pending *p);
 
+/* Removes `name` under the folder `dfd` and, when it is a folder, all it
+ * holds, never following a link. Best effort: what cannot be removed
+ * stays, and so does a tree deeper than 64 folders (no one makes one; a
+ * hostile one must not exhaust the stack). */
+void kernels__remove_tree_at(int dfd, const char *name);
+
 /* What a walk's visitor returns for an entry: 0 to go on, DESCEND to walk
  * into it as a folder, or an error code (< 0) to stop the walk with it. */
 #define KERNELS__WALK_DESCEND 1
