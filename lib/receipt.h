@@ -3,10 +3,11 @@
  * identity (device, inode, size, modification and change times in
  * nanoseconds) of metadata.json and of each file. A later process that
  * finds exactly those identities skips the hashing; any difference means a
- * full re-hash. It weakens nothing: whoever can write the receipt (in the
- * repo's cache folder) can as well write the blobs and metadata.json it
- * vouches for, and no file can change content without changing its change
- * time. */
+ * full re-hash. It weakens nothing: only receipts this user or root wrote
+ * are read, and whoever could write those could as well write the blobs
+ * and metadata.json they vouch for; another user of a shared cache, who
+ * could swap a file, cannot vouch for it; and no file can change content
+ * without changing its change time. */
 #ifndef KERNELS_LIB_RECEIPT_H
 #define KERNELS_LIB_RECEIPT_H
 
