@@ -135,6 +135,16 @@ def test_find_library_order(tmp_path, monkeypatch):
 # tests/python/test_wheel.py.
 
 
+def test_system_description_is_whole(monkeypatch):
+    # A long description (a torch deep in a long path, many GPUs) is given
+    # whole: the library says how long it is. A long cpu name stands in.
+    libkernels.set_library(library_path())
+    monkeypatch.setenv("KERNELS_CPU", "x" * 600)
+    s = libkernels.system()
+    assert s["cpu"] == "x" * 600
+    assert f"{'x' * 600}-{s['os']}" in s["description"], len(s["description"])
+
+
 def test_every_error_code_has_its_class():
     lib = libkernels._lib.load(library_path())
     classes = set()

@@ -193,7 +193,8 @@ def system(library_path=None, backend=None):
         for k, v in d.items():
             if isinstance(v, bytes):
                 d[k] = v.decode("utf-8", "replace")
-        buf = ctypes.create_string_buffer(512)
+        # as long as the library says the text is (a torch path alone may be long)
+        buf = ctypes.create_string_buffer(lib.system_format(None, 0, out) + 1)
         lib.system_format(buf, len(buf), out)
         d["description"] = buf.value.decode("utf-8", "replace")
         return d
