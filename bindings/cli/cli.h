@@ -92,7 +92,8 @@ int cli_fail(const cli_ctx *ctx, int code, const char *context);
 int cli_error(const cli_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prints `obj` (stolen) as indented JSON on stdout. */
 int cli_json_print(json_t *obj);
-/* json_string() that accepts NULL (-> null). */
+/* json_string() that accepts NULL (-> null) and bytes that are not UTF-8
+ * (each -> U+FFFD): for paths and messages, which are bytes. */
 json_t *cli_jstr(const char *s);
 
 /* Progress reporting around one library call: a bar with rate and ETA on

@@ -97,7 +97,7 @@ int cmd_bundle(cli_ctx *ctx, const cli_command *cmd)
 	if (rc || (rc = kernels_bundle_open(&b, out)))
 		return cli_fail(ctx, rc, dir);
 	if (ctx->json)
-		rc = cli_json_print(json_pack("{s:s,s:I}", "bundle", out, "files",
+		rc = cli_json_print(json_pack("{s:o,s:I}", "bundle", cli_jstr(out), "files",
 					      (json_int_t)kernels_bundle_file_count(b)));
 	else
 		printf("%s: %zu files\n", out, kernels_bundle_file_count(b));
@@ -115,8 +115,8 @@ int cmd_bundle_import(cli_ctx *ctx, const cli_command *cmd)
 	if (rc)
 		return cli_fail(ctx, rc, ctx->pos[0]);
 	if (ctx->json)
-		return cli_json_print(json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "bundle", ctx->pos[0], "files",
-						(json_int_t)st.files, "variants", (json_int_t)st.variants,
+		return cli_json_print(json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "bundle", cli_jstr(ctx->pos[0]),
+						"files", (json_int_t)st.files, "variants", (json_int_t)st.variants,
 						"variants_added", (json_int_t)st.variants_added, "blobs_added",
 						(json_int_t)st.blobs_added, "refs_written", (json_int_t)st.refs_written,
 						"bytes", (json_int_t)st.bytes));
@@ -157,10 +157,10 @@ static json_t *ls_json(const kernels_bundle *b)
 
 	for (i = 0; i < kernels_bundle_file_count(b); i++) {
 		const kernels_bundle_file *f = kernels_bundle_file_at(b, i);
-		json_array_append_new(files, json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "repo_id", f->repo_id,
-						       "commit", f->commit, "variant", f->variant, "path", f->path,
-						       "size", (json_int_t)f->size, "sha256", f->sha256, "etag",
-						       f->etag));
+		json_array_append_new(files, json_pack("{s:s,s:s,s:s,s:o,s:I,s:s,s:s}", "repo_id", f->repo_id,
+						       "commit", f->commit, "variant", f->variant, "path",
+						       cli_jstr(f->path), "size", (json_int_t)f->size, "sha256",
+						       f->sha256, "etag", f->etag));
 	}
 	for (i = 0; i < kernels_bundle_ref_count(b); i++) {
 		const kernels_bundle_ref *r = kernels_bundle_ref_at(b, i);

@@ -12,7 +12,7 @@ static json_t *strings_json(const char *const *v, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
+		json_array_append_new(a, cli_jstr(v[i]));
 	return a;
 }
 
@@ -33,9 +33,9 @@ static json_t *repo_json(const kernels_cache_repo *r)
 		json_array_append_new(snaps, json_pack("{s:s,s:o,s:o}", "commit", s->commit, "refs",
 						       strings_json(s->refs, s->refs_count), "variants", variants));
 	}
-	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:o,s:o}", "repo_id", r->repo_id, "type",
-			 r->is_model ? "model" : "kernel", "path", r->path, "size", (json_int_t)r->size, "blobs",
-			 (json_int_t)r->blobs, "refs", refs, "snapshots", snaps);
+	return json_pack("{s:s,s:s,s:o,s:I,s:I,s:o,s:o}", "repo_id", r->repo_id, "type",
+			 r->is_model ? "model" : "kernel", "path", cli_jstr(r->path), "size", (json_int_t)r->size,
+			 "blobs", (json_int_t)r->blobs, "refs", refs, "snapshots", snaps);
 }
 
 static void repo_print(const cli_ctx *ctx, const kernels_cache_repo *r)
@@ -76,7 +76,7 @@ int cmd_cache_ls(cli_ctx *ctx, const cli_command *cmd)
 		json_t *repos = json_array();
 		for (i = 0; i < info->repos_count; i++)
 			json_array_append_new(repos, repo_json(&info->repos[i]));
-		rc = cli_json_print(json_pack("{s:s,s:I,s:o}", "cache_dir", info->cache_dir, "size",
+		rc = cli_json_print(json_pack("{s:o,s:I,s:o}", "cache_dir", cli_jstr(info->cache_dir), "size",
 					      (json_int_t)info->size, "repos", repos));
 		kernels_cache_info_free(info);
 		return rc;

@@ -50,7 +50,7 @@ int cmd_lock(cli_ctx *ctx, const cli_command *cmd)
 		json_t *arr = json_array();
 		for (i = 0; i < kernels_lock_entry_count(lock); i++)
 			json_array_append_new(arr, entry_json(kernels_lock_entry_at(lock, i)));
-		rc = cli_json_print(json_pack("{s:s,s:s,s:o}", "lock_file", path, "format", format_name(lock),
+		rc = cli_json_print(json_pack("{s:o,s:s,s:o}", "lock_file", cli_jstr(path), "format", format_name(lock),
 					      "kernels", arr));
 	} else {
 		for (i = 0; i < kernels_lock_entry_count(lock); i++) {
@@ -172,8 +172,8 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 		return rc;
 	}
 	if (ctx->json) {
-		rc = cli_json_print(json_pack("{s:s,s:s,s:b,s:o}", "project", dir, "lock_file", path, "all_variants",
-					      all, "kernels", arr));
+		rc = cli_json_print(json_pack("{s:o,s:o,s:b,s:o}", "project", cli_jstr(dir), "lock_file",
+					      cli_jstr(path), "all_variants", all, "kernels", arr));
 	} else {
 		json_decref(arr);
 		cli_note(ctx, "downloaded %zu locked kernel%s of %s", kernels_lock_entry_count(lock),
@@ -209,9 +209,9 @@ static int verify_variant(cli_ctx *ctx, const kernels_lock_entry *e, const char 
 
 	rc = verify_cached(ctx, vdir, &msg);
 	json_object_set_new(o, "name", json_string(name));
-	json_object_set_new(o, "path", json_string(vdir));
+	json_object_set_new(o, "path", cli_jstr(vdir));
 	json_object_set_new(o, "digest_ok", json_boolean(rc == 0));
-	json_object_set_new(o, "digest_error", rc ? json_string(msg) : json_null());
+	json_object_set_new(o, "digest_error", rc ? cli_jstr(msg) : json_null());
 	if (rc) {
 		ok = 0;
 		if (!ctx->json)
@@ -224,7 +224,7 @@ static int verify_variant(cli_ctx *ctx, const kernels_lock_entry *e, const char 
 	if (rc) {
 		ok = 0;
 		json_object_set_new(o, "hash_ok", json_false());
-		json_object_set_new(o, "hash_error", json_string(kernels_error_last()));
+		json_object_set_new(o, "hash_error", cli_jstr(kernels_error_last()));
 		if (!ctx->json)
 			printf("FAIL %s %s %s: lock hash: %s\n", e->repo_id, e->commit, name, kernels_error_last());
 	} else if (want) {
@@ -292,8 +292,8 @@ int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 		free(snap);
 	}
 	if (ctx->json)
-		cli_json_print(json_pack("{s:s,s:s,s:b,s:o}", "lock_file", path, "format", format_name(lock), "ok",
-					 all_ok, "kernels", arr));
+		cli_json_print(json_pack("{s:o,s:s,s:b,s:o}", "lock_file", cli_jstr(path), "format",
+					 format_name(lock), "ok", all_ok, "kernels", arr));
 	else
 		json_decref(arr);
 	if (!all_ok && !ctx->quiet)

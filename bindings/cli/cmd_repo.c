@@ -231,12 +231,12 @@ static int print_kernel(cli_ctx *ctx, kernels_kernel *k, const kernels_get_stats
 					     "license", kernels_metadata_license(m), "backend",
 					     kernels_metadata_backend(m))
 				 : json_null();
-		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:o,s:o}", "repo_id", loaded, "requested_repo_id", repo,
+		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:o}", "repo_id", loaded, "requested_repo_id", repo,
 				      "revision", cli_jstr(rev), "commit", cli_jstr(kernels_kernel_commit(k)),
-				      "variant", kernels_kernel_variant(k), "path", kernels_kernel_path(k), "library",
-				      cli_jstr(kernels_kernel_library(k)), "metadata", meta);
+				      "variant", kernels_kernel_variant(k), "path", cli_jstr(kernels_kernel_path(k)),
+				      "library", cli_jstr(kernels_kernel_library(k)), "metadata", meta);
 		if (lock_file)
-			json_object_set_new(o, "lock_file", json_string(lock_file));
+			json_object_set_new(o, "lock_file", cli_jstr(lock_file));
 		if (st) {
 			json_object_set_new(o, "from_cache", json_boolean(st->from_cache));
 			json_object_set_new(o, "local", json_boolean(st->local));
@@ -391,8 +391,9 @@ static int write_wheels(cli_ctx *ctx, const kernels_snapshot *snap, const char *
 		}
 		if (!ctx->json)
 			printf("%s\n", path);
-		json_array_append_new(wheels, json_pack("{s:s,s:s,s:s}", "variant", picked[i], "path", path, "filename",
-							strrchr(path, '/') ? strrchr(path, '/') + 1 : path));
+		json_array_append_new(wheels, json_pack("{s:s,s:o,s:o}", "variant", picked[i], "path", cli_jstr(path),
+							"filename", cli_jstr(strrchr(path, '/') ? strrchr(path, '/') + 1
+												: path)));
 		free(path);
 	}
 	return CLI_OK;

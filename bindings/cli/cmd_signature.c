@@ -61,7 +61,7 @@ static int report(const cli_ctx *ctx, const char *variant, kernels_signature_sta
 		if (shown)
 			json_array_append_new(out, json_pack("{s:s,s:s,s:b,s:o}", "variant", variant, "status",
 							     status_name(st), "ok", !failed, "reason",
-							     failed ? json_string(why) : json_null()));
+							     failed ? cli_jstr(why) : json_null()));
 		return failed;
 	}
 	if (!shown)

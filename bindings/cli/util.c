@@ -563,14 +563,76 @@ const char *cli_value(const cli_ctx *ctx, const cli_command *cmd, const char *na
 
 /* ---- output ----------------------------------------------------------------- */
 
+/* The length of the UTF-8 sequence `p` starts with; 0 when it is none
+ * (a stray byte, an overlong form, a surrogate). Reads no further than a
+ * NUL. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t n, i;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] < 0xC2 || p[0] > 0xF4)
+		return 0;
+	n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+	if (p[0] == 0xE0)
+		lo = 0xA0;
+	else if (p[0] == 0xED)
+		hi = 0x9F;
+	else if (p[0] == 0xF0)
+		lo = 0x90;
+	else if (p[0] == 0xF4)
+		hi = 0x8F;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A path is bytes, JSON text is UTF-8: jansson refuses a string that is
+ * not, and the whole object it was to go in is lost. Each stray byte
+ * becomes U+FFFD instead. */
 json_t *cli_jstr(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	const unsigned char *p = (const unsigned char *)s;
+	json_t *j;
+	char *fixed, *o;
+	size_t n;
+
+	if (!s)
+		return json_null();
+	if ((j = json_string(s)) || !(o = fixed = malloc(3 * strlen(s) + 1)))
+		return j;
+	while (*p) {
+		if ((n = utf8_seq(p))) {
+			memcpy(o, p, n);
+			o += n;
+			p += n;
+		} else {
+			memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+			o += 3;
+			p++;
+		}
+	}
+	*o = '\0';
+	j = json_string(fixed);
+	free(fixed);
+	return j;
 }
 
 int cli_json_print(json_t *obj)
 {
-	int rc = json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	int rc;
+
+	if (!obj) { /* a json_pack() that failed */
+		fputs(CLI_NAME ": error: the result could not be made JSON (out of memory, or a string that is not "
+		      "UTF-8)\n", stderr);
+		return CLI_ERROR;
+	}
+	rc = json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 	json_decref(obj);
 	fputc('\n', stdout);
 	fflush(stdout);
@@ -585,8 +647,8 @@ int cli_fail(const cli_ctx *ctx, int code, const char *context)
 	if (code == KERNELS_EUNTRUSTED)
 		fputs(CLI_NAME ": on the command line: --trust-remote-code, or --trusted-orgs ORG\n", stderr);
 	if (ctx && ctx->json) {
-		json_t *o = json_pack("{s:{s:i,s:s,s:s}}", "error", "code", code, "name", kernels_strerror(code),
-				      "message", msg);
+		json_t *o = json_pack("{s:{s:i,s:s,s:o}}", "error", "code", code, "name", kernels_strerror(code),
+				      "message", cli_jstr(msg));
 		cli_json_print(o);
 	}
 	return CLI_ERROR;
@@ -605,8 +667,8 @@ int cli_error(const cli_ctx *ctx, int code, const char *fmt, ...)
 		return CLI_ERROR;
 	fprintf(stderr, CLI_NAME ": error: %s\n", msg);
 	if (ctx && ctx->json)
-		cli_json_print(json_pack("{s:{s:i,s:s,s:s}}", "error", "code", code, "name", kernels_strerror(code),
-					 "message", msg));
+		cli_json_print(json_pack("{s:{s:i,s:s,s:o}}", "error", "code", code, "name", kernels_strerror(code),
+					 "message", cli_jstr(msg)));
 	free(msg);
 	return CLI_ERROR;
 }

@@ -209,6 +209,26 @@ def test_version(tmp_path):
     assert cli.run("version", "extra", check=2).returncode == 2
 
 
+def test_json_of_names_that_are_not_utf8(tmp_path):
+    # A path is bytes; JSON is UTF-8: a byte that is not UTF-8 is U+FFFD in
+    # --json, not a result (or error object) silently left out.
+    cli = Cli(None, tmp_path / "cache")
+    bad = tmp_path / os.fsdecode(b"p\xff")
+    shown = str(bad).replace("\udcff", "\ufffd")
+
+    def run(*args):
+        return subprocess.run([CLI, *args, "--json"], env=cli.env, capture_output=True, timeout=60)
+
+    p = run("cache", "ls", "--cache-dir", str(bad))
+    assert p.returncode == 0 and json.loads(p.stdout)["cache_dir"] == shown, p
+    p = run("verify", str(bad))
+    assert p.returncode == 1 and shown in json.loads(p.stdout)["error"]["message"], p
+    bad.mkdir()
+    (bad / "kernels.lock").write_text("[]")
+    p = run("verify", str(bad))
+    assert p.returncode == 0 and json.loads(p.stdout)["lock_file"] == f"{shown}/kernels.lock", p
+
+
 # ---- versions -----------------------------------------------------------------
 
 
