@@ -296,7 +296,7 @@ int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 					 format_name(lock), "ok", all_ok, "kernels", arr));
 	else
 		json_decref(arr);
-	if (!all_ok && !ctx->quiet)
+	if (!all_ok) /* an error: shown with -q too */
 		fprintf(stderr, CLI_NAME ": error: verification of %s failed\n", path);
 	else
 		cli_note(ctx, "%zu cached variant%s of %zu locked kernel%s verified", checked, checked == 1 ? "" : "s",

@@ -205,10 +205,9 @@ int cmd_variants(cli_ctx *ctx, const cli_command *cmd)
 		printf("\n");
 		print_variants(t);
 	}
-	if (!chosen && rc == CLI_OK) {
-		if (!ctx->quiet)
-			fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)%s%s\n", repo,
-				rev, sys, hint ? ". To make one fit:" : "", hint ? hint : "");
+	if (!chosen && rc == CLI_OK) { /* an error: shown with -q too */
+		fprintf(stderr, CLI_NAME ": error: no variant of %s at %s fits this system (%s)%s%s\n", repo, rev,
+			sys, hint ? ". To make one fit:" : "", hint ? hint : "");
 		rc = CLI_ERROR;
 	}
 	free(sys);

@@ -285,6 +285,8 @@ def test_variants_none_fits_exit_1(hub, tmp_path):
     j = json.loads(p.stdout)
     assert j["chosen"] is None and j["variants"][0]["accepted"] is False
     assert "fits" in p.stderr
+    # -q: errors only, this one too.
+    assert "fits" in cli.run("variants", "org/k", "--revision", "main", "-q", check=1).stderr
 
 
 def test_variants_bad_arguments(hub, tmp_path):

@@ -27,6 +27,8 @@ def test_lock_download_verify(hub, tmp_path):
     # Nothing cached yet: verify fails and names the download command.
     p = cli.run("verify", str(d), check=1)
     assert f"libkernels download {d}" in p.stdout
+    # -q leaves the error (errors only), as every failing command does.
+    assert "verification of" in cli.run("verify", str(d), "-q", check=1).stderr
 
     j = cli.json("download", str(d))
     assert j["kernels"][0]["commit"] == commit and j["kernels"][0]["variants"] == [CPU211]
