@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* ---- the default policy ------------------------------------------------- */
 
@@ -403,26 +405,131 @@ static const char *env_nonempty(const char *name)
 	return v && *v ? v : NULL;
 }
 
+/* The home folder of "~" (`user` NULL) or of "~user", as Python's
+ * os.path.expanduser finds it: $HOME, even empty, for "~", else the
+ * password database (`buf` holds its entry); NULL when there is none. */
+static const char *home_of(const char *user, char *buf, size_t n)
+{
+	struct passwd pw, *found = NULL;
+
+	if (!user && getenv("HOME"))
+		return getenv("HOME");
+	if (user)
+		getpwnam_r(user, &pw, buf, n, &found);
+	else
+		getpwuid_r(getuid(), &pw, buf, n, &found);
+	return found ? found->pw_dir : NULL;
+}
+
+/* `path` with a leading "~" or "~user" made that home, as Python's
+ * os.path.expanduser: an unknown user stays as written. */
+static int expand_user(kernels__buf *b, const char *path)
+{
+	char user[256], entry[4096];
+	size_t len = strcspn(path + 1, "/"), hl;
+	const char *home = NULL;
+
+	if (*path == '~' && len < sizeof(user)) {
+		memcpy(user, path + 1, len);
+		user[len] = '\0';
+		home = home_of(len ? user : NULL, entry, sizeof(entry));
+	}
+	if (!home)
+		return kernels__buf_puts(b, path);
+	for (hl = strlen(home); hl && home[hl - 1] == '/'; hl--)
+		;
+	path += 1 + len;
+	if (!hl && !*path)
+		return kernels__buf_puts(b, "/");
+	return kernels__buf_put(b, home, hl) < 0 ? KERNELS_ENOMEM : kernels__buf_puts(b, path);
+}
+
+/* The length of the $NAME or ${NAME} at `d` (a '$'), with the name in
+ * `name` (empty when too long to be set); 0 when there is none there. */
+static size_t var_at(const char *d, char *name, size_t n)
+{
+	size_t len = 0, whole;
+
+	if (d[1] == '{') {
+		len = strcspn(d + 2, "}");
+		if (d[2 + len] != '}')
+			return 0;
+		whole = len + 3;
+		d++;
+	} else {
+		while (isalnum((unsigned char)d[1 + len]) || d[1 + len] == '_')
+			len++;
+		if (!len)
+			return 0;
+		whole = len + 1;
+	}
+	snprintf(name, n, "%.*s", len < n ? (int)len : 0, d + 1);
+	return whole;
+}
+
+/* `path` read as huggingface_hub reads its folders,
+ * os.path.expandvars(os.path.expanduser(path)): "~" as above, then each
+ * $NAME or ${NAME} of a set variable its value (an unset one stays as
+ * written), so that both use one cache and one token. NULL: out of
+ * memory. */
+static char *expand_path(const char *path)
+{
+	kernels__buf user = { 0 }, b = { 0 };
+	const char *p, *d, *v;
+	char name[256];
+	size_t len;
+
+	if (expand_user(&user, path) < 0 || kernels__buf_puts(&b, "") < 0)
+		goto oom;
+	for (p = user.ptr; (d = strchr(p, '$')); p = d + len) {
+		if (!(len = var_at(d, name, sizeof(name))))
+			len = 1;
+		v = len > 1 && *name ? getenv(name) : NULL;
+		if (kernels__buf_put(&b, p, (size_t)(d - p)) < 0 ||
+		    (v ? kernels__buf_puts(&b, v) : kernels__buf_put(&b, d, len)) < 0)
+			goto oom;
+	}
+	if (kernels__buf_puts(&b, p) < 0)
+		goto oom;
+	kernels__buf_free(&user);
+	return kernels__buf_detach(&b);
+oom:
+	kernels__buf_free(&user);
+	kernels__buf_free(&b);
+	return NULL;
+}
+
+/* huggingface_hub's HF_HOME: $HF_HOME, else $XDG_CACHE_HOME/huggingface,
+ * else ~/.cache/huggingface, expanded. */
 static char *hf_home(void)
 {
 	const char *home = env_nonempty("HF_HOME");
 	const char *xdg = env_nonempty("XDG_CACHE_HOME");
+	char *joined, *dir;
 
 	if (home)
-		return kernels__strdup(home);
-	if (xdg)
-		return kernels__sprintf("%s/huggingface", xdg);
-	return kernels__sprintf("%s/.cache/huggingface", env_nonempty("HOME") ? getenv("HOME") : "/tmp");
+		return expand_path(home);
+	xdg = xdg ? xdg : "~/.cache";
+	/* joined as os.path.join does: no second slash after one */
+	if (!(joined = kernels__sprintf("%s%shuggingface", xdg, xdg[strlen(xdg) - 1] == '/' ? "" : "/")))
+		return NULL;
+	dir = expand_path(joined);
+	free(joined);
+	return dir;
 }
 
+/* KERNELS_CACHE as written (kernels 0.17 hands it to huggingface_hub
+ * so), else huggingface_hub's HF_HUB_CACHE. */
 static char *default_cache_dir(void)
 {
 	const char *v;
 	char *home, *dir;
 
-	if ((v = env_nonempty("KERNELS_CACHE")) || (v = env_nonempty("HF_HUB_CACHE")) ||
-	    (v = env_nonempty("HUGGINGFACE_HUB_CACHE"))) /* the legacy name huggingface_hub still reads */
+	if ((v = env_nonempty("KERNELS_CACHE")))
 		return kernels__strdup(v);
+	if ((v = env_nonempty("HF_HUB_CACHE")) ||
+	    (v = env_nonempty("HUGGINGFACE_HUB_CACHE"))) /* the legacy name huggingface_hub still reads */
+		return expand_path(v);
 	if (!(home = hf_home()))
 		return NULL;
 	dir = kernels__sprintf("%s/hub", home);
@@ -453,7 +560,7 @@ static int token_from_file(const kernels_options *opts, char **out)
 
 	*out = NULL;
 	if (env_nonempty("HF_TOKEN_PATH"))
-		path = kernels__strdup(getenv("HF_TOKEN_PATH"));
+		path = expand_path(getenv("HF_TOKEN_PATH"));
 	else if ((home = hf_home())) {
 		path = kernels__sprintf("%s/token", home);
 		free(home);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,9 +18,9 @@
 #include "testutil.h"
 #include "alloc_fail.h"
 
-static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HF_ENDPOINT",
-				    "HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
-				    "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
+static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME",
+				    "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE",
+				    "HF_HUB_DISABLE_TELEMETRY", "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
 
 static int clean_env(void **state)
 {
@@ -66,6 +67,78 @@ static void test_cache_dir_precedence(void **state)
 		opts.cache_dir = "/explicit";
 		expect_config_string(&opts, cache_dir, "/explicit");
 	}
+}
+
+/* With HOME unset, the home is the password database's, as Python's
+ * os.path.expanduser("~") finds it: never a folder anyone may create
+ * (/tmp/.cache), whose kernels this process would load. An empty HOME is
+ * "/", as in Python. */
+static void test_home_without_HOME(void **state)
+{
+	struct passwd *pw = getpwuid(getuid());
+	char *want;
+	(void)state;
+
+	assert_non_null(pw);
+	unsetenv("HOME");
+	assert_int_equal(asprintf(&want, "%s/.cache/huggingface/hub",
+				  strcmp(pw->pw_dir, "/") ? pw->pw_dir : "") > 0, 1);
+	expect_config_string(NULL, cache_dir, want);
+	free(want);
+	setenv("HOME", "", 1);
+	expect_config_string(NULL, cache_dir, "/.cache/huggingface/hub");
+}
+
+/* HF_HOME, HF_HUB_CACHE (and its legacy name), XDG_CACHE_HOME and
+ * HF_TOKEN_PATH are read as huggingface_hub reads them: "~" and "~user"
+ * at the start and $VAR / ${VAR} anywhere are expanded (an unknown user
+ * or variable stays as written), so both use one cache and one token.
+ * KERNELS_CACHE is not: kernels 0.17 hands it to huggingface_hub as
+ * written. */
+static void test_paths_expanded(void **state)
+{
+	struct passwd *pw = getpwuid(0);
+	char *dir = test_mkdtemp("config-expand"), *want, *file;
+	(void)state;
+
+	setenv("HF_HOME", "~/hf", 1);
+	expect_config_string(NULL, cache_dir, "/home/someone/hf/hub");
+	unsetenv("HF_HOME");
+	setenv("XDG_CACHE_HOME", "~/xdg/", 1);
+	expect_config_string(NULL, cache_dir, "/home/someone/xdg/huggingface/hub");
+	setenv("HUGGINGFACE_HUB_CACHE", "$HOME/legacy", 1);
+	expect_config_string(NULL, cache_dir, "/home/someone/legacy");
+	setenv("KERNELS_TEST_A", "1", 1);
+	setenv("HF_HUB_CACHE", "/$KERNELS_TEST_A/${KERNELS_TEST_A}/$KERNELS_TEST_NOPE/${}/$/${KERNELS_TEST_A/x"
+	       "$KERNELS_TEST_A_/~", 1);
+	expect_config_string(NULL, cache_dir, "/1/1/$KERNELS_TEST_NOPE/${}/$/${KERNELS_TEST_A/x$KERNELS_TEST_A_/~");
+	unsetenv("KERNELS_TEST_A");
+	setenv("HF_HUB_CACHE", "~kernels-no-such-user/x", 1);
+	expect_config_string(NULL, cache_dir, "~kernels-no-such-user/x");
+	if (pw) {
+		assert_int_equal(asprintf(&want, "%s/x", strcmp(pw->pw_dir, "/") ? pw->pw_dir : "") > 0, 1);
+		assert_int_equal(asprintf(&file, "~%s/x", pw->pw_name) > 0, 1);
+		setenv("HF_HUB_CACHE", file, 1);
+		expect_config_string(NULL, cache_dir, want);
+		free(want);
+		free(file);
+	}
+	setenv("HOME", "/home/someone/", 1);
+	setenv("HF_HUB_CACHE", "~", 1);
+	expect_config_string(NULL, cache_dir, "/home/someone");
+	setenv("KERNELS_CACHE", "~/kc", 1);
+	expect_config_string(NULL, cache_dir, "~/kc");
+	unsetenv("KERNELS_CACHE");
+
+	setenv("HOME", dir, 1);
+	assert_int_equal(asprintf(&file, "%s/tok", dir) > 0, 1);
+	assert_int_equal(test_write_file(file, "hf_tilde\n", 9), 0);
+	setenv("HF_TOKEN_PATH", "~/tok", 1);
+	expect_config_string(NULL, token, "hf_tilde");
+	unsetenv("HF_TOKEN_PATH");
+	free(file);
+	test_rmtree(dir);
+	free(dir);
 }
 
 static void test_endpoint(void **state)
@@ -445,6 +518,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_cache_dir_precedence, clean_env),
+		cmocka_unit_test_setup(test_home_without_HOME, clean_env),
+		cmocka_unit_test_setup(test_paths_expanded, clean_env),
 		cmocka_unit_test_setup(test_endpoint, clean_env),
 		cmocka_unit_test_setup(test_token_sources, clean_env),
 		cmocka_unit_test_setup(test_switches, clean_env),
