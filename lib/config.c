@@ -261,7 +261,7 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
 #define DEFAULT_TIMEOUT_S (KERNELS_DEFAULT_TIMEOUT_MS / 1000)
 #define TIMEOUT_S_MAX (24 * 3600)
-#define TOKEN_LINE_MAX 4095 /* bytes of the token file read, as before: its first line is the token */
+#define TOKEN_LINE_MAX 4095 /* bytes of the token file read: far more than a token */
 #define DEFAULT_DEADLINE_MS ((long)KERNELS_DEFAULT_DEADLINE_MS)
 #define DEFAULT_STALL_BUDGET_MS 30000L
 #define ENDPOINTS_MAX 16
@@ -548,13 +548,38 @@ static int set_str(char **dst, const char *v)
 	return (*dst = kernels__strdup(v)) ? 0 : KERNELS_ENOMEM;
 }
 
-/* Reads the token file, keeping only its first line without surrounding
- * blanks, as huggingface_hub does. A missing file simply means no token;
- * so does one that is no regular file, with a warning: a FIFO would be
- * waited on forever, by every call. */
+/* *dst = `v` cleaned as huggingface_hub cleans a token: every CR and LF
+ * taken out, blanks around stripped; NULL when nothing is left (the next
+ * source is then read). A line break would end the header it goes in. */
+static int token_clean(char **dst, const char *v)
+{
+	char *s, *d, *e;
+
+	*dst = NULL;
+	if (!v || !(s = kernels__strdup(v)))
+		return v ? KERNELS_ENOMEM : 0;
+	for (d = e = s; *e; e++)
+		if (*e != '\r' && *e != '\n')
+			*d++ = *e;
+	while (d > s && isspace((unsigned char)d[-1]))
+		d--;
+	*d = '\0';
+	for (e = s; isspace((unsigned char)*e); e++)
+		;
+	memmove(s, e, strlen(e) + 1);
+	if (*s)
+		*dst = s;
+	else
+		free(s);
+	return 0;
+}
+
+/* Reads the token file, cleaned (token_clean). A missing file simply
+ * means no token; so does one that is no regular file, with a warning: a
+ * FIFO would be waited on forever, by every call. */
 static int token_from_file(const kernels_options *opts, char **out)
 {
-	char *path = NULL, *home, *text = NULL, *s, *e;
+	char *path = NULL, *home, *text = NULL;
 	size_t len = 0;
 	int rc = 0;
 
@@ -577,28 +602,25 @@ static int token_from_file(const kernels_options *opts, char **out)
 		return rc;
 	}
 	free(path);
-	s = text;
-	s[strcspn(s, "\n")] = '\0';
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	rc = set_str(out, s);
+	rc = token_clean(out, text);
 	free(text);
 	return rc;
 }
 
-/* options.token ("": none, whatever the environment says), else $HF_TOKEN,
- * else the legacy name huggingface_hub still reads, else the token file. */
+/* options.token ("": none, whatever the environment says), else $HF_TOKEN
+ * (else the legacy name huggingface_hub still reads), else the token file:
+ * huggingface_hub's order, an environment token left empty by cleaning
+ * passing on to the file as there. */
 static int token_load(kernels__config *cfg, const kernels_options *opts)
 {
 	const char *v;
+	int rc;
 
 	if (opts->token)
 		return set_str(&cfg->token, opts->token);
 	if ((v = env_nonempty("HF_TOKEN")) || (v = env_nonempty("HUGGING_FACE_HUB_TOKEN")))
-		return set_str(&cfg->token, v);
+		if ((rc = token_clean(&cfg->token, v)) < 0 || cfg->token)
+			return rc;
 	return token_from_file(opts, &cfg->token);
 }
 

@@ -19,8 +19,9 @@
 #include "alloc_fail.h"
 
 static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME",
-				    "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE",
-				    "HF_HUB_DISABLE_TELEMETRY", "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
+				    "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH",
+				    "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY", "LOCAL_KERNELS", "KERNELS_TORCH_DIR",
+				    "KERNELS_ENDPOINTS" };
 
 static int clean_env(void **state)
 {
@@ -197,7 +198,28 @@ static void test_token_sources(void **state)
 
 	setenv("HF_TOKEN", "hf_env", 1);
 	expect_config_string(NULL, token, "hf_env");
+
+	/* Cleaned as huggingface_hub cleans each source: every CR and LF out,
+	 * blanks around stripped; one left empty is no token, and the next
+	 * source is read (here the file): never a header with a line break,
+	 * nor "Bearer " and blanks. */
+	setenv("HF_TOKEN", " hf_env\r\n", 1);
+	expect_config_string(NULL, token, "hf_env");
+	setenv("HF_TOKEN", " \r\n\t", 1);
+	setenv("HUGGING_FACE_HUB_TOKEN", "hf_legacy", 1);
+	expect_config_string(NULL, token, "hf_path");
 	unsetenv("HF_TOKEN");
+	expect_config_string(NULL, token, "hf_legacy");
+	unsetenv("HUGGING_FACE_HUB_TOKEN");
+	assert_int_equal(asprintf(&file, "%s/lines", dir) > 0, 1);
+	assert_int_equal(test_write_file(file, "\r\n hf_first\r\nhalf \n", 19), 0);
+	setenv("HF_TOKEN_PATH", file, 1);
+	expect_config_string(NULL, token, "hf_firsthalf");
+	assert_int_equal(test_write_file(file, " \n\n", 3), 0);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_null(cfg.token);
+	kernels__config_free(&cfg);
+	free(file);
 
 	/* A token path that is no regular file (a FIFO no one writes, planted
 	 * or left over) is no token, with a warning: every call reads it, and
