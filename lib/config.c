@@ -610,7 +610,8 @@ static int token_from_file(const kernels_options *opts, char **out)
 /* options.token ("": none, whatever the environment says), else $HF_TOKEN
  * (else the legacy name huggingface_hub still reads), else the token file:
  * huggingface_hub's order, an environment token left empty by cleaning
- * passing on to the file as there. */
+ * passing on to the file as there. HF_HUB_DISABLE_IMPLICIT_TOKEN leaves
+ * only the caller's, as there: who set it sends no token unless asked. */
 static int token_load(kernels__config *cfg, const kernels_options *opts)
 {
 	const char *v;
@@ -618,6 +619,8 @@ static int token_load(kernels__config *cfg, const kernels_options *opts)
 
 	if (opts->token)
 		return set_str(&cfg->token, opts->token);
+	if (env_bool(opts, "HF_HUB_DISABLE_IMPLICIT_TOKEN"))
+		return 0;
 	if ((v = env_nonempty("HF_TOKEN")) || (v = env_nonempty("HUGGING_FACE_HUB_TOKEN")))
 		if ((rc = token_clean(&cfg->token, v)) < 0 || cfg->token)
 			return rc;

@@ -20,8 +20,8 @@
 
 static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME",
 				    "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH",
-				    "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY", "LOCAL_KERNELS", "KERNELS_TORCH_DIR",
-				    "KERNELS_ENDPOINTS" };
+				    "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY", "HF_HUB_DISABLE_IMPLICIT_TOKEN",
+				    "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
 
 static int clean_env(void **state)
 {
@@ -220,6 +220,28 @@ static void test_token_sources(void **state)
 	assert_null(cfg.token);
 	kernels__config_free(&cfg);
 	free(file);
+
+	/* HF_HUB_DISABLE_IMPLICIT_TOKEN: as huggingface_hub, no token is sent
+	 * unless the caller gives one (options.token): not HF_TOKEN's, not the
+	 * file's. A mirror one points HF_ENDPOINT at must not get it. */
+	setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1", 1);
+	setenv("HF_TOKEN", "hf_env", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_null(cfg.token);
+	kernels__config_free(&cfg);
+	unsetenv("HF_TOKEN");
+	unsetenv("HF_TOKEN_PATH");
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_null(cfg.token);
+	kernels__config_free(&cfg);
+	{
+		kernels_options opts = KERNELS_OPTIONS_INIT;
+		opts.token = "hf_given";
+		expect_config_string(&opts, token, "hf_given");
+	}
+	setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "0", 1);
+	expect_config_string(NULL, token, "hf_fromfile");
+	unsetenv("HF_HUB_DISABLE_IMPLICIT_TOKEN");
 
 	/* A token path that is no regular file (a FIFO no one writes, planted
 	 * or left over) is no token, with a warning: every call reads it, and
