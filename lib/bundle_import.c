@@ -393,7 +393,7 @@ static int move_into(const imp_repo *r, int from_dfd, const char *from, const ch
  * says: a download receipt vouching for this identity, or hashed now
  * (reading changes no identity). One that is not (a damaged cache) is
  * replaced by the staged copy, which the import verified. */
-static int cached_blob_sound(const imp_repo *r, const kernels__bundle_entry *e)
+static int cached_blob_sound(const kernels__config *cfg, const imp_repo *r, const kernels__bundle_entry *e)
 {
 	int git = strlen(e->f.etag) == 40, sound;
 	char real[PATH_MAX], hex[65], *path;
@@ -403,7 +403,7 @@ static int cached_blob_sound(const imp_repo *r, const kernels__bundle_entry *e)
 		return 0;
 	if (!kernels__realpath(r->dir, real, NULL) || !(path = kernels__sprintf("%s/blobs/%s", real, e->f.etag)))
 		return 1; /* cannot tell: left as it is; every load verifies it anyway */
-	sound = stat(path, &st) == 0 && ((!git && kernels__receipt_blob_matches(real, e->f.etag, &st)) ||
+	sound = stat(path, &st) == 0 && ((!git && kernels__receipt_blob_matches(cfg, real, e->f.etag, &st)) ||
 		(kernels__hash_blob(path, git ? KERNELS__BLOB_GIT_SHA1 : KERNELS__BLOB_SHA256, hex, NULL) == 0 &&
 		 !strcmp(hex, e->f.etag)));
 	free(path);
@@ -419,7 +419,7 @@ static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_e
 
 	if (!from)
 		return KERNELS_ENOMEM;
-	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) < 0 || cached_blob_sound(r, e)) {
+	if (fstatat(r->stage_blobs, e->f.etag, &st, AT_SYMLINK_NOFOLLOW) < 0 || cached_blob_sound(im->cfg, r, e)) {
 		free(from); /* published for an earlier file, or cached already: left as it is */
 		return 0;
 	}

@@ -133,7 +133,7 @@ static void paths_free(paths *p)
 /* The copy the receipt vouches for, open read-only; -1 when there is none.
  * Opened without waiting: a FIFO in its place is no copy, not a wait for a
  * writer. */
-static int reuse(const paths *p, const char *source, const struct stat *st)
+static int reuse(const kernels__config *cfg, const paths *p, const char *source, const struct stat *st)
 {
 	struct stat cst;
 	int cfd = open(p->copy, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -141,7 +141,7 @@ static int reuse(const paths *p, const char *source, const struct stat *st)
 	if (cfd < 0)
 		return -1;
 	if (fstat(cfd, &cst) == 0 && S_ISREG(cst.st_mode) && cst.st_size == st->st_size &&
-	    kernels__receipt_copy_matches(p->receipt, source, &cst))
+	    kernels__receipt_copy_matches(cfg, p->receipt, source, &cst))
 		return cfd;
 	close(cfd);
 	return -1;
@@ -319,7 +319,7 @@ int kernels__pyfree_open(const kernels__config *cfg, const char *root, const cha
 		paths_free(&p);
 		return KERNELS_ENOMEM;
 	}
-	if ((cfd = reuse(&p, source, st)) >= 0) {
+	if ((cfd = reuse(cfg, &p, source, st)) >= 0) {
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: mapping its Python-free copy %s (receipt)", what, p.copy);
 	} else if ((cfd = write_copy(cfg, &p, source, fd, st, e, later)) >= 0) {
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: wrote its Python-free copy %s", what, p.copy);

@@ -54,27 +54,30 @@ static int same_identity(json_t *recorded, const struct stat *st)
 static void write_doc(const kernels__config *cfg, const char *root, const char *path, json_t *doc, int ok,
 		      kernels__write_later **later);
 
-/* Whose receipts are taken: this process's user's and root's. One another
- * user wrote (a member of a shared cache's group) could vouch for a file
- * that user swapped, and skip the very check (digest, signature) that
- * would refuse it; so it is not read, and the files are hashed. */
-static int trusted_writer(const struct stat *st)
+/* Whose receipts are taken. Where signatures are required, this
+ * process's user's and root's only: one another user wrote (a member of a
+ * shared cache's group) could vouch for a file that user swapped, and skip
+ * the very checks (signature, digest) that would refuse it. Elsewhere
+ * anyone's: a user who may write the cache may as well rewrite
+ * metadata.json, or remove its bundle, which the other modes allow. */
+static int trusted_writer(const kernels__config *cfg, const struct stat *st)
 {
-	return st->st_uid == geteuid() || st->st_uid == 0;
+	return !cfg || !cfg->sig || cfg->sig->mode != KERNELS_SIGNATURE_REQUIRE || st->st_uid == geteuid() ||
+	       st->st_uid == 0;
 }
 
 /* A receipt at `path` (NULL: none) of this format's version, whose string
  * `key` (NULL: none checked) equals `value`; NULL otherwise. Opened once,
  * without following a link or waiting on a fifo, and checked through that
  * descriptor. */
-static json_t *load(const char *path, const char *key, const char *value)
+static json_t *load(const kernels__config *cfg, const char *path, const char *key, const char *value)
 {
 	json_t *doc = NULL;
 	struct stat st;
 	const char *recorded;
 	int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
 
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX && trusted_writer(&st))
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX && trusted_writer(cfg, &st))
 		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
 	if (fd >= 0)
 		close(fd);
@@ -87,11 +90,11 @@ static json_t *load(const char *path, const char *key, const char *value)
 	return NULL;
 }
 
-int kernels__receipt_matches(const char *root, const char *dir, const struct stat *meta,
+int kernels__receipt_matches(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
 			     const char *const *files, const struct stat *sts, size_t n)
 {
 	char *path = receipt_path(root, dir, "");
-	json_t *doc = load(path, NULL, NULL), *recorded;
+	json_t *doc = load(cfg, path, NULL, NULL), *recorded;
 	size_t i;
 	int ok = 0;
 
@@ -141,9 +144,10 @@ static void write_doc(const kernels__config *cfg, const char *root, const char *
 	free(text);
 }
 
-int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy)
+int kernels__receipt_copy_matches(const kernels__config *cfg, const char *path, const char *source,
+				  const struct stat *copy)
 {
-	json_t *doc = load(path, "source", source);
+	json_t *doc = load(cfg, path, "source", source);
 	int ok = doc && same_identity(json_object_get(doc, "copy"), copy);
 
 	json_decref(doc);
@@ -179,10 +183,11 @@ void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, c
 	free(path);
 }
 
-int kernels__receipt_blob_matches(const char *root, const char *sha256, const struct stat *blob)
+int kernels__receipt_blob_matches(const kernels__config *cfg, const char *root, const char *sha256,
+				  const struct stat *blob)
 {
 	char *path = blob_receipt_path(root, sha256);
-	json_t *doc = load(path, "sha256", sha256);
+	json_t *doc = load(cfg, path, "sha256", sha256);
 	int ok = doc && same_identity(json_object_get(doc, "blob"), blob);
 
 	json_decref(doc);
@@ -191,11 +196,11 @@ int kernels__receipt_blob_matches(const char *root, const char *sha256, const st
 	return ok;
 }
 
-int kernels__receipt_signed(const char *dir, const char *fingerprint, const struct stat *meta,
-			    const struct stat *bundle)
+int kernels__receipt_signed(const kernels__config *cfg, const char *dir, const char *fingerprint,
+			    const struct stat *meta, const struct stat *bundle)
 {
 	char *root = root_of(dir), *path = root ? receipt_path(root, dir, ".signature") : NULL;
-	json_t *doc = load(path, "fingerprint", fingerprint);
+	json_t *doc = load(cfg, path, "fingerprint", fingerprint);
 	int ok = doc && same_identity(json_object_get(doc, "metadata"), meta) &&
 		 same_identity(json_object_get(doc, "bundle"), bundle);
 

@@ -3,11 +3,12 @@
  * identity (device, inode, size, modification and change times in
  * nanoseconds) of metadata.json and of each file. A later process that
  * finds exactly those identities skips the hashing; any difference means a
- * full re-hash. It weakens nothing: only receipts this user or root wrote
- * are read, and whoever could write those could as well write the blobs
- * and metadata.json they vouch for; another user of a shared cache, who
- * could swap a file, cannot vouch for it; and no file can change content
- * without changing its change time. */
+ * full re-hash. It weakens nothing: whoever can write a receipt that is
+ * read could as well write the blobs and metadata.json it vouches for
+ * (where signatures are required, only receipts this user or root wrote
+ * are read: another user of a shared cache, who could swap a file, cannot
+ * vouch for it); and no file can change content without changing its
+ * change time. Every reader below takes the call's configuration for that. */
 #ifndef KERNELS_LIB_RECEIPT_H
 #define KERNELS_LIB_RECEIPT_H
 
@@ -21,7 +22,7 @@
  * repo's cache folder (both real paths); files[i] are its files relative to
  * it, sts[i] their identities now. 1 when the receipt vouches for exactly
  * this set; 0 when there is none or anything differs. */
-int kernels__receipt_matches(const char *root, const char *dir, const struct stat *meta,
+int kernels__receipt_matches(const kernels__config *cfg, const char *root, const char *dir, const struct stat *meta,
 			     const char *const *files, const struct stat *sts, size_t n);
 
 /* Records a receipt for what was just verified (the identities of the
@@ -38,7 +39,8 @@ void kernels__receipt_write(const kernels__config *cfg, const char *root, const 
  * ("sha256:<base64>", or "blob:<name>" for a build without digests) and
  * the copy's identity once written, synced and renamed into place. 1 when
  * the receipt at `path` records exactly `source` and `copy`. */
-int kernels__receipt_copy_matches(const char *path, const char *source, const struct stat *copy);
+int kernels__receipt_copy_matches(const kernels__config *cfg, const char *path, const char *source,
+				  const struct stat *copy);
 /* Writes that receipt as `name` in the folder `dirfd` (the copy's, as
  * walked from the cache root), flushed before its rename as every receipt;
  * `shown` names it in messages. 0, or an error code with the error set:
@@ -57,7 +59,8 @@ int kernels__receipt_copy_put(int dirfd, const char *name, const char *shown, co
 #define KERNELS__BLOB_RECEIPT_MIN (256 << 10)
 void kernels__receipt_blob_write(const kernels__config *cfg, const char *root, const char *sha256,
 				 const struct stat *blob, kernels__write_later **later);
-int kernels__receipt_blob_matches(const char *root, const char *sha256, const struct stat *blob);
+int kernels__receipt_blob_matches(const kernels__config *cfg, const char *root, const char *sha256,
+				  const struct stat *blob);
 
 /* Signature receipts, beside the file receipts: once a variant's
  * metadata.json.sigstore verified over its metadata.json under a trust root
@@ -65,8 +68,8 @@ int kernels__receipt_blob_matches(const char *root, const char *sha256, const st
  * files. A later process with the same fingerprint finding exactly those
  * skips the signature check. `dir` is a variant folder in a cached
  * snapshot (real path); anywhere else there are no receipts. */
-int kernels__receipt_signed(const char *dir, const char *fingerprint, const struct stat *meta,
-			    const struct stat *bundle);
+int kernels__receipt_signed(const kernels__config *cfg, const char *dir, const char *fingerprint,
+			    const struct stat *meta, const struct stat *bundle);
 void kernels__receipt_sign(const kernels__config *cfg, const char *dir, const char *fingerprint,
 			   const struct stat *meta, const struct stat *bundle);
 

@@ -582,7 +582,7 @@ int kernels__signature_check(const kernels__config *cfg, const char *dir, const 
 		return 0;
 	if ((rc = read_signed(c, dir, w, &bundle, &bsize, &bundle_st, &meta, &msize, signed_meta)) != 0) {
 		rc = rc > 0 ? 0 : rc;
-	} else if (fingerprint(c, fp) == 0 && kernels__receipt_signed(dir, fp, signed_meta, &bundle_st)) {
+	} else if (fingerprint(c, fp) == 0 && kernels__receipt_signed(cfg, dir, fp, signed_meta, &bundle_st)) {
 		/* Verified before under this root and these policies, both files unchanged since. */
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: signature verified before, unchanged since (receipt)", w);
 	} else if ((rc = verify_signed(c, w, meta, msize, bundle, bsize)) == 0) {

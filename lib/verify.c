@@ -363,7 +363,8 @@ static int unhex(char c)
  * (`root`: the repo's cache folder; NULL: no receipts):
  * its sha256 (base64, as in metadata.json) is the name it was published
  * under, with no need to hash it again. */
-static int hashed_at_download(const char *root, const file_ent *f, char *out, size_t out_size)
+static int hashed_at_download(const kernels__config *cfg, const char *root, const file_ent *f, char *out,
+			      size_t out_size)
 {
 	unsigned char digest[32];
 	const char *name;
@@ -376,7 +377,7 @@ static int hashed_at_download(const char *root, const file_ent *f, char *out, si
 		return 0;
 	name = f->real + n + 7;
 	if (strlen(name) != 64 || strspn(name, "0123456789abcdef") != 64 || f->st.st_size < KERNELS__BLOB_RECEIPT_MIN ||
-	    !kernels__receipt_blob_matches(root, name, &f->st))
+	    !kernels__receipt_blob_matches(cfg, root, name, &f->st))
 		return 0;
 	for (i = 0; i < 32; i++)
 		digest[i] = (unsigned char)(unhex(name[2 * i]) << 4 | unhex(name[2 * i + 1]));
@@ -410,7 +411,7 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *root, co
 			violations++;
 			continue;
 		}
-		if (!strcasecmp(m->algorithm, "sha256") && hashed_at_download(root, &w->v[i], got, sizeof(got)))
+		if (!strcasecmp(m->algorithm, "sha256") && hashed_at_download(cfg, root, &w->v[i], got, sizeof(got)))
 			kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: %s hashed at download, unchanged since (receipt)",
 				     what ? what : dir, w->v[i].rel);
 		else if ((rc = hash_file(&w->v[i], md, got, sizeof(got))) < 0)
@@ -506,7 +507,7 @@ static int check_cached(const kernels__config *cfg, kernels_metadata *m, walk_st
 		files[i] = w->v[i].rel;
 		sts[i] = w->v[i].st;
 	}
-	if (kernels__receipt_matches(root, dir, &m->meta_st, files, sts, w->n)) {
+	if (kernels__receipt_matches(cfg, root, dir, &m->meta_st, files, sts, w->n)) {
 		kernels__log(cfg, KERNELS_LOG_DEBUG, "%s: verified before, unchanged since (receipt)",
 			     what ? what : dir);
 		goto done;

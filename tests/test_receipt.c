@@ -15,8 +15,6 @@
  * again at its first load; metadata.json giving another digest is still
  * refused, and a touched blob is hashed. */
 #include <dlfcn.h>
-#include <jansson.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <setjmp.h>
@@ -192,72 +190,6 @@ static void test_replaced_file_is_hashed_again(void **state)
 	assert_int_equal(test_system("touch \"$(readlink -f \"$(dirname '%s')/metadata.json\")\"", module), 0);
 	assert_int_equal(load(&used), 0);
 	assert_int_equal(used, 0);
-}
-
-/* A receipt another user wrote into a shared cache is not taken: it could
- * vouch for a file that user swapped. `files` names the module's entry
- * anew with its identity now: a receipt forged for an appended byte. */
-static char *module_receipt(void)
-{
-	char *path;
-
-	assert_true(asprintf(&path, "%s/kernels--acme--rc/.libkernels/receipts/%s/build/" VARIANT ".json", W.cache,
-			     W.commit[0]) > 0);
-	return path;
-}
-
-static void forge_receipt(const char *path)
-{
-	json_t *doc = json_load_file(path, 0, NULL), *files = json_object_get(doc, "files"), *id;
-	const char *name;
-	struct stat st;
-
-	assert_non_null(files);
-	assert_int_equal(stat(module, &st), 0);
-	id = json_pack("{s:I, s:I, s:I, s:I, s:I}", "dev", (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino, "size",
-		       (json_int_t)st.st_size, "mtime_ns", (json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
-		       "ctime_ns", (json_int_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
-	name = strrchr(module, '/') + 1;
-	assert_non_null(json_object_get(files, name));
-	assert_int_equal(json_object_set_new(files, name, id), 0);
-	assert_int_equal(json_dump_file(doc, path, JSON_COMPACT), 0);
-	json_decref(doc);
-}
-
-static void test_foreign_receipt_is_not_taken(void **state)
-{
-	char *receipt = module_receipt();
-	int used;
-	(void)state;
-
-	if (getuid() != 0) {
-		free(receipt);
-		skip(); /* no other user to give the receipt to */
-	}
-	assert_int_equal(load(&used), 0);
-	assert_int_equal(used, 1);
-	assert_int_equal(chown(receipt, 65534, 65534), 0);
-	assert_int_equal(load(&used), 0);
-	assert_int_equal(used, 0); /* hashed, and a receipt of this user's written */
-	assert_int_equal(load(&used), 0);
-	assert_int_equal(used, 1);
-	/* The module changed (a byte appended) and a receipt forged for it. */
-	assert_int_equal(test_system("b=$(readlink -f '%s') && cp -p \"$b\" '%s/rc.so.orig' && chmod u+w \"$b\" && "
-				     "printf 'Z' >> \"$b\" && chmod u-w \"$b\"", module, W.tmp), 0);
-	forge_receipt(receipt);
-	assert_int_equal(chown(receipt, 65534, 65534), 0);
-	assert_int_equal(load(&used), KERNELS_EINTEGRITY);
-	assert_int_equal(used, 0);
-	/* The same forgery, written by this user (who could write the module
-	 * itself anyway), is taken: the receipt was what stood in the way. */
-	assert_int_equal(chown(receipt, 0, 0), 0);
-	assert_int_equal(load(&used), 0);
-	assert_int_equal(used, 1);
-	assert_int_equal(test_system("b=$(readlink -f '%s') && rm -f \"$b\" && mv '%s/rc.so.orig' \"$b\"", module,
-				     W.tmp), 0);
-	assert_int_equal(load(&used), 0);
-	assert_int_equal(used, 0);
-	free(receipt);
 }
 
 /* A byte rewritten in place with the times put back: the change time still
@@ -574,7 +506,6 @@ int main(void)
 		cmocka_unit_test(test_receipt_flushed_before_its_name),
 		cmocka_unit_test(test_touched_file_is_hashed_again),
 		cmocka_unit_test(test_replaced_file_is_hashed_again),
-		cmocka_unit_test(test_foreign_receipt_is_not_taken),
 		cmocka_unit_test(test_rewritten_file_is_refused),
 		cmocka_unit_test(test_copy_written_once_then_reused),
 		cmocka_unit_test(test_changed_copy_is_redone),

@@ -21,6 +21,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <glob.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -795,14 +797,15 @@ static void test_end_to_end_through_the_hub(void **state)
 		run_e2e(&cases[i], 100 + (int)i);
 }
 
-static int receipt_said;
+static int receipt_said, files_receipt_said;
 static void count_receipt(kernels_log_level level, const char *msg, void *payload)
 {
 	(void)payload;
 	receipt_said += level == KERNELS_LOG_DEBUG && strstr(msg, "signature verified before, unchanged since") != NULL;
+	files_receipt_said += level == KERNELS_LOG_DEBUG && strstr(msg, ": verified before, unchanged since") != NULL;
 }
 
-static int get_signed_again(void)
+static int get_signed_in(int mode)
 {
 	kernels_system sys = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1, .backend = "cpu",
 			       .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
@@ -810,14 +813,95 @@ static int get_signed_again(void)
 	kernels_options o;
 	int rc;
 
-	options(&o, KERNELS_SIGNATURE_REQUIRE);
+	options(&o, mode);
 	o.system = &sys;
 	o.offline = 1;
 	o.log_cb = count_receipt;
-	receipt_said = 0;
+	receipt_said = files_receipt_said = 0;
 	rc = kernels_get(&k, "acme/sigvalid", "v1.0.0", &o);
 	kernels_kernel_close(k);
 	return rc;
+}
+
+static int get_signed_again(void)
+{
+	return get_signed_in(KERNELS_SIGNATURE_REQUIRE);
+}
+
+/* The one path `pattern` matches (malloc'ed). */
+static char *the_path(const char *pattern)
+{
+	glob_t g;
+	char *p;
+
+	assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+	assert_int_equal(g.gl_pathc, 1);
+	p = strdup(g.gl_pathv[0]);
+	globfree(&g);
+	return p;
+}
+
+/* The files receipt of acme/sigvalid made to vouch for `module` as it is now. */
+static void forge_receipt(const char *receipt, const char *module)
+{
+	json_t *doc = json_load_file(receipt, 0, NULL), *files = json_object_get(doc, "files"), *id;
+	const char *name = strrchr(module, '/') + 1;
+	struct stat st;
+
+	assert_non_null(json_object_get(files, name));
+	assert_int_equal(stat(module, &st), 0);
+	id = json_pack("{s:I, s:I, s:I, s:I, s:I}", "dev", (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino, "size",
+		       (json_int_t)st.st_size, "mtime_ns", (json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+		       "ctime_ns", (json_int_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
+	assert_int_equal(json_object_set_new(files, name, id), 0);
+	assert_int_equal(json_dump_file(doc, receipt, JSON_COMPACT), 0);
+	json_decref(doc);
+}
+
+/* Where signatures are required, a receipt another user of a shared cache
+ * wrote is not read: that user could swap the module and vouch for it, and
+ * the load would skip the digest the signature covers. Here a byte is
+ * appended to the module and the files receipt forged for it: refused when
+ * uid 65534 wrote it, taken when this user did (who could as well write the
+ * module). Elsewhere anyone's receipt is read (no hashing again), since
+ * the other modes leave a writer of the cache other ways around. */
+static void test_foreign_receipt_under_require(void **state)
+{
+	char *pattern, *module, *receipt;
+	(void)state;
+
+	if (getuid() != 0)
+		skip(); /* no other user to give the receipt to */
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(files_receipt_said, 1);
+	pattern = path("%s/kernels--acme--sigvalid/.libkernels/receipts/*/build/%s.json", W.cache, VARIANT);
+	receipt = the_path(pattern);
+	free(pattern);
+	pattern = path("%s/kernels--acme--sigvalid/snapshots/*/build/%s/_sigvalid_100.abi3.so", W.cache, VARIANT);
+	module = the_path(pattern);
+	free(pattern);
+	/* An honest receipt of another user: read in the default mode, not under require. */
+	assert_int_equal(chown(receipt, 65534, 65534), 0);
+	assert_int_equal(get_signed_in(KERNELS_SIGNATURE_IF_PRESENT), 0);
+	assert_int_equal(files_receipt_said, 1);
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(files_receipt_said, 0); /* hashed, and this user's receipt written */
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(files_receipt_said, 1);
+	/* The module swapped (a byte appended) and a receipt forged for it. */
+	assert_int_equal(test_system("b=$(readlink -f '%s') && cp -p \"$b\" '%s/module.orig' && chmod u+w \"$b\" && "
+				     "printf 'Z' >> \"$b\"", module, W.tmp), 0);
+	forge_receipt(receipt, module);
+	assert_int_equal(chown(receipt, 65534, 65534), 0);
+	assert_int_equal(get_signed_again(), KERNELS_EINTEGRITY);
+	assert_int_equal(chown(receipt, 0, 0), 0);
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(files_receipt_said, 1);
+	assert_int_equal(test_system("b=$(readlink -f '%s') && mv -f '%s/module.orig' \"$b\"", module, W.tmp), 0);
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(files_receipt_said, 0);
+	free(module);
+	free(receipt);
 }
 
 /* The signature check is remembered in a receipt: a later load with the
@@ -876,6 +960,7 @@ int main(void)
 		cmocka_unit_test(test_verify_variant_statuses),
 		cmocka_unit_test(test_require_from_the_environment),
 		cmocka_unit_test(test_end_to_end_through_the_hub),
+		cmocka_unit_test(test_foreign_receipt_under_require),
 		cmocka_unit_test(test_signature_receipt),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
