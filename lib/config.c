@@ -996,7 +996,9 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	if (opts->system)
 		cfg->system_override = *opts->system;
 
-	cfg->offline = opts->offline == KERNELS_FROM_ENV ? env_bool(opts, "HF_HUB_OFFLINE") : !!opts->offline;
+	/* as huggingface_hub: TRANSFORMERS_OFFLINE when HF_HUB_OFFLINE is unset or empty */
+	cfg->offline = opts->offline != KERNELS_FROM_ENV ? !!opts->offline :
+		       env_bool(opts, env_nonempty("HF_HUB_OFFLINE") ? "HF_HUB_OFFLINE" : "TRANSFORMERS_OFFLINE");
 	/* as huggingface_hub: any of the three turns telemetry off (each read,
 	 * so each bad value is warned about) */
 	no_telemetry = env_bool(opts, "HF_HUB_DISABLE_TELEMETRY");

@@ -20,8 +20,8 @@
 
 static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME",
 				    "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH",
-				    "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY", "HF_HUB_DISABLE_IMPLICIT_TOKEN",
-				    "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
+				    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
+				    "HF_HUB_DISABLE_IMPLICIT_TOKEN", "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
 
 static int clean_env(void **state)
 {
@@ -298,6 +298,23 @@ static void test_switches(void **state)
 	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
 	assert_int_equal(cfg.offline, 0);
 	kernels__config_free(&cfg);
+
+	/* TRANSFORMERS_OFFLINE, read as huggingface_hub reads it: when
+	 * HF_HUB_OFFLINE is unset or empty, not when it says 0. */
+	setenv("TRANSFORMERS_OFFLINE", "1", 1);
+	setenv("HF_HUB_OFFLINE", "0", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(cfg.offline, 0);
+	kernels__config_free(&cfg);
+	setenv("HF_HUB_OFFLINE", "", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(cfg.offline, 1);
+	kernels__config_free(&cfg);
+	unsetenv("HF_HUB_OFFLINE");
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	assert_int_equal(cfg.offline, 1);
+	kernels__config_free(&cfg);
+	unsetenv("TRANSFORMERS_OFFLINE");
 }
 
 /* A value that does not parse is named with what is accepted, and the
