@@ -311,7 +311,9 @@ void cli_command_help(FILE *out, const cli_command *cmd)
 	fputs("\nexit status: 0 success, 1 failure (the message is on stderr), 2 bad command line\n", out);
 }
 
-/* "12.8" (or "13") -> 1208; -1 when it is not a version. */
+/* "12.8" (or "13") -> 1208; -1 when it is not a version. A patch level, a
+ * local tag or a pre-release may follow ("12.8.1"), as the library reads
+ * KERNELS_BACKEND_VERSION. */
 static int parse_version(const char *s)
 {
 	long major, minor = 0;
@@ -325,17 +327,23 @@ static int parse_version(const char *s)
 			return -1;
 		minor = strtol(end + 1, &end, 10);
 	}
-	return *end || major > 100000 || minor > 99 ? -1 : (int)(major * 100 + minor);
+	if (*end && *end != '.' && *end != '+' && *end != '-' && !isalpha((unsigned char)*end))
+		return -1;
+	return major > 100000 || minor > 99 ? -1 : (int)(major * 100 + minor);
 }
 
 /* --backend-version once every option is read: with --backend it is part
  * of the options' backend (and so is a version only the environment gives:
- * the options describe the backend wholesale); alone, the environment's. */
+ * the options describe the backend wholesale); alone, the environment's,
+ * judged here as the library judges the variable: it would ignore a bad
+ * one on a cpu machine, or refuse it by the variable's name. */
 static int apply_backend_version(cli_ctx *ctx, const cli_command *cmd)
 {
 	const char *v = ctx->backend_version, *from = "--backend-version";
 
 	if (!ctx->sys.backend) {
+		if (v && strcasecmp(v, "none") && parse_version(v) <= 0)
+			return cli_usage_error(cmd, "%s wants a version like 12.8 (or none), not '%s'", from, v);
 		if (v)
 			setenv("KERNELS_BACKEND_VERSION", v, 1);
 		return -1;

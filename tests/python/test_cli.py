@@ -381,6 +381,12 @@ def test_backend_flag_is_reported_as_an_option(hub, tmp_path):
     assert "backend cpu (from environment)" in j["system"]
     assert "--backend-version" in cli.run("variants", "org/k", "--revision", "v1", "--backend", "cuda",
                                           "--backend-version", "13.x", check=2).stderr
+    # without --backend too (the detected backend's version): not ignored, not worded as the variable
+    p = cli.run("variants", "org/k", "--revision", "v1", "--backend-version", "13.x", check=2)
+    assert "--backend-version" in p.stderr and "KERNELS_BACKEND_VERSION" not in p.stderr
+    cuda_env = Cli(hub, tmp_path / "cache", extra_env={"KERNELS_BACKEND": "cuda"})
+    p = cuda_env.run("variants", "org/k", "--revision", "v1", "--backend-version", "13.x", check=2)
+    assert "--backend-version" in p.stderr and "KERNELS_BACKEND_VERSION" not in p.stderr
     assert "--backend" in cli.run("variants", "org/k", "--revision", "v1", "--backend=", check=2).stderr
 
 
