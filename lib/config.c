@@ -499,6 +499,15 @@ oom:
 	return NULL;
 }
 
+/* os.path.join(dir, name): no second slash after one, and an empty
+ * `dir` is the working folder (never the root: "" + "/hub"). */
+static char *path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	return kernels__sprintf("%s%s%s", dir, n && dir[n - 1] != '/' ? "/" : "", name);
+}
+
 /* huggingface_hub's HF_HOME: $HF_HOME, else $XDG_CACHE_HOME/huggingface,
  * else ~/.cache/huggingface, expanded. */
 static char *hf_home(void)
@@ -509,31 +518,42 @@ static char *hf_home(void)
 
 	if (home)
 		return expand_path(home);
-	xdg = xdg ? xdg : "~/.cache";
-	/* joined as os.path.join does: no second slash after one */
-	if (!(joined = kernels__sprintf("%s%shuggingface", xdg, xdg[strlen(xdg) - 1] == '/' ? "" : "/")))
+	if (!(joined = path_join(xdg ? xdg : "~/.cache", "huggingface")))
 		return NULL;
 	dir = expand_path(joined);
 	free(joined);
 	return dir;
 }
 
+/* A file or folder under huggingface_hub's HF_HOME. */
+static char *hf_home_path(const char *name)
+{
+	char *home = hf_home(), *path;
+
+	if (!home)
+		return NULL;
+	path = path_join(home, name);
+	free(home);
+	return path;
+}
+
 /* KERNELS_CACHE as written (kernels 0.17 hands it to huggingface_hub
- * so), else huggingface_hub's HF_HUB_CACHE. */
+ * so), else huggingface_hub's HF_HUB_CACHE; one that expands to nothing
+ * is the working folder, as there. */
 static char *default_cache_dir(void)
 {
 	const char *v;
-	char *home, *dir;
+	char *dir;
 
 	if ((v = env_nonempty("KERNELS_CACHE")))
 		return kernels__strdup(v);
-	if ((v = env_nonempty("HF_HUB_CACHE")) ||
-	    (v = env_nonempty("HUGGINGFACE_HUB_CACHE"))) /* the legacy name huggingface_hub still reads */
-		return expand_path(v);
-	if (!(home = hf_home()))
-		return NULL;
-	dir = kernels__sprintf("%s/hub", home);
-	free(home);
+	if (!(v = env_nonempty("HF_HUB_CACHE")) &&
+	    !(v = env_nonempty("HUGGINGFACE_HUB_CACHE"))) /* the legacy name huggingface_hub still reads */
+		return hf_home_path("hub");
+	if ((dir = expand_path(v)) && !*dir) {
+		free(dir);
+		return kernels__strdup(".");
+	}
 	return dir;
 }
 
@@ -579,17 +599,12 @@ static int token_clean(char **dst, const char *v)
  * FIFO would be waited on forever, by every call. */
 static int token_from_file(const kernels_options *opts, char **out)
 {
-	char *path = NULL, *home, *text = NULL;
+	char *path, *text = NULL;
 	size_t len = 0;
 	int rc = 0;
 
 	*out = NULL;
-	if (env_nonempty("HF_TOKEN_PATH"))
-		path = expand_path(getenv("HF_TOKEN_PATH"));
-	else if ((home = hf_home())) {
-		path = kernels__sprintf("%s/token", home);
-		free(home);
-	}
+	path = env_nonempty("HF_TOKEN_PATH") ? expand_path(getenv("HF_TOKEN_PATH")) : hf_home_path("token");
 	if (!path)
 		return KERNELS_ENOMEM;
 	if (kernels__read_file(path, TOKEN_LINE_MAX, KERNELS__READ_PREFIX, &text, &len, NULL) < 0) {
@@ -974,8 +989,12 @@ static int endpoints_load(kernels__config *cfg, const kernels_options *opts)
 	return (cfg->endpoint = kernels__strdup(cfg->endpoints[0])) ? 0 : KERNELS_ENOMEM;
 }
 
-static int endpoint_check(const kernels__config *cfg)
+static int settings_check(const kernels__config *cfg)
 {
+	/* "" would put the cache at the root: "/" + "kernels--org--name" */
+	if (!*cfg->cache_dir)
+		return kernels__error(KERNELS_EINVAL, "kernels_options.cache_dir (--cache-dir) is empty; name a folder, or pass "
+				      "NULL for the default ($KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub)");
 	if (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8))
 		return kernels__error(KERNELS_EINVAL,
 				      "Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or "
@@ -1025,7 +1044,7 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 
 	if ((rc = device_load(cfg, opts)) < 0 || (rc = strings_load(cfg, opts)) < 0 ||
 	    (rc = log_setup(cfg, opts)) < 0 || (rc = endpoints_load(cfg, opts)) < 0 ||
-	    (rc = sigconf_load(&cfg->sig, opts)) < 0 || (rc = env_capture(cfg)) < 0 || (rc = endpoint_check(cfg)) < 0 ||
+	    (rc = sigconf_load(&cfg->sig, opts)) < 0 || (rc = env_capture(cfg)) < 0 || (rc = settings_check(cfg)) < 0 ||
 	    (!(cfg->conn = kernels__hub_conn_new()) && (rc = KERNELS_ENOMEM))) {
 		kernels__config_free(cfg);
 		return rc;

@@ -124,6 +124,29 @@ static void test_paths_expanded(void **state)
 		free(want);
 		free(file);
 	}
+	/* Joined as os.path.join joins: no doubled slash, and an empty home
+	 * or cache is the working folder, never the filesystem's root
+	 * ("" + "/hub"). An empty cache_dir option is refused. */
+	unsetenv("HF_HUB_CACHE");
+	unsetenv("HUGGINGFACE_HUB_CACHE");
+	setenv("HF_HOME", "/hf/", 1);
+	expect_config_string(NULL, cache_dir, "/hf/hub");
+	setenv("KERNELS_TEST_EMPTY", "", 1);
+	setenv("HF_HOME", "$KERNELS_TEST_EMPTY", 1);
+	expect_config_string(NULL, cache_dir, "hub");
+	unsetenv("HF_HOME");
+	setenv("HF_HUB_CACHE", "${KERNELS_TEST_EMPTY}", 1);
+	expect_config_string(NULL, cache_dir, ".");
+	unsetenv("KERNELS_TEST_EMPTY");
+	{
+		kernels__config cfg;
+		kernels_options opts = KERNELS_OPTIONS_INIT;
+
+		opts.cache_dir = "";
+		assert_int_equal(kernels__config_load(&cfg, &opts), KERNELS_EINVAL);
+		assert_non_null(strstr(kernels_error_last(), "kernels_options.cache_dir (--cache-dir) is empty"));
+	}
+
 	setenv("HOME", "/home/someone/", 1);
 	setenv("HF_HUB_CACHE", "~", 1);
 	expect_config_string(NULL, cache_dir, "/home/someone");
