@@ -793,6 +793,23 @@ static void endpoints_free(char **v)
 
 static char *strip_slash(char *s);
 
+/* What is wrong with the endpoint `url`, or NULL: curl refuses each such
+ * URL, which would read as a Hub that cannot be reached. */
+static const char *url_flaw(const char *url)
+{
+	const char *p;
+
+	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+		return "is not an http:// or https:// URL";
+	for (p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return "has a blank or control character";
+	p = strstr(url, "://") + 3;
+	if (!*p || strchr("/?#", *p))
+		return "names no host";
+	return NULL;
+}
+
 /* Splits "a, b c" into a NULL-terminated list of URLs without trailing
  * slashes. An empty list is an error: the caller asked for endpoints. */
 static int endpoints_parse(const char *text, const char *source, char ***out, size_t *count)
@@ -822,11 +839,11 @@ static int endpoints_parse(const char *text, const char *source, char ***out, si
 			endpoints_free(v);
 			return kernels__error_oom();
 		}
-		if (strncmp(v[n], "http://", 7) && strncmp(v[n], "https://", 8)) {
+		if (url_flaw(v[n])) {
 			int rc = kernels__error(KERNELS_EINVAL,
-						"endpoint '%s' in %s is not an http:// or https:// URL; "
+						"endpoint '%s' in %s %s; "
 						"fix the list (comma-separated URLs, a mirror first and the Hub last)",
-						v[n], source);
+						v[n], source, url_flaw(v[n]));
 			endpoints_free(v);
 			return rc;
 		}
@@ -995,10 +1012,9 @@ static int settings_check(const kernels__config *cfg)
 	if (!*cfg->cache_dir)
 		return kernels__error(KERNELS_EINVAL, "kernels_options.cache_dir (--cache-dir) is empty; name a folder, or pass "
 				      "NULL for the default ($KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub)");
-	if (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8))
-		return kernels__error(KERNELS_EINVAL,
-				      "Hub endpoint '%s' is not an http:// or https:// URL; fix HF_ENDPOINT or "
-				      "options.endpoint", cfg->endpoint);
+	if (url_flaw(cfg->endpoint))
+		return kernels__error(KERNELS_EINVAL, "Hub endpoint '%s' %s; fix HF_ENDPOINT or options.endpoint",
+				      cfg->endpoint, url_flaw(cfg->endpoint));
 	return 0;
 }
 

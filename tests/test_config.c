@@ -180,6 +180,25 @@ static void test_endpoint(void **state)
 	assert_int_equal(kernels__config_load(&cfg, NULL), KERNELS_EINVAL);
 	assert_non_null(strstr(kernels_error_last(), "HF_ENDPOINT"));
 
+	/* A blank or control character, or no host, is refused as the setting
+	 * it is, with what to fix: curl would refuse each URL, which read as
+	 * a Hub that cannot be reached (and the cache was used instead). */
+	setenv("HF_ENDPOINT", "https://hub.example/ ", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), KERNELS_EINVAL);
+	assert_string_equal(kernels_error_last(), "Hub endpoint 'https://hub.example/ ' has a blank or control "
+			    "character; fix HF_ENDPOINT or options.endpoint");
+	setenv("HF_ENDPOINT", "https://hub.example\r", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), KERNELS_EINVAL);
+	setenv("HF_ENDPOINT", "https:///api", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "names no host"));
+	unsetenv("HF_ENDPOINT");
+	setenv("KERNELS_ENDPOINTS", "https://mirror.example,http:///hub", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "endpoint 'http:///hub' in KERNELS_ENDPOINTS names no host"));
+	unsetenv("KERNELS_ENDPOINTS");
+	setenv("HF_ENDPOINT", "ftp://example", 1);
+
 	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
 	opts.endpoint = "https://mirror.example";
 	expect_config_string(&opts, endpoint, "https://mirror.example");
