@@ -138,6 +138,28 @@ def test_one_dependency_symbols_global(hub, tmp_path):
     assert theirs["so"] == ours["so"] == ["base", "top"]
 
 
+def test_dependency_kernel_closes_with_its_dependent(hub, tmp_path):
+    """Kernel.dependencies borrow the dependent's references: once it is
+    closed (and with it the last reference to the dependency), they are
+    closed too, not handles to freed memory."""
+    kernel(hub, tmp_path, "dbase", "int dbase_value(void) { return 7; }")
+    kernel(hub, tmp_path, "dtop", "int dtop_value(void) { return 8; }", deps=["dbase"])
+    out = run(hub, tmp_path / "cache", "libkernels", """
+        k = K.get("acme/dtop", "1", backend="cpu")
+        dep = k.dependencies[0]
+        before = [dep.repo_id, dep.refcount, dep.closed]
+        k.close()
+        try:
+            dep.symbol("dbase_value")
+            after = "open"
+        except ValueError as e:
+            after = str(e)
+        print(json.dumps({"before": before, "closed": dep.closed, "after": after}))
+    """)
+    assert out["before"] == ["acme/dbase", 1, False]
+    assert out["closed"] is True and "closed" in out["after"], out
+
+
 def test_dependency_linked_by_soname(hub, tmp_path):
     src = tmp_path / "src-lbase" / "build" / tb.torch_cpu_variant()
     kernel(hub, tmp_path, "lbase", "int lbase_value(void) { return 5; }", cflags=["-Wl,-soname,_lbase_cpu_0000001.so"])

@@ -94,14 +94,16 @@ class Kernel:
     @property
     def dependencies(self):
         """The kernels its kernel-depends named, loaded before it (Kernel
-        objects that live as long as this one)."""
+        objects that live as long as this one, and are closed with it)."""
         self._check_open()
         return [Kernel(self._lib, self._lib.kernel_dependency_at(self._handle, i), owner=self)
                 for i in range(self._lib.kernel_dependency_count(self._handle))]
 
     @property
     def closed(self):
-        return self._handle is None
+        # A dependency's handle is its dependent's reference: closing that
+        # may free it.
+        return self._handle is None or (self._owner is not None and self._owner.closed)
 
     @property
     def refcount(self):
@@ -134,7 +136,7 @@ class Kernel:
             self._lib.kernel_close(handle)
 
     def _check_open(self):
-        if self._handle is None:
+        if self.closed:
             raise ValueError(f"kernel {self.repo_id or self.path} is closed")
 
     def __enter__(self):
