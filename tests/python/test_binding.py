@@ -277,6 +277,16 @@ def test_has_kernel_and_variants(env, hub, answer_repo):
     assert "_cudaonly_cuda_0000007" not in sys.modules
 
 
+def test_device_argument(env, hub, answer_repo):
+    import torch
+
+    for device in (0, "1", "cuda:0", torch.device("cuda", 1), torch.device("cuda"), None):
+        # torch.device("cuda") has no index: the current device, as None
+        assert libkernels.has_kernel("acme/answer", version=1, backend="cpu", device=device) is True, device
+    with pytest.raises(TypeError, match="device must be"):
+        libkernels.has_kernel("acme/answer", version=1, backend="cpu", device=1.5)
+
+
 def test_trust_remote_code(env, hub, tmp_path):
     tree = tmp_path / "shady"
     kid = make_variant(tree / "build" / torch_cpu_variant(), name="shady", answer=13)

@@ -134,7 +134,10 @@ def _device(device):
         except Exception:
             pass
         return None
-    index = getattr(device, "index", device)
+    # a str's .index is a method: only a torch.device's is read
+    index = device if isinstance(device, (int, str)) else getattr(device, "index", device)
+    if index is None:  # torch.device("cuda"): torch's current device
+        return _device(None)
     if isinstance(index, bool) or not isinstance(index, (int, str)):
         raise TypeError(f"device must be an index, 'cuda:N' or a torch.device, not {device!r}")
     return str(index)
