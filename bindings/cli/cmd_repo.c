@@ -369,6 +369,25 @@ static int in_list(const char *list, const char *name)
 	return 0;
 }
 
+/* The first name of the comma-separated `list` that is none of `names`
+ * (its length in *len), or NULL when each is one of them. */
+static const char *unmatched(const char *list, char *const *names, size_t n, size_t *len)
+{
+	const char *p = list;
+	size_t i;
+
+	while (p && *p) {
+		const char *c = strchr(p, ',');
+		*len = c ? (size_t)(c - p) : strlen(p);
+		for (i = 0; i < n && (strlen(names[i]) != *len || strncmp(names[i], p, *len)); i++)
+			;
+		if (*len && i == n)
+			return p;
+		p = c ? c + 1 : NULL;
+	}
+	return NULL;
+}
+
 /* One wheel per downloaded variant of `snap` into `out`, each listed in
  * `wheels` (and printed, without --json): CLI_OK or the failure, told. */
 static int write_wheels(cli_ctx *ctx, const kernels_snapshot *snap, const char *repo, const char *bare,
@@ -408,7 +427,8 @@ int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 	kernels_revision *r = NULL;
 	kernels_snapshot *snap = NULL;
 	char **names = NULL, **picked = NULL, *rev = NULL, *probe = NULL;
-	size_t n = 0, np = 0, i;
+	const char *bad;
+	size_t n = 0, np = 0, i, len;
 	json_t *wheels = NULL;
 	int rc;
 
@@ -428,6 +448,10 @@ int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 	for (i = 0; picked && i < n; i++)
 		if (!only || in_list(only, names[i]))
 			picked[np++] = names[i];
+	if (only && (bad = unmatched(only, names, n, &len))) { /* a typo would leave a wheel out unsaid */
+		rc = cli_error(ctx, KERNELS_ENOTFOUND, "%s at %s has no variant named %.*s", repo, rev, (int)len, bad);
+		goto done;
+	}
 	if (!np) {
 		rc = cli_error(ctx, KERNELS_ENOTFOUND, "%s at %s has no variant%s%s", repo, rev, only ? " named " : "",
 			       only ? only : "");

@@ -121,6 +121,9 @@ def test_to_wheel_bad_arguments(hub, tmp_path):
     assert cli.run("to-wheel", "org/k", "9.9.9", "-o", out, check=1).returncode == 1
     p = cli.run("to-wheel", "org/k", "1.0.0", "--variant", "torch-nope", "-o", out, "--json", check=1)
     assert "no variant" in p.stderr and "torch-nope" in json.loads(p.stdout)["error"]["message"]
+    # one name of the list that names no variant (a typo) is refused too, not left out
+    p = cli.run("to-wheel", "org/k", "1.0.0", "--variant", f"{CPU211},torch-nope", "-o", out, check=1)
+    assert "torch-nope" in p.stderr
     assert not os.path.exists(out) or os.listdir(out) == []
 
 
