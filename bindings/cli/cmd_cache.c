@@ -16,24 +16,29 @@ static json_t *strings_json(const char *const *v, size_t n)
 	return a;
 }
 
+/* The names come from the cache's folders and files: bytes, each through
+ * cli_jstr(), so that one that is not UTF-8 is not left out. */
 static json_t *repo_json(const kernels_cache_repo *r)
 {
-	json_t *refs = json_object(), *snaps = json_array();
+	json_t *refs = json_object(), *snaps = json_array(), *name;
 	size_t i, j;
 
-	for (i = 0; i < r->refs_count; i++)
-		json_object_set_new(refs, r->ref_names[i], json_string(r->ref_commits[i]));
+	for (i = 0; i < r->refs_count; i++) {
+		name = cli_jstr(r->ref_names[i]);
+		json_object_set_new(refs, json_string_value(name), cli_jstr(r->ref_commits[i]));
+		json_decref(name);
+	}
 	for (i = 0; i < r->revisions_count; i++) {
 		const kernels_cache_revision *s = &r->revisions[i];
 		json_t *variants = json_array();
 		for (j = 0; j < s->variants_count; j++)
-			json_array_append_new(variants, json_pack("{s:s,s:I,s:I}", "name", s->variants[j].name, "files",
-								  (json_int_t)s->variants[j].files, "size",
+			json_array_append_new(variants, json_pack("{s:o,s:I,s:I}", "name", cli_jstr(s->variants[j].name),
+								  "files", (json_int_t)s->variants[j].files, "size",
 								  (json_int_t)s->variants[j].size));
-		json_array_append_new(snaps, json_pack("{s:s,s:o,s:o}", "commit", s->commit, "refs",
+		json_array_append_new(snaps, json_pack("{s:o,s:o,s:o}", "commit", cli_jstr(s->commit), "refs",
 						       strings_json(s->refs, s->refs_count), "variants", variants));
 	}
-	return json_pack("{s:s,s:s,s:o,s:I,s:I,s:o,s:o}", "repo_id", r->repo_id, "type",
+	return json_pack("{s:o,s:s,s:o,s:I,s:I,s:o,s:o}", "repo_id", cli_jstr(r->repo_id), "type",
 			 r->is_model ? "model" : "kernel", "path", cli_jstr(r->path), "size", (json_int_t)r->size,
 			 "blobs", (json_int_t)r->blobs, "refs", refs, "snapshots", snaps);
 }

@@ -2,8 +2,9 @@
 
 import json
 import os
+import subprocess
 
-from test_cli import CPU29, CPU211, Cli, closed_port_endpoint, publish_kernel
+from test_cli import CLI, CPU29, CPU211, Cli, closed_port_endpoint, publish_kernel
 
 
 def fill(hub, tmp_path):
@@ -32,6 +33,22 @@ def test_cache_ls(hub, tmp_path):
     text = cli.run("cache", "ls", check=0).stdout
     assert "org/k (kernel)" in text and c1 in text and CPU29 in text
     assert cli.json("cache", "ls", "org/other")["repos"] == []
+
+
+def test_cache_ls_json_keeps_names_that_are_not_utf8(tmp_path):
+    # Folder names are bytes: one that is not UTF-8 is listed (U+FFFD), as
+    # the text listing shows it, not left out of the JSON.
+    cli = Cli(None, tmp_path / "cache")
+    commit = b"0" * 40
+    for repo in (b"kernels--org--good", b"kernels--org--k\xff"):
+        variant = os.path.join(os.fsencode(cli.cache), repo, b"snapshots", commit, b"build", b"v\xff")
+        os.makedirs(variant)
+        with open(os.path.join(variant, b"f"), "w") as f:
+            f.write("a")
+    p = subprocess.run([CLI, "cache", "ls", "--json"], env=cli.env, capture_output=True, timeout=60)
+    repos = json.loads(p.stdout)["repos"]
+    assert sorted(r["repo_id"] for r in repos) == ["org/good", "org/k\ufffd"], p
+    assert [v["name"] for r in repos for v in r["snapshots"][0]["variants"]] == ["v\ufffd", "v\ufffd"]
 
 
 def test_cache_rm_revision_then_repo(hub, tmp_path):
