@@ -554,21 +554,50 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 	return rc;
 }
 
+/* Whether the metadata.json the signature covered (`signed_meta`) is the
+ * one verification parsed into `m`. */
+static int signed_meta_parsed(const struct stat *signed_meta, const kernels_metadata *m)
+{
+	const struct stat *parsed = kernels__metadata_stat(m);
+
+	return parsed && parsed->st_dev == signed_meta->st_dev && parsed->st_ino == signed_meta->st_ino &&
+	       parsed->st_size == signed_meta->st_size && same_time(parsed->st_mtim, signed_meta->st_mtim) &&
+	       same_time(parsed->st_ctim, signed_meta->st_ctim);
+}
+
 /* The metadata.json whose bytes the signature covered must be the one
  * verification parsed: a writer of the cache could swap it in between. */
 static int signed_is_parsed(const struct stat *signed_meta, const kernels_metadata *m, const char *what)
 {
-	const struct stat *parsed = kernels__metadata_stat(m);
-
-	if (!signed_meta->st_ino)
-		return 0; /* no signature checked */
-	if (parsed && parsed->st_dev == signed_meta->st_dev && parsed->st_ino == signed_meta->st_ino &&
-	    parsed->st_size == signed_meta->st_size && same_time(parsed->st_mtim, signed_meta->st_mtim) &&
-	    same_time(parsed->st_ctim, signed_meta->st_ctim))
-		return 0;
+	if (!signed_meta->st_ino || signed_meta_parsed(signed_meta, m))
+		return 0; /* no signature checked, or the same file */
 	return kernels__error(KERNELS_EINTEGRITY, "loading %s: metadata.json changed between its signature check and "
 			      "its verification (another process wrote the cache); nothing was loaded: load it again",
 			      what);
+}
+
+/* A variant this process has loaded, asked for again by a call that
+ * checks signatures: another call may have loaded it under none, or
+ * under another trusted root or policies. Its signature is checked now
+ * (cheap while a receipt holds), over the very metadata.json the loaded
+ * module was verified against. */
+static int loaded_signature_holds(const kernels__config *cfg, const kernels_kernel *k)
+{
+	struct stat signed_meta;
+	char *what;
+	int rc;
+
+	if (!cfg->sig || cfg->sig->mode == KERNELS_SIGNATURE_OFF)
+		return 0;
+	if (!(what = describe(k->repo, k->commit, k->variant, k->path)))
+		return KERNELS_ENOMEM;
+	rc = kernels__signature_check(cfg, k->path, what, &signed_meta);
+	if (rc == 0 && signed_meta.st_ino && !signed_meta_parsed(&signed_meta, k->meta))
+		rc = kernels__error(KERNELS_EINTEGRITY, "%s: loaded in this process from a metadata.json other than the "
+				    "one signed in its folder now (the cache was rewritten since): its signature cannot "
+				    "vouch for what is loaded; load it in a new process", what);
+	free(what);
+	return rc;
 }
 
 /* The kernel-depends, through the caller's `deps`. */
@@ -677,8 +706,13 @@ int kernels__loader_open(const kernels__config *cfg, kernels__deps_fn deps, cons
 	if (!kernels__realpath(folder, real, NULL))
 		return kernels__error(errno == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
 				      "variant folder %s: %s; download the variant first", folder, strerror(errno));
-	if ((*out = find_loaded(real)))
-		return 0;
+	if ((*out = find_loaded(real))) {
+		if ((rc = loaded_signature_holds(cfg, *out)) < 0) {
+			kernels_kernel_close(*out);
+			*out = NULL;
+		}
+		return rc;
+	}
 	/* The registry is keyed by the folder's real path alone; `root` is
 	 * resolved only for a load, once, for verification and the Python-free
 	 * copy. */

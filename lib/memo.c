@@ -1,5 +1,6 @@
 /* kernels_get's in-process memo: see memo.h for what it promises. */
 #include "memo.h"
+#include "config.h"
 #include "error.h"
 
 #include <link.h>
@@ -70,9 +71,9 @@ static const field system_fields[] = {
  * list must have the options' size and every offset (the assertions
  * below), so a field added to kernels_options and not here fails the
  * build, and tests/python/test_memo_key.py fails on one added in padding.
- * Not the signature options: a handle still loaded is returned whatever
- * they say (the loader checks a signature when it maps a variant), and a
- * closed one ends its entry. */
+ * The signature options too: a handle one call had under no check is not
+ * another's that requires one (the loader checks a loaded variant again
+ * for a call whose signature settings it was not loaded under). */
 #define OPTION_FIELDS(KEY_INT, KEY_STR, SKIP)                                                              \
 	SKIP(version)                         /* checked first: any known version keys these */           \
 	KEY_STR(endpoint, "endpoint", 1)                                                                   \
@@ -94,9 +95,9 @@ static const field system_fields[] = {
 	SKIP(deadline_ms)                     /* how long the call may take */                             \
 	KEY_STR(endpoints, "endpoints", 1)                                                                 \
 	SKIP(log_level)                       /* where messages go */                                      \
-	SKIP(signature)                       /* the loader checks signatures: see above */                \
-	SKIP(sigstore_trusted_root)           /* likewise */                                               \
-	SKIP(signature_policies)              /* likewise */                                               \
+	KEY_INT(signature, "signature", 1)                                                                 \
+	KEY_STR(sigstore_trusted_root, "sigroot", 1)                                                       \
+	SKIP(signature_policies)              /* keyed policy by policy: put_policies */                   \
 	SKIP(signature_policy_count)          /* likewise */                                               \
 	SKIP(revision_ttl_s)                  /* the memo's own clock for names (kernels__memo_name) */    \
 	KEY_INT(skip_arch_check, "skip_arch_check", 1) /* the arch check decides the variant */            \
@@ -194,6 +195,26 @@ static int put_system(kernels__buf *b, const kernels_system *s)
 	return rc;
 }
 
+/* Each of the caller's signature policies, field by field, as the
+ * signature check reads them (any struct version). */
+static int put_policies(kernels__buf *b, const kernels_options *o)
+{
+	kernels_signature_policy *p = NULL;
+	size_t i, j;
+	int rc = o->signature_policy_count ? kernels__signature_policies_read(&p, o->signature_policies,
+									   o->signature_policy_count) : 0;
+
+	for (i = 0; rc == 0 && i < o->signature_policy_count; i++) {
+		if ((rc = put_str(b, "issuer", p[i].issuer)) == 0 && (rc = put_str(b, "identity", p[i].identity)) == 0)
+			rc = put_str(b, "repository", p[i].repository);
+		for (j = 0; rc == 0 && j < p[i].signer_uri_count; j++)
+			rc = put_str(b, "signer", p[i].signer_uris[j]);
+	}
+	free(p);
+	kernels_error_clear(); /* a policy that does not read: the call says so, with no memo */
+	return rc;
+}
+
 /* The environment variables that can change an answer: every HF_* and
  * KERNELS_* (the token excepted: it never changes which variant a commit
  * gives, and has no business in memory twice), LOCAL_KERNELS, and what
@@ -229,6 +250,8 @@ int kernels__memo_settings(const kernels_options *o, kernels__buf *b)
 		       : put_str(b, "options", "defaults");
 	if (rc == 0 && o)
 		rc = put_system(b, o->system);
+	if (rc == 0 && o)
+		rc = put_policies(b, o);
 	for (e = environ; rc == 0 && e && *e; e++)
 		if (env_counts(*e))
 			rc = put_item(b, *e, NULL, 0, 0);

@@ -805,6 +805,57 @@ static void count_receipt(kernels_log_level level, const char *msg, void *payloa
 	files_receipt_said += level == KERNELS_LOG_DEBUG && strstr(msg, ": verified before, unchanged since") != NULL;
 }
 
+static int get_as(const char *repo, const char *revision, int mode, kernels_kernel **k)
+{
+	kernels_system sys = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1, .backend = "cpu",
+			       .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
+	kernels_options o;
+
+	options(&o, mode);
+	o.system = &sys;
+	*k = NULL;
+	return kernels_get(k, repo, revision, &o);
+}
+
+/* A variant one call loaded with no signature check (acme/sigoff, whose
+ * bundle's proof is broken) is not handed to a later call of the process
+ * that requires or checks signatures, by name or by commit (the memo),
+ * while the first still holds it; a call as lax as the first still gets
+ * it. A valid one (acme/sigvalid) loaded unchecked passes the later check. */
+static void test_loaded_variant_checked_for_a_stricter_call(void **state)
+{
+	static const int strict[] = { KERNELS_SIGNATURE_REQUIRE, KERNELS_SIGNATURE_IF_PRESENT };
+	kernels_kernel *lax = NULL, *by_commit = NULL, *again = NULL;
+	char commit[41];
+	size_t i;
+	(void)state;
+
+	assert_int_equal(get_as("acme/sigoff", "v1.0.0", KERNELS_SIGNATURE_OFF, &lax), 0);
+	snprintf(commit, sizeof(commit), "%s", kernels_kernel_commit(lax));
+	assert_int_equal(get_as("acme/sigoff", commit, KERNELS_SIGNATURE_OFF, &by_commit), 0);
+	assert_ptr_equal(by_commit, lax);
+	for (i = 0; i < sizeof(strict) / sizeof(strict[0]); i++) {
+		assert_int_equal(get_as("acme/sigoff", "v1.0.0", strict[i], &again), KERNELS_ESIGNATURE);
+		assert_null(again);
+		if (!strstr(kernels_error_last(), "inclusion proof"))
+			fail_msg("the refusal does not say why: %s", kernels_error_last());
+		assert_int_equal(get_as("acme/sigoff", commit, strict[i], &again), KERNELS_ESIGNATURE);
+		assert_null(again);
+	}
+	assert_int_equal(get_as("acme/sigoff", commit, KERNELS_SIGNATURE_OFF, &again), 0);
+	assert_ptr_equal(again, lax);
+	kernels_kernel_close(again);
+	kernels_kernel_close(by_commit);
+	assert_int_equal(kernels_kernel_refcount(lax), 1);
+	kernels_kernel_close(lax);
+
+	assert_int_equal(get_as("acme/sigvalid", "v1.0.0", KERNELS_SIGNATURE_OFF, &lax), 0);
+	assert_int_equal(get_as("acme/sigvalid", "v1.0.0", KERNELS_SIGNATURE_REQUIRE, &again), 0);
+	assert_ptr_equal(again, lax);
+	kernels_kernel_close(again);
+	kernels_kernel_close(lax);
+}
+
 static int get_signed_in(int mode)
 {
 	kernels_system sys = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1, .backend = "cpu",
@@ -960,6 +1011,7 @@ int main(void)
 		cmocka_unit_test(test_verify_variant_statuses),
 		cmocka_unit_test(test_require_from_the_environment),
 		cmocka_unit_test(test_end_to_end_through_the_hub),
+		cmocka_unit_test(test_loaded_variant_checked_for_a_stricter_call),
 		cmocka_unit_test(test_foreign_receipt_under_require),
 		cmocka_unit_test(test_signature_receipt),
 	};

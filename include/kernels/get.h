@@ -75,7 +75,10 @@ typedef struct kernels_get_stats {
  * commit from the lock.
  *
  * `*out` is owned by the caller: kernels_kernel_close(). Loading the same
- * variant twice returns the same handle with one more reference.
+ * variant twice returns the same handle with one more reference, once the
+ * second call's own signature settings pass: a call that checks
+ * signatures is never handed what another call loaded without a check
+ * (KERNELS_ESIGNATURE when the signature fails).
  * Returns 0 or: KERNELS_EINVAL (malformed repo id or revision),
  * KERNELS_ENOTFOUND, KERNELS_ENOMATCH (no version satisfies the spec, or
  * no variant fits: the message carries the whole decision trace),

@@ -25,8 +25,8 @@ struct kernels_options;
 /**
  * A loaded kernel variant; opaque, reference counted, thread-safe. Loading
  * the same variant folder (same real path) again returns the same handle
- * with one more reference; every successful load needs one
- * kernels_kernel_close().
+ * with one more reference (when that call's signature settings pass for
+ * it); every successful load needs one kernels_kernel_close().
  */
 typedef struct kernels_kernel kernels_kernel;
 
