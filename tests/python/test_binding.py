@@ -277,6 +277,16 @@ def test_has_kernel_and_variants(env, hub, answer_repo):
     assert "_cudaonly_cuda_0000007" not in sys.modules
 
 
+def test_paths_that_are_not_utf8(env, hub, answer_repo, tmp_path, monkeypatch):
+    # A path is bytes: one that is not UTF-8 goes to the library and comes
+    # back as os.fsencode/os.fsdecode have it, so it still names the file.
+    odd = tmp_path / os.fsdecode(b"c\xff")
+    with libkernels.get("acme/answer", "1", backend="cpu", cache_dir=odd) as k:
+        assert k.path.startswith(os.path.realpath(odd)) and os.path.isfile(k.library), k.path
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / os.fsdecode(b"e\xff")))
+    assert libkernels.get_kernel("acme/answer", version=1, backend="cpu").answer() == 42
+
+
 def test_device_argument(env, hub, answer_repo):
     import torch
 

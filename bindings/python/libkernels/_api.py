@@ -54,7 +54,8 @@ def library(path=None):
 
 
 def _enc(s):
-    return None if s is None else os.fspath(s).encode("utf-8")
+    # as the file system has it: a path that is not UTF-8 is bytes os.fsdecode() made a str of
+    return None if s is None else os.fsencode(s)
 
 
 class _Call:

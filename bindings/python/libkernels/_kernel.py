@@ -1,12 +1,19 @@
 """Python objects around libkernels' handles: Kernel (a loaded variant),
 Metadata (its metadata.json) and the variant decisions of a resolution."""
 import ctypes
+import os
 import threading
 from dataclasses import dataclass, field
 
 
 def _s(b):
     return None if b is None else b.decode("utf-8", "replace")
+
+
+def _path(b):
+    """A path from the library, as os.fsdecode() has it (so that one that is
+    not UTF-8 still names its file)."""
+    return None if b is None else os.fsdecode(b)
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,8 @@ class Kernel:
         self.repo_id = _s(lib.kernel_repo(handle))
         self.commit = _s(lib.kernel_commit(handle))
         self.variant = _s(lib.kernel_variant(handle))
-        self.path = _s(lib.kernel_path(handle))
-        self.library = _s(lib.kernel_library(handle))
+        self.path = _path(lib.kernel_path(handle))
+        self.library = _path(lib.kernel_library(handle))
         self.metadata = Metadata._from_handle(lib, lib.kernel_metadata(handle))
 
     @property
