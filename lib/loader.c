@@ -580,11 +580,13 @@ static int signed_is_parsed(const struct stat *signed_meta, const kernels_metada
  * checks signatures: another call may have loaded it under none, or
  * under another trusted root or policies. Its signature is checked now
  * (cheap while a receipt holds), over the very metadata.json the loaded
- * module was verified against. */
+ * module was verified against; then its kernel-depends', which came with
+ * it under the first call's settings. */
 static int loaded_signature_holds(const kernels__config *cfg, const kernels_kernel *k)
 {
 	struct stat signed_meta;
 	char *what;
+	size_t i;
 	int rc;
 
 	if (!cfg->sig || cfg->sig->mode == KERNELS_SIGNATURE_OFF)
@@ -597,6 +599,8 @@ static int loaded_signature_holds(const kernels__config *cfg, const kernels_kern
 				    "one signed in its folder now (the cache was rewritten since): its signature cannot "
 				    "vouch for what is loaded; load it in a new process", what);
 	free(what);
+	for (i = 0; rc == 0 && i < k->ndeps; i++)
+		rc = loaded_signature_holds(cfg, k->deps[i]);
 	return rc;
 }
 

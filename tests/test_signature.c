@@ -856,6 +856,44 @@ static void test_loaded_variant_checked_for_a_stricter_call(void **state)
 	kernels_kernel_close(lax);
 }
 
+/* The same for what such a variant depends on: acme/sigtop, validly
+ * signed, depends on acme/sigbase, unsigned. Loaded unchecked, it is not
+ * handed to a call that requires signatures (sigbase has none), and is to
+ * one that checks them where present. */
+static void test_stricter_call_checks_dependencies(void **state)
+{
+	char *m1, *m2, *base = signed_variant("sigbase", 130, NULL, &m1), *top = signed_variant("sigtop", 131, NULL, &m2);
+	char *dir = path("%s/build/%s", top, VARIANT), *meta = path("%s/metadata.json", dir);
+	char *bundle = path("%s/metadata.json.sigstore", dir);
+	kernels_kernel *lax = NULL, *again = NULL;
+	(void)state;
+
+	assert_int_equal(fx_metadata(dir, "--name sigtop --id _sigtop_131 --backend cpu --set "
+				     "'kernel-depends=[{\"repo-id\": \"acme/sigbase\", \"version\": 1}]'"), 0);
+	assert_int_equal(sign(meta, bundle, ""), 0);
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/sigbase --dir '%s' --branch main --branch v1 --tag v1.0.0 "
+					  "--trusted", base), 0);
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/sigtop --dir '%s' --branch main --branch v1 --tag v1.0.0 "
+					  "--trusted", top), 0);
+	assert_int_equal(get_as("acme/sigtop", "v1.0.0", KERNELS_SIGNATURE_OFF, &lax), 0);
+	assert_int_equal(kernels_kernel_dependency_count(lax), 1);
+	assert_int_equal(get_as("acme/sigtop", "v1.0.0", KERNELS_SIGNATURE_REQUIRE, &again), KERNELS_ESIGNATURE);
+	assert_null(again);
+	if (!strstr(kernels_error_last(), "sigbase"))
+		fail_msg("the refusal does not name the dependency: %s", kernels_error_last());
+	assert_int_equal(get_as("acme/sigtop", "v1.0.0", KERNELS_SIGNATURE_IF_PRESENT, &again), 0);
+	assert_ptr_equal(again, lax);
+	kernels_kernel_close(again);
+	kernels_kernel_close(lax);
+	free(bundle);
+	free(meta);
+	free(dir);
+	free(top);
+	free(base);
+	free(m1);
+	free(m2);
+}
+
 static int get_signed_in(int mode)
 {
 	kernels_system sys = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1, .backend = "cpu",
@@ -1012,6 +1050,7 @@ int main(void)
 		cmocka_unit_test(test_require_from_the_environment),
 		cmocka_unit_test(test_end_to_end_through_the_hub),
 		cmocka_unit_test(test_loaded_variant_checked_for_a_stricter_call),
+		cmocka_unit_test(test_stricter_call_checks_dependencies),
 		cmocka_unit_test(test_foreign_receipt_under_require),
 		cmocka_unit_test(test_signature_receipt),
 	};
