@@ -159,9 +159,10 @@ int cmd_trust(cli_ctx *ctx, const cli_command *cmd)
 		int one = kernels_cache_trust_verdict(&verdict, repo, &ctx->opts);
 
 		if (one < 0 && one != KERNELS_EUNTRUSTED) {
+			rc = cli_fail(ctx, one, repo); /* before the free: `repo` is info's */
 			json_decref(rows);
 			kernels_cache_info_free(info);
-			return cli_fail(ctx, one, repo);
+			return rc;
 		}
 		untrusted += one != 0;
 		json_array_append_new(rows, json_pack("{s:s,s:s}", "repo_id", repo, "verdict", verdict_name(verdict)));

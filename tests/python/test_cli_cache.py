@@ -131,3 +131,12 @@ def test_trust_json_tells_untrusted_from_unverified(hub, tmp_path):
     p = mirror.run("trust", "stranger/k", check=1)
     assert "got no verdict, so nothing was recorded" in p.stdout, p.stdout + p.stderr
     assert not os.path.exists(os.path.join(mirror.cache, "kernels--stranger--k", ".libkernels", "trust.json"))
+
+
+def test_trust_hub_down_names_the_repo(tmp_path):
+    """A Hub that cannot be asked fails `trust`, naming the repo it asked about."""
+    cli = Cli(None, tmp_path / "cache", endpoint=closed_port_endpoint())
+    os.makedirs(os.path.join(cli.cache, "kernels--org--k", "snapshots", "0" * 40))
+    p = cli.run("trust", "--retries", "0", "--json", check=1)
+    assert "libkernels: error: org/k: " in p.stderr, p.stderr
+    assert json.loads(p.stdout)["error"]["code"] < 0
