@@ -31,7 +31,7 @@ static const cli_opt wheel_opts[] = {
 	{ "out", 'o', "DIR", "folder for the wheels (default: the current folder; created if missing)" },
 	{ "python-version", 0, "X.Y", "minimum Python the kernel was built for (default 3.9)" },
 	{ "manylinux-version", 0, "X.Y", "manylinux (glibc) version the kernel was built for (default 2.28)" },
-	{ "variant", 0, "NAME", "only these variants (a comma-separated list of names)" },
+	{ "variant", 0, "NAME...", "only these variants (repeatable, or comma-separated)" },
 	{ NULL, 0, NULL, NULL }
 };
 static const cli_opt rm_opts[] = {

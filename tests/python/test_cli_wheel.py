@@ -95,6 +95,10 @@ def test_to_wheel_installs_and_imports(hub, tmp_path):
     first = open(arch, "rb").read()
     cli.run("to-wheel", "org/k", "v1.0.0", "-o", str(out), "--variant", CPU211, check=0)
     assert open(arch, "rb").read() == first
+    # --variant given twice: both (as bundle's), not the last alone.
+    j = cli.json("to-wheel", "org/k", "1.0.0", "-o", str(tmp_path / "two"), "--variant", CPU211, "--variant",
+                 f"{CPU29},{UNIVERSAL}")
+    assert sorted(w["variant"] for w in j["wheels"]) == sorted([CPU211, CPU29, UNIVERSAL])
 
 
 def test_to_wheel_seed_layout_and_tags(hub, tmp_path):
