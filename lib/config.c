@@ -725,20 +725,30 @@ int kernels__endpoint_failures_raise(const kernels__endpoint_failures *f, int rc
 	return kernels__error(rc, "each endpoint failed, in the order tried: %s", f->text);
 }
 
+/* `v` as a whole number into *out, with blanks around it as Python's int()
+ * takes them (an env file's line end); 0 when it is one. */
+static int whole_number(const char *v, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(v, &end, 10);
+	while (end > v && isspace((unsigned char)*end))
+		end++;
+	return errno || end == v || *end ? -1 : 0;
+}
+
 /* A whole number of seconds from the environment, as huggingface_hub reads
  * HF_HUB_ETAG_TIMEOUT: unset, empty or 0 gives the default; garbage too,
  * with a warning (Python would raise). */
 static long env_seconds(const kernels_options *opts, const char *name, long dflt)
 {
 	const char *v = getenv(name);
-	char *end;
 	long s;
 
 	if (!v || !*v)
 		return dflt;
-	errno = 0;
-	s = strtol(v, &end, 10);
-	if (errno || *end || s < 0 || s > TIMEOUT_S_MAX) {
+	if (whole_number(v, &s) < 0 || s < 0 || s > TIMEOUT_S_MAX) {
 		warn_setting(opts, "%s='%.40s' is not a number of seconds (0 to %d; 0: the default); using %ld",
 			     name, v, TIMEOUT_S_MAX, dflt);
 		return dflt;
@@ -759,7 +769,6 @@ static long timeout_option(long ms)
 static long ms_from(const kernels_options *opts, long option, const char *name, long dflt)
 {
 	const char *v;
-	char *end;
 	long ms;
 
 	if (option)
@@ -767,9 +776,7 @@ static long ms_from(const kernels_options *opts, long option, const char *name, 
 	v = getenv(name);
 	if (!v || !*v)
 		return dflt;
-	errno = 0;
-	ms = strtol(v, &end, 10);
-	if (errno || *end) {
+	if (whole_number(v, &ms) < 0) {
 		warn_setting(opts, "%s='%.40s' is not a whole number of milliseconds (0: the default, negative: none); "
 			     "using %ld", name, v, dflt);
 		return dflt;

@@ -385,6 +385,22 @@ static void test_bad_values_named(void **state)
 	assert_non_null(strstr(seen, "HF_HUB_ETAG_TIMEOUT='ten' is not a number of seconds"));
 	unsetenv("KERNELS_DEADLINE_MS");
 	unsetenv("HF_HUB_ETAG_TIMEOUT");
+	/* blanks around a number are read as Python's int() reads them (an
+	 * env file's line end), without a warning */
+	seen[0] = '\0';
+	unsetenv("HF_HUB_OFFLINE");
+	setenv("HF_HUB_ETAG_TIMEOUT", " 5\n", 1);
+	setenv("HF_HUB_DOWNLOAD_TIMEOUT", "\t+7 ", 1);
+	setenv("KERNELS_DEADLINE_MS", "2500\r\n", 1);
+	assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+	assert_int_equal(cfg.timeout_ms, 5000);
+	assert_int_equal(cfg.download_timeout_ms, 7000);
+	assert_int_equal(cfg.deadline_ms, 2500);
+	kernels__config_free(&cfg);
+	assert_string_equal(seen, "");
+	unsetenv("HF_HUB_ETAG_TIMEOUT");
+	unsetenv("HF_HUB_DOWNLOAD_TIMEOUT");
+	unsetenv("KERNELS_DEADLINE_MS");
 	/* the usual false words are not warned about */
 	seen[0] = '\0';
 	setenv("HF_HUB_OFFLINE", "no", 1);
