@@ -394,6 +394,21 @@ const char *kernels__hub_ca_bundle(const char **from)
 
 /* ---- one HTTP exchange ------------------------------------------------------ */
 
+/* HTTP_PROXY for an http:// URL, as Python's clients read it (urllib's
+ * getproxies, which httpx and requests use), where libcurl reads only
+ * http_proxy: unless http_proxy is set (even empty: Python then has no
+ * http proxy, libcurl neither) or this is a CGI request, whose
+ * HTTP_PROXY a client's "Proxy:" header may have set. NO_PROXY still
+ * applies (libcurl reads it for a proxy set so too). */
+static const char *http_proxy_upper(const char *url)
+{
+	const char *v = getenv("HTTP_PROXY");
+
+	if (strncasecmp(url, "http://", 7) || !v || !*v || getenv("http_proxy") || getenv("REQUEST_METHOD"))
+		return NULL;
+	return v;
+}
+
 CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
 			struct curl_slist **headers)
 {
@@ -437,10 +452,12 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 	 * the file's size. huggingface_hub asks for identity too. */
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "identity");
 	{
-		const char *from, *ca = kernels__hub_ca_bundle(&from);
+		const char *from, *ca = kernels__hub_ca_bundle(&from), *proxy = http_proxy_upper(url);
 
 		if (ca)
 			curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+		if (proxy)
+			curl_easy_setopt(h, CURLOPT_PROXY, proxy);
 	}
 	{
 		long left = kernels__deadline_left_ms(cfg);

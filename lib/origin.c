@@ -94,15 +94,17 @@ void kernels__hub_down_age_all(long ms)
 static int down_key(const char *url, char *key, size_t n)
 {
 	static const char *const vars[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
-					     "ALL_PROXY", "no_proxy", "NO_PROXY" };
+					     "ALL_PROXY", "no_proxy", "NO_PROXY", "REQUEST_METHOD" };
 	unsigned long hash = 5381;
 	size_t i;
 	const char *v;
 
 	if (kernels__hub_origin(url, key, n) < 0)
 		return -1;
+	/* set or not counts too: an empty http_proxy, or REQUEST_METHOD,
+	 * turns HTTP_PROXY off (hub.c) */
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		for (v = getenv(vars[i]); v && *v; v++)
+		for (v = getenv(vars[i]), hash = hash * 33 + !!v; v && *v; v++)
 			hash = hash * 33 + (unsigned char)*v + i;
 	snprintf(key + strlen(key), n - strlen(key), " %lx", hash);
 	return 0;

@@ -410,6 +410,26 @@ static void test_fx_proxy_env(void **state)
 	kernels__hub_response_free(&r);
 	unsetenv("http_proxy");
 	unsetenv("NO_PROXY");
+
+	/* HTTP_PROXY too, as Python's clients read it (libcurl reads only
+	 * http_proxy for http://): unless http_proxy is set, even empty, or a
+	 * CGI request (REQUEST_METHOD) could have set it from a header. */
+	setenv("HTTP_PROXY", "http://127.0.0.1:9", 1);
+	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), KERNELS_ENETWORK);
+	assert_int_equal(test_hub_log_count(f->w.hub, NULL, NULL), 1); /* the one NO_PROXY let through above */
+	setenv("NO_PROXY", "127.0.0.1", 1);
+	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), 0);
+	kernels__hub_response_free(&r);
+	unsetenv("NO_PROXY");
+	setenv("http_proxy", "", 1);
+	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), 0);
+	kernels__hub_response_free(&r);
+	unsetenv("http_proxy");
+	setenv("REQUEST_METHOD", "GET", 1);
+	assert_int_equal(kernels__hub_request(&c, "/api/kernels/org/k/refs", 0, &r), 0);
+	kernels__hub_response_free(&r);
+	unsetenv("REQUEST_METHOD");
+	unsetenv("HTTP_PROXY");
 }
 
 /* The CA bundle: the caller's variables first (requests' two, then
