@@ -595,8 +595,8 @@ static int token_clean(char **dst, const char *v)
 }
 
 /* Reads the token file, cleaned (token_clean). A missing file simply
- * means no token; so does one that is no regular file, with a warning: a
- * FIFO would be waited on forever, by every call. */
+ * means no token; so does one that is no regular file (a FIFO would be
+ * waited on forever, by every call) or cannot be read, with a warning. */
 static int token_from_file(const kernels_options *opts, char **out)
 {
 	char *path, *text = NULL;
@@ -613,6 +613,9 @@ static int token_from_file(const kernels_options *opts, char **out)
 		else if (errno == EISDIR || errno == EINVAL)
 			warn_setting(opts, "the token file %.300s is not a regular file; no token is sent (fix "
 				     "HF_TOKEN_PATH, or set HF_TOKEN)", path);
+		else if (errno != ENOENT) /* huggingface_hub raises: not silently anonymous */
+			warn_setting(opts, "cannot read the token file %.300s (%s); no token is sent (fix it or "
+				     "HF_TOKEN_PATH, or set HF_TOKEN)", path, strerror(errno));
 		free(path);
 		return rc;
 	}

@@ -313,6 +313,26 @@ static void test_token_sources(void **state)
 	unsetenv("HF_TOKEN_PATH");
 	free(file);
 
+	/* A token file that is there but cannot be read (here: a path through
+	 * a regular file; permissions alike) is no token, with a warning:
+	 * huggingface_hub raises, and a silent anonymous call would fail on a
+	 * private repo asking for a token the user did set up. */
+	assert_int_equal(asprintf(&file, "%s/token/inside", dir) > 0, 1);
+	setenv("HF_TOKEN_PATH", file, 1);
+	{
+		kernels_options opts = KERNELS_OPTIONS_INIT;
+
+		seen[0] = '\0';
+		opts.log_cb = keep_warnings;
+		assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+		assert_null(cfg.token);
+		kernels__config_free(&cfg);
+		assert_non_null(strstr(seen, "cannot read the token file"));
+		assert_non_null(strstr(seen, "Not a directory"));
+	}
+	unsetenv("HF_TOKEN_PATH");
+	free(file);
+
 	test_rmtree(dir);
 	free(dir);
 }
