@@ -254,17 +254,22 @@ static int verify_variant(cli_ctx *ctx, const kernels_lock_entry *e, const char 
 int cmd_verify(cli_ctx *ctx, const cli_command *cmd)
 {
 	const char *dir = ctx->npos ? ctx->pos[0] : ".";
-	char *path = cli_sprintf("%s/kernels.lock", dir);
+	char *path = cli_sprintf("%s/kernels.lock", dir), *root;
 	kernels_lock *lock = NULL;
 	json_t *arr;
 	size_t i, j, checked = 0;
 	int rc, all_ok = 1;
 
 	(void)cmd;
-	if ((rc = kernels_lock_load(&lock, path))) {
+	/* Options that name no cache are refused as such, not taken for a
+	 * cache that lacks every kernel. */
+	if (!(root = cli_cache_root(ctx)) || (rc = kernels_lock_load(&lock, path))) {
+		rc = cli_fail(ctx, kernels_error_last_code(), dir);
+		free(root);
 		free(path);
-		return cli_fail(ctx, rc, dir);
+		return rc;
 	}
+	free(root);
 	arr = json_array();
 	for (i = 0; i < kernels_lock_entry_count(lock); i++) {
 		const kernels_lock_entry *e = kernels_lock_entry_at(lock, i);

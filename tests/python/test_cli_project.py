@@ -29,6 +29,9 @@ def test_lock_download_verify(hub, tmp_path):
     assert f"libkernels download {d}" in p.stdout
     # -q leaves the error (errors only), as every failing command does.
     assert "verification of" in cli.run("verify", str(d), "-q", check=1).stderr
+    # A cache the options cannot name is the library's refusal, not every kernel uncached.
+    p = cli.run("verify", str(d), "--cache-dir", "", check=1)
+    assert "--cache-dir" in p.stderr and "not in the cache" not in p.stdout, p.stdout + p.stderr
 
     j = cli.json("download", str(d))
     assert j["kernels"][0]["commit"] == commit and j["kernels"][0]["variants"] == [CPU211]
