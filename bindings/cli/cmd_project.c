@@ -156,7 +156,7 @@ int cmd_download(cli_ctx *ctx, const cli_command *cmd)
 			break;
 		}
 		for (j = 0; j < n; j++)
-			json_array_append_new(jv, json_string(v[j]));
+			json_array_append_new(jv, cli_jstr(v[j]));
 		if (!ctx->json)
 			for (j = 0; j < n; j++)
 				printf("%s %s %s\n", e->repo_id, e->commit, v[j]);
@@ -208,7 +208,7 @@ static int verify_variant(cli_ctx *ctx, const kernels_lock_entry *e, const char 
 	char *msg = NULL;
 
 	rc = verify_cached(ctx, vdir, &msg);
-	json_object_set_new(o, "name", json_string(name));
+	json_object_set_new(o, "name", cli_jstr(name));
 	json_object_set_new(o, "path", cli_jstr(vdir));
 	json_object_set_new(o, "digest_ok", json_boolean(rc == 0));
 	json_object_set_new(o, "digest_error", rc ? cli_jstr(msg) : json_null());

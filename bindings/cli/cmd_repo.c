@@ -143,9 +143,9 @@ static json_t *variants_json(const kernels_variant_trace *t)
 	for (i = 0; i < n; i++) {
 		int acc = kernels_variant_trace_accepted_at(t, i) == 1, rank = kernels_variant_trace_rank_at(t, i);
 		int is_chosen = chosen && !strcmp(chosen, kernels_variant_trace_name_at(t, i));
-		json_array_append_new(arr, json_pack("{s:s,s:b,s:b,s:o,s:o,s:b}", "name",
-						     kernels_variant_trace_name_at(t, i), "accepted", acc, "valid",
-						     kernels_variant_trace_valid_at(t, i) == 1, "rank",
+		json_array_append_new(arr, json_pack("{s:o,s:b,s:b,s:o,s:o,s:b}", "name",
+						     cli_jstr(kernels_variant_trace_name_at(t, i)), "accepted", acc,
+						     "valid", kernels_variant_trace_valid_at(t, i) == 1, "rank",
 						     rank >= 0 ? json_integer(rank) : json_null(), "reason",
 						     cli_jstr(kernels_variant_trace_reason_at(t, i)), "chosen", is_chosen));
 	}
@@ -409,9 +409,9 @@ static int write_wheels(cli_ctx *ctx, const kernels_snapshot *snap, const char *
 		}
 		if (!ctx->json)
 			printf("%s\n", path);
-		json_array_append_new(wheels, json_pack("{s:s,s:o,s:o}", "variant", picked[i], "path", cli_jstr(path),
-							"filename", cli_jstr(strrchr(path, '/') ? strrchr(path, '/') + 1
-												: path)));
+		json_array_append_new(wheels, json_pack("{s:o,s:o,s:o}", "variant", cli_jstr(picked[i]), "path",
+							cli_jstr(path), "filename",
+							cli_jstr(strrchr(path, '/') ? strrchr(path, '/') + 1 : path)));
 		free(path);
 	}
 	return CLI_OK;

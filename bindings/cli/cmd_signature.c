@@ -59,7 +59,7 @@ static int report(const cli_ctx *ctx, const char *variant, kernels_signature_sta
 		failed = shown = 0;
 	if (ctx->json) {
 		if (shown)
-			json_array_append_new(out, json_pack("{s:s,s:s,s:b,s:o}", "variant", variant, "status",
+			json_array_append_new(out, json_pack("{s:o,s:s,s:b,s:o}", "variant", cli_jstr(variant), "status",
 							     status_name(st), "ok", !failed, "reason",
 							     failed ? cli_jstr(why) : json_null()));
 		return failed;

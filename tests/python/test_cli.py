@@ -289,6 +289,22 @@ def test_variants_none_fits_exit_1(hub, tmp_path):
     assert "fits" in cli.run("variants", "org/k", "--revision", "main", "-q", check=1).stderr
 
 
+def test_variants_json_keeps_names_that_are_not_utf8(tmp_path):
+    # Offline, the variants are the cache's build/ folders: a name that is
+    # not UTF-8 is listed (U+FFFD) and rejected, as in the text, not dropped.
+    cli = Cli(None, tmp_path / "cache")
+    repo, commit = os.path.join(os.fsencode(cli.cache), b"kernels--org--k"), b"0" * 40
+    for v in (CPU211.encode(), b"v\xff"):
+        os.makedirs(os.path.join(repo, b"snapshots", commit, b"build", v))
+    os.makedirs(os.path.join(repo, b"refs"))
+    with open(os.path.join(repo, b"refs", b"main"), "wb") as f:
+        f.write(commit)
+    p = subprocess.run([CLI, "variants", "org/k", "--revision", "main", "--offline", "--trust-remote-code", "--json"],
+                       env=cli.env, capture_output=True, timeout=60)
+    names = [v["name"] for v in json.loads(p.stdout)["variants"]]
+    assert sorted(names) == sorted([CPU211, "v\ufffd"]), p
+
+
 def test_variants_bad_arguments(hub, tmp_path):
     publish_kernel(hub, tmp_path)
     cli = Cli(hub, tmp_path / "cache")
