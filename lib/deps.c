@@ -101,14 +101,6 @@ static const settled *find_settled(const settled *v, size_t n, const char *repo)
 	return NULL;
 }
 
-static int push(ctx *c, const char *self)
-{
-	if (KERNELS__ARRAY_GROW(c->stack, c->cap, c->depth) < 0)
-		return KERNELS_ENOMEM;
-	c->stack[c->depth++] = self;
-	return 0;
-}
-
 /* "a/top -> a/left -> a/base" */
 static char *chain(const ctx *c, const char *last)
 {
@@ -119,6 +111,51 @@ static char *chain(const ctx *c, const char *last)
 		kernels__buf_printf(&b, "%s -> ", c->stack[i]);
 	kernels__buf_puts(&b, last);
 	return kernels__buf_detach(&b);
+}
+
+static int too_deep(const char *path)
+{
+	return kernels__error(KERNELS_EINVAL, "kernel dependencies nest deeper than %d levels: %s; no kernel needs "
+			      "that many: check what these repos' metadata.json name in kernel-depends",
+			      KERNELS__DEPS_DEPTH_MAX, path);
+}
+
+static int push(ctx *c, const char *self)
+{
+	char *path;
+	int rc;
+
+	if (c->depth >= KERNELS__DEPS_DEPTH_MAX) {
+		path = chain(c, self);
+		rc = too_deep(path ? path : self);
+		free(path);
+		return rc;
+	}
+	if (KERNELS__ARRAY_GROW(c->stack, c->cap, c->depth) < 0)
+		return KERNELS_ENOMEM;
+	c->stack[c->depth++] = self;
+	return 0;
+}
+
+int kernels__dep_chain_check(const kernels__dep_chain *up, const char *repo_id)
+{
+	const kernels__dep_chain *c;
+	kernels__buf b = { 0 };
+	size_t depth = 0;
+	int rc;
+
+	for (c = up; c; c = c->up, depth++)
+		if (!strcmp(c->repo_id, repo_id))
+			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself "
+					      "(through %s)", repo_id, up->repo_id);
+	if (depth <= KERNELS__DEPS_DEPTH_MAX) /* as deep as a load goes (push) */
+		return 0;
+	kernels__buf_puts(&b, repo_id);
+	for (c = up; c; c = c->up)
+		kernels__buf_printf(&b, " <- %s", c->repo_id);
+	rc = too_deep(b.ptr ? b.ptr : repo_id);
+	kernels__buf_free(&b);
+	return rc;
 }
 
 static void describe(const kernels_kernel_dependency *d, char *buf, size_t size)
@@ -323,6 +360,8 @@ static int load_all(const kernels__config *cfg, ctx *c, const char *self, const 
 	size_t i;
 	int rc = push(c, self);
 
+	if (rc < 0)
+		return rc; /* nothing pushed */
 	for (i = 0; rc == 0 && i < n; i++) {
 		kernels_kernel_dependency d;
 		char *path;
@@ -387,33 +426,25 @@ int kernels__deps_load(const kernels__config *cfg, const char *self, const char 
 
 /* ---- has_kernel with dependencies ----------------------------------------------- */
 
-typedef struct has_chain {
-	const struct has_chain *up;
-	const char *repo_id;
-} has_chain;
-
-static int has_deps(const kernels__config *cfg, const kernels_metadata *m, const has_chain *up);
+static int has_deps(const kernels__config *cfg, const kernels_metadata *m, const kernels__dep_chain *up);
 
 /* 1 when `repo_id` at `revision` has a variant for this system and so do
  * its dependencies, 0 when one lacks it, <0 on an error (as 0.17's
  * has_kernel, which resolves the whole tree). */
-static int has_one(const kernels__config *cfg, const char *repo_id, const char *revision, const has_chain *up)
+static int has_one(const kernels__config *cfg, const char *repo_id, const char *revision,
+		   const kernels__dep_chain *up)
 {
-	has_chain here = { up, repo_id };
+	kernels__dep_chain here = { up, repo_id };
 	kernels_get_stats stats;
 	kernels__plan p = { 0 };
 	kernels_variant_trace *t = NULL;
 	kernels_metadata *m = NULL;
-	const has_chain *c;
 	char *local = NULL, *path = NULL, *file = NULL, *slash;
 	const char *chosen;
 	int rc;
 
-	for (c = up; c; c = c->up)
-		if (!strcmp(c->repo_id, repo_id))
-			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself",
-					      repo_id);
-	if ((rc = kernels__local_kernels_lookup(cfg, repo_id, &local)) < 0)
+	if ((rc = kernels__dep_chain_check(up, repo_id)) < 0 ||
+	    (rc = kernels__local_kernels_lookup(cfg, repo_id, &local)) < 0)
 		return rc;
 	if (rc == 1) { /* a local tree: its decisions and the chosen folder's metadata */
 		if ((rc = kernels__local_trace(cfg, local, NULL, &t)) == 0 &&
@@ -454,7 +485,7 @@ static int has_one(const kernels__config *cfg, const char *repo_id, const char *
 	return rc;
 }
 
-static int has_deps(const kernels__config *cfg, const kernels_metadata *m, const has_chain *up)
+static int has_deps(const kernels__config *cfg, const kernels_metadata *m, const kernels__dep_chain *up)
 {
 	size_t i;
 	int rc = 1;

@@ -20,6 +20,23 @@
 int kernels__deps_load(const kernels__config *cfg, const char *self, const char *commit,
 		       const kernels_metadata *meta, const char *what, struct kernels_kernel ***deps, size_t *n);
 
+/* Kernel dependencies nest at most this deep: each level is a whole
+ * resolution on the thread's stack, and a chain of repos as long as its
+ * publisher likes would exhaust it (real kernels nest a few levels). */
+#define KERNELS__DEPS_DEPTH_MAX 16
+
+/* The chain of kernel-depends a walk is in, innermost first (`up` to the
+ * kernel that needs it): what every walk checks a dependency against. */
+typedef struct kernels__dep_chain {
+	const struct kernels__dep_chain *up;
+	const char *repo_id;
+} kernels__dep_chain;
+
+/* 0 when `repo_id` may be walked below `up` (NULL: at the top);
+ * KERNELS_EINVAL when it is on the chain already (a cycle) or the chain is
+ * KERNELS__DEPS_DEPTH_MAX long, naming the chain. */
+int kernels__dep_chain_check(const kernels__dep_chain *up, const char *repo_id);
+
 /* Drops the references of kernels__deps_load and frees the array. */
 void kernels__deps_close(struct kernels_kernel **deps, size_t n);
 

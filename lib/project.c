@@ -61,18 +61,13 @@ static int lock_variant_hashes(const kernels__config *cfg, kernels__plan *p, ker
 
 /* The kernels one locked commit needs, transitively, as Python kernels 0.17
  * locks them (locking.py): every variant's metadata.json is read, not only
- * the one for this machine, so the lock serves every machine. `seen` is
- * the chain being locked, for cycles. */
-typedef struct lock_chain {
-	const struct lock_chain *up;
-	const char *repo_id;
-} lock_chain;
-
+ * the one for this machine, so the lock serves every machine. `up` is
+ * the chain being locked, for cycles and depth. */
 static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependency *d, kernels_lock *lock,
-		       const lock_chain *up);
+		       const kernels__dep_chain *up);
 
 static int lock_variant_deps(const kernels__config *cfg, kernels__plan *p, const char *variant, kernels_lock *lock,
-			     const lock_chain *chain)
+			     const kernels__dep_chain *chain)
 {
 	char *path = kernels__sprintf("build/%s/metadata.json", variant), *local = NULL, *slash;
 	kernels_metadata *m = NULL;
@@ -103,10 +98,9 @@ static int lock_variant_deps(const kernels__config *cfg, kernels__plan *p, const
 }
 
 static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependency *d, kernels_lock *lock,
-		       const lock_chain *up)
+		       const kernels__dep_chain *up)
 {
-	lock_chain here = { up, d->repo_id };
-	const lock_chain *c;
+	kernels__dep_chain here = { up, d->repo_id };
 	kernels__plan p = { 0 };
 	char major[32], **names = NULL;
 	size_t i, count = 0;
@@ -114,10 +108,8 @@ static int lock_kernel(const kernels__config *cfg, const kernels_kernel_dependen
 
 	if (kernels__deps_lock_find(lock, d)) /* locked already, with what it needs */
 		return 0;
-	for (c = up; c; c = c->up)
-		if (!strcmp(c->repo_id, d->repo_id))
-			return kernels__error(KERNELS_EINVAL, "cyclic kernel dependency detected: %s needs itself "
-					      "(through %s)", d->repo_id, up->repo_id);
+	if ((rc = kernels__dep_chain_check(up, d->repo_id)) < 0)
+		return rc;
 	snprintf(major, sizeof(major), "%lld", d->version);
 	p.pinned = 1; /* a moved repo is locked where it is, with a warning */
 	rc = kernels__plan_resolve(cfg, d->repo_id, d->revision ? d->revision : major, &p);

@@ -475,6 +475,54 @@ static void test_has_kernel_checks_dependencies(void **state)
 	free(load_log());
 }
 
+/* A chain of kernel-depends as long as its publisher likes would take a
+ * whole resolution per level on the thread's stack: 16 levels load, 17
+ * are refused by load and has_kernel alike, naming the chain, with
+ * nothing loaded. Noarch kernels (no module), so the chain is cheap. */
+static void test_dependency_chain_depth(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_kernel *k = NULL;
+	test_app app;
+	char dep[128], *src, *dir, *py;
+	int i;
+	(void)state;
+
+	for (i = 0; i <= 17; i++) {
+		assert_true(asprintf(&src, "%s/src-deep%d", W.tmp, i) > 0);
+		assert_true(asprintf(&dir, "%s/build/torch-universal", src) > 0);
+		assert_true(asprintf(&py, "%s/__init__.py", dir) > 0);
+		assert_int_equal(test_system("mkdir -p '%s'", dir), 0);
+		assert_int_equal(test_write_file(py, "", 0), 0);
+		snprintf(dep, sizeof(dep), "[{\"repo-id\": \"acme/deep%d\", \"version\": 1}]", i + 1);
+		assert_int_equal(fx_metadata(dir, "--name deep%d --id _deep%d --backend cpu%s%s%s", i, i,
+					     i < 17 ? " --set 'kernel-depends=" : "", i < 17 ? dep : "",
+					     i < 17 ? "'" : ""), 0);
+		assert_int_equal(test_hub_publish(W.hub, "--repo acme/deep%d --dir '%s' --branch main --branch v1 "
+						  "--tag v1.0.0 --trusted", i, src), 0);
+		free(py);
+		free(dir);
+		free(src);
+	}
+	options(&o, &s);
+	assert_int_equal(kernels_get(&k, "acme/deep0", "1", &o), KERNELS_EINVAL);
+	assert_null(k);
+	if (!strstr(kernels_error_last(), "deeper than 16") || !strstr(kernels_error_last(), "acme/deep16"))
+		fail_msg("the refusal does not say why, or where: %s", kernels_error_last());
+	assert_int_equal(kernels_has_kernel("acme/deep0", "1", &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "deeper than 16"));
+	assert_int_equal(test_app_make(&app, W.tmp, "deep", "[tool.kernels.dependencies]\n\"acme/deep0\" = 1\n"), 0);
+	assert_int_equal(kernels_project_lock(app.dir, &o), KERNELS_EINVAL);
+	assert_non_null(strstr(kernels_error_last(), "deeper than 16"));
+	assert_false(test_exists(app.lock));
+	test_app_free(&app);
+	assert_int_equal(kernels_has_kernel("acme/deep1", "1", &o), 1);
+	assert_int_equal(kernels_get(&k, "acme/deep1", "1", &o), 0);
+	assert_int_equal(kernels_kernel_dependency_count(k), 1);
+	kernels_kernel_close(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_revision_one),
 		cmocka_unit_test(test_no_match_hint),
 		cmocka_unit_test(test_has_kernel_checks_dependencies),
+		cmocka_unit_test(test_dependency_chain_depth),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
