@@ -68,9 +68,10 @@ typedef struct kernels_get_stats {
  * than 0.17: one repo is loaded at one commit per process, so two kernels
  * needing different commits of one repo fail with KERNELS_ENOMATCH naming
  * both (their modules would define the same symbols and torch ops); a
- * cycle, or a chain more than 16 levels deep, is KERNELS_EINVAL. A dependent whose native module uses symbols of
- * a dependency without linking it (DT_NEEDED by its SONAME) gets that
- * dependency promoted to RTLD_GLOBAL before it is mapped; any other stays
+ * cycle, or a chain more than 16 levels deep, is KERNELS_EINVAL. A
+ * dependent whose native module uses symbols of a dependency without
+ * linking it (DT_NEEDED by its SONAME) gets that dependency promoted to
+ * RTLD_GLOBAL before it is mapped; any other stays
  * RTLD_LOCAL. A locked load (kernels/project.h) takes each dependency's
  * commit from the lock.
  *
