@@ -71,9 +71,8 @@ typedef struct kernels_get_stats {
  * cycle, or a chain more than 16 levels deep, is KERNELS_EINVAL. A
  * dependent whose native module uses symbols of a dependency without
  * linking it (DT_NEEDED by its SONAME) gets that dependency promoted to
- * RTLD_GLOBAL before it is mapped; any other stays
- * RTLD_LOCAL. A locked load (kernels/project.h) takes each dependency's
- * commit from the lock.
+ * RTLD_GLOBAL before it is mapped; any other stays RTLD_LOCAL. A locked
+ * load (kernels/project.h) takes each dependency's commit from the lock.
  *
  * `*out` is owned by the caller: kernels_kernel_close(). Loading the same
  * variant twice returns the same handle with one more reference, once the
