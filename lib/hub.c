@@ -387,6 +387,11 @@ const char *kernels__hub_ca_bundle(const char **from)
 			*from = ca_env[i];
 			return v;
 		}
+	/* httpx's next choice, a folder: where some keep their company's CA */
+	if ((v = getenv("SSL_CERT_DIR")) && *v) {
+		*from = "SSL_CERT_DIR";
+		return v;
+	}
 	pthread_once(&ca_once, ca_probe);
 	*from = ca_probed ? "found on this system" : "libcurl's default";
 	return ca_probed;
@@ -454,8 +459,13 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 	{
 		const char *from, *ca = kernels__hub_ca_bundle(&from), *proxy = http_proxy_upper(url);
 
-		if (ca)
+		if (ca && !strcmp(from, "SSL_CERT_DIR")) {
+			/* that folder alone, as Python's ssl module given a capath */
+			curl_easy_setopt(h, CURLOPT_CAINFO, NULL);
+			curl_easy_setopt(h, CURLOPT_CAPATH, ca);
+		} else if (ca) {
 			curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+		}
 		if (proxy)
 			curl_easy_setopt(h, CURLOPT_PROXY, proxy);
 	}
@@ -695,7 +705,7 @@ static int tls_error(const char *method, const char *url, const char *why)
 	return kernels__error(KERNELS_ENETWORK,
 			      "%s %s: the server's TLS certificate cannot be verified (%s) with the CA bundle %s (%s); "
 			      "set SSL_CERT_FILE (or REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) to a PEM file holding the CA "
-			      "that issued it", method, url, why, ca ? ca : "libcurl was built with", from);
+			      "that issued it, or SSL_CERT_DIR to a folder of hashed certificates", method, url, why, ca ? ca : "libcurl was built with", from);
 }
 
 void kernels__hub_response_free(kernels__hub_response *r)

@@ -223,7 +223,8 @@ int kernels__hub_cdn_hint(const kernels__config *cfg, char *buf, size_t n);
 void kernels__hub_cdn_warm(const kernels__config *cfg);
 
 /* The CA bundle every handle is given: the first of $REQUESTS_CA_BUNDLE,
- * $CURL_CA_BUNDLE, $SSL_CERT_FILE that is set; else, when libcurl's built-in
+ * $CURL_CA_BUNDLE, $SSL_CERT_FILE that is set; else $SSL_CERT_DIR, a folder
+ * (*from says so; it is then the handles' CA path); else, when libcurl's built-in
  * bundle is missing (a libcurl built on another distribution, as the Python
  * wheel's), the first of the distributions' usual paths that exists; else
  * NULL (libcurl's own default). `*from` says which, for messages. */

@@ -443,6 +443,13 @@ static void test_ca_bundle(void **state)
 	unsetenv("REQUESTS_CA_BUNDLE");
 	unsetenv("CURL_CA_BUNDLE");
 	unsetenv("SSL_CERT_FILE");
+	setenv("SSL_CERT_DIR", "/certs", 1);
+	assert_string_equal(kernels__hub_ca_bundle(&from), "/certs");
+	assert_string_equal(from, "SSL_CERT_DIR");
+	setenv("SSL_CERT_FILE", "/s.pem", 1); /* a file first, as httpx */
+	assert_string_equal(kernels__hub_ca_bundle(&from), "/s.pem");
+	unsetenv("SSL_CERT_FILE");
+	unsetenv("SSL_CERT_DIR");
 	ca = kernels__hub_ca_bundle(&from);
 	if (ca) {
 		assert_int_equal(access(ca, R_OK), 0);

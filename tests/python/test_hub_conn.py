@@ -108,3 +108,23 @@ def test_one_call_one_http2_connection_per_server(hub, tls, tmp_path, monkeypatc
     assert len(conns) == 2, lines  # the Hub and the CDN
     assert all(len(c) == 1 for c in conns.values()), lines
     assert hub_port in conns, lines
+
+
+def test_ssl_cert_dir_names_the_ca(hub, tls, tmp_path, monkeypatch):
+    """SSL_CERT_DIR (a folder of hashed certificates), read as huggingface_hub's
+    httpx reads it when no CA file is named: the download verifies the Hub's
+    certificate with the CA found there, as Python's client would."""
+    endpoint, ca, _ = tls
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    (certs / "ca.pem").write_bytes(ca.read_bytes())
+    subprocess.run(["openssl", "rehash", str(certs)], check=True)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    for var in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SSL_CERT_DIR", str(certs))
+    commit = hub.publish(REPO, files=FILES, branches=["main"])
+
+    snapshot = download(endpoint, tmp_path / "cache", commit)
+    with open(os.path.join(snapshot, f"build/{VARIANT}/_ops.py"), "rb") as f:
+        assert f.read() == FILES[f"build/{VARIANT}/_ops.py"]
