@@ -348,14 +348,21 @@ int kernels__device_parse(const char *s, const char *what)
 	return (int)v;
 }
 
+static int log_level_parse(const char *s);
+#define LOG_NONE (KERNELS_LOG_WARNING + 1) /* above KERNELS_LOG_WARNING: the default sink prints nothing */
+
 /* A warning about a setting, before the configuration (and its log sink
- * and threshold) exists: to the caller's log callback, else stderr. */
+ * and threshold) exists: to the caller's log callback, else stderr unless
+ * options.log_level, else KERNELS_LOG, says "error" (nothing). */
 static void warn_setting(const kernels_options *opts, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn_setting(const kernels_options *opts, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
 
+	if ((!opts || !opts->log_cb) &&
+	    log_level_parse(opts && opts->log_level ? opts->log_level : getenv("KERNELS_LOG")) == LOG_NONE)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -878,8 +885,6 @@ static char *strip_slash(char *s)
 	return s;
 }
 
-/* Above KERNELS_LOG_WARNING: the default sink prints nothing. */
-#define LOG_NONE (KERNELS_LOG_WARNING + 1)
 
 struct kernels__log_seen {
 	pthread_mutex_t lock; /* download workers log too */

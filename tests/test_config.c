@@ -1,5 +1,6 @@
 /* Options + environment resolution: precedence of cache roots, endpoint,
  * token sources, offline and telemetry switches. */
+#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -450,6 +451,56 @@ static void test_bad_values_named(void **state)
 	}
 }
 
+/* What kernels__config_load(opts) printed on stderr (the default sink). */
+static char *stderr_of_load(const kernels_options *opts)
+{
+	char *dir = test_mkdtemp("config-stderr"), *file, *text;
+	kernels__config cfg;
+	int fd, saved = dup(2);
+
+	assert_int_equal(asprintf(&file, "%s/err", dir) > 0, 1);
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	close(fd);
+	assert_int_equal(kernels__config_load(&cfg, opts), 0);
+	kernels__config_free(&cfg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	text = test_read_file(file, NULL);
+	assert_non_null(text);
+	test_rmtree(dir);
+	free(file);
+	free(dir);
+	return text;
+}
+
+/* KERNELS_LOG=error (or options.log_level "error") has the default sink
+ * print nothing: the warnings about the settings themselves too. */
+static void test_setting_warnings_follow_the_log_level(void **state)
+{
+	kernels_options opts = KERNELS_OPTIONS_INIT;
+	char *text;
+	(void)state;
+
+	setenv("HF_HUB_OFFLINE", "ture", 1);
+	text = stderr_of_load(NULL);
+	assert_non_null(strstr(text, "HF_HUB_OFFLINE='ture'"));
+	free(text);
+	setenv("KERNELS_LOG", "error", 1);
+	text = stderr_of_load(NULL);
+	assert_string_equal(text, "");
+	free(text);
+	unsetenv("KERNELS_LOG");
+	opts.log_level = "error";
+	text = stderr_of_load(&opts);
+	assert_string_equal(text, "");
+	free(text);
+	unsetenv("HF_HUB_OFFLINE");
+}
+
 /* A deadline too far off to add to the clock (KERNELS_DEADLINE_MS or the
  * option at LONG_MAX) is as good as none: the call has all the time there
  * is, never none at all, and the sum does not overflow. */
@@ -663,6 +714,7 @@ int main(void)
 		cmocka_unit_test_setup(test_token_sources, clean_env),
 		cmocka_unit_test_setup(test_switches, clean_env),
 		cmocka_unit_test_setup(test_bad_values_named, clean_env),
+		cmocka_unit_test_setup(test_setting_warnings_follow_the_log_level, clean_env),
 		cmocka_unit_test_setup(test_deadline_beyond_the_clock, clean_env),
 		cmocka_unit_test_setup(test_timeout_beyond_a_day, clean_env),
 		cmocka_unit_test_setup(test_public_cache_path, clean_env),
