@@ -919,6 +919,11 @@ void *kernels_symbol(const kernels_kernel *k, const char *symbol)
 			       "mangled; export it with extern \"C\")", symbol, k->library, k->variant, err);
 		return NULL;
 	}
+	/* Found with the value 0 (an absolute symbol): NULL is still a failure
+	 * here, and must say so, not leave an earlier message to be read. */
+	if (!p)
+		kernels__error(KERNELS_ELOAD, "symbol '%s' of %s (variant '%s') has the address 0: nothing there to "
+			       "call or read; check the name", symbol, k->library, k->variant);
 	return p;
 }
 

@@ -44,15 +44,16 @@ def torch_cpu_variant():
     return f"torch{tv // 100}{tv % 100}{abi}-cpu-{s['cpu']}-{s['os']}"
 
 
-def make_variant(folder, name="answer", kid=None, answer=42, python=True, version=1, backend="cpu"):
+def make_variant(folder, name="answer", kid=None, answer=42, python=True, version=1, backend="cpu", ldflags=()):
     """A variant folder: {kid}.so exporting `int answer(void)` (returns
-    `answer`), an __init__.py calling it through ctypes, metadata.json."""
+    `answer`), an __init__.py calling it through ctypes, metadata.json.
+    `ldflags`: more options for linking the .so."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     kid = kid or f"_{name}_{backend}_{answer:07d}"
     src = folder.parent / f"{kid}.c"
     src.write_text(f"int answer(void) {{ return {answer}; }}\nint twice(int x) {{ return 2 * x; }}\n")
-    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(folder / f"{kid}.so"), str(src)], check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(folder / f"{kid}.so"), str(src), *ldflags], check=True)
     src.unlink()
     if python:
         (folder / "__init__.py").write_text(textwrap.dedent("""\
@@ -353,6 +354,19 @@ def test_get_local_kernel(env, hub, tmp_path):
     assert libkernels.get_local_kernel(tree / "build" / torch_cpu_variant()) is mod
     with pytest.raises(libkernels.KernelsError):
         libkernels.get_local_kernel(tmp_path / "does-not-exist")
+
+
+def test_symbol_at_address_zero_is_its_own_error(env, tmp_path):
+    # dlsym finds an absolute symbol of value 0 and says nothing: NULL is
+    # still kernels_symbol's failure, with its own message, never the one an
+    # earlier failure left on this thread.
+    folder = tmp_path / "zero" / torch_cpu_variant()
+    make_variant(folder, name="zero", answer=5, python=False, ldflags=["-Wl,--defsym,at_zero=0"])
+    with libkernels.load_local(folder, backend="cpu") as k:
+        with pytest.raises(libkernels.InvalidArgumentError):
+            libkernels.get("not a repo", "main")  # leaves its message on this thread
+        with pytest.raises(libkernels.LoadError, match="at_zero"):
+            k.symbol("at_zero")
 
 
 def test_both_package_layouts(env, tmp_path):
