@@ -586,6 +586,12 @@ static int publish(importer *im)
 	for (i = 0; rc == 0 && i < im->b->nvariants; i++)
 		if (!im->present[i])
 			rc = publish_variant(im, i);
+	if (rc < 0 && im->st.variants_added)
+		kernels__error_prefix("imported in part (%zu of the bundle's %zu variants are in the cache, each whole; "
+				      "the rest and the refs are not): fix what follows and import again",
+				      (size_t)im->st.variants_added, im->b->nvariants);
+	else if (rc < 0)
+		kernels__error_prefix("no variant was imported");
 	return rc == 0 ? publish_refs(im) : rc;
 }
 

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
+#include "bundle.h"
 #include "swap_walk.h"
 #include "test_world.h"
 #include "testutil.h"
@@ -252,6 +253,38 @@ static void test_partial_cache_gets_the_rest(void **state)
 	assert_int_equal(st.blobs_added, 1);
 	assert_true(st.refs_written >= 2);
 	load_offline_all_ways(cache);
+	test_rmtree(cache);
+	free(cache);
+}
+
+/* A failure while publishing (here the last variant's folder name taken
+ * by a file) leaves the variants published before it, each whole, and
+ * says so: the message does not read as if nothing had changed. */
+static void test_failure_while_publishing_says_what_went_in(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
+	kernels_bundle *b = NULL;
+	char *cache = path_in("cache-part"), *last;
+	(void)state;
+
+	assert_ok(kernels_bundle_open(&b, B.bundle));
+	assert_int_equal(b->nvariants, 2);
+	last = strdup(b->variants[1].name);
+	kernels_bundle_free(b);
+	options(&o, &s, cache);
+	o.offline = 1;
+	assert_int_equal(test_system("mkdir -p '%s/kernels--acme--bundled/snapshots/%s/build' && "
+				     "echo taken > '%s/kernels--acme--bundled/snapshots/%s/build/%s'", cache,
+				     W.commit[0], cache, W.commit[0], last), 0);
+	assert_int_equal(kernels_bundle_import(&st, B.bundle, &o), KERNELS_EIO);
+	if (!strstr(kernels_error_last(), "imported in part (1 of the bundle's 2 variants"))
+		fail_msg("the failure does not say what went in: %s", kernels_error_last());
+	assert_int_equal(st.variants_added, 1);
+	assert_int_equal(test_system("test -f '%s/kernels--acme--bundled/snapshots/%s/build/%s/metadata.json'", cache,
+				     W.commit[0], strcmp(last, VARIANTS[0]) ? VARIANTS[0] : VARIANTS[1]), 0);
+	free(last);
 	test_rmtree(cache);
 	free(cache);
 }
@@ -934,6 +967,7 @@ int main(void)
 		cmocka_unit_test(test_variant_filter),
 		cmocka_unit_test(test_import_then_offline_loads),
 		cmocka_unit_test(test_partial_cache_gets_the_rest),
+		cmocka_unit_test(test_failure_while_publishing_says_what_went_in),
 		cmocka_unit_test(test_import_keeps_receipts),
 		cmocka_unit_test(test_import_repairs_a_damaged_blob),
 		cmocka_unit_test(test_hostile_archives_refused_whole),
