@@ -412,7 +412,7 @@ static int write_wheels(cli_ctx *ctx, const kernels_snapshot *snap, const char *
 		json_array_append_new(wheels, json_pack("{s:o,s:o,s:o}", "variant", cli_jstr(picked[i]), "path",
 							cli_jstr(path), "filename",
 							cli_jstr(strrchr(path, '/') ? strrchr(path, '/') + 1 : path)));
-		free(path);
+		kernels_free(path);
 	}
 	return CLI_OK;
 }
@@ -437,7 +437,7 @@ int cmd_to_wheel(cli_ctx *ctx, const cli_command *cmd)
 	/* Check the names before any network call: a bad VERSION is a usage error. */
 	if (kernels_wheel_filename(&probe, repo, bare, "torch-universal", &wo))
 		return cli_usage_error(cmd, "%s", kernels_error_last());
-	free(probe);
+	kernels_free(probe);
 	if (mkdir(out, 0777) && errno != EEXIST)
 		return cli_error(ctx, KERNELS_EIO, "cannot create %s: %s", out, strerror(errno));
 	rev = cli_sprintf("v%s", bare);
