@@ -642,6 +642,9 @@ static int token_load(kernels__config *cfg, const kernels_options *opts)
 	const char *v;
 	int rc;
 
+	if (opts->token && strpbrk(opts->token, "\r\n"))
+		return kernels__error(KERNELS_EINVAL, "kernels_options.token holds a line break; pass the token alone "
+				      "(read from a file: without its line end)");
 	if (opts->token)
 		return set_str(&cfg->token, opts->token);
 	if (env_bool(opts, "HF_HUB_DISABLE_IMPLICIT_TOKEN"))

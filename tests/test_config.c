@@ -282,6 +282,16 @@ static void test_token_sources(void **state)
 		opts.token = "hf_given";
 		expect_config_string(&opts, token, "hf_given");
 	}
+	{
+		/* The caller's token is sent as given, as huggingface_hub sends
+		 * an explicit one; a line break in it would end the header (httpx
+		 * refuses such a header): refused, saying so. */
+		kernels_options opts = KERNELS_OPTIONS_INIT;
+		opts.token = "hf_given\n";
+		assert_int_equal(kernels__config_load(&cfg, &opts), KERNELS_EINVAL);
+		assert_string_equal(kernels_error_last(), "kernels_options.token holds a line break; pass the token "
+				    "alone (read from a file: without its line end)");
+	}
 	setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "0", 1);
 	expect_config_string(NULL, token, "hf_fromfile");
 	unsetenv("HF_HUB_DISABLE_IMPLICIT_TOKEN");
