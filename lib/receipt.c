@@ -9,7 +9,6 @@
 #include "util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,20 +66,22 @@ static int trusted_writer(const kernels__config *cfg, const struct stat *st)
 }
 
 /* A receipt at `path` (NULL: none) of this format's version, whose string
- * `key` (NULL: none checked) equals `value`; NULL otherwise. Opened once,
- * without following a link or waiting on a fifo, and checked through that
- * descriptor. */
+ * `key` (NULL: none checked) equals `value`; NULL otherwise. Read whole
+ * through one descriptor (no link followed, no fifo waited on), whose
+ * owner is the one checked; parsed from memory (jansson's json_loadfd
+ * reads a byte per system call). */
 static json_t *load(const kernels__config *cfg, const char *path, const char *key, const char *value)
 {
 	json_t *doc = NULL;
 	struct stat st;
 	const char *recorded;
-	int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+	char *text = NULL;
+	size_t len = 0;
 
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < RECEIPT_MAX && trusted_writer(cfg, &st))
-		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
-	if (fd >= 0)
-		close(fd);
+	if (path && kernels__read_file(path, RECEIPT_MAX - 1, KERNELS__READ_NOFOLLOW, &text, &len, &st) == 0 &&
+	    trusted_writer(cfg, &st))
+		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
 	if (!doc)
 		return NULL;
 	if (json_integer_value(json_object_get(doc, "version")) == 1 &&
