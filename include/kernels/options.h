@@ -74,8 +74,8 @@ typedef struct kernels_options {
 
 	const char *endpoint;        /**< Hub URL; NULL: $HF_ENDPOINT, else https://huggingface.co */
 	const char *cache_dir;       /**< NULL: $KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub */
-	const char *token;           /**< NULL: $HF_TOKEN, else the file $HF_TOKEN_PATH ($HF_HOME/token) */
-	int offline;                 /**< KERNELS_FROM_ENV ($HF_HUB_OFFLINE), 0 or 1 */
+	const char *token;           /**< NULL: $HF_TOKEN, else the file $HF_TOKEN_PATH ($HF_HOME/token); none with $HF_HUB_DISABLE_IMPLICIT_TOKEN; "": none */
+	int offline;                 /**< KERNELS_FROM_ENV ($HF_HUB_OFFLINE, else $TRANSFORMERS_OFFLINE), 0 or 1 */
 
 	long timeout_ms;             /**< per-request connect/stall timeout; 0: $HF_HUB_ETAG_TIMEOUT s for metadata requests and $HF_HUB_DOWNLOAD_TIMEOUT s for file transfers, each else 10 s; more than a day counts as a day */
 	int max_retries;             /**< retries on 5xx, 429 (Retry-After honoured), resets and stalls; never for a refused connection or a failed DNS lookup; <0: 5 */
