@@ -401,7 +401,7 @@ static int cached_blob_sound(const kernels__config *cfg, const imp_repo *r, cons
 
 	if (!kernels__cache_blob_ok(r->dir, e->f.etag, (long long)e->f.size))
 		return 0;
-	if (!kernels__realpath(r->dir, real, NULL) || !(path = kernels__sprintf("%s/blobs/%s", real, e->f.etag)))
+	if (!kernels__realpath(r->dir, real, NULL) || !(path = kernels__cache_blob_path(real, e->f.etag)))
 		return 1; /* cannot tell: left as it is; every load verifies it anyway */
 	sound = stat(path, &st) == 0 && ((!git && kernels__receipt_blob_matches(cfg, real, e->f.etag, &st)) ||
 		(kernels__hash_blob(path, git ? KERNELS__BLOB_GIT_SHA1 : KERNELS__BLOB_SHA256, hex, NULL) == 0 &&

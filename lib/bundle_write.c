@@ -102,7 +102,7 @@ static int add_file(walk_ctx *c, const char *path, const char *rel)
 		rc = kernels__error(KERNELS_EUNSAFE, "%s: %s is not a link into the cache's blobs/ as downloads make "
 				    "them; remove the snapshot ('libkernels cache rm') and download it again", c->what,
 				    path);
-	else if (!(blob = kernels__sprintf("%s/blobs/%s", c->repo_dir, etag)) || stat(blob, &st) < 0 ||
+	else if (!(blob = kernels__cache_blob_path(c->repo_dir, etag)) || stat(blob, &st) < 0 ||
 		 !S_ISREG(st.st_mode))
 		rc = blob ? kernels__error(KERNELS_EOFFLINE, "%s: the blob of %s is missing; download it again",
 					   c->what, rel) : KERNELS_ENOMEM;
@@ -311,7 +311,7 @@ static int put_bytes(struct archive *a, const char *name, const void *data, size
  * slow the bundle down. A blob that changed size meanwhile fails it. */
 static int put_file(struct archive *a, const kernels__bundle_entry *e, const char *repo_dir, unsigned char *buf)
 {
-	char *blob = kernels__sprintf("%s/blobs/%s", repo_dir, e->f.etag);
+	char *blob = kernels__cache_blob_path(repo_dir, e->f.etag);
 	unsigned long long left = e->f.size;
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1, rc;
 

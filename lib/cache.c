@@ -639,6 +639,45 @@ void kernels__cache_unlock(kernels__cache_lock *lock)
 
 /* ---- blobs and links ---------------------------------------------------------- */
 
+/* huggingface_hub marks its store with a file holding the layout's
+ * version; without it `blobs/` at the cache root is nobody's store. */
+static int shared_store_marked(const char *root, size_t n)
+{
+	char *marker = kernels__sprintf("%.*s/blobs/.huggingface-shared-blobs", (int)n, root), *text = NULL;
+	size_t len = 0;
+	int ok = marker && kernels__read_file(marker, 16, KERNELS__READ_NOFOLLOW, &text, &len, NULL) == 0 &&
+		 len == 2 && !memcmp(text, "1\n", 2);
+
+	free(text);
+	free(marker);
+	return ok;
+}
+
+int kernels__cache_shared_blob(const char *repo, const char *path)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *slash = strrchr(repo, '/'), *p;
+	size_t n = slash ? (size_t)(slash - repo) : 0;
+
+	if (!slash || strncmp(path, repo, n) || strncmp(path + n, "/blobs/", 7))
+		return 0;
+	p = path + n + 7;
+	return strlen(p) == 67 && strspn(p, hex) == 2 && p[2] == '/' && strspn(p + 3, hex) == 64 &&
+	       !strncmp(p, p + 3, 2) && shared_store_marked(repo, n);
+}
+
+char *kernels__cache_blob_path(const char *repo_dir, const char *etag)
+{
+	char *blob = kernels__sprintf("%s/blobs/%s", repo_dir, etag), real[PATH_MAX], repo[PATH_MAX];
+	struct stat st;
+
+	if (!blob || lstat(blob, &st) < 0 || !S_ISLNK(st.st_mode) || !kernels__realpath(blob, real, NULL) ||
+	    !kernels__realpath(repo_dir, repo, NULL) || !kernels__cache_shared_blob(repo, real))
+		return blob;
+	free(blob);
+	return kernels__strdup(real);
+}
+
 int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long size)
 {
 	char *blob = kernels__sprintf("%s/blobs/%s", repo_dir, etag);

@@ -124,6 +124,19 @@ int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char 
 /* 1 when blobs/{etag} exists as a regular file of `size` bytes. */
 int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long size);
 
+/* huggingface_hub's shared blob store (2.4, for Xet files): a repo's
+ * blobs/<etag> may be a link to <cache>/blobs/<2 hex>/<64 hex>, a file of
+ * the cache root that every repo with those bytes shares. 1 when `path`
+ * (a real path) is such a file's path beside the repo folder `repo` (a
+ * real path), inside the cache as much as the repo is, and the store bears
+ * huggingface_hub's marker (blobs/.huggingface-shared-blobs, "1\n"). */
+int kernels__cache_shared_blob(const char *repo, const char *path);
+
+/* The path to read blobs/<etag> at, malloc'd (NULL when out of memory):
+ * where it leads when it is a link into the shared blob store, else the
+ * blob itself, so that an O_NOFOLLOW open still refuses any other link. */
+char *kernels__cache_blob_path(const char *repo_dir, const char *etag);
+
 /* fsync(fd), rename `from` to `to`, fsync the folder: the blob appears
  * complete or not at all, even across a crash. Closes fd. *st (may be
  * NULL) receives the published file's identity (all zero if fstat failed).

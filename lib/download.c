@@ -308,7 +308,7 @@ static void drop_damaged(const kernels__config *cfg, kernels__repo_type type, co
 		const char *etag = kernels__tree_entry_blob(e);
 
 		if (e->is_dir || !kernels__cache_blob_ok(dir, etag, e->size) ||
-		    !(blob = kernels__sprintf("%s/blobs/%s", dir, etag)))
+		    !(blob = kernels__cache_blob_path(dir, etag)))
 			continue;
 		if (kernels__hash_blob(blob, e->lfs_sha256 ? KERNELS__BLOB_SHA256 : KERNELS__BLOB_GIT_SHA1, hex,
 				       NULL) == 0 && strcmp(hex, etag)) {

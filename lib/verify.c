@@ -255,6 +255,7 @@ typedef struct {
 
 typedef struct {
 	const char *root;     /* real path links must stay in */
+	int repo_root;        /* `root` is a repo folder of a cache: its shared blob store counts too */
 	file_ent *v;
 	size_t n, cap;
 	/* The library's own load of a cached variant, offline: a missing
@@ -267,6 +268,13 @@ static int inside(const char *root, const char *path)
 {
 	size_t n = strlen(root);
 	return !strncmp(root, path, n) && (path[n] == '/' || path[n] == '\0' || (n == 1 && root[0] == '/'));
+}
+
+/* Where a link of the variant may lead: inside `w->root`, or for a cached
+ * repo its cache's shared blob store. */
+static int allowed(const walk_state *w, const char *real)
+{
+	return inside(w->root, real) || (w->repo_root && kernels__cache_shared_blob(w->root, real));
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -319,7 +327,7 @@ static int visit(const char *path, const char *rel, int depth, const struct stat
 		return kernels__error(KERNELS_EINTEGRITY, "%s: %s (a broken link?); re-download the variant", path,
 				      strerror(errno));
 	}
-	if (!inside(w->root, real))
+	if (!allowed(w, real))
 		return kernels__error(KERNELS_EUNSAFE,
 				      "%s is a link to %s, outside %s; refusing to follow it (the folder was "
 				      "tampered with or built wrongly)", path, real, w->root);
@@ -535,7 +543,8 @@ static int verify_real_folder(const kernels__config *cfg, const char *dir_real, 
 			      kernels__write_later **later)
 {
 	const char *fence = root_real ? root_real : dir_real;
-	walk_state w = { .offline = use_receipts && root_real && cfg && cfg->offline };
+	walk_state w = { .root = fence, .repo_root = root_real != NULL,
+			 .offline = use_receipts && root_real && cfg && cfg->offline };
 	kernels_metadata *m = NULL;
 	size_t i;
 	int rc;
@@ -546,7 +555,7 @@ static int verify_real_folder(const kernels__config *cfg, const char *dir_real, 
 	{
 		char meta[PATH_MAX + 16], meta_real[PATH_MAX];
 		snprintf(meta, sizeof(meta), "%s/metadata.json", dir_real);
-		if (kernels__realpath(meta, meta_real, NULL) && !inside(fence, meta_real))
+		if (kernels__realpath(meta, meta_real, NULL) && !allowed(&w, meta_real))
 			return kernels__error(KERNELS_EUNSAFE, "%s is a link to %s, outside %s; refusing it", meta,
 					      meta_real, fence);
 	}

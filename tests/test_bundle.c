@@ -289,6 +289,31 @@ static void test_failure_while_publishing_says_what_went_in(void **state)
 	free(cache);
 }
 
+/* A bundle made from a cache huggingface_hub 2.4 laid out (blobs/<etag>
+ * links into the cache's shared store, test_share_blobs) holds the bytes
+ * the links lead to, and imports and loads elsewhere. */
+static void test_bundle_from_a_shared_blob_store(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	char *cache = path_in("cache-shared"), *dest = path_in("cache-shared-dest"), *out = path_in("shared.bundle");
+	(void)state;
+
+	assert_int_equal(test_system("rm -rf '%s' && cp -a '%s' '%s'", cache, B.src_cache, cache), 0);
+	assert_int_equal(test_share_blobs(cache, "kernels--acme--bundled"), 0);
+	options(&o, &s, cache);
+	assert_ok(kernels_bundle_write(out, B.app.dir, NULL, &o));
+	options(&o, &s, dest);
+	o.offline = 1;
+	assert_ok(kernels_bundle_import(NULL, out, &o));
+	load_offline_all_ways(dest);
+	test_rmtree(cache);
+	test_rmtree(dest);
+	free(cache);
+	free(dest);
+	free(out);
+}
+
 static int receipt_used;
 
 static void count_receipts(kernels_log_level level, const char *msg, void *payload)
@@ -967,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_variant_filter),
 		cmocka_unit_test(test_import_then_offline_loads),
 		cmocka_unit_test(test_partial_cache_gets_the_rest),
+		cmocka_unit_test(test_bundle_from_a_shared_blob_store),
 		cmocka_unit_test(test_failure_while_publishing_says_what_went_in),
 		cmocka_unit_test(test_import_keeps_receipts),
 		cmocka_unit_test(test_import_repairs_a_damaged_blob),

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
+#include "memo.h"
 #include "swap_walk.h"
 #include "test_world.h"
 #include "testutil.h"
@@ -146,6 +147,53 @@ static void test_planted_locks(void **state)
 	assert_int_equal(test_system("[ -z \"$(ls -A '%s')\" ]", outside), 0);
 	free(link);
 	free(outside);
+	free(cache);
+}
+
+/* huggingface_hub 2.4's shared blob store: with Xet, a repo's blobs/<etag>
+ * is a relative link to <cache>/blobs/<2 hex>/<xet hash>, a regular file
+ * shared by every repo that has those bytes. A cache laid out so (here
+ * made from one libkernels filled, each blob moved into the store) loads
+ * offline, and gets again online with no file downloaded. */
+static void test_shared_blob_store(void **state)
+{
+	char *cache = make_cache("shared-blobs");
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	kernels_get_stats st = KERNELS_GET_STATS_INIT;
+	(void)state;
+
+	fill(cache);
+	assert_int_equal(test_share_blobs(cache, "kernels--acme--guard"), 0);
+	kernels__memo_clear();
+	options(&o, cache);
+	o.offline = 1;
+	if (kernels_get(&k, "acme/guard", "v1.0.0", &o) < 0)
+		fail_msg("offline, from the shared store: %s", kernels_error_last());
+	kernels_kernel_close(k);
+	kernels__memo_clear();
+	o.offline = 0;
+	if (kernels_get_ext(&k, &st, "acme/guard", "v1.0.0", &o) < 0)
+		fail_msg("online, from the shared store: %s", kernels_error_last());
+	assert_int_equal(st.download.blobs_downloaded, 0);
+	kernels_kernel_close(k);
+	/* Without huggingface_hub's marker, blobs/ at the root is no store. */
+	assert_int_equal(test_system("cd '%s/blobs' && mv .huggingface-shared-blobs m && echo 2 > "
+				     ".huggingface-shared-blobs", cache), 0);
+	kernels__memo_clear();
+	o.offline = 1;
+	assert_int_equal(kernels_get(&k, "acme/guard", "v1.0.0", &o), KERNELS_EUNSAFE);
+	assert_int_equal(test_system("mv '%s/blobs/m' '%s/blobs/.huggingface-shared-blobs'", cache, cache), 0);
+	/* Only the store's own shape counts: a blob linked elsewhere in the
+	 * cache root (here a store path whose folder is not its prefix) is
+	 * refused. */
+	assert_int_equal(test_system("cd '%s' && for b in kernels--acme--guard/blobs/*; do t=$(readlink -f \"$b\"); "
+				     "h=$(basename \"$t\"); mkdir -p blobs/zz && cp \"$t\" blobs/zz/$h && "
+				     "ln -sfn ../../blobs/zz/$h \"$b\"; done", cache), 0);
+	kernels__memo_clear();
+	o.offline = 1;
+	assert_int_equal(kernels_get(&k, "acme/guard", "v1.0.0", &o), KERNELS_EUNSAFE);
+	assert_non_null(strstr(kernels_error_last(), "/blobs/zz/"));
 	free(cache);
 }
 
@@ -655,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_planted_repo_folder),
 		cmocka_unit_test(test_planted_subfolders),
 		cmocka_unit_test(test_planted_locks),
+		cmocka_unit_test(test_shared_blob_store),
 		cmocka_unit_test(test_planted_links_write_nothing),
 		cmocka_unit_test(test_swap_after_walk_writes_nothing),
 		cmocka_unit_test(test_lock_folder_errno),

@@ -39,6 +39,14 @@ void test_rmtree_free(char **path)
 	*path = NULL;
 }
 
+int test_share_blobs(const char *cache, const char *repo)
+{
+	return test_system("cd '%s' && mkdir -p blobs && echo 1 > blobs/.huggingface-shared-blobs && n=$(ls blobs | wc -l) && "
+			   "for b in '%s'/blobs/*; do h=$(printf '%%064x' $n); n=$((n+1)); p=${h%%${h#??}}; "
+			   "mkdir -p blobs/$p && mv \"$b\" blobs/$p/$h && ln -s ../../blobs/$p/$h \"$b\" || exit 1; "
+			   "done && test -L \"$b\"", cache, repo);
+}
+
 void test_fresh_dir(char **path, const char *tag)
 {
 	test_rmtree_free(path);

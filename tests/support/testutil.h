@@ -91,4 +91,10 @@ void test_log_warnings(kernels_log_level level, const char *message, void *paylo
 void test_log_all(kernels_log_level level, const char *message, void *payload);
 void test_logged_clear(void);
 
+/* Lays the blobs of `repo` (a folder name, "kernels--org--name") in
+ * `cache` out as huggingface_hub 2.4 does for Xet files: each moved into
+ * the cache's shared store, {cache}/blobs/{2 hex}/{64 hex} (made-up
+ * hashes), and blobs/{etag} a relative link to it. 0 on success. */
+int test_share_blobs(const char *cache, const char *repo);
+
 #endif
