@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define HINT_MAX 4096
@@ -54,10 +55,13 @@ int kernels__hub_cdn_hint(const kernels__config *cfg, char *buf, size_t n)
 {
 	char *path = hint_path(cfg), *data = NULL, *tab, *nl;
 	size_t len = 0, elen = cfg->endpoint ? strlen(cfg->endpoint) : 0;
+	struct stat st;
 	int rc = -1;
 
-	if (path && kernels__read_file(path, HINT_MAX, KERNELS__READ_NOFOLLOW, &data, &len, NULL) == 0 &&
-	    strlen(data) == len && (tab = strchr(data, '\t')) && (size_t)(tab - data) == elen &&
+	/* Another user of a shared cache could name any host here, and this
+	 * user's get would then call on it: only our own or root's hint. */
+	if (path && kernels__read_file(path, HINT_MAX, KERNELS__READ_NOFOLLOW, &data, &len, &st) == 0 &&
+	    (st.st_uid == geteuid() || st.st_uid == 0) && strlen(data) == len && (tab = strchr(data, '\t')) && (size_t)(tab - data) == elen &&
 	    !strncmp(data, cfg->endpoint, elen) && (nl = strchr(tab + 1, '\n')) && !nl[1]) {
 		*nl = '\0';
 		if (origin_valid(tab + 1) && strlen(tab + 1) < n) {

@@ -728,6 +728,35 @@ static void test_cdn_hint_ignored(void **state)
 	free(hint);
 }
 
+/* A hint another user of a shared cache wrote is not followed: that user
+ * could name any host, and this user's get would call on it. This user's
+ * or root's is. */
+static void test_cdn_hint_of_another_user_ignored(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu();
+	char *hint;
+	(void)state;
+
+	if (getuid() != 0)
+		skip(); /* no other user to give the hint to */
+	options(&o, &s);
+	get_lfs(&o, "v1.1.0", 101, 0);
+	hint = hint_file();
+	forget_repo();
+	assert_int_equal(chown(hint, 65534, 65534), 0);
+	get_lfs(&o, "v1.1.0", 101, 0);
+	if (cdn_heads() != 0) {
+		dump_log("a hint of uid 65534");
+		fail_msg("the hint uid 65534 wrote was followed");
+	}
+	forget_repo();
+	assert_int_equal(chown(hint, 0, 0), 0);
+	get_lfs(&o, "v1.1.0", 101, 0);
+	assert_int_equal(cdn_heads(), 1);
+	free(hint);
+}
+
 /* The hint's folder is walked from the cache root as every write of the
  * cache is: with a link planted at .locks/.libkernels or at its cdn/, a
  * cold get succeeds and writes nothing where the link points. */
@@ -948,6 +977,7 @@ int main(void)
 		cmocka_unit_test_setup(test_unwritable_record_warns_once_per_call, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_warm_up, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_hint_ignored, fresh_cache),
+		cmocka_unit_test_setup(test_cdn_hint_of_another_user_ignored, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_hint_not_written_through_a_link, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_warm_up_fails, fresh_cache),
 		cmocka_unit_test_setup(test_cdn_warm_up_download, fresh_cache),
