@@ -371,8 +371,8 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type 
 		return 0;
 	return kernels__error(KERNELS_EOFFLINE,
 			      "offline: %s at commit %s is not in the cache %s; download it while online "
-			      "(libkernels download, or unset HF_HUB_OFFLINE) or point KERNELS_CACHE at a cache that "
-			      "has it", repo_id, commit, cfg->cache_dir);
+			      "(libkernels download, or %s) or point KERNELS_CACHE at a cache that has it", repo_id,
+			      commit, cfg->cache_dir, kernels__config_online_hint(cfg));
 }
 
 int kernels__cache_variant_fetched(const char *folder)
@@ -835,7 +835,7 @@ static int check_dir(const char *dir, const char *top, const char *what, size_t 
 		else if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))
 			rc = kernels__error(KERNELS_EOFFLINE,
 					    "offline: %s is not in the cache (its link points at a missing blob); "
-					    "download %s while online, or unset HF_HUB_OFFLINE",
+					    "download %s while online",
 					    p + strlen(top) + 1, what);
 		free(p);
 	}

@@ -1036,6 +1036,56 @@ static int settings_check(const kernels__config *cfg)
 	return 0;
 }
 
+/* The option, else the environment, as huggingface_hub reads it:
+ * TRANSFORMERS_OFFLINE when HF_HUB_OFFLINE is unset or empty. What decided
+ * is kept, for messages that say how to go online. */
+static void offline_load(kernels__config *cfg, const kernels_options *opts)
+{
+	const char *var = env_nonempty("HF_HUB_OFFLINE") ? "HF_HUB_OFFLINE" : "TRANSFORMERS_OFFLINE";
+
+	cfg->offline = opts->offline != KERNELS_FROM_ENV ? !!opts->offline : env_bool(opts, var);
+	if (cfg->offline)
+		cfg->offline_by = opts->offline != KERNELS_FROM_ENV ? "kernels_options.offline" : var;
+}
+
+/* What can make a call offline: as said in a message, and how to undo it. */
+static const struct {
+	const char *by, *said, *hint;
+} offline_sources[] = {
+	{ "HF_HUB_OFFLINE", "offline (HF_HUB_OFFLINE)", "unset HF_HUB_OFFLINE" },
+	{ "TRANSFORMERS_OFFLINE", "offline (TRANSFORMERS_OFFLINE)", "unset TRANSFORMERS_OFFLINE" },
+	{ "kernels_options.offline", "offline (kernels_options.offline)",
+	  "leave kernels_options.offline (--offline) unset" },
+	{ "kernels_load_locked", "offline (kernels_load_locked reads only the cache)",
+	  "use kernels_get_locked (libkernels load --fetch)" },
+};
+
+static int offline_source(const kernels__config *cfg)
+{
+	int i;
+
+	for (i = 0; cfg->offline_by && i < (int)(sizeof(offline_sources) / sizeof(offline_sources[0])); i++)
+		if (!strcmp(cfg->offline_by, offline_sources[i].by))
+			return i;
+	return -1;
+}
+
+const char *kernels__config_online_hint(const kernels__config *cfg)
+{
+	int i = offline_source(cfg);
+
+	if (cfg->offline_why)
+		return "wait until the Hub answers";
+	return i < 0 ? "go online" : offline_sources[i].hint;
+}
+
+const char *kernels__config_offline_said(const kernels__config *cfg)
+{
+	int i = offline_source(cfg);
+
+	return i < 0 ? "offline" : offline_sources[i].said;
+}
+
 int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 {
 	kernels_options full;
@@ -1049,9 +1099,7 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	if (opts->system)
 		cfg->system_override = *opts->system;
 
-	/* as huggingface_hub: TRANSFORMERS_OFFLINE when HF_HUB_OFFLINE is unset or empty */
-	cfg->offline = opts->offline != KERNELS_FROM_ENV ? !!opts->offline :
-		       env_bool(opts, env_nonempty("HF_HUB_OFFLINE") ? "HF_HUB_OFFLINE" : "TRANSFORMERS_OFFLINE");
+	offline_load(cfg, opts);
 	/* as huggingface_hub: any of the three turns telemetry off (each read,
 	 * so each bad value is warned about) */
 	no_telemetry = env_bool(opts, "HF_HUB_DISABLE_TELEMETRY");

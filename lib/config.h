@@ -33,6 +33,8 @@ typedef struct {
 	char *cache_dir;       /* hub cache root */
 	char *token;           /* NULL when none */
 	int offline;           /* 0/1 */
+	const char *offline_by; /* what set `offline` (static): "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+				   "kernels_options.offline" or "kernels_load_locked"; NULL: online */
 	const char *offline_why; /* NULL: offline as the caller asked; else why get.c runs the call offline
 				    (the Hub cannot be reached): a cache miss is then KERNELS_ENETWORK saying so */
 	int telemetry;         /* 0 when HF_HUB_DISABLE_TELEMETRY is set */
@@ -164,6 +166,13 @@ int kernels__endpoint_failover(int rc);
  * info level), 0 when the walk is over. */
 int kernels__endpoint_next(const kernels__config *cfg, size_t i, const kernels__config *at, int rc,
 			   kernels__endpoint_failures *failed);
+
+/* How to go online, for the "what to do" of an offline refusal: undo what
+ * made the call offline (cfg->offline_by), or wait for the Hub when it is
+ * the Hub that cannot be reached (cfg->offline_why). Static. */
+const char *kernels__config_online_hint(const kernels__config *cfg);
+/* "offline (HF_HUB_OFFLINE)": the mode, with what set it. Static. */
+const char *kernels__config_offline_said(const kernels__config *cfg);
 
 /* Reports a warning/info through the configured callback (stderr default). */
 void kernels__log(const kernels__config *cfg, kernels_log_level level, const char *fmt, ...)

@@ -245,19 +245,20 @@ static int download_offline(const kernels__config *cfg, kernels__repo_type type,
 		char *vdir = kernels__sprintf("%s/build/%s", snap, variants[i]);
 		struct stat st;
 		int only_metadata = 0;
-		snprintf(what, sizeof(what), "%s variant %s at %s (libkernels download)", repo_id, variants[i], commit);
+		snprintf(what, sizeof(what), "%s variant %s at %s (libkernels download, or %s)", repo_id, variants[i],
+			 commit, kernels__config_online_hint(cfg));
 		if (!vdir)
 			rc = KERNELS_ENOMEM;
 		else if (stat(vdir, &st) < 0 || !S_ISDIR(st.st_mode))
 			rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s at %s is not in the cache; "
-					    "download it while online (libkernels download, or unset HF_HUB_OFFLINE)",
-					    variants[i], repo_id, commit);
+					    "download it while online (libkernels download, or %s)", variants[i],
+					    repo_id, commit, kernels__config_online_hint(cfg));
 		else if (!(flags & KERNELS__DOWNLOAD_VERIFIED) &&
 			 (rc = kernels__cache_check_tree(vdir, what, &only_metadata)) == 0 && only_metadata)
 			/* what a lock or the arch check cached (as Python kernels' lock does) */
 			rc = kernels__error(KERNELS_EOFFLINE, "offline: variant %s of %s at %s is not in the cache (only "
 					    "its metadata.json); download it while online (libkernels download, or "
-					    "unset HF_HUB_OFFLINE)", variants[i], repo_id, commit);
+					    "%s)", variants[i], repo_id, commit, kernels__config_online_hint(cfg));
 		free(vdir);
 	}
 	if (rc == 0 && snapshot_dir)
@@ -530,7 +531,7 @@ int kernels__download_file(const kernels__config *cfg, kernels__repo_type type, 
 		return rc < 0 ? rc : 0;
 	if (cfg->offline)
 		return kernels__error(KERNELS_EOFFLINE, "offline: %s of %s at %s is not in the cache; download it "
-				      "while online (unset HF_HUB_OFFLINE)", path, repo_id, commit);
+				      "while online (%s)", path, repo_id, commit, kernels__config_online_hint(cfg));
 	if (!strncmp(path, "build/", 6))
 		return listed_file(cfg, type, repo_id, commit, path, local_path);
 	memset(&e, 0, sizeof(e));

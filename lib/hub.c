@@ -823,8 +823,8 @@ static int request_capped(const kernels__config *cfg, const char *url_or_path, i
 	r->size = -1;
 	if (cfg->offline)
 		return kernels__error(KERNELS_EOFFLINE,
-				      "offline mode (HF_HUB_OFFLINE) forbids the request %s; unset HF_HUB_OFFLINE "
-				      "or download what is needed first", url_or_path);
+				      "%s forbids the request %s; %s, or download what is needed first",
+				      kernels__config_offline_said(cfg), url_or_path, kernels__config_online_hint(cfg));
 	url = url_or_path[0] == '/' ? kernels__sprintf("%s%s", cfg->endpoint, url_or_path)
 				    : kernels__strdup(url_or_path);
 	if (!url)

@@ -1364,7 +1364,7 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 		if (cfg->offline) {
 			rc = kernels__error(KERNELS_EOFFLINE,
 					    "offline: files of %s at %s are not in the cache; download "
-					    "them while online (unset HF_HUB_OFFLINE)", repo_id, commit);
+					    "them while online (%s)", repo_id, commit, kernels__config_online_hint(cfg));
 			goto out;
 		}
 		if ((rc = kernels__hub_global_init()) < 0)

@@ -404,6 +404,6 @@ const entry *kernels__reflist_find(const table *t, const char *name, kernels_rev
 
 int kernels__reflist_offline_why(const kernels__config *cfg, const char **why)
 {
-	*why = cfg->offline_why ? cfg->offline_why : "offline (HF_HUB_OFFLINE or kernels_options.offline)";
+	*why = cfg->offline_why ? cfg->offline_why : kernels__config_offline_said(cfg);
 	return cfg->offline_why ? KERNELS_ENETWORK : KERNELS_EOFFLINE;
 }

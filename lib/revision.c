@@ -424,18 +424,27 @@ static void record(const kernels__config *cfg, const kernels_revision *r)
 	free(dir);
 }
 
+/* What to do when the cache cannot answer, by why it was asked (`code`). */
+static void cached_todo(const kernels__config *cfg, int code, char *todo, size_t n)
+{
+	if (code == KERNELS_EOFFLINE)
+		snprintf(todo, n, "resolve it once online (%s) so it is recorded, or pin a full commit id",
+			 kernels__config_online_hint(cfg));
+	else
+		snprintf(todo, n, "check the network connection, HF_ENDPOINT and proxy settings, or pin a full "
+			 "commit id");
+}
+
 /* Answers from the cache's refs/ (offline). */
 static int resolve_cached(const kernels__config *cfg, const char *repo_id, const char *rev, kernels_revision *r)
 {
 	const char *why;
 	int code = kernels__reflist_offline_why(cfg, &why);
-	const char *todo = code == KERNELS_EOFFLINE
-		? "resolve it once online (unset HF_HUB_OFFLINE) so it is recorded, or pin a full commit id"
-		: "check the network connection, HF_ENDPOINT and proxy settings, or pin a full commit id";
-	char inner[1024];
+	char inner[1024], todo[160];
 	table t = { 0 };
 	int rc;
 
+	cached_todo(cfg, code, todo, sizeof(todo));
 	if ((rc = kernels__reflist_cached(cfg, repo_id, &t)) <= 0) {
 		if (rc == 0)
 			rc = kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id,

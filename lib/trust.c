@@ -162,8 +162,8 @@ static int check_offline(const kernels__config *cfg, kernels__repo_type type, co
 
 	if (!cached_at_all(cfg, type, repo_id))
 		return kernels__error(KERNELS_EOFFLINE, "offline: nothing of %s is in the cache (%s); fetch it while "
-				      "online (unset HF_HUB_OFFLINE), or download the locked project first", repo_id,
-				      cfg->cache_dir);
+				      "online (%s), or download the locked project first", repo_id, cfg->cache_dir,
+				      kernels__config_online_hint(cfg));
 	if ((known = record_trusted(cfg, type, repo_id, org, KERNELS__TRUST_MAX_AGE, why, sizeof(why))) > 0)
 		return 0;
 	if (known < 0) {
@@ -335,7 +335,7 @@ static int trust_cached(const kernels__config *cfg, const char *repo_id, const k
 
 	if (cfg->offline)
 		rc = kernels__error(KERNELS_EOFFLINE, "offline: recording trust asks the Hub for each publisher; run "
-				    "it while online (unset HF_HUB_OFFLINE)");
+				    "it while online (%s)", kernels__config_online_hint(cfg));
 	if (rc == 0)
 		rc = kernels_cache_scan(&info, repo_id, opts);
 	if (rc == 0 && repo_id && info->repos_count == 0)

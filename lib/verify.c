@@ -262,6 +262,7 @@ typedef struct {
 	 * blob is one never downloaded, said so (download.h: the fetch stage
 	 * leaves this walk to say what the cache lacks). */
 	int offline;
+	const char *online;   /* offline: how to go online (kernels__config_online_hint) */
 } walk_state;
 
 static int inside(const char *root, const char *path)
@@ -303,10 +304,10 @@ static int push(walk_state *w, const char *rel, const char *real, const struct s
 
 /* Offline, what the library's own load of a cached variant finds missing
  * was never downloaded: said so, with what to do. */
-static int not_downloaded(const char *what, const char *why)
+static int not_downloaded(const walk_state *w, const char *what, const char *why)
 {
 	return kernels__error(KERNELS_EOFFLINE, "offline: %s is not in the cache (%s); download the variant while "
-			      "online (libkernels download, or unset HF_HUB_OFFLINE)", what, why);
+			      "online (libkernels download, or %s)", what, why, w->online);
 }
 
 /* Every file of the variant but its metadata and Python's byte-code, by the
@@ -323,7 +324,7 @@ static int visit(const char *path, const char *rel, int depth, const struct stat
 		return 0;
 	if (!kernels__realpath(path, real, &st)) {
 		if (w->offline && errno == ENOENT)
-			return not_downloaded(path, "its link points at a missing blob");
+			return not_downloaded(w, path, "its link points at a missing blob");
 		return kernels__error(KERNELS_EINTEGRITY, "%s: %s (a broken link?); re-download the variant", path,
 				      strerror(errno));
 	}
@@ -544,7 +545,8 @@ static int verify_real_folder(const kernels__config *cfg, const char *dir_real, 
 {
 	const char *fence = root_real ? root_real : dir_real;
 	walk_state w = { .root = fence, .repo_root = root_real != NULL,
-			 .offline = use_receipts && root_real && cfg && cfg->offline };
+			 .offline = use_receipts && root_real && cfg && cfg->offline,
+			 .online = cfg ? kernels__config_online_hint(cfg) : NULL };
 	kernels_metadata *m = NULL;
 	size_t i;
 	int rc;
@@ -560,12 +562,12 @@ static int verify_real_folder(const kernels__config *cfg, const char *dir_real, 
 					      meta_real, fence);
 	}
 	if ((rc = kernels_metadata_read(&m, dir_real)) < 0)
-		return w.offline && rc == KERNELS_ENOTFOUND ? not_downloaded(dir_real, "no metadata.json")
+		return w.offline && rc == KERNELS_ENOTFOUND ? not_downloaded(&w, dir_real, "no metadata.json")
 		       : what ? kernels__error_prefix("%s", what) : rc;
 	w.root = fence;
 	if ((rc = kernels__walk(dir_real, MAX_DEPTH, visit, &w)) == 0 && w.offline && !w.n) {
 		/* what a lock or the arch check leaves of a variant (as Python kernels' lock does) */
-		rc = not_downloaded(what ? what : dir_real, "only its metadata.json");
+		rc = not_downloaded(&w, what ? what : dir_real, "only its metadata.json");
 	} else if (rc == 0) {
 		if (w.n)
 			qsort(w.v, w.n, sizeof(*w.v), ent_cmp);

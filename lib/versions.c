@@ -66,11 +66,12 @@ static int versions_cached(const kernels__config *cfg, const char *repo_id, tabl
 
 	if (rc < 0)
 		return rc;
+	if (rc == 0 && code == KERNELS_EOFFLINE)
+		return kernels__error(code, "%s, and %s is not in the cache at %s; list its versions once online (%s)",
+				      why, repo_id, cfg->cache_dir, kernels__config_online_hint(cfg));
 	if (rc == 0)
-		return kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id, cfg->cache_dir,
-				      code == KERNELS_EOFFLINE ? "list its versions once online (unset HF_HUB_OFFLINE)"
-							       : "check the network connection, HF_ENDPOINT and proxy "
-							       "settings");
+		return kernels__error(code, "%s, and %s is not in the cache at %s; check the network connection, "
+				      "HF_ENDPOINT and proxy settings", why, repo_id, cfg->cache_dir);
 	return 0;
 }
 

@@ -273,6 +273,54 @@ static void test_offline_missing_blob_is_not_cached(void **state)
 	assert_non_null(strstr(kernels_error_last(), "is not in the cache (its link points at a missing blob)"));
 }
 
+/* kernels_get offline fails with `by` in its message (what made it
+ * offline, and so what to undo) and without `not` (what did not). */
+static void expect_offline_by(const char *rev, const kernels_options *o, const char *by, const char *not)
+{
+	kernels_kernel *k = NULL;
+
+	assert_int_equal(kernels_get(&k, "acme/answer", rev, o), KERNELS_EOFFLINE);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), by));
+	assert_null(strstr(kernels_error_last(), not));
+}
+
+/* Offline, what the cache lacks is said with the way online: unset the
+ * variable that made the call offline (TRANSFORMERS_OFFLINE, when
+ * HF_HUB_OFFLINE is unset, as huggingface_hub reads them), or drop the
+ * option. Each stage that can refuse: the revision, a variant's download,
+ * a variant of which only metadata.json is cached. */
+static void test_offline_says_what_made_it_so(void **state)
+{
+	static const char *variant[] = { "torch29-cxx11-cpu-x86_64-linux" };
+	kernels_options o;
+	kernels_system s = sys_cuda(), cpu = sys_cpu(209);
+	kernels_snapshot *snap = NULL;
+	(void)state;
+
+	options(&o, &s);
+	assert_int_equal(kernels_has_kernel("acme/answer", "v1.0.0", &o), 1); /* metadata.json of one variant */
+	o.offline = KERNELS_FROM_ENV;
+	unsetenv("HF_HUB_OFFLINE");
+	setenv("TRANSFORMERS_OFFLINE", "1", 1);
+	expect_offline_by("v0.9", &o, "unset TRANSFORMERS_OFFLINE", "HF_HUB_OFFLINE");
+	expect_offline_by("v1.0.0", &o, "unset TRANSFORMERS_OFFLINE", "HF_HUB_OFFLINE");
+	o.system = &cpu;
+	assert_int_equal(kernels_download(&snap, "acme/answer", W.commit[2], variant, 1, &o), KERNELS_EOFFLINE);
+	assert_non_null(strstr(kernels_error_last(), "unset TRANSFORMERS_OFFLINE"));
+	assert_null(strstr(kernels_error_last(), "HF_HUB_OFFLINE"));
+	o.system = &s;
+
+	setenv("HF_HUB_OFFLINE", "1", 1);
+	expect_offline_by("v0.9", &o, "unset HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE");
+	expect_offline_by("v1.0.0", &o, "unset HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE");
+	unsetenv("HF_HUB_OFFLINE");
+	unsetenv("TRANSFORMERS_OFFLINE");
+	o.offline = 1;
+	expect_offline_by("v0.9", &o, "kernels_options.offline", "HF_HUB_OFFLINE");
+	expect_offline_by("v1.0.0", &o, "kernels_options.offline", "HF_HUB_OFFLINE");
+}
+
 /* A cached variant is loaded without asking the Hub for its files; one
  * that an interrupted run left incomplete is repaired by the download. */
 static void test_cached_variant_skips_listing_and_repairs(void **state)
@@ -867,6 +915,7 @@ int main(void)
 		cmocka_unit_test_setup(test_second_get_is_served_from_cache_and_offline, test_world_fresh),
 		cmocka_unit_test_setup(test_offline_metadata_only_variant_is_not_cached, test_world_fresh),
 		cmocka_unit_test_setup(test_offline_missing_blob_is_not_cached, test_world_fresh),
+		cmocka_unit_test_setup(test_offline_says_what_made_it_so, test_world_fresh),
 		cmocka_unit_test_setup(test_damaged_blob_is_fetched_again, test_world_fresh),
 		cmocka_unit_test_setup(test_record_lacking_a_file, test_world_fresh),
 		cmocka_unit_test_setup(test_cached_variant_skips_listing_and_repairs, test_world_fresh),

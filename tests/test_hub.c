@@ -131,16 +131,36 @@ static void test_origins(void **state)
 	kernels__config_free(&cfg);
 }
 
-static void test_offline_refuses(void **state)
+/* Offline, no request is made, and the refusal names what made the call
+ * offline, to be undone: the variable (TRANSFORMERS_OFFLINE when
+ * HF_HUB_OFFLINE is unset) or the option. */
+static void offline_refused_by(const kernels_options *o, const char *by, const char *not)
 {
 	kernels__config cfg;
 	kernels__hub_response r;
-	(void)state;
-	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
-	cfg.offline = 1;
+
+	assert_int_equal(kernels__config_load(&cfg, o), 0);
 	assert_int_equal(kernels__hub_request(&cfg, "/api/kernels/a/b", 0, &r), KERNELS_EOFFLINE);
-	assert_non_null(strstr(kernels_error_last(), "HF_HUB_OFFLINE"));
+	assert_non_null(strstr(kernels_error_last(), by));
+	assert_null(strstr(kernels_error_last(), not));
 	kernels__config_free(&cfg);
+}
+
+static void test_offline_refuses(void **state)
+{
+	kernels_options o;
+	(void)state;
+	setenv("HF_HUB_OFFLINE", "1", 1);
+	offline_refused_by(NULL, "offline (HF_HUB_OFFLINE) forbids the request /api/kernels/a/b; unset HF_HUB_OFFLINE",
+			   "TRANSFORMERS");
+	unsetenv("HF_HUB_OFFLINE");
+	setenv("TRANSFORMERS_OFFLINE", "yes", 1);
+	offline_refused_by(NULL, "offline (TRANSFORMERS_OFFLINE) forbids the request /api/kernels/a/b; unset "
+			   "TRANSFORMERS_OFFLINE", "HF_HUB_OFFLINE");
+	unsetenv("TRANSFORMERS_OFFLINE");
+	kernels_options_init(&o, KERNELS_OPTIONS_VERSION);
+	o.offline = 1;
+	offline_refused_by(&o, "offline (kernels_options.offline) forbids", "HF_HUB_OFFLINE");
 }
 
 static void test_unreachable(void **state)
