@@ -135,7 +135,8 @@ static int usage(FILE *out)
 	cli_global_help(out);
 	fputs("  -V, --version                print the version and exit\n"
 	      "  -h, --help                   show this help\n"
-	      "\nRun '" CLI_NAME " <command> --help' for a command's options.\n"
+	      "\nRun '" CLI_NAME " <command> --help' for a command's options. The environment variables read\n"
+	      "(HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE, KERNELS_CACHE, ...): ENVIRONMENT in 'man " CLI_NAME "'.\n"
 	      "Exit status: 0 success, 1 failure (the library's message is on stderr; with --json also an\n"
 	      "{\"error\": {code, name, message}} object on stdout), 2 bad command line.\n",
 	      out);

@@ -77,30 +77,6 @@ def test_readme_is_short_and_starts_with_the_two_commands():
     assert links and all((ROOT / link).is_file() for link in links), [l for l in links if not (ROOT / l).is_file()]
 
 
-def test_every_environment_variable_is_documented():
-    """Each environment variable lib/ names (an upper-case string literal
-    with an underscore that no public header defines; sigstore's algorithm
-    names aside), and each one the bindings read, has its row in
-    docs/environment.md."""
-    literals = set()
-    for path in (ROOT / "lib").rglob("*.c"):
-        if "sigstore" in path.parts:
-            continue
-        code = re.sub(r"/\*.*?\*/", " ", path.read_text(), flags=re.S)
-        literals |= set(re.findall(r'"([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])"', code))
-    for path in (ROOT / "bindings").rglob("*"):
-        if path.suffix in (".py", ".c"):
-            literals |= set(re.findall(r'(?:getenv\(|environ\.get\(|environ\[)"([A-Z][A-Z0-9_]*)"', path.read_text()))
-    defined = set()
-    for header in (ROOT / "include").rglob("*.h"):
-        # A name the headers only mention in a comment is not theirs.
-        code = re.sub(r"/\*.*?\*/|//[^\n]*", " ", header.read_text(), flags=re.S)
-        defined |= set(re.findall(r"\b(KERNELS_[A-Z0-9_]+)\b", code))
-    doc = (ROOT / "docs" / "environment.md").read_text()
-    missing = sorted(n for n in literals - defined if not re.search(r"`%s`" % n, doc))
-    assert missing == [], f"environment variables lib/ reads that docs/environment.md does not list: {missing}"
-
-
 def test_every_relative_link_in_docs_exists():
     """A link in docs/*.md to a file of the project points at one that is
     there, taken from the page's own folder as a Markdown reader takes it."""
