@@ -7,6 +7,7 @@
 #include "error.h"
 #include "hub.h"
 #include "util.h"
+#include "hash.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -705,6 +706,42 @@ int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char 
 	}
 	free(snap);
 	free(target);
+	return ok;
+}
+
+int kernels__cache_snapshot_open(const char *repo_dir, const char *commit, const char *path, long long size,
+			      struct stat *st)
+{
+	const char *leaf = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char *sub = kernels__sprintf("snapshots/%s/%.*s", commit, (int)(leaf - path), path);
+	int dfd = sub ? kernels__cache_repo_dir_open(repo_dir, sub, 0) : -1, fd = -1;
+
+	free(sub);
+	if (dfd >= 0)
+		fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (dfd >= 0)
+		close(dfd);
+	if (fd >= 0 && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size != size)) {
+		close(fd);
+		fd = -1;
+	}
+	kernels_error_clear();
+	return fd;
+}
+
+int kernels__cache_file_ok(const char *repo_dir, const char *commit, const char *path, const char *etag,
+			   long long size)
+{
+	struct stat st;
+	char hex[65];
+	int fd = kernels__cache_snapshot_open(repo_dir, commit, path, size, &st), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = kernels__hash_blob_fd(fd, strlen(etag) == 64 ? KERNELS__BLOB_SHA256 : KERNELS__BLOB_GIT_SHA1, hex,
+				   &st) == 0 && !strcmp(hex, etag);
+	close(fd);
+	kernels_error_clear();
 	return ok;
 }
 

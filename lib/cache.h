@@ -121,6 +121,21 @@ int kernels__cache_link(const char *repo_dir, const char *commit, const char *pa
 int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char *path, const char *etag,
 			   long long size);
 
+/* snapshots/{commit}/{path} opened for reading when it is itself a
+ * regular file of `size` bytes, its folders walked without following
+ * links; *st its fstat. -1 otherwise (no error set). */
+struct stat;
+int kernels__cache_snapshot_open(const char *repo_dir, const char *commit, const char *path, long long size,
+				 struct stat *st);
+
+/* 1 when snapshots/{commit}/{path} is itself a regular file of `size`
+ * bytes whose content hashes to `etag` (git's blob sha1, or sha256 for a
+ * 64-hex LFS name): huggingface_hub's layout where it makes no links
+ * (HF_HUB_DISABLE_SYMLINKS, or a filesystem without them), the blob moved
+ * or copied there. Its folders are not followed through links. */
+int kernels__cache_file_ok(const char *repo_dir, const char *commit, const char *path, const char *etag,
+			   long long size);
+
 /* 1 when blobs/{etag} exists as a regular file of `size` bytes. */
 int kernels__cache_blob_ok(const char *repo_dir, const char *etag, long long size);
 

@@ -122,6 +122,10 @@ typedef struct fetch {
 	 * publishing (blobs/'s flush, the links); joined before the call
 	 * returns, so the load that reads them finds them. */
 	kernels__write_later *receipts;
+	/* Per tree entry: 1 when its snapshot path is already a regular file
+	 * holding the listed bytes (huggingface_hub without symlinks); it is
+	 * neither fetched nor linked over. */
+	unsigned char *as_file;
 } fetch;
 
 static void settle(fetch *f, job *j, int state)
@@ -1204,6 +1208,34 @@ static int files_by_blob(fetch *f, const kernels__tree *tree, const kernels__tre
 	return 0;
 }
 
+/* huggingface_hub without symlinks (HF_HUB_DISABLE_SYMLINKS, or a
+ * filesystem that has none) leaves each file as a regular file in the
+ * snapshot, its blob moved there: one that hashes to its listed name is
+ * in the cache as it is. Marked and dropped from `by`; only a regular
+ * file is hashed, so a cache of links pays one lstat per file. */
+static int drop_plain_files(fetch *f, const kernels__tree *tree, const kernels__tree_entry **by, size_t *n)
+{
+	size_t i, kept = 0;
+	struct stat st;
+	char *snap;
+
+	if (!(f->as_file = calloc(tree->n + 1, 1)))
+		return kernels__error_oom();
+	for (i = 0; i < *n; i++) {
+		const kernels__tree_entry *e = by[i];
+		if (!(snap = kernels__sprintf("%s/snapshots/%s/%s", f->repo_dir, f->commit, e->path)))
+			return KERNELS_ENOMEM;
+		if (lstat(snap, &st) == 0 && S_ISREG(st.st_mode) &&
+		    kernels__cache_file_ok(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e), e->size))
+			f->as_file[e - tree->entries] = 1;
+		else
+			by[kept++] = e;
+		free(snap);
+	}
+	*n = kept;
+	return 0;
+}
+
 /* In `by` (sorted by blob), each file after the first of its blob set to
  * NULL: it shares that one's blob (of one size: kernels__tree_check). */
 static size_t one_per_blob(const kernels__tree_entry **by, size_t n)
@@ -1249,7 +1281,7 @@ static int plan(fetch *f, const kernels__tree *tree)
 
 	if (!(f->cache_name = kernels__repo_cache_name(f->type, f->repo_id)))
 		return KERNELS_ENOMEM;
-	if ((rc = files_by_blob(f, tree, &by, &n)) < 0)
+	if ((rc = files_by_blob(f, tree, &by, &n)) < 0 || (rc = drop_plain_files(f, tree, by, &n)) < 0)
 		goto out;
 	unique = one_per_blob(by, n);
 	readdir_mode = unique >= BLOBS_READDIR_MIN;
@@ -1297,7 +1329,8 @@ static int link_all(fetch *f, const kernels__tree *tree)
 		const kernels__tree_entry *e = &tree->entries[i];
 		if (e->is_dir)
 			continue;
-		if (kernels__cache_link_ok(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e), e->size)) {
+		if (f->as_file[i] ||
+		    kernels__cache_link_ok(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e), e->size)) {
 			if (f->stats)
 				f->stats->files_cached++;
 			continue;
@@ -1324,6 +1357,7 @@ static void fetch_free(fetch *f)
 		kernels__buf_free(&j->errbody);
 	}
 	free(f->jobs);
+	free(f->as_file);
 	free(f->cdn_url);
 	if (f->borrowed)
 		kernels__hub_conn_release(f->cfg->conn);

@@ -110,7 +110,17 @@ static int parse_record(char *buf, size_t len, const char *where, kernels__tree 
 int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *commit, kernels__tree *out)
 {
-	char *path = record_path(cfg, type, repo_id, commit), *buf = NULL;
+	char *dir = kernels__cache_repo_dir(cfg, type, repo_id);
+	int rc = dir ? kernels__listing_read_at(cfg, dir, commit, out) : KERNELS_ENOMEM;
+
+	free(dir);
+	return rc;
+}
+
+int kernels__listing_read_at(const kernels__config *cfg, const char *repo_dir, const char *commit,
+			     kernels__tree *out)
+{
+	char *path = kernels__sprintf("%s/.libkernels/trees/%s/build.tsv", repo_dir, commit), *buf = NULL;
 	size_t len = 0;
 	int rc;
 

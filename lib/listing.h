@@ -53,6 +53,10 @@ int kernels__listing_get(const kernels__config *cfg, kernels__repo_type type, co
 int kernels__listing_read(const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
 			  const char *commit, kernels__tree *out);
 
+/* The same for the repo's cache folder `repo_dir` (a real path or not). */
+int kernels__listing_read_at(const kernels__config *cfg, const char *repo_dir, const char *commit,
+			     kernels__tree *out);
+
 /* Drops the record of `commit`, best effort, keeping the caller's error:
  * the Hub's answers for the files contradicted the listing it just gave
  * (another hash, another size, no such file), which is not kept. */

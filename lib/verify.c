@@ -10,6 +10,7 @@
 #include "error.h"
 #include "util.h"
 #include "hash.h"
+#include "listing.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -452,30 +453,93 @@ static int hash_blob(file_ent *f, int git, char *hex)
 	return kernels__hash_blob(f->real, git ? KERNELS__BLOB_GIT_SHA1 : KERNELS__BLOB_SHA256, hex, &f->st);
 }
 
-static int check_blobs(walk_state *w, const char *root, const char *dir, const char *what)
+static int unverifiable(const char *what, const char *dir, const char *rel)
+{
+	return kernels__error(KERNELS_EINTEGRITY, "%s%s%s: %s has no digest in metadata.json and is not a cached blob "
+			      "named by its hash, so it cannot be verified; delete the folder and fetch it again",
+			      what ? what : "", what ? " in " : "", dir, rel);
+}
+
+static int mismatch(const char *what, const char *dir, const char *rel, const char *name, const char *hex)
+{
+	return kernels__error(KERNELS_EINTEGRITY, "%s%s%s: %s does not match the hash it was downloaded under "
+			      "(blob %s, content %s); the cache is corrupt or was tampered with: delete the folder "
+			      "and fetch it again", what ? what : "", what ? " in " : "", dir, rel, name, hex);
+}
+
+/* The Hub's listing of the commit whose snapshot holds `dir` (a real path
+ * under root/snapshots/), as the cache recorded it when the variant was
+ * last fetched online; *path (malloc'ed) the file's path in the repo.
+ * 1, 0 when there is no record, <0 on an error. */
+static int listing_of(const kernels__config *cfg, const char *root, const char *dir, const char *rel,
+		      kernels__tree *t, int *read, char **path)
+{
+	size_t n = strlen(root);
+	const char *commit = dir + n + strlen("/snapshots/");
+	char c[41];
+
+	if (strncmp(dir, root, n) || strncmp(dir + n, "/snapshots/", 11) || strspn(commit, "0123456789abcdef") != 40 ||
+	    commit[40] != '/')
+		return 0;
+	if (!(*path = kernels__sprintf("%s/%s", commit + 41, rel)))
+		return KERNELS_ENOMEM;
+	memcpy(c, commit, 40);
+	c[40] = '\0';
+	if (*read < 0)
+		*read = kernels__listing_read_at(cfg, root, c, t);
+	return *read;
+}
+
+/* A file huggingface_hub left in the snapshot itself (it makes no links
+ * with HF_HUB_DISABLE_SYMLINKS, or on a filesystem without them): proven
+ * by the hash the Hub listed for its path, as a blob by its name. Without
+ * a recorded listing (a cache only huggingface_hub filled) that takes one
+ * online load, which records it. */
+static int check_plain(const kernels__config *cfg, walk_state *w, file_ent *f, const char *root, const char *dir,
+		       const char *what, kernels__tree *t, int *read)
+{
+	char *path = NULL, *here = kernels__sprintf("%s/%s", dir, f->rel), hex[2 * EVP_MAX_MD_SIZE + 1];
+	const kernels__tree_entry *e;
+	int rc = here && !strcmp(here, f->real) ? listing_of(cfg, root, dir, f->rel, t, read, &path) : 0;
+
+	if (rc == 0 && path)
+		rc = kernels__error(w->offline ? KERNELS_EOFFLINE : KERNELS_EINTEGRITY, "%s%s%s: %s has no digest "
+				    "in metadata.json and is a plain file (a cache huggingface_hub wrote without "
+				    "symlinks), so only the Hub's listing of the commit can verify it, and the cache "
+				    "has no record of it; load the kernel once online (that records it)",
+				    what ? what : "", what ? " in " : "", dir, f->rel);
+	else if (rc == 0)
+		rc = here ? unverifiable(what, dir, f->rel) : KERNELS_ENOMEM;
+	else if (rc == 1 && (!(e = kernels__tree_find(t, path)) || e->is_dir))
+		rc = kernels__error(KERNELS_EINTEGRITY, "%s%s%s: %s is not in the Hub's listing of that commit; "
+				    "delete the folder and fetch it again", what ? what : "", what ? " in " : "", dir,
+				    f->rel);
+	else if (rc == 1 && (rc = hash_blob(f, !e->lfs_sha256, hex)) == 0 && strcmp(hex, kernels__tree_entry_blob(e)))
+		rc = mismatch(what, dir, f->rel, kernels__tree_entry_blob(e), hex);
+	free(path);
+	free(here);
+	return rc;
+}
+
+static int check_blobs(const kernels__config *cfg, walk_state *w, const char *root, const char *dir,
+		       const char *what)
 {
 	char *blobs = kernels__sprintf("%s/blobs/", root);
 	size_t i, n = blobs ? strlen(blobs) : 0;
-	int rc = blobs ? 0 : KERNELS_ENOMEM;
+	int rc = blobs ? 0 : KERNELS_ENOMEM, read = -1;
+	kernels__tree listing = { 0 };
 
 	for (i = 0; i < w->n && rc == 0; i++) {
 		const char *real = w->v[i].real, *name = real + n;
 		size_t len = strlen(name);
 		char hex[2 * EVP_MAX_MD_SIZE + 1];
 
-		if (strncmp(real, blobs, n) || (len != 40 && len != 64) || strspn(name, "0123456789abcdef") != len) {
-			rc = kernels__error(KERNELS_EINTEGRITY,
-					    "%s%s%s: %s has no digest in metadata.json and is not a cached blob named "
-					    "by its hash, so it cannot be verified; delete the folder and fetch it "
-					    "again", what ? what : "", what ? " in " : "", dir, w->v[i].rel);
-		} else if ((rc = hash_blob(&w->v[i], len == 40, hex)) == 0 && strcmp(hex, name)) {
-			rc = kernels__error(KERNELS_EINTEGRITY,
-					    "%s%s%s: %s does not match the hash it was downloaded under (blob %s, "
-					    "content %s); the cache is corrupt or was tampered with: delete the folder "
-					    "and fetch it again", what ? what : "", what ? " in " : "", dir,
-					    w->v[i].rel, name, hex);
-		}
+		if (strncmp(real, blobs, n) || (len != 40 && len != 64) || strspn(name, "0123456789abcdef") != len)
+			rc = check_plain(cfg, w, &w->v[i], root, dir, what, &listing, &read);
+		else if ((rc = hash_blob(&w->v[i], len == 40, hex)) == 0 && strcmp(hex, name))
+			rc = mismatch(what, dir, w->v[i].rel, name, hex);
 	}
+	kernels__tree_free(&listing);
 	free(blobs);
 	return rc;
 }
@@ -491,7 +555,7 @@ static int check_files(const kernels__config *cfg, kernels_metadata *m, walk_sta
 	if (m->files)
 		return check_digest(m, w, receipts ? root : NULL, dir, what, cfg);
 	if (root)
-		return check_blobs(w, root, dir, what);
+		return check_blobs(cfg, w, root, dir, what);
 	kernels__log(cfg, KERNELS_LOG_WARNING,
 		     "%s (%s) has no digest in metadata.json: its files are loaded unverified (a local build "
 		     "tree; run `kernel-builder hash` or rebuild to add one)", what ? what : "variant", dir);

@@ -68,6 +68,19 @@ int kernels__hash_blob(const char *path, kernels__blob_kind kind, char hex[65], 
 	return 0;
 }
 
+int kernels__hash_blob_fd(int fd, kernels__blob_kind kind, char hex[65], const struct stat *st)
+{
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok = ctx && kernels__blob_digest_begin(ctx, kind, (long long)st->st_size);
+
+	if (digest_fd(fd, ctx, ok, digest, &dlen) < 0)
+		return kernels__error(KERNELS_EIO, "hashing a cached file failed: %s", strerror(errno));
+	kernels__hex(digest, dlen, hex);
+	return 0;
+}
+
 int kernels__blob_digest_begin(EVP_MD_CTX *ctx, kernels__blob_kind kind, long long size)
 {
 	char header[64];

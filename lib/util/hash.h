@@ -26,6 +26,10 @@ typedef enum { KERNELS__BLOB_GIT_SHA1, KERNELS__BLOB_SHA256 } kernels__blob_kind
  * (may be NULL). */
 int kernels__hash_blob(const char *path, kernels__blob_kind kind, char hex[65], struct stat *st);
 
+/* The same for an open descriptor, read from where it stands; `st` is its
+ * fstat (the size git's header names). */
+int kernels__hash_blob_fd(int fd, kernels__blob_kind kind, char hex[65], const struct stat *st);
+
 /* Starts `ctx` on the hash that names a blob of `kind`; for git's sha1,
  * feeds the header git hashes before the content of a blob of `size`
  * bytes. 1, or 0 when OpenSSL fails (as its EVP functions). For hashes
