@@ -30,6 +30,7 @@
 #include "refs.h"
 #include "util.h"
 #include "hash.h"
+#include "listing.h"
 #include "verify.h"
 
 /* A fixed time for every entry: the same cache gives the same bundle. */
@@ -74,9 +75,50 @@ static int blob_sha256(const char *blob, char hex[65])
 }
 
 typedef struct {
+	const kernels__config *cfg;
 	const char *repo_dir, *variant, *what;
 	json_t *files;
+	kernels__tree listing;  /* the commit's recorded build/ listing, read at the first plain file */
+	int listed;             /* -1 not read yet, 1 read, 0 none recorded */
+	const char *commit;
 } walk_ctx;
+
+static int add_entry(walk_ctx *c, const char *rel, long long size, const char *sha, const char *etag)
+{
+	if (json_array_append_new(c->files, json_pack("{s:s,s:I,s:s,s:s}", "path", rel, "size", (json_int_t)size,
+						      "sha256", sha, "etag", etag)))
+		return kernels__error_oom();
+	return 0;
+}
+
+/* A file huggingface_hub left in the snapshot itself (no symlinks): its
+ * blob name is the hash the Hub listed for its path, from the listing the
+ * cache recorded (online, the download just before records it). The bytes
+ * were verified a moment ago (kernels__verify_variant). */
+static int add_plain(walk_ctx *c, const char *path, const char *rel, const char *in_snap)
+{
+	const kernels__tree_entry *e;
+	struct stat st;
+	char sha[65];
+
+	if (c->listed < 0 && (c->listed = kernels__listing_read_at(c->cfg, c->repo_dir, c->commit, &c->listing)) < 0)
+		return c->listed;
+	if (!c->listed)
+		return kernels__error(KERNELS_EOFFLINE, "%s: %s is a plain file (a cache huggingface_hub wrote "
+				      "without symlinks) and the cache has no record of the Hub's listing of the "
+				      "commit, which names its blob; write the bundle once online (that records it)",
+				      c->what, path);
+	if (!(e = kernels__tree_find(&c->listing, in_snap)) || e->is_dir || lstat(path, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_size != e->size)
+		return kernels__error(KERNELS_EINTEGRITY, "%s: %s is not the file the Hub's listing of the commit "
+				      "names; remove the snapshot ('libkernels cache rm') and download it again",
+				      c->what, path);
+	if (e->lfs_sha256)
+		memcpy(sha, e->lfs_sha256, 65);
+	else if (blob_sha256(path, sha) < 0)
+		return KERNELS_EIO;
+	return add_entry(c, rel, e->size, sha, kernels__tree_entry_blob(e));
+}
 
 /* Byte-code Python wrote beside a module it imported is not what the Hub
  * serves, and no digest covers it. */
@@ -97,6 +139,11 @@ static int add_file(walk_ctx *c, const char *path, const char *rel)
 
 	if (!in_snap)
 		return KERNELS_ENOMEM;
+	if (n < 0 && errno == EINVAL) { /* not a link */
+		rc = add_plain(c, path, rel, in_snap);
+		free(in_snap);
+		return rc;
+	}
 	if (n <= 0 || (target[n] = '\0', !(etag = strrchr(target, '/'))) || !kernels__is_etag(++etag) ||
 	    !(want = kernels__cache_link_target(in_snap, etag)) || strcmp(want, target))
 		rc = kernels__error(KERNELS_EUNSAFE, "%s: %s is not a link into the cache's blobs/ as downloads make "
@@ -110,9 +157,8 @@ static int add_file(walk_ctx *c, const char *path, const char *rel)
 		memcpy(sha, etag, 65);
 	else
 		rc = blob_sha256(blob, sha);
-	if (rc == 0 && json_array_append_new(c->files, json_pack("{s:s,s:I,s:s,s:s}", "path", rel, "size",
-							      (json_int_t)st.st_size, "sha256", sha, "etag", etag)))
-		rc = kernels__error_oom();
+	if (rc == 0)
+		rc = add_entry(c, rel, st.st_size, sha, etag);
 	free(want);
 	free(blob);
 	free(in_snap);
@@ -160,7 +206,7 @@ static int add_variant(writer *w, kernels__repo_type type, const char *repo_id, 
 {
 	char *dir = kernels__sprintf("%s/snapshots/%s/build/%s", repo_dir, commit, variant);
 	char *what = kernels__sprintf("%s@%.7s variant %s", repo_id, commit, variant);
-	walk_ctx c = { repo_dir, variant, what, json_array() };
+	walk_ctx c = { w->cfg, repo_dir, variant, what, json_array(), { 0 }, -1, commit };
 	int rc = dir && what && c.files ? 0 : kernels__error_oom();
 
 	/* Online the transfer engine fetches what the cache lacks (a lock leaves
@@ -177,6 +223,7 @@ static int add_variant(writer *w, kernels__repo_type type, const char *repo_id, 
 	if (rc == 0 && json_array_append_new(variants, json_pack("{s:s,s:O}", "name", variant, "files", c.files)))
 		rc = kernels__error_oom();
 	json_decref(c.files);
+	kernels__tree_free(&c.listing);
 	free(dir);
 	free(what);
 	return rc;
@@ -305,6 +352,18 @@ static int put_bytes(struct archive *a, const char *name, const void *data, size
 	return 0;
 }
 
+/* No blob: huggingface_hub without symlinks moved it into the snapshot. */
+static int open_plain(const char *repo_dir, const kernels__bundle_entry *e)
+{
+	char *path = kernels__sprintf("build/%s/%s", e->f.variant, e->f.path);
+	struct stat st;
+	int fd = path ? kernels__cache_snapshot_open(repo_dir, e->f.commit, path, (long long)e->f.size, &st) : -1;
+
+	free(path);
+	errno = ENOENT;
+	return fd;
+}
+
 /* The blob's bytes as they are: the variant was verified against its
  * digest just before (kernels__verify_variant), and the importer hashes
  * every byte against the manifest anyway, so hashing again here would only
@@ -315,6 +374,8 @@ static int put_file(struct archive *a, const kernels__bundle_entry *e, const cha
 	unsigned long long left = e->f.size;
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1, rc;
 
+	if (fd < 0 && blob && errno == ENOENT)
+		fd = open_plain(repo_dir, e);
 	if (fd < 0) {
 		rc = blob ? kernels__error(KERNELS_EIO, "cannot read %s: %s", blob, strerror(errno)) : KERNELS_ENOMEM;
 		free(blob);

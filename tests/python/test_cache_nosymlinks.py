@@ -4,7 +4,7 @@ snapshots/<commit>/, its blob moved there (blobs/ stays empty).
 
 libkernels loads such a cache offline, gets and downloads from it online
 with no file fetched again and nothing rewritten (huggingface_hub reads it
-the same afterwards), lists and verifies it; every file is still
+the same afterwards), lists, verifies and bundles it; every file is still
 verified: against metadata.json's digest, or, for a variant built before
 digests, against the Hub's listing of the commit the cache recorded.
 """
@@ -121,6 +121,39 @@ def test_cache_ls_verify_and_rm(hub, tmp_path):
     j = cli.json("cache", "rm", "org/k", "--revision", commit)
     assert j["commit"] == commit and j["freed_bytes"] > 0
     assert not os.path.exists(cache / "kernels--org--k" / "snapshots" / commit)
+
+
+def test_bundle_from_plain_files(hub, tmp_path):
+    """A bundle names each file's blob: for a plain file, the hash the
+    Hub's listing gives its path (recorded by the lock, which lists the
+    commit); the bytes come from the snapshot. Offline and online (where
+    the transfer engine looks first) it holds the same files (the refs
+    differ: online the Hub's come too); a fresh cache imports it and loads
+    offline."""
+    commit, files = publish_kernel(hub, tmp_path)
+    cache = tmp_path / "cache"
+    hf_fill(hub, cache, "v1.0.0", CPU211)
+    cli = Cli(hub, cache)
+    d = project(tmp_path)
+    cli.run("lock", str(d), check=0)
+    on, off = tmp_path / "on.bundle", tmp_path / "off.bundle"
+    cli.run("bundle", str(d), "-o", str(off), "--variant", CPU211, "--offline", check=0)
+    hub.log_clear()
+    cli.run("bundle", str(d), "-o", str(on), "--variant", CPU211, check=0)
+    assert resolves(hub) == 0
+    listed = cli.json("bundle", "ls", str(off))["files"]
+    assert listed == cli.json("bundle", "ls", str(on))["files"]
+    assert {f["path"] for f in listed} == {p.split("/", 2)[2] for p in files if p.startswith(f"build/{CPU211}/")}
+    fleet = Cli(None, tmp_path / "fleet")
+    fleet.run("bundle", "import", str(off), check=0)
+    assert fleet.json("get", "org/k", commit, "--offline", "--trusted-orgs", "org")["commit"] == commit
+
+    # With no listing recorded, the blob names are unknown: said so.
+    lost = tmp_path / "lost"
+    hf_fill(hub, lost, "v1.0.0", CPU211)
+    p = Cli(hub, lost).run("bundle", str(d), "-o", str(tmp_path / "x.bundle"), "--variant", CPU211, "--offline",
+                           check=1)
+    assert "no record of the Hub's listing" in p.stderr and "once online" in p.stderr
 
 
 def test_variant_without_digest_is_checked_against_the_listing(hub, tmp_path):
