@@ -151,13 +151,32 @@ static int parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/* 1 when `url` is no endpoint: the library's test (it refuses such an
+ * endpoint, as curl would), made here so that a bad --endpoint is a bad
+ * command line, exit 2, as a bad --timeout is. */
+static int url_flaw(const char *url)
+{
+	const char *host = !strncmp(url, "https://", 8) ? url + 8 : !strncmp(url, "http://", 7) ? url + 7 : NULL;
+
+	if (!host || !*host || strchr("/?#", *host))
+		return 1;
+	for (; *url; url++)
+		if ((unsigned char)*url <= ' ' || *url == 0x7f)
+			return 1;
+	return 0;
+}
+
 static int apply_global(cli_ctx *ctx, const cli_command *cmd, const char *name, const char *value)
 {
 	long n;
 	size_t i;
 
-	if (!strcmp(name, "endpoint"))
+	if (!strcmp(name, "endpoint")) {
+		if (url_flaw(value))
+			return cli_usage_error(cmd, "--endpoint wants an http:// or https:// URL with a host (https://"
+					       "huggingface.co, a mirror's), not '%s'", value);
 		ctx->opts.endpoint = value;
+	}
 	else if (!strcmp(name, "cache-dir"))
 		ctx->opts.cache_dir = value;
 	else if (!strcmp(name, "offline"))

@@ -132,6 +132,18 @@ def test_bad_flag_values_are_named_as_flags(tmp_path):
         assert (f"did you mean '{near}'" in p.stderr) if near else "did you mean" not in p.stderr
 
 
+def test_a_malformed_endpoint_flag_is_a_usage_error(tmp_path):
+    # A bad --endpoint is a bad command line (exit 2), as a bad --timeout is,
+    # before or after the command; a bad HF_ENDPOINT is the library's refusal (1).
+    cli = Cli(None, tmp_path / "cache")
+    for args in (("--endpoint", "foo", "versions", "org/k"), ("versions", "org/k", "--endpoint=ftp://h"),
+                 ("versions", "org/k", "--endpoint", "https://"), ("versions", "org/k", "--endpoint", "http://a b")):
+        p = cli.run(*args, check=2)
+        assert "--endpoint wants an http:// or https:// URL" in p.stderr and "usage:" in p.stderr, p.stderr
+    p = Cli(None, tmp_path / "cache", endpoint="foo").run("versions", "org/k", check=1)
+    assert "HF_ENDPOINT" in p.stderr
+
+
 def test_a_missing_device_is_a_usage_error(tmp_path):
     cli = Cli(None, tmp_path / "cache", extra_env={"KERNELS_BACKEND": "cuda", "KERNELS_BACKEND_VERSION": "13.0",
                                                    "KERNELS_GPU_ARCHS": "9.0"})
