@@ -203,16 +203,32 @@ static void on_log(kernels_log_level level, const char *message, void *payload)
 	fprintf(stderr, CLI_NAME ": %s: %s\n", level_name(level), message);
 }
 
-/* Whether global option `arg` (before the command) takes the next argv entry. */
-static int global_takes_value(const char *arg)
+/* Whether `opts` has the option `arg` ("--name" or "-x") with a value. */
+static int opts_take_value(const cli_opt *opts, const char *arg)
 {
 	int i;
 
-	if (strncmp(arg, "--", 2) || strchr(arg, '='))
+	for (i = 0; opts && opts[i].name; i++)
+		if (arg[1] == '-' ? !strcmp(arg + 2, opts[i].name) : arg[1] == opts[i].short_name && !arg[2])
+			return opts[i].arg != NULL;
+	return 0;
+}
+
+/* Whether option `arg`, before the command, takes the next argv entry: a
+ * global option with a value, or a command's (which command's, cli_parse
+ * judges once the command is known), so that the value is not taken for
+ * the command. */
+static int early_takes_value(const char *arg)
+{
+	size_t k;
+
+	if (arg[0] != '-' || !arg[1] || strchr(arg, '='))
 		return 0;
-	for (i = 0; cli_global_opts[i].name; i++)
-		if (!strcmp(arg + 2, cli_global_opts[i].name))
-			return cli_global_opts[i].arg != NULL;
+	if (opts_take_value(cli_global_opts, arg))
+		return 1;
+	for (k = 0; k < NCOMMANDS; k++)
+		if (opts_take_value(commands[k].opts, arg))
+			return 1;
 	return 0;
 }
 
@@ -226,7 +242,7 @@ static int find_cache_command(int argc, char **argv, int at, int *at2, const cli
 		if (argv[i][0] == '-') {
 			if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 				return cache_usage(stdout);
-			i += global_takes_value(argv[i]);
+			i += early_takes_value(argv[i]);
 			continue;
 		}
 		*at2 = i;
@@ -256,8 +272,7 @@ static int bundle_subcommand(int argc, char **argv, int at, int *at2)
 
 	for (i = at + 1; i < argc; i++) {
 		if (argv[i][0] == '-') {
-			i += global_takes_value(argv[i]) || !strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
-			     !strcmp(argv[i], "--variant");
+			i += early_takes_value(argv[i]);
 			continue;
 		}
 		if (strcmp(argv[i], "import") && strcmp(argv[i], "ls"))
@@ -318,7 +333,7 @@ int main(int argc, char **argv)
 	int i, nrest = 0, rc, at = -1, at2 = -1;
 	size_t k;
 
-	/* The command is the first argument that is neither an option nor the value of a global one. */
+	/* The command is the first argument that is neither an option nor an option's value. */
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help"))
 			return usage(stdout);
@@ -327,7 +342,7 @@ int main(int argc, char **argv)
 		if (argv[i][0] == '-') {
 			if ((rc = unknown_early_option(argv[i])) >= 0)
 				return rc;
-			i += global_takes_value(argv[i]);
+			i += early_takes_value(argv[i]);
 			continue;
 		}
 		at = i;

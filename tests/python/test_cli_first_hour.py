@@ -144,6 +144,24 @@ def test_a_malformed_endpoint_flag_is_a_usage_error(tmp_path):
     assert "HF_ENDPOINT" in p.stderr
 
 
+def test_options_before_the_command(hub, tmp_path):
+    # docs/cli.md: options may come before the command, global ones and the
+    # command's own, those with a value too: the value is not the command.
+    publish_kernel(hub, tmp_path, variants=(CPU211,))
+    cli = Cli(hub, tmp_path / "cache")
+    assert cli.run("--revision", "v1", "variants", "org/k", check=0).stdout == \
+        cli.run("variants", "org/k", "--revision", "v1", check=0).stdout
+    assert json.loads(cli.run("--json", "-q", "get", "org/k", "v1", check=0).stdout)["variant"] == CPU211
+    assert json.loads(cli.run("--json", "--revision=v1", "variants", "org/k", check=0).stdout)["chosen"] == CPU211
+    out = tmp_path / "k.bundle"
+    (tmp_path / "proj").mkdir()
+    p = cli.run("-o", str(out), "bundle", str(tmp_path / "proj"), check=1)
+    assert "kernels.lock" in p.stderr and "unknown command" not in p.stderr, p.stderr
+    # An option of another command is still refused, as the command's usage error.
+    p = cli.run("--all-variants", "versions", "org/k", check=2)
+    assert "--all-variants" in p.stderr and "usage: libkernels versions" in p.stderr
+
+
 def test_a_missing_device_is_a_usage_error(tmp_path):
     cli = Cli(None, tmp_path / "cache", extra_env={"KERNELS_BACKEND": "cuda", "KERNELS_BACKEND_VERSION": "13.0",
                                                    "KERNELS_GPU_ARCHS": "9.0"})
