@@ -491,8 +491,10 @@ static int listing_of(const kernels__config *cfg, const char *root, const char *
 }
 
 /* A file huggingface_hub left in the snapshot itself (it makes no links
- * with HF_HUB_DISABLE_SYMLINKS, or on a filesystem without them): proven
- * by the hash the Hub listed for its path, as a blob by its name. Without
+ * with HF_HUB_DISABLE_SYMLINKS, or on a filesystem without them), or in
+ * its shared blob store (named by its Xet hash, which is not the hash of
+ * its bytes): proven by the hash the Hub listed for its path, as a blob
+ * by its name. Without
  * a recorded listing (a cache only huggingface_hub filled) that takes one
  * online load, which records it. */
 static int check_plain(const kernels__config *cfg, walk_state *w, file_ent *f, const char *root, const char *dir,
@@ -500,12 +502,14 @@ static int check_plain(const kernels__config *cfg, walk_state *w, file_ent *f, c
 {
 	char *path = NULL, *here = kernels__sprintf("%s/%s", dir, f->rel), hex[2 * EVP_MAX_MD_SIZE + 1];
 	const kernels__tree_entry *e;
-	int rc = here && !strcmp(here, f->real) ? listing_of(cfg, root, dir, f->rel, t, read, &path) : 0;
+	int in_place = here && (!strcmp(here, f->real) || (w->repo_root && kernels__cache_shared_blob(root, f->real)));
+	int rc = in_place ? listing_of(cfg, root, dir, f->rel, t, read, &path) : 0;
 
 	if (rc == 0 && path)
 		rc = kernels__error(w->offline ? KERNELS_EOFFLINE : KERNELS_EINTEGRITY, "%s%s%s: %s has no digest "
-				    "in metadata.json and is a plain file (a cache huggingface_hub wrote without "
-				    "symlinks), so only the Hub's listing of the commit can verify it, and the cache "
+				    "in metadata.json and is not a blob named by its hash (huggingface_hub wrote it "
+				    "without symlinks, or in its shared blob store), so only the Hub's listing of the "
+				    "commit can verify it, and the cache "
 				    "has no record of it; load the kernel once online (that records it)",
 				    what ? what : "", what ? " in " : "", dir, f->rel);
 	else if (rc == 0)

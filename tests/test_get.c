@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
+#include "memo.h"
 #include "swap_walk.h"
 #include "test_world.h"
 #include "testutil.h"
@@ -891,6 +892,46 @@ static void test_variant_without_digest(void **state)
 	free(src);
 }
 
+/* The same with huggingface_hub 2.4's shared blob store, where a blob is
+ * named by its Xet hash, not by the hash of its bytes: each file is proven
+ * by the hash the Hub listed for its path, and a changed byte is refused. */
+static void test_variant_without_digest_in_shared_store(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	char *src, *so;
+	(void)state;
+
+	assert_true(asprintf(&src, "%s/src-nodigest-shared", W.tmp) > 0);
+	assert_int_equal(fx_answer_variant(src, "torch211-cxx11-cpu-x86_64-linux", "olds", 4343, "cpu", NULL, 1), 0);
+	assert_int_equal(fx_metadata_dir_omit_digest(src), 0);
+	assert_int_equal(test_hub_publish(W.hub, "--repo acme/olds --dir '%s' --branch main --tag v1.0.0 --trusted", src), 0);
+	options(&o, &s);
+	if (kernels_get(&k, "acme/olds", "v1.0.0", &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	kernels_kernel_close(k);
+	assert_int_equal(test_share_blobs(W.cache, "kernels--acme--olds"), 0);
+	kernels__memo_clear();
+	o.offline = 1;
+	if (kernels_get(&k, "acme/olds", "v1.0.0", &o) < 0)
+		fail_msg("offline, from the shared store: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 4343);
+	kernels_kernel_close(k);
+
+	assert_true(asprintf(&so, "%s/kernels--acme--olds/snapshots/%s/build/torch211-cxx11-cpu-x86_64-linux/_olds_4343.abi3.so",
+			     W.cache, test_hub_last_commit(W.hub)) > 0);
+	assert_int_equal(test_system("real=$(readlink -f '%s') && case \"$real\" in */blobs/[0-9a-f][0-9a-f]/*) ;; *) exit 1;; esac && "
+				     "chmod u+w \"$real\" && printf 'X' | dd of=\"$real\" bs=1 seek=100 conv=notrunc "
+				     "2>/dev/null", so), 0);
+	kernels__memo_clear();
+	assert_int_equal(kernels_get(&k, "acme/olds", "v1.0.0", &o), KERNELS_EINTEGRITY);
+	assert_null(k);
+	assert_non_null(strstr(kernels_error_last(), "_olds_4343.abi3.so"));
+	free(so);
+	free(src);
+}
+
 static void test_sixteen_threads(void **state)
 {
 	pthread_t t[THREADS];
@@ -932,6 +973,7 @@ int main(void)
 		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, test_world_fresh),
 		cmocka_unit_test_setup(test_local_get_survives_allocation_failures, test_world_fresh),
 		cmocka_unit_test_setup(test_variant_without_digest, test_world_fresh),
+		cmocka_unit_test_setup(test_variant_without_digest_in_shared_store, test_world_fresh),
 		cmocka_unit_test_setup(test_sixteen_threads, test_world_fresh),
 	};
 	return cmocka_run_group_tests(tests, setup, test_world_teardown);
