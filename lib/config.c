@@ -258,6 +258,12 @@ static int sigconf_load(struct kernels__sigconf **out, const kernels_options *op
 }
 
 #define DEFAULT_ENDPOINT "https://huggingface.co"
+/* huggingface_hub's staging mode (HUGGINGFACE_CO_STAGING): its CI Hub, and
+ * a token file of its own, so that its tests never use the production
+ * token. It moves the cache only by a name read after the cache (the
+ * legacy one), so the cache stays where it was. */
+#define STAGING_ENDPOINT "https://hub-ci.huggingface.co"
+#define STAGING_TOKEN_PATH "~/.cache/huggingface_staging/token"
 /* huggingface_hub's DEFAULT_ETAG_TIMEOUT and DEFAULT_DOWNLOAD_TIMEOUT. */
 #define DEFAULT_TIMEOUT_S (KERNELS_DEFAULT_TIMEOUT_MS / 1000)
 #define TIMEOUT_S_MAX (24 * 3600)
@@ -611,7 +617,10 @@ static int token_from_file(const kernels_options *opts, char **out)
 	int rc = 0;
 
 	*out = NULL;
-	path = env_nonempty("HF_TOKEN_PATH") ? expand_path(getenv("HF_TOKEN_PATH")) : hf_home_path("token");
+	if (kernels__env_true("HUGGINGFACE_CO_STAGING"))
+		path = expand_path(STAGING_TOKEN_PATH);
+	else
+		path = env_nonempty("HF_TOKEN_PATH") ? expand_path(getenv("HF_TOKEN_PATH")) : hf_home_path("token");
 	if (!path)
 		return KERNELS_ENOMEM;
 	if (kernels__read_file(path, TOKEN_LINE_MAX, KERNELS__READ_PREFIX, &text, &len, NULL) < 0) {
@@ -966,10 +975,35 @@ static int log_seen_before(struct kernels__log_seen *seen, const char *msg)
 	return found;
 }
 
+/* HF_HUB_USER_AGENT_ORIGIN, which huggingface_hub ends its User-Agent
+ * with; one that cannot be a header's value (a control character would
+ * end the header, or add one) is left out, said so. */
+static int ua_origin_load(kernels__config *cfg, const kernels_options *opts)
+{
+	const char *v = env_nonempty("HF_HUB_USER_AGENT_ORIGIN"), *p;
+
+	for (p = v; p && *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f) {
+			warn_setting(opts, "HF_HUB_USER_AGENT_ORIGIN holds a control character; it is left out of the "
+				     "User-Agent (set it to one line of text)");
+			return 0;
+		}
+	return set_str(&cfg->ua_origin, v);
+}
+
+/* The option, else huggingface_hub's: its staging Hub in staging mode
+ * (over HF_ENDPOINT, as there), else HF_ENDPOINT; NULL: the default. */
+static const char *endpoint_setting(const kernels_options *opts)
+{
+	if (opts->endpoint)
+		return opts->endpoint;
+	return kernels__env_true("HUGGINGFACE_CO_STAGING") ? STAGING_ENDPOINT : env_nonempty("HF_ENDPOINT");
+}
+
 /* The configuration's strings, each copy checked (set_str). */
 static int strings_load(kernels__config *cfg, const kernels_options *opts)
 {
-	const char *endpoint = opts->endpoint ? opts->endpoint : env_nonempty("HF_ENDPOINT");
+	const char *endpoint = endpoint_setting(opts);
 	int rc;
 
 	if (!(cfg->endpoint = strip_slash(kernels__strdup(endpoint ? endpoint : DEFAULT_ENDPOINT))) ||
@@ -978,6 +1012,7 @@ static int strings_load(kernels__config *cfg, const kernels_options *opts)
 	if (!(cfg->ua_system = calloc(1, KERNELS__UA_SYSTEM_MAX)))
 		return kernels__error_oom();
 	if ((rc = token_load(cfg, opts)) < 0 || (rc = set_str(&cfg->user_agent, opts->user_agent)) < 0 ||
+	    (rc = ua_origin_load(cfg, opts)) < 0 ||
 	    (rc = set_str(&cfg->trusted_orgs, opts->trusted_orgs)) < 0 ||
 	    (rc = set_str(&cfg->local_kernels, getenv("LOCAL_KERNELS"))) < 0)
 		return rc;
@@ -1173,6 +1208,7 @@ void kernels__config_free(kernels__config *cfg)
 	free(cfg->local_kernels);
 	free(cfg->torch_dir);
 	free(cfg->user_agent);
+	free(cfg->ua_origin);
 	free(cfg->ua_system);
 	endpoints_free(cfg->endpoints);
 	sigconf_free(cfg->sig);

@@ -66,6 +66,7 @@ typedef struct {
 	int skip_arch_check;   /* options.skip_arch_check, else $KERNELS_SKIP_ARCH_CHECK */
 	int device;            /* options.device, else $KERNELS_DEVICE, as a GPU index; -1: the current device */
 	char *user_agent;      /* options.user_agent: the caller's part of the User-Agent; NULL: none */
+	char *ua_origin;       /* $HF_HUB_USER_AGENT_ORIGIN: the User-Agent's last part, "origin/<it>"; NULL: none */
 	char *ua_system;       /* what this call's system description adds to the User-Agent (get.c writes it,
 				  hub.c reads it; KERNELS__UA_SYSTEM_MAX bytes, shared by shallow copies) */
 	char *env[KERNELS__ENV_VARS]; /* the variables of kernels__config_env, as the call began; NULL: unset */

@@ -200,21 +200,24 @@ static void ua_system_get(const kernels__config *cfg, char out[KERNELS__UA_SYSTE
  * libkernels and what runs the kernels (file_type/kernel, backend/, torch/
  * ...: cfg->ua_system, described once per call).
  * Telemetry off (HF_HUB_DISABLE_TELEMETRY, DISABLE_TELEMETRY, DO_NOT_TRACK):
- * the library's name and version only, still a valid header. */
+ * the library's name and version only, still a valid header. Either way
+ * "; origin/<it>" last when HF_HUB_USER_AGENT_ORIGIN is set, as
+ * huggingface_hub ends its own. */
 char *kernels__hub_user_agent(const kernels__config *cfg)
 {
 	const char *app = cfg->user_agent && *cfg->user_agent ? cfg->user_agent : NULL;
+	const char *origin = cfg->ua_origin ? "; origin/" : "", *o = cfg->ua_origin ? cfg->ua_origin : "";
 	char part[KERNELS__UA_SYSTEM_MAX] = "";
 	const char *sys;
 
 	if (!cfg->telemetry)
-		return kernels__strdup("libkernels/" KERNELS_VERSION_STRING);
+		return kernels__sprintf("libkernels/%s%s%s", KERNELS_VERSION_STRING, origin, o);
 	if (cfg->ua_system)
 		ua_system_get(cfg, part);
 	sys = *part ? part : NULL;
-	return kernels__sprintf("%s%slibkernels/%s; os/%s; cpu/%s; platform/%s-%s; file_type/kernel%s%s",
+	return kernels__sprintf("%s%slibkernels/%s; os/%s; cpu/%s; platform/%s-%s; file_type/kernel%s%s%s%s",
 				app ? app : "", app ? "; " : "", KERNELS_VERSION_STRING, ua_os, ua_cpu, ua_cpu, ua_os,
-				sys ? "; " : "", sys ? sys : "");
+				sys ? "; " : "", sys ? sys : "", origin, o);
 }
 
 /* ---- small helpers ---------------------------------------------------------- */

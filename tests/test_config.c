@@ -22,7 +22,8 @@
 static const char *const vars[] = { "KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME",
 				    "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH",
 				    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
-				    "HF_HUB_DISABLE_IMPLICIT_TOKEN", "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS" };
+				    "HF_HUB_DISABLE_IMPLICIT_TOKEN", "LOCAL_KERNELS", "KERNELS_TORCH_DIR", "KERNELS_ENDPOINTS",
+				    "HUGGINGFACE_CO_STAGING", "HF_HUB_USER_AGENT_ORIGIN" };
 
 static int clean_env(void **state)
 {
@@ -203,6 +204,52 @@ static void test_endpoint(void **state)
 	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
 	opts.endpoint = "https://mirror.example";
 	expect_config_string(&opts, endpoint, "https://mirror.example");
+}
+
+/* huggingface_hub's staging mode (HUGGINGFACE_CO_STAGING, true as it
+ * reads it): its CI Hub over HF_ENDPOINT, and its own token file over
+ * HF_TOKEN_PATH, as constants.py sets them; the caller's endpoint and
+ * KERNELS_ENDPOINTS still win, HF_TOKEN too, and the cache stays. */
+static void test_staging(void **state)
+{
+	kernels_options opts;
+	char *dir = test_mkdtemp("config-staging"), *file, *cache = NULL;
+	(void)state;
+
+	assert_non_null(dir);
+	setenv("HOME", dir, 1);
+	assert_int_equal(asprintf(&file, "%s/.cache/huggingface_staging", dir) > 0, 1);
+	assert_int_equal(test_system("mkdir -p '%s'", file), 0);
+	free(file);
+	assert_int_equal(asprintf(&file, "%s/.cache/huggingface_staging/token", dir) > 0, 1);
+	assert_int_equal(test_write_file(file, "hf_staging\n", 11), 0);
+	free(file);
+	assert_int_equal(asprintf(&file, "%s/prod", dir) > 0, 1);
+	assert_int_equal(test_write_file(file, "hf_prod\n", 8), 0);
+	setenv("HF_TOKEN_PATH", file, 1);
+	setenv("HF_ENDPOINT", "http://127.0.0.1:8080", 1);
+	setenv("HUGGINGFACE_CO_STAGING", "0", 1);
+	expect_config_string(NULL, endpoint, "http://127.0.0.1:8080");
+	expect_config_string(NULL, token, "hf_prod");
+
+	setenv("HUGGINGFACE_CO_STAGING", "Yes", 1);
+	expect_config_string(NULL, endpoint, "https://hub-ci.huggingface.co");
+	expect_config_string(NULL, token, "hf_staging");
+	assert_int_equal(asprintf(&cache, "%s/.cache/huggingface/hub", dir) > 0, 1);
+	expect_config_string(NULL, cache_dir, cache);
+	setenv("HF_TOKEN", "hf_env", 1);
+	expect_config_string(NULL, token, "hf_env");
+	unsetenv("HF_TOKEN");
+	kernels_options_init(&opts, KERNELS_OPTIONS_VERSION);
+	opts.endpoint = "https://mirror.example";
+	expect_config_string(&opts, endpoint, "https://mirror.example");
+	setenv("KERNELS_ENDPOINTS", "https://mirror.example,https://huggingface.co", 1);
+	expect_config_string(NULL, endpoint, "https://mirror.example");
+	unsetenv("KERNELS_ENDPOINTS");
+	test_rmtree(dir);
+	free(file);
+	free(cache);
+	free(dir);
 }
 
 static char seen[2048];
@@ -721,6 +768,7 @@ int main(void)
 		cmocka_unit_test_setup(test_home_without_HOME, clean_env),
 		cmocka_unit_test_setup(test_paths_expanded, clean_env),
 		cmocka_unit_test_setup(test_endpoint, clean_env),
+		cmocka_unit_test_setup(test_staging, clean_env),
 		cmocka_unit_test_setup(test_token_sources, clean_env),
 		cmocka_unit_test_setup(test_switches, clean_env),
 		cmocka_unit_test_setup(test_bad_values_named, clean_env),

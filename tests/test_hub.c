@@ -108,6 +108,37 @@ static void test_user_agent(void **state)
 	kernels__config_free(&cfg);
 }
 
+/* HF_HUB_USER_AGENT_ORIGIN ends the User-Agent with "; origin/<it>", as
+ * huggingface_hub adds it, telemetry on or off; one that cannot be a
+ * header's (a line break) is left out, with a warning. */
+static void test_user_agent_origin(void **state)
+{
+	kernels__config cfg;
+	char *ua;
+	(void)state;
+
+	setenv("HF_HUB_USER_AGENT_ORIGIN", "acme-ci", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	cfg.telemetry = 1;
+	ua = kernels__hub_user_agent(&cfg);
+	assert_non_null(strstr(ua, "; file_type/kernel"));
+	assert_string_equal(ua + strlen(ua) - strlen("; origin/acme-ci"), "; origin/acme-ci");
+	free(ua);
+	cfg.telemetry = 0;
+	ua = kernels__hub_user_agent(&cfg);
+	assert_string_equal(ua, "libkernels/" KERNELS_VERSION_STRING "; origin/acme-ci");
+	free(ua);
+	kernels__config_free(&cfg);
+	setenv("HF_HUB_USER_AGENT_ORIGIN", "a\r\nX-Evil: 1", 1);
+	assert_int_equal(kernels__config_load(&cfg, NULL), 0);
+	cfg.telemetry = 0;
+	ua = kernels__hub_user_agent(&cfg);
+	assert_string_equal(ua, "libkernels/" KERNELS_VERSION_STRING);
+	free(ua);
+	kernels__config_free(&cfg);
+	unsetenv("HF_HUB_USER_AGENT_ORIGIN");
+}
+
 static void test_origins(void **state)
 {
 	kernels__config cfg;
@@ -546,7 +577,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_escape),     cmocka_unit_test(test_etag),
 		cmocka_unit_test(test_retry_delays),
-		cmocka_unit_test(test_user_agent),     cmocka_unit_test(test_origins),
+		cmocka_unit_test(test_user_agent),     cmocka_unit_test(test_user_agent_origin),
+		cmocka_unit_test(test_origins),
 		cmocka_unit_test(test_offline_refuses), cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_status_errors),  cmocka_unit_test(test_ca_bundle),
 	};

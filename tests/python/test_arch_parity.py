@@ -228,3 +228,18 @@ def test_user_agent_telemetry_on_and_off(hub, tmp_path):
     for var in ("HF_HUB_DISABLE_TELEMETRY", "DISABLE_TELEMETRY", "DO_NOT_TRACK"):
         res, ours = user_agents(hub, tmp_path, "libkernels", **{var: "1"})
         assert res["error"] is None and ours == {f"libkernels/{tb.libkernels.__version__}"}, (var, ours)
+
+
+def test_user_agent_origin(hub, tmp_path):
+    # HF_HUB_USER_AGENT_ORIGIN: huggingface_hub ends its User-Agent with
+    # "; origin/<it>", telemetry on or off; libkernels ends each of its own so.
+    tree = tmp_path / "answer-tree"
+    tb.make_variant(tree / "build" / tb.torch_cpu_variant(), answer=42)
+    tb.publish_tree(hub, "acme/answer", tree)
+    res, theirs = user_agents(hub, tmp_path, "kernels", HF_HUB_USER_AGENT_ORIGIN="acme-ci")
+    assert res["error"] is None and any(ua.endswith("; origin/acme-ci") for ua in theirs), theirs
+    res, ours = user_agents(hub, tmp_path, "libkernels", HF_HUB_USER_AGENT_ORIGIN="acme-ci")
+    assert res["error"] is None and ours and all(ua.endswith("; origin/acme-ci") for ua in ours), ours
+    res, ours = user_agents(hub, tmp_path, "libkernels", HF_HUB_USER_AGENT_ORIGIN="acme-ci",
+                            HF_HUB_DISABLE_TELEMETRY="1")
+    assert ours == {f"libkernels/{tb.libkernels.__version__}; origin/acme-ci"}, ours

@@ -45,6 +45,8 @@ CASES = [
     {"HOME": "/home/u", "XDG_CACHE_HOME": "$E", "E": ""},
     {"HOME": "/home/u", "HF_HOME": "${E}", "E": ""},
     {"HOME": "/home/u", "XDG_CACHE_HOME": "/x", "HF_HOME": "/h"},
+    # staging mode moves huggingface_hub's legacy constant only, after HF_HUB_CACHE is read: not the cache
+    {"HOME": "/home/u", "HUGGINGFACE_CO_STAGING": "1"},
 ]
 
 
