@@ -745,6 +745,77 @@ int kernels__cache_file_ok(const char *repo_dir, const char *commit, const char 
 	return ok;
 }
 
+/* Copies what `src` has left into `dst`, then flushes it. */
+static int copy_fd(int src, int dst)
+{
+	char buf[65536];
+	ssize_t n, w = 0;
+
+	while ((n = read(src, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		for (w = 0; n > 0 && w < n;) {
+			ssize_t k = write(dst, buf + w, (size_t)(n - w));
+			if (k < 0 && errno != EINTR)
+				return -1;
+			w += k > 0 ? k : 0;
+		}
+	return n < 0 || fsync(dst) < 0 ? -1 : 0;
+}
+
+/* blobs/{etag} copied whole into the temporary `tmp` beside it. */
+static int copy_blob(const char *repo_dir, int bfd, const char *etag, const char *tmp)
+{
+	char *blob = kernels__cache_blob_path(repo_dir, etag);
+	int src = blob ? open(blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1, dst = -1, rc = 0;
+	struct stat st;
+
+	if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (dst = openat(bfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0 ||
+	    copy_fd(src, dst) < 0)
+		rc = blob ? kernels__error(KERNELS_EIO, "cannot copy %s into the snapshot: %s; check that the cache is "
+					   "writable and has room", blob, strerror(errno)) : KERNELS_ENOMEM;
+	if (src >= 0)
+		close(src);
+	if (dst >= 0)
+		close(dst);
+	if (rc < 0 && dst >= 0)
+		unlinkat(bfd, tmp, 0);
+	free(blob);
+	return rc;
+}
+
+int kernels__cache_place(const char *repo_dir, const char *commit, const char *path, const char *etag, int move)
+{
+	const char *leaf = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char *sub = kernels__sprintf("snapshots/%s/%.*s", commit, (int)(leaf - path), path), *base = NULL, *tmp = NULL;
+	int sfd = -1, bfd = -1, rc = sub && (base = kernels__sprintf("%s.file", etag)) && (tmp = kernels__tmp_name(base))
+					 ? 0 : KERNELS_ENOMEM;
+
+	/* Folders walked from the cache root without following links, as for a link. */
+	if (rc == 0 && ((sfd = rc = kernels__cache_repo_dir_open(repo_dir, sub, 1)) >= 0 &&
+			(bfd = rc = kernels__cache_repo_dir_open(repo_dir, "blobs", 1)) >= 0))
+		rc = move ? 0 : copy_blob(repo_dir, bfd, etag, tmp);
+	if (rc >= 0 && renameat(bfd, move ? etag : tmp, sfd, leaf) < 0) {
+		rc = kernels__error(KERNELS_EIO, "cannot put blobs/%s at snapshots/%s/%s in %s: %s; check that the "
+				    "cache is writable", etag, commit, path, repo_dir, strerror(errno));
+		if (!move)
+			unlinkat(bfd, tmp, 0);
+	}
+	if (sfd >= 0)
+		close(sfd);
+	if (bfd >= 0)
+		close(bfd);
+	free(sub);
+	free(base);
+	free(tmp);
+	return rc < 0 ? rc : 0;
+}
+
+static int link_failed(const char *snap, const char *target)
+{
+	return kernels__error(KERNELS_EIO, "cannot link %s to %s: %s; check that the cache is writable", snap, target,
+			      strerror(errno));
+}
+
 int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag)
 {
 	char *snap = kernels__sprintf("%s/snapshots/%s/%s", repo_dir, commit, path);
@@ -772,9 +843,12 @@ int kernels__cache_link(const char *repo_dir, const char *commit, const char *pa
 	    (bfd = rc = kernels__cache_repo_dir_open(repo_dir, "blobs", 1)) < 0)
 		goto out;
 	rc = 0;
-	if (symlinkat(target, bfd, tmp) < 0 || renameat(bfd, tmp, sfd, leaf) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot link %s to %s: %s; check that the cache is writable", snap,
-				    target, strerror(errno));
+	if (symlinkat(target, bfd, tmp) < 0) {
+		/* A filesystem without links: a copy, as huggingface_hub makes. */
+		rc = errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS
+			     ? kernels__cache_place(repo_dir, commit, path, etag, 0) : link_failed(snap, target);
+	} else if (renameat(bfd, tmp, sfd, leaf) < 0) {
+		rc = link_failed(snap, target);
 		unlinkat(bfd, tmp, 0);
 	}
 out:

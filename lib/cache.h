@@ -116,6 +116,14 @@ int kernels__cache_repo_lock(const kernels__config *cfg, kernels__repo_type type
  * way from the cache root is not a real folder (e.g. a planted symlink). */
 int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag);
 
+/* Puts blobs/{etag}'s bytes at snapshots/{commit}/{path} as a plain file,
+ * as huggingface_hub does where it makes no links: `move` renames the blob
+ * there (one this call downloaded and nothing else uses), else a copy,
+ * flushed, is renamed there. Replaces what is there atomically; folders as
+ * kernels__cache_link. kernels__cache_link falls back to it (a copy) on a
+ * filesystem that refuses links. */
+int kernels__cache_place(const char *repo_dir, const char *commit, const char *path, const char *etag, int move);
+
 /* 1 when snapshots/{commit}/{path} is our link to blobs/{etag} and the blob
  * exists with `size` bytes. */
 int kernels__cache_link_ok(const char *repo_dir, const char *commit, const char *path, const char *etag,

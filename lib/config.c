@@ -1142,6 +1142,7 @@ int kernels__config_load(kernels__config *cfg, const kernels_options *opts)
 	no_telemetry += env_bool(opts, "DO_NOT_TRACK");
 	cfg->telemetry = !no_telemetry;
 	cfg->skip_arch_check = opts->skip_arch_check ? 1 : env_bool(opts, "KERNELS_SKIP_ARCH_CHECK");
+	cfg->no_symlinks = env_bool(opts, "HF_HUB_DISABLE_SYMLINKS");
 	cfg->timeout_ms = opts->timeout_ms > 0 ? timeout_option(opts->timeout_ms)
 			  : 1000 * env_seconds(opts, "HF_HUB_ETAG_TIMEOUT", DEFAULT_TIMEOUT_S);
 	cfg->download_timeout_ms = opts->timeout_ms > 0 ? timeout_option(opts->timeout_ms)

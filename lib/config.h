@@ -64,6 +64,8 @@ typedef struct {
 	void *progress_payload;
 	struct kernels__sigconf *sig; /* kernels_options.signature* with their environment (below) */
 	int skip_arch_check;   /* options.skip_arch_check, else $KERNELS_SKIP_ARCH_CHECK */
+	int no_symlinks;       /* $HF_HUB_DISABLE_SYMLINKS: a download puts plain files in snapshots/, as
+				  huggingface_hub does (docs/cache-layout.md) */
 	int device;            /* options.device, else $KERNELS_DEVICE, as a GPU index; -1: the current device */
 	char *user_agent;      /* options.user_agent: the caller's part of the User-Agent; NULL: none */
 	char *ua_origin;       /* $HF_HUB_USER_AGENT_ORIGIN: the User-Agent's last part, "origin/<it>"; NULL: none */

@@ -122,11 +122,16 @@ typedef struct fetch {
 	 * publishing (blobs/'s flush, the links); joined before the call
 	 * returns, so the load that reads them finds them. */
 	kernels__write_later *receipts;
-	/* Per tree entry: 1 when its snapshot path is already a regular file
-	 * holding the listed bytes (huggingface_hub without symlinks); it is
-	 * neither fetched nor linked over. */
-	unsigned char *as_file;
+	/* Per tree entry (`entries` the tree's), MARK_* flags. */
+	const kernels__tree_entry *entries;
+	unsigned char *mark;
 } fetch;
+
+/* PLAIN: its snapshot path is already a regular file holding the listed
+ * bytes (huggingface_hub without symlinks): neither fetched nor linked
+ * over. SHARED: the first file of a blob other files have too. FRESH: the
+ * file whose blob this call downloaded. */
+enum { MARK_PLAIN = 1, MARK_SHARED = 2, MARK_FRESH = 4 };
 
 static void settle(fetch *f, job *j, int state)
 {
@@ -592,6 +597,8 @@ static void publish_synced(fetch *f, job *j, int err)
 	rc = kernels__cache_publish_at(j->fd, f->blobs_fd, in_blobs(j->incomplete), in_blobs(j->blob), j->blob, &st,
 				       KERNELS__PUBLISH_SYNCED);
 	f->published |= rc == 0;
+	if (rc == 0)
+		f->mark[j->entry - f->entries] |= MARK_FRESH;
 	j->fd = -1;
 	if (rc < 0) {
 		fail_job(f, j, rc);
@@ -1219,7 +1226,8 @@ static int drop_plain_files(fetch *f, const kernels__tree *tree, const kernels__
 	struct stat st;
 	char *snap;
 
-	if (!(f->as_file = calloc(tree->n + 1, 1)))
+	f->entries = tree->entries;
+	if (!(f->mark = calloc(tree->n + 1, 1)))
 		return kernels__error_oom();
 	for (i = 0; i < *n; i++) {
 		const kernels__tree_entry *e = by[i];
@@ -1227,7 +1235,7 @@ static int drop_plain_files(fetch *f, const kernels__tree *tree, const kernels__
 			return KERNELS_ENOMEM;
 		if (lstat(snap, &st) == 0 && S_ISREG(st.st_mode) &&
 		    kernels__cache_file_ok(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e), e->size))
-			f->as_file[e - tree->entries] = 1;
+			f->mark[e - tree->entries] |= MARK_PLAIN;
 		else
 			by[kept++] = e;
 		free(snap);
@@ -1238,13 +1246,14 @@ static int drop_plain_files(fetch *f, const kernels__tree *tree, const kernels__
 
 /* In `by` (sorted by blob), each file after the first of its blob set to
  * NULL: it shares that one's blob (of one size: kernels__tree_check). */
-static size_t one_per_blob(const kernels__tree_entry **by, size_t n)
+static size_t one_per_blob(fetch *f, const kernels__tree_entry **by, size_t n)
 {
 	const kernels__tree_entry *lead = NULL;
 	size_t i, unique = 0;
 
 	for (i = 0; i < n; i++) {
 		if (lead && !strcmp(kernels__tree_entry_blob(by[i]), kernels__tree_entry_blob(lead))) {
+			f->mark[lead - f->entries] |= MARK_SHARED;
 			by[i] = NULL;
 			continue;
 		}
@@ -1283,7 +1292,7 @@ static int plan(fetch *f, const kernels__tree *tree)
 		return KERNELS_ENOMEM;
 	if ((rc = files_by_blob(f, tree, &by, &n)) < 0 || (rc = drop_plain_files(f, tree, by, &n)) < 0)
 		goto out;
-	unique = one_per_blob(by, n);
+	unique = one_per_blob(f, by, n);
 	readdir_mode = unique >= BLOBS_READDIR_MIN;
 	if (readdir_mode && (rc = blob_names(f->repo_dir, &present, &n_present)) < 0)
 		goto out;
@@ -1319,6 +1328,18 @@ out:
 	return rc;
 }
 
+/* A blob this call fetched for several files was copied to each of them:
+ * removed once they all hold it, leaving blobs/ as huggingface_hub's move
+ * leaves it. */
+static void drop_copied_blobs(fetch *f, const kernels__tree *tree)
+{
+	size_t i;
+
+	for (i = 0; f->blobs_fd >= 0 && i < tree->n; i++)
+		if ((f->mark[i] & (MARK_FRESH | MARK_SHARED)) == (MARK_FRESH | MARK_SHARED))
+			unlinkat(f->blobs_fd, kernels__tree_entry_blob(&tree->entries[i]), 0);
+}
+
 /* Links every file once all blobs are in place; counts what was cached. */
 static int link_all(fetch *f, const kernels__tree *tree)
 {
@@ -1329,15 +1350,24 @@ static int link_all(fetch *f, const kernels__tree *tree)
 		const kernels__tree_entry *e = &tree->entries[i];
 		if (e->is_dir)
 			continue;
-		if (f->as_file[i] ||
+		if ((f->mark[i] & MARK_PLAIN) ||
 		    kernels__cache_link_ok(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e), e->size)) {
 			if (f->stats)
 				f->stats->files_cached++;
 			continue;
 		}
-		if ((rc = kernels__cache_link(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e))) < 0)
+		/* HF_HUB_DISABLE_SYMLINKS: plain files, as huggingface_hub puts
+		 * them: a blob this call fetched for this file alone moved there. */
+		if (f->cfg->no_symlinks)
+			rc = kernels__cache_place(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e),
+						  (f->mark[i] & (MARK_FRESH | MARK_SHARED)) == MARK_FRESH);
+		else
+			rc = kernels__cache_link(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e));
+		if (rc < 0)
 			return rc;
 	}
+	if (f->cfg->no_symlinks)
+		drop_copied_blobs(f, tree);
 	return 0;
 }
 
@@ -1357,7 +1387,7 @@ static void fetch_free(fetch *f)
 		kernels__buf_free(&j->errbody);
 	}
 	free(f->jobs);
-	free(f->as_file);
+	free(f->mark);
 	free(f->cdn_url);
 	if (f->borrowed)
 		kernels__hub_conn_release(f->cfg->conn);

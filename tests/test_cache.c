@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "memo.h"
 #include "swap_walk.h"
+#include "symlink_fail.h"
 #include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
@@ -194,6 +195,41 @@ static void test_shared_blob_store(void **state)
 	o.offline = 1;
 	assert_int_equal(kernels_get(&k, "acme/guard", "v1.0.0", &o), KERNELS_EUNSAFE);
 	assert_non_null(strstr(kernels_error_last(), "/blobs/zz/"));
+	free(cache);
+}
+
+/* Every file of the variant's snapshot folder is a regular file (1). */
+static int all_plain(const char *cache)
+{
+	return test_system("cd '%s/kernels--acme--guard/snapshots/%s/build/%s' && test -n \"$(find . -type f)\" && "
+			   "test -z \"$(find . ! -type f ! -type d)\"", cache, commit, VARIANT) == 0;
+}
+
+/* On a filesystem that refuses links, a download puts copies of its blobs
+ * in the snapshot, as huggingface_hub does, and they load offline. */
+static void test_filesystem_without_links(void **state)
+{
+	char *cache = make_cache("no-links");
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	int rc, refusals;
+	(void)state;
+
+	options(&o, cache);
+	symlink_fail_refuse(1);
+	rc = kernels_get(&k, "acme/guard", "v1.0.0", &o);
+	refusals = symlink_fail_refused();
+	symlink_fail_refuse(0);
+	if (rc < 0)
+		fail_msg("filling %s with links refused: %s", cache, kernels_error_last());
+	kernels_kernel_close(k);
+	assert_true(refusals > 0);
+	assert_true(all_plain(cache));
+	kernels__memo_clear();
+	o.offline = 1;
+	if (kernels_get(&k, "acme/guard", "v1.0.0", &o) < 0)
+		fail_msg("offline, from the copies: %s", kernels_error_last());
+	kernels_kernel_close(k);
 	free(cache);
 }
 
@@ -704,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_planted_subfolders),
 		cmocka_unit_test(test_planted_locks),
 		cmocka_unit_test(test_shared_blob_store),
+		cmocka_unit_test(test_filesystem_without_links),
 		cmocka_unit_test(test_planted_links_write_nothing),
 		cmocka_unit_test(test_swap_after_walk_writes_nothing),
 		cmocka_unit_test(test_lock_folder_errno),

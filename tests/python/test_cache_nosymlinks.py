@@ -14,7 +14,8 @@ import os
 import subprocess
 import sys
 
-from test_cache_interop import ours
+from test_cache_interop import V1, check_files, ours
+from test_cache_interop import variant_files as interop_files
 from test_cli import CPU29, CPU211, Cli, build_variant, publish_kernel, tree_files
 
 HF = r"""
@@ -187,3 +188,27 @@ def test_variant_without_digest_is_checked_against_the_listing(hub, tmp_path):
     hub.log_clear()
     assert cli.json("get", "org/k", "v1.0.0")["download"]["blobs_downloaded"] == 1
     assert layout(cache, commit)[0][so].startswith("../../../../blobs/")
+
+
+def test_libkernels_writes_plain_files_when_symlinks_are_disabled(hub, tmp_path, monkeypatch):
+    """HF_HUB_DISABLE_SYMLINKS=1: libkernels lays the snapshot out as
+    huggingface_hub does with it (new blobs moved in, blobs/ left empty),
+    files sharing a blob and an LFS file (through the CDN) included."""
+    files = interop_files()
+    commit = hub.publish("org/k", files=files, branches=["main"])
+    ours_cache, hf_cache = tmp_path / "ours", tmp_path / "hf"
+    monkeypatch.setenv("HF_HUB_DISABLE_SYMLINKS", "1")
+    r = ours(hub, ours_cache, "org/k", commit, V1)
+    assert r["rc"] == 0, r["error"]
+    hf_fill(hub, hf_cache, commit, V1)
+    mine = layout(ours_cache, commit)
+    assert mine == layout(hf_cache, commit)
+    assert set(mine[0].values()) == {"file"} and mine[1] == []
+    check_files(r["path"], files, V1)
+    assert hf_fill(hub, ours_cache, commit, V1, offline=True) == r["path"]
+
+    # Fetched again: nothing comes, nothing changes; offline it loads too.
+    hub.log_clear()
+    assert ours(hub, ours_cache, "org/k", commit, V1)["rc"] == 0
+    assert resolves(hub) == 0 and layout(ours_cache, commit) == mine
+    assert ours(hub, ours_cache, "org/k", commit, V1, offline=True)["rc"] == 0
