@@ -217,14 +217,21 @@ static int put_policies(kernels__buf *b, const kernels_options *o)
 
 /* The environment variables that can change an answer: every HF_* and
  * KERNELS_* (the token excepted: it never changes which variant a commit
- * gives, and has no business in memory twice), LOCAL_KERNELS, and what
- * the default cache folder and the search for a torch read. */
+ * gives, and has no business in memory twice), LOCAL_KERNELS, what the
+ * cache folder is read from besides (another cache: its own copy), the
+ * offline and staging switches huggingface_hub reads, what system
+ * detection reads (the GPUs seen, the CUDA runtime found) and what the
+ * search for a torch reads. */
 static int env_counts(const char *e)
 {
-	static const char *const exact[] = { "HOME=", "PATH=", "VIRTUAL_ENV=", "LOCAL_KERNELS=" };
+	static const char *const exact[] = {
+		"HOME=", "XDG_CACHE_HOME=", "HUGGINGFACE_HUB_CACHE=", "TRANSFORMERS_OFFLINE=",
+		"HUGGINGFACE_CO_STAGING=", "LOCAL_KERNELS=", "CUDA_VISIBLE_DEVICES=", "LD_LIBRARY_PATH=", "PATH=",
+		"VIRTUAL_ENV=", "PYENV_VERSION=", "PYTHONUSERBASE=", "PYTHONNOUSERSITE=",
+	};
 	size_t i;
 
-	if (!e[0] || !strchr("HKPVL", e[0])) /* what every name below starts with: most go here */
+	if (!e[0] || !strchr("CHKLPTVX", e[0])) /* what every name below starts with: most go here */
 		return 0;
 	if (!strncmp(e, "HF_TOKEN=", 9) || !strncmp(e, "HF_TOKEN_PATH=", 14))
 		return 0;

@@ -9,8 +9,9 @@
  * taken as it was).
  *
  * The memo maps the settings that decide the answer (endpoints, cache
- * folder, offline, trust, system overrides and every HF_* and KERNELS_*
- * variable of the environment: see kernels__memo_settings), the repo and
+ * folder, offline, trust, system overrides, every HF_* and KERNELS_*
+ * variable of the environment and the others that decide one, as
+ * XDG_CACHE_HOME: see memo.c's env_counts), the repo and
  * the commit to the handle kernels_get returned. It holds no reference:
  * a hit takes one through the loader's registry, and an entry whose
  * handle was closed (gone from the registry) is dropped and the call takes

@@ -932,6 +932,102 @@ static void test_variant_without_digest_in_shared_store(void **state)
 	free(src);
 }
 
+/* kernels_get with the cache the environment names: the variant loaded
+ * from under `want` (a folder of the test's); the handle, left open (the
+ * memo holds open ones only). */
+static kernels_kernel *get_in(const char *want)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	char real[4096];
+
+	options(&o, &s);
+	o.cache_dir = NULL;
+	if (kernels_get(&k, "acme/answer", W.commit[0], &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	assert_non_null(realpath(want, real));
+	if (strncmp(kernels_kernel_path(k), real, strlen(real)))
+		fail_msg("loaded from %s, not from the cache at %s", kernels_kernel_path(k), real);
+	return k;
+}
+
+/* The memo answers a call only under the settings it was filled with: a
+ * cache folder that the environment moves, by any variable the cache is
+ * read from (the legacy HUGGINGFACE_HUB_CACHE, XDG_CACHE_HOME, as
+ * huggingface_hub reads them), is another cache, which this call fills;
+ * the handle of the first one is not the answer. */
+static void test_memo_follows_the_cache_the_environment_names(void **state)
+{
+	char *a, *b, *c, *hf_home = getenv("HF_HOME") ? strdup(getenv("HF_HOME")) : NULL;
+	kernels_kernel *k[3];
+	int i;
+	(void)state;
+
+	assert_true(asprintf(&a, "%s/legacy-a", W.tmp) > 0 && asprintf(&b, "%s/legacy-b", W.tmp) > 0 &&
+		    asprintf(&c, "%s/xdg", W.tmp) > 0);
+	assert_int_equal(test_system("mkdir -p '%s' '%s' '%s/huggingface/hub'", a, b, c), 0);
+	unsetenv("KERNELS_CACHE");
+	unsetenv("HF_HUB_CACHE");
+	setenv("HUGGINGFACE_HUB_CACHE", a, 1);
+	k[0] = get_in(a);
+	setenv("HUGGINGFACE_HUB_CACHE", b, 1);
+	k[1] = get_in(b);
+	unsetenv("HUGGINGFACE_HUB_CACHE");
+	unsetenv("HF_HOME");
+	setenv("XDG_CACHE_HOME", c, 1);
+	k[2] = get_in(c);
+	unsetenv("XDG_CACHE_HOME");
+	for (i = 0; i < 3; i++)
+		kernels_kernel_close(k[i]);
+	if (hf_home)
+		setenv("HF_HOME", hf_home, 1);
+	free(hf_home);
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* The memo's key under the environment as it is now. */
+static char *memo_key(void)
+{
+	kernels__buf b = { 0 };
+
+	assert_int_equal(kernels__memo_settings(NULL, &b), 0);
+	return kernels__buf_detach(&b);
+}
+
+/* Each variable that can decide an answer is in the memo's key (the
+ * cache's, the offline and staging switches, detection's, the torch
+ * search's); the token is not. */
+static void test_memo_key_has_every_deciding_variable(void **state)
+{
+	static const char *const vars[] = { "XDG_CACHE_HOME", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_OFFLINE",
+					    "HUGGINGFACE_CO_STAGING", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
+					    "PYENV_VERSION", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "HF_ENDPOINT",
+					    "KERNELS_BACKEND", "HF_TOKEN" };
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		char *old = getenv(vars[i]) ? strdup(getenv(vars[i])) : NULL, *before, *after;
+
+		unsetenv(vars[i]);
+		before = memo_key();
+		setenv(vars[i], "memo-test", 1);
+		after = memo_key();
+		if (!strcmp(vars[i], "HF_TOKEN") != !strcmp(before, after))
+			fail_msg("%s %s the memo's key", vars[i], strcmp(before, after) ? "changes" : "is not in");
+		if (old)
+			setenv(vars[i], old, 1);
+		else
+			unsetenv(vars[i]);
+		free(old);
+		free(before);
+		free(after);
+	}
+}
+
 static void test_sixteen_threads(void **state)
 {
 	pthread_t t[THREADS];
@@ -974,6 +1070,8 @@ int main(void)
 		cmocka_unit_test_setup(test_local_get_survives_allocation_failures, test_world_fresh),
 		cmocka_unit_test_setup(test_variant_without_digest, test_world_fresh),
 		cmocka_unit_test_setup(test_variant_without_digest_in_shared_store, test_world_fresh),
+		cmocka_unit_test_setup(test_memo_follows_the_cache_the_environment_names, test_world_fresh),
+		cmocka_unit_test(test_memo_key_has_every_deciding_variable),
 		cmocka_unit_test_setup(test_sixteen_threads, test_world_fresh),
 	};
 	return cmocka_run_group_tests(tests, setup, test_world_teardown);
