@@ -6,6 +6,8 @@
 #include "lock.h"
 #include "error.h"
 #include "hash.h"
+#include "listing.h"
+#include "cache.h"
 #include "util.h"
 
 #include <errno.h>
@@ -122,6 +124,7 @@ typedef struct {
 	size_t n, cap, nowned, capowned;
 	const char *const *lfs_paths;
 	int keep_bytecode;
+	int plain;            /* a cache snapshot holds a committed file as a regular file */
 } walk_state;
 
 static int own(walk_state *s, char *p)
@@ -192,8 +195,11 @@ static int visit(const char *full, const char *rel, int depth, const struct stat
 		free(target);
 		return rc;
 	}
-	if (!S_ISLNK(lst->st_mode))
+	if (!S_ISLNK(lst->st_mode)) {
+		/* Python's byte-code, or huggingface_hub's files without links. */
+		s->plain |= S_ISREG(lst->st_mode) && !skipped_path(rel);
 		return 0;
+	}
 	/* A cache snapshot: the blob's name says how it was hashed. */
 	if (!(target = realpath(full, NULL)))
 		return kernels__error(KERNELS_EIO,
@@ -210,23 +216,104 @@ static int visit(const char *full, const char *rel, int depth, const struct stat
 	return rc;
 }
 
+static void walk_free(walk_state *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nowned; i++)
+		free(s->owned[i]);
+	free(s->owned);
+	free(s->files);
+}
+
+/* The listed file `rel` of the variant, hashed where it is (links followed
+ * no further than the repo folder `repo`, or its cache's shared store). */
+static int add_listed(walk_state *s, const char *variant_dir, const char *repo, const char *rel, int lfs)
+{
+	char *full = kernels__sprintf("%s/%s", variant_dir, rel), real[PATH_MAX];
+	size_t n = strlen(repo);
+	int rc;
+
+	if (!full)
+		return KERNELS_ENOMEM;
+	if (!realpath(full, real))
+		rc = kernels__error(KERNELS_EIO, "%s: %s; download the variant again", full, strerror(errno));
+	else if ((strncmp(real, repo, n) || real[n] != '/') && !kernels__cache_shared_blob(repo, real))
+		rc = kernels__error(KERNELS_EINVAL, "%s leads out of its repo folder, to %s; the cache entry is "
+				    "damaged, download it again", full, real);
+	else
+		rc = add_file(s, real, rel, lfs);
+	free(full);
+	return rc;
+}
+
+static int no_listing(const char *variant_dir)
+{
+	return kernels__error(KERNELS_ENOTFOUND, "%s holds plain files (a cache huggingface_hub wrote without "
+			      "symlinks): which are the commit's, and which are LFS files, only the Hub's listing of "
+			      "the commit says, and the cache has no record of it; fetch the variant once online "
+			      "with libkernels (that records it)", variant_dir);
+}
+
+/* A snapshot huggingface_hub wrote without links (HF_HUB_DISABLE_SYMLINKS)
+ * cannot tell a committed file from one Python wrote, nor a git file from
+ * an LFS one: the commit's build/ listing, recorded in the cache when it
+ * was fetched (listing.h), says both. Each file is hashed as it is. 0,
+ * 1 when the cache has no record, or an error. */
+static int hash_listed(const char *variant_dir, int keep_bytecode, char out[KERNELS_LOCK_HASH_SIZE])
+{
+	char real[PATH_MAX], commit[41];
+	const char *folder;
+	walk_state s = { 0 };
+	kernels__tree t = { 0 };
+	size_t first = 0, count = 0, i, len, at = 0;
+	int rc;
+
+	/* <repo>/snapshots/<commit>/build/<variant>, read from the end: `at`
+	 * where "/snapshots/" begins. */
+	if (realpath(variant_dir, real) && (len = strlen(real)) > 57 + strlen(strrchr(real, '/')))
+		at = len - 57 - strlen(strrchr(real, '/'));
+	if (!at || strncmp(real + at, "/snapshots/", 11) || strspn(real + at + 11, "0123456789abcdef") != 40 ||
+	    strncmp(real + at + 51, "/build/", 7))
+		return 1; /* not <repo>/snapshots/<commit>/build/<variant>: no record to read */
+	folder = real + at + 52;
+	memcpy(commit, real + at + 11, 40);
+	commit[40] = '\0';
+	real[at] = '\0'; /* the repo folder */
+	if ((rc = kernels__listing_read_at(NULL, real, commit, &t)) == 0)
+		return 1;
+	kernels__tree_range(&t, folder, &first, &count);
+	for (i = first; rc > 0 && i < first + count; i++)
+		if (!t.entries[i].is_dir && (rc = add_listed(&s, variant_dir, real, t.entries[i].path + strlen(folder) + 1,
+							     t.entries[i].lfs_sha256 != NULL)) == 0)
+			rc = 1;
+	if (rc > 0)
+		rc = variant_hash(s.files, s.n, keep_bytecode, out);
+	walk_free(&s);
+	kernels__tree_free(&t);
+	return rc < 0 ? rc : 0;
+}
+
 int kernels__lock_variant_hash_dir_as(const char *variant_dir, const char *const *lfs_paths, int keep_bytecode,
 				      char out[KERNELS_LOCK_HASH_SIZE])
 {
 	walk_state s = { .lfs_paths = lfs_paths, .keep_bytecode = keep_bytecode };
-	size_t i;
 	int rc;
 
 	if (!variant_dir || !out)
 		return kernels__error(KERNELS_EINVAL,
 				      "kernels_lock_variant_hash_dir: `variant_dir` and `out` are required");
 	rc = kernels__walk(variant_dir, 64, visit, &s);
-	if (rc == 0)
+	/* Plain files beside links are strays (nothing lists them) or the
+	 * commit's own: only the listing can tell. Without one, the links
+	 * decide, as in a snapshot Python wrote beside. */
+	if (rc == 0 && s.plain)
+		rc = hash_listed(variant_dir, keep_bytecode, out);
+	if (rc == 1 && !s.n)
+		rc = no_listing(variant_dir);
+	if (rc == 1 || (rc == 0 && !s.plain))
 		rc = variant_hash(s.files, s.n, keep_bytecode, out);
-	for (i = 0; i < s.nowned; i++)
-		free(s.owned[i]);
-	free(s.owned);
-	free(s.files);
+	walk_free(&s);
 	return rc;
 }
 

@@ -207,7 +207,12 @@ KERNELS_EXTERN(int) kernels_lock_variant_hash(char out[KERNELS_LOCK_HASH_SIZE], 
  * 40 a git blob (git blob sha1 of the content), anything else is an error.
  * Byte-code committed to the repo (*.pyc, __pycache__/ links) counts, as
  * in the kernels 0.9-0.13 writers of this format; kernels 0.16 skipped it,
- * which kernels_get_locked() also accepts. With `lfs_paths` (a NULL-terminated list of variant-relative paths), every
+ * which kernels_get_locked() also accepts. A snapshot huggingface_hub
+ * wrote without links (plain files) is hashed over the files the commit's
+ * build/ listing names, as libkernels recorded it in the cache when it
+ * fetched the commit (without one, the links alone count; with no link
+ * either, KERNELS_ENOTFOUND), each
+ * hashed as it is on disk. With `lfs_paths` (a NULL-terminated list of variant-relative paths), every
  * regular file counts, links followed, and those listed are LFS files.
  * Errors: KERNELS_ENOTFOUND (no such folder), KERNELS_EIO, KERNELS_EINVAL.
  */

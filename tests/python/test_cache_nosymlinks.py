@@ -16,7 +16,7 @@ import sys
 
 from test_cache_interop import V1, check_files, ours
 from test_cache_interop import variant_files as interop_files
-from test_cli import CPU29, CPU211, Cli, build_variant, publish_kernel, tree_files
+from test_cli import CPU29, CPU211, Cli, build_variant, lfs_concat_hash, publish_kernel, tree_files
 
 HF = r"""
 import sys
@@ -212,3 +212,31 @@ def test_libkernels_writes_plain_files_when_symlinks_are_disabled(hub, tmp_path,
     assert ours(hub, ours_cache, "org/k", commit, V1)["rc"] == 0
     assert resolves(hub) == 0 and layout(ours_cache, commit) == mine
     assert ours(hub, ours_cache, "org/k", commit, V1, offline=True)["rc"] == 0
+
+
+def test_kernels09_lock_hash_over_plain_files(hub, tmp_path):
+    """A kernels 0.9 lock's variant hash (git_lfs_concat) over a snapshot of
+    plain files: which files are the commit's, and which LFS files, the
+    recorded listing says (kernels 0.9 itself hashes links only, so its
+    check always fails there); each file is hashed as it is."""
+    commit, files = publish_kernel(hub, tmp_path)
+    cache = tmp_path / "cache"
+    hf_fill(hub, cache, "v1.0.0", CPU211)
+    d = project(tmp_path)
+    lock = [{"repo_id": "org/k", "sha": commit,
+             "variants": {CPU211: {"hash": lfs_concat_hash(files, CPU211), "hash_type": "git_lfs_concat"}}}]
+    (d / "kernels.lock").write_text(json.dumps(lock))
+    cli = Cli(hub, cache)
+    p = cli.run("verify", str(d), "--offline", check=1)
+    assert "without symlinks" in p.stdout and "once online" in p.stdout
+
+    hub.log_clear()
+    cli.run("load", "org/k", str(d), "--fetch", check=0)
+    assert resolves(hub) == 0
+    assert cli.json("verify", str(d), "--offline")["ok"]
+    cli.run("load", "org/k", str(d), "--offline", check=0)
+
+    ops = cache / "kernels--org--k" / "snapshots" / commit / "build" / CPU211 / "_ops.py"
+    ops.write_bytes(ops.read_bytes() + b"#")
+    (v,) = cli.json("verify", str(d), "--offline", check=1)["kernels"][0]["variants"]
+    assert v["hash_ok"] is False
