@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(os.environ.get("KERNELS_BINARY_DIR") or ROOT / "build") / "bindings" / "cli" / "libkernels"
 
 # Upper-case string literals of lib/ that name no variable (a backend, a
-# CPU, an HTTP method, ...). A new literal that is no variable goes here.
-NOT_VARIABLES = {"CUDA", "TPU", "XPU", "NPU", "CPU", "CANN", "AMD64", "HEAD", "GET", "NULL", "HKPVL", "SHA256"}
+# CPU, an HTTP method, memo.c's first letters, ...). A new literal that is
+# no variable goes here.
+NOT_VARIABLES = {"CUDA", "TPU", "XPU", "NPU", "CPU", "CANN", "AMD64", "HEAD", "GET", "NULL", "CHKLPTVX", "SHA256"}
 
 
 def header_names():
