@@ -1090,9 +1090,9 @@ static const struct {
 	{ "HF_HUB_OFFLINE", "offline (HF_HUB_OFFLINE)", "unset HF_HUB_OFFLINE" },
 	{ "TRANSFORMERS_OFFLINE", "offline (TRANSFORMERS_OFFLINE)", "unset TRANSFORMERS_OFFLINE" },
 	{ "kernels_options.offline", "offline (kernels_options.offline)",
-	  "leave kernels_options.offline (--offline) unset" },
+	  "leave out --offline: kernels_options.offline = 0" },
 	{ "kernels_load_locked", "offline (kernels_load_locked reads only the cache)",
-	  "use kernels_get_locked (libkernels load --fetch)" },
+	  "libkernels load --fetch, or kernels_get_locked" },
 };
 
 static int offline_source(const kernels__config *cfg)

@@ -112,6 +112,9 @@ static void test_lock_download_and_load_offline(void **state)
 	/* Nothing cached yet: the cache-only load says what to run. */
 	assert_int_equal(kernels_load_locked(&k, "acme/pinned", P.lock, &o), KERNELS_EOFFLINE);
 	assert_non_null(strstr(kernels_error_last(), "libkernels download"));
+	/* ... and what made it offline: the cache-only load, not the environment */
+	assert_non_null(strstr(kernels_error_last(), "libkernels load --fetch, or kernels_get_locked)"));
+	assert_null(strstr(kernels_error_last(), "HF_HUB_OFFLINE"));
 
 	assert_int_equal(kernels_project_download(P.dir, 0, &o), 0);
 	{

@@ -451,7 +451,7 @@ static void test_offline(void **state)
 	expect_error(&c, "org/kern", "v9", KERNELS_EOFFLINE, NEEDLES("offline", "'v9'", "nearest names", "online"));
 	expect_error(&c, "org/kern", ">=3", KERNELS_EOFFLINE, NEEDLES("offline", ">=3", "v1.1.2", "online"));
 	expect_error(&c, "org/other", "main", KERNELS_EOFFLINE,
-		     NEEDLES("org/other is not in the cache", "leave kernels_options.offline (--offline) unset"));
+		     NEEDLES("org/other is not in the cache", "leave out --offline: kernels_options.offline = 0"));
 	expect_error(&c, "org/kern", "1111111", KERNELS_EOFFLINE, NEEDLES("short commit id"));
 	expect_error(&c, "org/kern", ">=1,<", KERNELS_EPARSE, NEEDLES("column"));
 	assert_int_equal(test_hub_log_count(hub, NULL, NULL), 0);
