@@ -745,22 +745,6 @@ int kernels__cache_file_ok(const char *repo_dir, const char *commit, const char 
 	return ok;
 }
 
-/* Copies what `src` has left into `dst`, then flushes it. */
-static int copy_fd(int src, int dst)
-{
-	char buf[65536];
-	ssize_t n, w = 0;
-
-	while ((n = read(src, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		for (w = 0; n > 0 && w < n;) {
-			ssize_t k = write(dst, buf + w, (size_t)(n - w));
-			if (k < 0 && errno != EINTR)
-				return -1;
-			w += k > 0 ? k : 0;
-		}
-	return n < 0 || fsync(dst) < 0 ? -1 : 0;
-}
-
 /* blobs/{etag} copied whole into the temporary `tmp` beside it. */
 static int copy_blob(const char *repo_dir, int bfd, const char *etag, const char *tmp)
 {
@@ -770,7 +754,7 @@ static int copy_blob(const char *repo_dir, int bfd, const char *etag, const char
 
 	if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (dst = openat(bfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0 ||
-	    copy_fd(src, dst) < 0)
+	    kernels__copy_fd(src, dst, st.st_size) < 0 || fsync(dst) < 0)
 		rc = blob ? kernels__error(KERNELS_EIO, "cannot copy %s into the snapshot: %s; check that the cache is "
 					   "writable and has room", blob, strerror(errno)) : KERNELS_ENOMEM;
 	if (src >= 0)

@@ -34,32 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <unistd.h>
-
-/* From the start of `from` into `to` at its offset: in the kernel, which
- * may share extents (a reflink) where the file system can; else sendfile. */
-static int copy_all(int from, int to, off_t size)
-{
-	off_t off = 0;
-	ssize_t n;
-
-	while (off < size) {
-		n = copy_file_range(from, &off, to, NULL, (size_t)(size - off), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* EXDEV, EINVAL, ENOSYS...: the plain way from here */
-	}
-	while (off < size) {
-		n = sendfile(to, from, &off, (size_t)(size - off));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-	}
-	return 0;
-}
 
 /* Makes the module's Python references weak; `all` 0: only those nothing
  * in this process defines (an in-memory copy for this process alone). */
@@ -86,7 +61,7 @@ static int memory_copy(int fd, const struct stat *st, const kernels__elf *e, con
 	if ((mfd = memfd_create("kernels-module", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
 		return kernels__error(KERNELS_EIO, "loading %s without Python: memfd_create: %s", what,
 				      strerror(errno));
-	if (copy_all(fd, mfd, st->st_size) < 0 || weaken(mfd, e, 0) < 0 ||
+	if (kernels__copy_fd(fd, mfd, st->st_size) < 0 || weaken(mfd, e, 0) < 0 ||
 	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
 		int err = errno;
 		close(mfd);
@@ -283,7 +258,7 @@ static int write_copy(const kernels__config *cfg, const paths *p, const char *so
 	    (t->tfd = create_tmp(p, t->dfd, &t->named)) < 0)
 		goto fail;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", t->tfd);
-	if (copy_all(fd, t->tfd, st->st_size) < 0 || weaken(t->tfd, e, 1) < 0 ||
+	if (kernels__copy_fd(fd, t->tfd, st->st_size) < 0 || weaken(t->tfd, e, 1) < 0 ||
 	    (rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0)
 		goto fail;
 	if (kernels__run_later(later, naming_run, t, naming_free, "a Python-free copy") == 0)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <unistd.h>
 
 char *kernels__realpath(const char *path, char *out, struct stat *st)
@@ -505,4 +506,26 @@ int kernels__write_atomic(const char *path, const void *data, size_t len, int mo
 	if ((flags & KERNELS__WRITE_MKDIR) && (rc = make_parent(path)) < 0)
 		return rc;
 	return kernels__write_atomic_at(AT_FDCWD, path, path, data, len, mode, flags);
+}
+
+int kernels__copy_fd(int from, int to, off_t size)
+{
+	off_t off = 0;
+	ssize_t n;
+
+	while (off < size) {
+		n = copy_file_range(from, &off, to, NULL, (size_t)(size - off), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* EXDEV, EINVAL, ENOSYS...: the plain way from here */
+	}
+	while (off < size) {
+		n = sendfile(to, from, &off, (size_t)(size - off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+	}
+	return 0;
 }

@@ -45,6 +45,11 @@ kernels__fsync_pending *kernels__fsync_begin(int fd);
  * errno its fsync met. */
 int kernels__fsync_wait(kernels__fsync_pending *p);
 
+/* `size` bytes from the start of `from` into `to` at its offset: in the
+ * kernel, which may share extents (a reflink) where the file system can;
+ * else sendfile. 0, or -1 with errno. */
+int kernels__copy_fd(int from, int to, off_t size);
+
 /* Removes `name` under the folder `dfd` and, when it is a folder, all it
  * holds, never following a link. Best effort: what cannot be removed
  * stays, and so does a tree deeper than 64 folders (no one makes one; a
