@@ -1076,49 +1076,38 @@ static int settings_check(const kernels__config *cfg)
  * is kept, for messages that say how to go online. */
 static void offline_load(kernels__config *cfg, const kernels_options *opts)
 {
-	const char *var = env_nonempty("HF_HUB_OFFLINE") ? "HF_HUB_OFFLINE" : "TRANSFORMERS_OFFLINE";
+	int hub = env_nonempty("HF_HUB_OFFLINE") != NULL;
 
-	cfg->offline = opts->offline != KERNELS_FROM_ENV ? !!opts->offline : env_bool(opts, var);
+	cfg->offline = opts->offline != KERNELS_FROM_ENV
+			       ? !!opts->offline
+			       : env_bool(opts, hub ? "HF_HUB_OFFLINE" : "TRANSFORMERS_OFFLINE");
 	if (cfg->offline)
-		cfg->offline_by = opts->offline != KERNELS_FROM_ENV ? "kernels_options.offline" : var;
+		cfg->offline_by = opts->offline != KERNELS_FROM_ENV ? KERNELS__OFFLINE_OPTION
+				  : hub ? KERNELS__OFFLINE_HF_HUB_OFFLINE : KERNELS__OFFLINE_TRANSFORMERS_OFFLINE;
 }
 
-/* What can make a call offline: as said in a message, and how to undo it. */
+/* What made a call offline, by kernels__offline_by: as said in a
+ * message, and how to undo it. */
 static const struct {
-	const char *by, *said, *hint;
+	const char *said, *hint;
 } offline_sources[] = {
-	{ "HF_HUB_OFFLINE", "offline (HF_HUB_OFFLINE)", "unset HF_HUB_OFFLINE" },
-	{ "TRANSFORMERS_OFFLINE", "offline (TRANSFORMERS_OFFLINE)", "unset TRANSFORMERS_OFFLINE" },
-	{ "kernels_options.offline", "offline (kernels_options.offline)",
-	  "leave out --offline: kernels_options.offline = 0" },
-	{ "kernels_load_locked", "offline (kernels_load_locked reads only the cache)",
-	  "libkernels load --fetch, or kernels_get_locked" },
+	[KERNELS__OFFLINE_NONE] = { "offline", "go online" },
+	[KERNELS__OFFLINE_HF_HUB_OFFLINE] = { "offline (HF_HUB_OFFLINE)", "unset HF_HUB_OFFLINE" },
+	[KERNELS__OFFLINE_TRANSFORMERS_OFFLINE] = { "offline (TRANSFORMERS_OFFLINE)", "unset TRANSFORMERS_OFFLINE" },
+	[KERNELS__OFFLINE_OPTION] = { "offline (kernels_options.offline)",
+				      "leave out --offline: kernels_options.offline = 0" },
+	[KERNELS__OFFLINE_LOAD_LOCKED] = { "offline (kernels_load_locked reads only the cache)",
+					   "libkernels load --fetch, or kernels_get_locked" },
 };
-
-static int offline_source(const kernels__config *cfg)
-{
-	int i;
-
-	for (i = 0; cfg->offline_by && i < (int)(sizeof(offline_sources) / sizeof(offline_sources[0])); i++)
-		if (!strcmp(cfg->offline_by, offline_sources[i].by))
-			return i;
-	return -1;
-}
 
 const char *kernels__config_online_hint(const kernels__config *cfg)
 {
-	int i = offline_source(cfg);
-
-	if (cfg->offline_why)
-		return "wait until the Hub answers";
-	return i < 0 ? "go online" : offline_sources[i].hint;
+	return cfg->offline_why ? "wait until the Hub answers" : offline_sources[cfg->offline_by].hint;
 }
 
 const char *kernels__config_offline_said(const kernels__config *cfg)
 {
-	int i = offline_source(cfg);
-
-	return i < 0 ? "offline" : offline_sources[i].said;
+	return offline_sources[cfg->offline_by].said;
 }
 
 int kernels__config_load(kernels__config *cfg, const kernels_options *opts)

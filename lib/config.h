@@ -28,13 +28,21 @@ typedef struct {
 	size_t n;
 } kernels__endpoint_failures;
 
+/* What made a call offline, for the messages that say how to undo it. */
+typedef enum {
+	KERNELS__OFFLINE_NONE,
+	KERNELS__OFFLINE_HF_HUB_OFFLINE,
+	KERNELS__OFFLINE_TRANSFORMERS_OFFLINE,
+	KERNELS__OFFLINE_OPTION,      /* kernels_options.offline */
+	KERNELS__OFFLINE_LOAD_LOCKED, /* kernels_load_locked reads only the cache */
+} kernels__offline_by;
+
 typedef struct {
 	char *endpoint;        /* no trailing slash */
 	char *cache_dir;       /* hub cache root */
 	char *token;           /* NULL when none */
 	int offline;           /* 0/1 */
-	const char *offline_by; /* what set `offline` (static): "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
-				   "kernels_options.offline" or "kernels_load_locked"; NULL: online */
+	kernels__offline_by offline_by; /* what set `offline` (KERNELS__OFFLINE_NONE: online) */
 	const char *offline_why; /* NULL: offline as the caller asked; else why get.c runs the call offline
 				    (the Hub cannot be reached): a cache miss is then KERNELS_ENETWORK saying so */
 	int telemetry;         /* 0 when HF_HUB_DISABLE_TELEMETRY is set */

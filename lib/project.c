@@ -316,7 +316,7 @@ static int locked(kernels_kernel **out, const char *repo_id, const char *lock_pa
 	if ((rc = kernels__config_load(&cfg, opts)) < 0)
 		return rc;
 	if (offline && !cfg.offline)
-		cfg.offline_by = "kernels_load_locked";
+		cfg.offline_by = KERNELS__OFFLINE_LOAD_LOCKED;
 	cfg.offline |= offline;
 	rc = find_entry(lock_path, repo_id, &lock, &entry);
 	/* the kernels it depends on are loaded at the commits the lock pins (deps.c) */
