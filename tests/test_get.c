@@ -856,6 +856,28 @@ static void test_local_get_survives_allocation_failures(void **state)
 	sweep_allocation_failures(9, local_get_call);
 }
 
+/* acme/<name>@v1.0.0: a CPU variant answering `answer` whose metadata.json
+ * has no digest, published and fetched once (kernels_get, online). */
+static void publish_without_digest(const char *name, int answer, kernels_options *o, kernels_system *s)
+{
+	kernels_kernel *k = NULL;
+	char *src, repo[64];
+
+	snprintf(repo, sizeof(repo), "acme/%s", name);
+	assert_true(asprintf(&src, "%s/src-nodigest-%s", W.tmp, name) > 0);
+	assert_int_equal(fx_answer_variant(src, "torch211-cxx11-cpu-x86_64-linux", name, answer, "cpu", NULL, 1), 0);
+	assert_int_equal(fx_metadata_dir_omit_digest(src), 0);
+	assert_int_equal(test_hub_publish(W.hub, "--repo %s --dir '%s' --branch main --tag v1.0.0 --trusted", repo, src),
+			 0);
+	options(o, s);
+	if (kernels_get(&k, repo, "v1.0.0", o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), answer);
+	assert_int_equal(test_system("! grep -q digest '%s/metadata.json'", kernels_kernel_path(k)), 0);
+	kernels_kernel_close(k);
+	free(src);
+}
+
 /* A build from before metadata.json carried a digest (Python kernels 0.17
  * loads those): each cached file is proven by the hash the Hub listed for
  * its blob, and a tampered blob is refused with the file named. */
@@ -864,19 +886,10 @@ static void test_variant_without_digest(void **state)
 	kernels_options o;
 	kernels_system s = sys_cpu(211);
 	kernels_kernel *k = NULL;
-	char *src, *so;
+	char *so;
 	(void)state;
 
-	assert_true(asprintf(&src, "%s/src-nodigest", W.tmp) > 0);
-	assert_int_equal(fx_answer_variant(src, "torch211-cxx11-cpu-x86_64-linux", "old", 4242, "cpu", NULL, 1), 0);
-	assert_int_equal(fx_metadata_dir_omit_digest(src), 0);
-	assert_int_equal(test_hub_publish(W.hub, "--repo acme/old --dir '%s' --branch main --tag v1.0.0 --trusted", src), 0);
-	options(&o, &s);
-	if (kernels_get(&k, "acme/old", "v1.0.0", &o) < 0)
-		fail_msg("kernels_get: %s", kernels_error_last());
-	assert_int_equal(test_kernel_answer(k), 4242);
-	assert_int_equal(test_system("! grep -q digest '%s/metadata.json'", kernels_kernel_path(k)), 0);
-	kernels_kernel_close(k);
+	publish_without_digest("old", 4242, &o, &s);
 
 	/* Tamper the cached module's blob (same size): refused before dlopen. */
 	assert_true(asprintf(&so, "%s/kernels--acme--old/snapshots/%s/build/torch211-cxx11-cpu-x86_64-linux/_old_4242.abi3.so",
@@ -889,7 +902,6 @@ static void test_variant_without_digest(void **state)
 	assert_non_null(strstr(kernels_error_last(), "_old_4242.abi3.so"));
 	assert_non_null(strstr(kernels_error_last(), "does not match the hash it was downloaded under"));
 	free(so);
-	free(src);
 }
 
 /* The same with huggingface_hub 2.4's shared blob store, where a blob is
@@ -900,17 +912,10 @@ static void test_variant_without_digest_in_shared_store(void **state)
 	kernels_options o;
 	kernels_system s = sys_cpu(211);
 	kernels_kernel *k = NULL;
-	char *src, *so;
+	char *so;
 	(void)state;
 
-	assert_true(asprintf(&src, "%s/src-nodigest-shared", W.tmp) > 0);
-	assert_int_equal(fx_answer_variant(src, "torch211-cxx11-cpu-x86_64-linux", "olds", 4343, "cpu", NULL, 1), 0);
-	assert_int_equal(fx_metadata_dir_omit_digest(src), 0);
-	assert_int_equal(test_hub_publish(W.hub, "--repo acme/olds --dir '%s' --branch main --tag v1.0.0 --trusted", src), 0);
-	options(&o, &s);
-	if (kernels_get(&k, "acme/olds", "v1.0.0", &o) < 0)
-		fail_msg("kernels_get: %s", kernels_error_last());
-	kernels_kernel_close(k);
+	publish_without_digest("olds", 4343, &o, &s);
 	assert_int_equal(test_share_blobs(W.cache, "kernels--acme--olds"), 0);
 	kernels__memo_clear();
 	o.offline = 1;
@@ -929,7 +934,6 @@ static void test_variant_without_digest_in_shared_store(void **state)
 	assert_null(k);
 	assert_non_null(strstr(kernels_error_last(), "_olds_4343.abi3.so"));
 	free(so);
-	free(src);
 }
 
 /* kernels_get with the cache the environment names: the variant loaded
