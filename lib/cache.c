@@ -752,9 +752,13 @@ static int copy_blob(const char *repo_dir, int bfd, const char *etag, const char
 	int src = blob ? open(blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1, dst = -1, rc = 0;
 	struct stat st;
 
-	if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (dst = openat(bfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0 ||
-	    kernels__copy_fd(src, dst, st.st_size) < 0 || fsync(dst) < 0)
+	if (blob && src < 0 && errno == ENOENT)
+		rc = kernels__error(KERNELS_EIO, "%s is gone: another process writing this cache without symlinks "
+				    "(HF_HUB_DISABLE_SYMLINKS) moved it into its own snapshot; call again to download "
+				    "it", blob);
+	else if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
+		 (dst = openat(bfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0 ||
+		 kernels__copy_fd(src, dst, st.st_size) < 0 || fsync(dst) < 0)
 		rc = blob ? kernels__error(KERNELS_EIO, "cannot copy %s into the snapshot: %s; check that the cache is "
 					   "writable and has room", blob, strerror(errno)) : KERNELS_ENOMEM;
 	if (src >= 0)

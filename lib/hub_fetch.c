@@ -1340,6 +1340,29 @@ static void drop_copied_blobs(fetch *f, const kernels__tree *tree)
 			unlinkat(f->blobs_fd, kernels__tree_entry_blob(&tree->entries[i]), 0);
 }
 
+/* HF_HUB_DISABLE_SYMLINKS: plain files, as huggingface_hub puts them: a
+ * blob this call fetched for this file alone moved there. Processes filling
+ * one cache this way at once (the ranks of one job) race for blobs/: the
+ * first to finish moves, or once copied removes, a blob the others saw
+ * there a moment before. Its move is one rename, so a blob gone from under
+ * this call has reached this very file unless another commit's snapshot
+ * took it: then the error stands. */
+static int place_plain(fetch *f, size_t i)
+{
+	const kernels__tree_entry *e = &f->entries[i];
+	const char *blob = kernels__tree_entry_blob(e);
+	char msg[1024];
+	int rc = kernels__cache_place(f->repo_dir, f->commit, e->path, blob,
+				      (f->mark[i] & (MARK_FRESH | MARK_SHARED)) == MARK_FRESH);
+
+	if (rc >= 0)
+		return rc;
+	snprintf(msg, sizeof(msg), "%s", kernels_error_last());
+	if (kernels__cache_file_ok(f->repo_dir, f->commit, e->path, blob, e->size))
+		return 0;
+	return kernels__error(rc, "%s", msg);
+}
+
 /* Links every file once all blobs are in place; counts what was cached. */
 static int link_all(fetch *f, const kernels__tree *tree)
 {
@@ -1356,11 +1379,8 @@ static int link_all(fetch *f, const kernels__tree *tree)
 				f->stats->files_cached++;
 			continue;
 		}
-		/* HF_HUB_DISABLE_SYMLINKS: plain files, as huggingface_hub puts
-		 * them: a blob this call fetched for this file alone moved there. */
 		if (f->cfg->no_symlinks)
-			rc = kernels__cache_place(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e),
-						  (f->mark[i] & (MARK_FRESH | MARK_SHARED)) == MARK_FRESH);
+			rc = place_plain(f, i);
 		else
 			rc = kernels__cache_link(f->repo_dir, f->commit, e->path, kernels__tree_entry_blob(e));
 		if (rc < 0)

@@ -1239,6 +1239,49 @@ static void test_sixteen_processes(void **state)
 	check_layout(e, "kernels--org--k", e->commit[K]);
 }
 
+/* A cache huggingface_hub writes without symlinks (HF_HUB_DISABLE_SYMLINKS):
+ * the first process to finish moves a blob it fetched into the snapshot,
+ * so the others, which found the blob in blobs/ a moment before, must not
+ * fail for it being gone: eight ranks of one job start at once. */
+static void test_processes_without_symlinks(void **state)
+{
+	test_world *e = *state;
+	pid_t pids[8];
+	char go[PATH_MAX], snap[PATH_MAX];
+	size_t i;
+	int status, failed = 0;
+
+	snprintf(go, sizeof(go), "%s.go", e->cache);
+	unlink(go);
+	setenv("HF_HUB_DISABLE_SYMLINKS", "1", 1);
+	for (i = 0; i < 8; i++)
+		pids[i] = spawn(e, "org/k", e->commit[K], go, 0, 0);
+	unsetenv("HF_HUB_DISABLE_SYMLINKS");
+	usleep(200000);
+	test_write_file(go, "", 0);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	}
+	unlink(go);
+	assert_int_equal(failed, 0);
+	for (i = 0; i < n_files; i++) {
+		struct stat st;
+		size_t len;
+		char *data;
+
+		snprintf(snap, sizeof(snap), "%s/kernels--org--k/snapshots/%s/%s", e->cache, e->commit[K],
+			 files[i].path);
+		assert_int_equal(lstat(snap, &st), 0);
+		assert_true(S_ISREG(st.st_mode));
+		data = test_read_file(snap, &len);
+		assert_non_null(data);
+		assert_int_equal(len, files[i].len);
+		assert_memory_equal(data, files[i].data, len);
+		free(data);
+	}
+}
+
 static void test_sigkill_resume(void **state)
 {
 	test_world *e = *state;
@@ -1422,6 +1465,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_contradicted_listing_not_kept, setup),
 		cmocka_unit_test_setup(test_planted_folder_link, setup),
 		cmocka_unit_test_setup(test_sixteen_processes, setup),
+		cmocka_unit_test_setup(test_processes_without_symlinks, setup),
 		cmocka_unit_test_setup(test_threads, setup),
 		cmocka_unit_test_setup(test_sigkill_resume, setup),
 		cmocka_unit_test_setup(test_shared_cache, setup),
