@@ -18,6 +18,14 @@
  * must call curl_global_init() itself before starting them (libkernels' call
  * then only counts one more user). A host must not call curl_global_cleanup()
  * while libkernels may still make requests.
+ *
+ * Descriptors: everything libkernels opens (connections, cache locks,
+ * blobs, folders) is close-on-exec from the moment it exists, so a worker
+ * the host fork+execs, even while a call runs in another thread, inherits
+ * none of it (a child holding a lock file would keep the cache locked).
+ * The exception is libcurl's own: before 8.8 it opens each multi handle's
+ * wake-up socket pair without the flag; libkernels holds one or two such
+ * pairs for the length of a call that goes online.
  */
 #ifndef KERNELS_H
 #define KERNELS_H

@@ -116,7 +116,7 @@ static void rocm_gpus(kernels__gpu_list *out)
 		FILE *f;
 
 		snprintf(path, sizeof(path), "%s/%s/properties", root, ents[i]->d_name);
-		if (ents[i]->d_name[0] != '.' && (f = fopen(path, "r"))) {
+		if (ents[i]->d_name[0] != '.' && (f = fopen(path, "re"))) {
 			unsigned long v = 0;
 			while (fgets(line, sizeof(line), f))
 				if (sscanf(line, "gfx_target_version %lu", &v) == 1)
@@ -178,7 +178,7 @@ static void read_line(const char *dir, const char *name, char *out, size_t size)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	out[0] = '\0';
-	if ((f = fopen(path, "r"))) {
+	if ((f = fopen(path, "re"))) {
 		if (fgets(out, (int)size, f))
 			out[strcspn(out, "\n")] = '\0';
 		fclose(f);

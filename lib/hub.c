@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -417,6 +418,16 @@ static const char *http_proxy_upper(const char *url)
 	return v;
 }
 
+/* libcurl opens its sockets without close-on-exec (7.88 does): a worker
+ * the host fork+execs while a call runs would keep the connection open
+ * after the call closed it. Ours are opened close-on-exec from the start,
+ * so no fork in another thread catches one without the flag. */
+static curl_socket_t open_socket(void *unused, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	(void)unused, (void)purpose;
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char *extra_header,
 			struct curl_slist **headers)
 {
@@ -440,6 +451,7 @@ CURL *kernels__hub_easy(const kernels__config *cfg, const char *url, const char 
 	curl_easy_setopt(h, CURLOPT_USERAGENT, ua);    /* curl copies it */
 	free(ua);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");

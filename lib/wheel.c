@@ -586,7 +586,7 @@ static int publish_wheel(const char *out_dir, const wheel_info *w, const file_li
 		free(tmp);
 		return kernels__error_oom();
 	}
-	if ((fd = mkstemp(tmp)) < 0) {
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
 		rc = kernels__error(KERNELS_EIO, "wheel: cannot write into %s: %s; pass an existing, writable folder",
 				    out_dir, strerror(errno));
 		free(tmp);

@@ -1,0 +1,202 @@
+/* libkernels inside a real host process: what an inference server does to
+ * a library that the other suites do not. A worker it fork+execs during a
+ * get inherits none of the library's descriptors (sockets, lock files,
+ * blobs). Each check runs against the local Hub fixture. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "kernels.h"
+#include "test_world.h"
+#include "testutil.h"
+#include "../tests/data/variants/fixture.h"
+
+static test_world W;
+
+/* ---- the helper a host execs ------------------------------------------------------ */
+
+static int is_unix_socket(int fd)
+{
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
+}
+
+/* `self fds`: prints "FD TARGET" for every descriptor it inherited beyond
+ * 0-2 (the one listing /proc/self/fd is its own, skipped); a local
+ * (AF_UNIX) socket's target is "unix:[INODE]". */
+static int list_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[64], target[PATH_MAX];
+	ssize_t n;
+
+	if (!d)
+		return 1;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] == '.' || fd <= 2 || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if ((n = readlink(path, target, sizeof(target) - 1)) < 0)
+			continue;
+		target[n] = '\0';
+		printf("%d %s%s\n", fd, is_unix_socket(fd) ? "unix:" : "", target);
+	}
+	closedir(d);
+	return 0;
+}
+
+/* What `self fds` prints when fork+exec'ed now: malloc'ed, the caller frees it. */
+static char *inherited_fds(void)
+{
+	int p[2], status;
+	char *out = calloc(1, 65536);
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	assert_non_null(out);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		execl("/proc/self/exe", "test_host", "fds", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	while (got + 1 < 65536 && ((n = read(p[0], out + got, 65535 - got)) > 0 || (n < 0 && errno == EINTR)))
+		got += n > 0 ? (size_t)n : 0;
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return out;
+}
+
+/* ---- the world --------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+	if (test_world_start(&W, "host") ||
+	    fx_publish_answer(W.hub, W.tmp, "acme/plain", "plain", 7, NULL, "--trusted") ||
+	    test_world_keep_last(&W, 0))
+		return -1;
+	*state = &W;
+	return 0;
+}
+
+static void options(kernels_options *o)
+{
+	static kernels_system sys = TEST_SYS_CPU;
+	test_world_options(&W, o, &sys);
+}
+
+/* ---- descriptors a fork+exec'ed child inherits ------------------------------------- */
+
+typedef struct {
+	char *before; /* the host's own, listed before the get */
+	char *leaked; /* lines the child listed that the host did not have before */
+	int calls;
+} fd_watch;
+
+/* libcurl before 8.8 opens each multi handle's wake-up socket pair
+ * without close-on-exec (curl issue 13618), out of the API's reach: those
+ * local sockets live as long as the call and are all a child may inherit
+ * from one. */
+static int curl_wakeup_leaks(const char *line)
+{
+	return curl_version_info(CURLVERSION_NOW)->version_num < 0x080800 && strstr(line, " unix:socket:[");
+}
+
+/* Every line of `during` that is not one of `before` (nor what libcurl
+ * leaks), appended to *out. */
+static void keep_new_lines(const char *before, const char *during, char **out)
+{
+	const char *line = during, *nl;
+
+	for (; *line; line = nl + 1) {
+		char one[PATH_MAX + 32];
+		size_t len;
+
+		if (!(nl = strchr(line, '\n')))
+			break;
+		len = (size_t)(nl - line) + 1;
+		snprintf(one, sizeof(one), "%.*s", (int)len, line);
+		if (!strstr(before, one) && !curl_wakeup_leaks(one)) {
+			size_t have = *out ? strlen(*out) : 0;
+			*out = realloc(*out, have + len + 1);
+			memcpy(*out + have, one, len + 1);
+		}
+	}
+}
+
+/* Mid-download (the call's connection, blob and cache lock open): a
+ * worker the host starts now. */
+static int watch_fds(const char *path, size_t fd, size_t ft, size_t ad, size_t at, void *payload)
+{
+	fd_watch *w = payload;
+	char *during;
+	(void)path, (void)fd, (void)ft, (void)ad, (void)at;
+
+	if (w->calls++)
+		return 0;
+	during = inherited_fds();
+	keep_new_lines(w->before, during, &w->leaked);
+	free(during);
+	return 0;
+}
+
+static void test_exec_during_get_inherits_nothing(void **state)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	fd_watch w = { 0 };
+	char *after;
+	(void)state;
+
+	w.before = inherited_fds();
+	options(&o);
+	o.progress_cb = watch_fds;
+	o.progress_payload = &w;
+	if (kernels_get(&k, "acme/plain", "v1.0.0", &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	assert_true(w.calls > 0);
+	assert_int_equal(test_kernel_answer(k), 7);
+	after = inherited_fds();
+	keep_new_lines(w.before, after, &w.leaked);
+	if (w.leaked)
+		fail_msg("a child exec'ed during or after kernels_get inherited:\n%s", w.leaked);
+	kernels_kernel_close(k);
+	free(after);
+	free(w.before);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_exec_during_get_inherits_nothing, test_world_fresh),
+	};
+
+	if (argc > 1 && !strcmp(argv[1], "fds"))
+		return list_fds();
+	return cmocka_run_group_tests(tests, setup, test_world_teardown);
+}
