@@ -1117,8 +1117,9 @@ static int disk_check(fetch *f, unsigned long long need)
 		unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
 		if (need > avail)
 			rc = kernels__error(KERNELS_EIO,
-					    "%s needs %llu bytes in %s but only %llu are free; free some space or "
-					    "point KERNELS_CACHE at a larger disk", f->repo_id, need, blobs, avail);
+					    "%s needs %llu more bytes in %s but only %llu are free; free some space "
+					    "there, or point HF_HUB_CACHE (KERNELS_CACHE) at a larger disk", f->repo_id,
+					    need, blobs, avail);
 	}
 	free(blobs);
 	return rc;
@@ -1278,12 +1279,27 @@ static void add_job(fetch *f, const kernels__tree_entry *e, const char *etag)
 	j->state = J_WAIT_LOCK;
 }
 
+/* The bytes of blob `etag` an earlier try left in its .incomplete, which
+ * this one resumes after: they take no more room. A file longer than the
+ * blob is started over (open_incomplete), so it counts for nothing. */
+static long long resumable(const fetch *f, const char *etag, long long size)
+{
+	char *inc = kernels__sprintf("%s/blobs/%s.incomplete", f->repo_dir, etag);
+	struct stat st;
+	long long have = inc && lstat(inc, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : 0;
+
+	if (!inc)
+		kernels_error_clear(); /* out of memory: counted whole, which fails nothing */
+	free(inc);
+	return have <= size ? have : 0;
+}
+
 /* One job per distinct blob the cache lacks, in O(n log n): the files are
  * sorted by hash, so files sharing a blob sit together. */
 static int plan(fetch *f, const kernels__tree *tree)
 {
 	const kernels__tree_entry **by = NULL;
-	unsigned long long need = 0;
+	unsigned long long need = 0, room = 0; /* the blobs' bytes; those not on disk yet */
 	char **present = NULL;
 	size_t i, n = 0, unique = 0, n_present = 0;
 	int rc, readdir_mode;
@@ -1316,10 +1332,11 @@ static int plan(fetch *f, const kernels__tree *tree)
 			continue; /* in the cache already: only its links are made */
 		add_job(f, e, etag);
 		need += (unsigned long long)e->size;
+		room += (unsigned long long)(e->size - resumable(f, etag, e->size));
 	}
 	f->all_total = need;
-	if (need)
-		rc = disk_check(f, need);
+	if (room)
+		rc = disk_check(f, room);
 out:
 	while (n_present)
 		free(present[--n_present]);

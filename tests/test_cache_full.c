@@ -1,0 +1,269 @@
+/* The cache on a full or a read-only file system, as a server meets it (a
+ * small /home, a full disk, a cache mounted read-only): a small tmpfs
+ * mounted over the test's cache folder, in a mount namespace of this
+ * process's own (unshare: root's, else a user namespace's), is filled
+ * under a get, or remounted read-only. What is checked: the error says
+ * what failed, where, and what to do; nothing half-written is left to eat
+ * the space again on every retry; and a get once space is freed resumes
+ * and succeeds. Where no private mount namespace can be had the program
+ * fails, saying so: it never passes without running. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "test_world.h"
+#include "testutil.h"
+#include "../tests/data/variants/fixture.h"
+
+#define VARIANT "torch211-cxx11-cpu-x86_64-linux"
+#define BIG 600000 /* w.bin: most of the variant, a git blob */
+
+/* commit[0]: acme/full v1.0.0, a module, metadata.json and w.bin. */
+static test_world W;
+static const kernels_system sys_cpu = TEST_SYS_CPU;
+static char *mnt, *cache, *filler;
+
+/* ---- the file system ------------------------------------------------------------ */
+
+static int write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* A user namespace mapping this user to its root, with a mount namespace:
+ * what an unprivileged user may have where the kernel allows it. */
+static int unshare_as_user(void)
+{
+	char map[64];
+	unsigned uid = (unsigned)geteuid(), gid = (unsigned)getegid();
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return -1;
+	snprintf(map, sizeof(map), "0 %u 1", uid);
+	if (write_text("/proc/self/setgroups", "deny") < 0 || write_text("/proc/self/uid_map", map) < 0)
+		return -1;
+	snprintf(map, sizeof(map), "0 %u 1", gid);
+	return write_text("/proc/self/gid_map", map);
+}
+
+/* Mounts made from here on are this process's (and its children's) alone. */
+static int private_mounts(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 && unshare_as_user() < 0)
+		return -1;
+	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
+
+/* A fresh tmpfs (mount(8) options, e.g. "size=8m") at mnt; the cache is
+ * its folder "cache". */
+static void mount_tmpfs(const char *opts)
+{
+	umount2(mnt, MNT_DETACH);
+	if (mount("tmpfs", mnt, "tmpfs", 0, opts) < 0)
+		fail_msg("mount -t tmpfs -o %s %s: %s", opts, mnt, strerror(errno));
+}
+
+static unsigned long long free_bytes(void)
+{
+	struct statvfs vs;
+
+	assert_int_equal(statvfs(mnt, &vs), 0);
+	return (unsigned long long)vs.f_bavail * vs.f_frsize;
+}
+
+/* Takes every free byte of the file system with `filler`. */
+static void fill(void)
+{
+	static const char page[4096];
+	int fd = open(filler, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	while (write(fd, page, sizeof(page)) > 0)
+		;
+	assert_int_equal(errno, ENOSPC);
+	close(fd);
+	assert_int_equal(free_bytes(), 0);
+}
+
+/* Gives `n` bytes of the filler back. */
+static void free_some(off_t n)
+{
+	struct stat st;
+
+	assert_int_equal(stat(filler, &st), 0);
+	assert_true(st.st_size >= n);
+	assert_int_equal(truncate(filler, st.st_size - n), 0);
+}
+
+/* The number find(1) prints first, run on the cache with `args`; -1 if none. */
+static long long find_number(const char *args)
+{
+	char *cmd, line[32];
+	long long n = -1;
+	FILE *p;
+
+	assert_true(asprintf(&cmd, "find '%s' %s", cache, args) > 0);
+	if ((p = popen(cmd, "r")) && fgets(line, sizeof(line), p))
+		n = atoll(line);
+	if (p)
+		pclose(p);
+	free(cmd);
+	return n;
+}
+
+/* How many names under the cache match the shell pattern `glob`. */
+static int count_named(const char *glob)
+{
+	char args[128];
+
+	snprintf(args, sizeof(args), "-name '%s' | wc -l", glob);
+	return (int)find_number(args);
+}
+
+/* ---- the world ----------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+	char *dir, *so;
+	(void)state;
+
+	if (test_world_start(&W, "cache-full"))
+		return -1;
+	assert_true(asprintf(&dir, "%s/src/build/" VARIANT, W.tmp) > 0);
+	assert_true(asprintf(&mnt, "%s/mnt", W.tmp) > 0);
+	assert_true(asprintf(&cache, "%s/cache", mnt) > 0);
+	assert_true(asprintf(&filler, "%s/filler", mnt) > 0);
+	assert_int_equal(test_system("mkdir -p '%s' '%s' && head -c %d /dev/urandom > '%s/w.bin'", dir, mnt, BIG,
+				     dir), 0);
+	assert_true(asprintf(&so, "%s/_full_7.abi3.so", dir) > 0);
+	assert_int_equal(fx_build_so(so, 7, NULL, NULL, NULL), 0);
+	assert_int_equal(fx_metadata(dir, "--name full --id _full_7 --backend cpu"), 0);
+	assert_int_equal(test_world_publish(&W, 0, "--repo acme/full --dir '%s/src' --branch main --tag v1.0.0 "
+					    "--trusted", W.tmp), 0);
+	free(dir);
+	free(so);
+	*state = &W;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	umount2(mnt, MNT_DETACH);
+	test_world_stop(&W);
+	free(mnt);
+	free(cache);
+	free(filler);
+	return 0;
+}
+
+static void options(kernels_options *o)
+{
+	test_hub_options(o, W.hub, cache, &sys_cpu);
+}
+
+/* A get of v1.0.0 that loads the module and checks its answer. */
+static void get_ok(int offline)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+
+	options(&o);
+	o.offline = offline;
+	if (kernels_get(&k, "acme/full", "v1.0.0", &o) != 0)
+		fail_msg("get (offline %d): %s", offline, kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 7);
+	kernels_kernel_close(k);
+}
+
+/* ---- a blob's write -------------------------------------------------------------- */
+
+/* Fills the file system once w.bin is under way: its next write fails. */
+static int fill_midway(const char *path, size_t done, size_t total, size_t all_done, size_t all_total,
+		       void *payload)
+{
+	int *filled = payload;
+
+	(void)total, (void)all_done, (void)all_total;
+	if (!*filled && strstr(path, "w.bin") && done > 0) {
+		fill();
+		*filled = 1;
+	}
+	return 0;
+}
+
+/* The disk fills while w.bin is written: the get fails naming the file
+ * and the lack of space, and keeps what it wrote of each blob under way
+ * (one .incomplete each, nothing else); a get while the disk is still full
+ * fails the same way and leaves no more; once a little more than what is
+ * missing is freed (far less than w.bin) the next get resumes and loads. */
+static void test_blob_write_then_resume(void **state)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	long long kept;
+	int filled = 0, partial;
+	(void)state;
+
+	mount_tmpfs("size=8m");
+	options(&o);
+	o.progress_cb = fill_midway;
+	o.progress_payload = &filled;
+	assert_int_equal(kernels_get(&k, "acme/full", "v1.0.0", &o), KERNELS_EIO);
+	assert_true(filled);
+	if (!strstr(kernels_error_last(), "No space left on device") || !strstr(kernels_error_last(), ".incomplete"))
+		fail_msg("the failed write is not named: %s", kernels_error_last());
+	partial = count_named("*.incomplete");
+	kept = find_number("-name '*.incomplete' -printf '%s\\n' | awk '{ n += $1 } END { print n }'");
+	assert_true(partial >= 1 && partial <= 3);
+	assert_true(kept > 200000 && kept < BIG);
+	assert_int_equal(count_named("*.tmp-*"), 0);
+	assert_int_equal(count_named("w.bin"), 0);
+
+	options(&o);
+	assert_int_equal(kernels_get(&k, "acme/full", "v1.0.0", &o), KERNELS_EIO);
+	assert_int_equal(count_named("*.incomplete"), partial);
+	assert_int_equal(count_named("*.tmp-*"), 0);
+
+	/* Room for what is missing (the module's 16 KiB at most, and pages'
+	 * rounding), not for w.bin whole. */
+	free_some((off_t)(BIG - kept) + 96 * 1024);
+	assert_true(free_bytes() < BIG);
+	get_ok(0);
+	get_ok(1);
+	assert_int_equal(count_named("*.incomplete"), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_blob_write_then_resume),
+	};
+
+	if (private_mounts() < 0) {
+		fprintf(stderr, "test_cache_full: FAILED: no private mount namespace (%s): neither unshare(CLONE_NEWNS) "
+			"as root nor a user namespace is allowed here, so no small file system can be mounted for "
+			"the cache; run it as root or where user namespaces are enabled\n", strerror(errno));
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
