@@ -26,6 +26,16 @@
  * The exception is libcurl's own: before 8.8 it opens each multi handle's
  * wake-up socket pair without the flag; libkernels holds one or two such
  * pairs for the length of a call that goes online.
+ *
+ * fork() without exec (a preloading server's workers, Python's fork start
+ * method): the child may call libkernels; what the parent loaded stays
+ * loaded and is found again. No lock of libkernels is held while a
+ * kernel's constructors run, and the loader's are taken across fork()
+ * (pthread_atfork), so a child forked while another thread loads a kernel
+ * loads its own. A call another thread had under way does not go on in the
+ * child. glibc and libcurl are not fork-safe themselves: a child forked
+ * while another thread was inside either may not go online; exec a fresh
+ * worker where that matters.
  */
 #ifndef KERNELS_H
 #define KERNELS_H

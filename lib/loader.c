@@ -63,9 +63,71 @@ typedef struct module {
  * (see the top of this file), each list behind its lock. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static kernels_kernel *registry;
-/* Serialises mapping, so two threads never map one module twice. */
+/* Mapping is serialised, so two threads never map one module twice and a
+ * torch namespace is checked against every module mapped: one thread at a
+ * time holds `mapping`; the others wait on map_done. Not a mutex held
+ * across the mapping: the module's constructors run there (torch's take
+ * seconds), and a host forking meanwhile would hand its child that mutex
+ * taken for good. map_lock, held only for a few instructions, guards
+ * `mapping` and the list; the mapping thread reads the list without it,
+ * no other thread writing it meanwhile. */
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t map_done = PTHREAD_COND_INITIALIZER;
+static int mapping;
 static module *modules;
+
+static void map_begin(void)
+{
+	pthread_mutex_lock(&map_lock);
+	while (mapping)
+		pthread_cond_wait(&map_done, &map_lock);
+	mapping = 1;
+	pthread_mutex_unlock(&map_lock);
+}
+
+/* Ends the mapping, listing `m` (NULL: nothing new was mapped). */
+static void map_end(module *m)
+{
+	pthread_mutex_lock(&map_lock);
+	if (m) {
+		m->next = modules;
+		modules = m;
+	}
+	mapping = 0;
+	pthread_cond_broadcast(&map_done);
+	pthread_mutex_unlock(&map_lock);
+}
+
+/* fork(): the locks are taken across it, so the child gets both lists
+ * whole and the locks free. A mapping another thread was making has no
+ * thread to finish it in the child: the child maps on its own (a module
+ * whose loading the fork interrupted is the dynamic linker's to refuse).
+ * Its condition variable may count waiters that do not exist there: a
+ * fresh one. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&registry_lock);
+	pthread_mutex_lock(&map_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&map_lock);
+	pthread_mutex_unlock(&registry_lock);
+}
+
+static void fork_child(void)
+{
+	mapping = 0;
+	pthread_cond_init(&map_done, NULL);
+	pthread_mutex_unlock(&map_lock);
+	pthread_mutex_unlock(&registry_lock);
+}
+
+__attribute__((constructor)) static void loader_at_load(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 static void kernel_free(kernels_kernel *k)
 {
@@ -519,7 +581,7 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 
 	if ((fd = open_verified(k, rel, what, &st)) < 0)
 		return fd;
-	pthread_mutex_lock(&map_lock);
+	map_begin();
 	if (!(m = find_module(&st))) {
 		void *dl = NULL;
 		int torch = 0;
@@ -542,13 +604,13 @@ static int load_module(const kernels__config *cfg, kernels_kernel *k, const char
 			m->ctime = st.st_ctim;
 			m->dl = dl;
 			m->torch = torch;
-			m->next = modules;
-			modules = m;
 		}
+		map_end(m);
+	} else {
+		map_end(NULL);
 	}
 	if (m)
 		k->dl = m->dl;
-	pthread_mutex_unlock(&map_lock);
 	if (!keep)
 		close(fd);
 	return rc;

@@ -1,7 +1,9 @@
 /* libkernels inside a real host process: what an inference server does to
  * a library that the other suites do not. A worker it fork+execs during a
  * get inherits none of the library's descriptors (sockets, lock files,
- * blobs). Each check runs against the local Hub fixture. */
+ * blobs); a worker it forks (no exec) gets kernels, even when another
+ * thread was loading one at the fork. Each check runs against the local
+ * Hub fixture. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,7 @@
 #include "../tests/data/variants/fixture.h"
 
 static test_world W;
+static char *loading, *go; /* acme/slow's constructor: says it runs, then waits for `go` */
 
 /* ---- the helper a host execs ------------------------------------------------------ */
 
@@ -94,11 +98,38 @@ static char *inherited_fds(void)
 
 /* ---- the world --------------------------------------------------------------------- */
 
+/* acme/slow: a kernel whose constructor takes its time, as torch's do
+ * (seconds), creating `loading` when it starts and returning once `go`
+ * exists (20 s at most). */
+static int publish_slow(void)
+{
+	char *src = NULL, *dir = NULL, *so = NULL, *extra = NULL;
+	int rc = -1;
+
+	if (asprintf(&loading, "%s/loading", W.tmp) > 0 && asprintf(&go, "%s/go", W.tmp) > 0 &&
+	    asprintf(&src, "%s/src-slow", W.tmp) > 0 &&
+	    asprintf(&dir, "%s/build/torch211-cxx11-cpu-x86_64-linux", src) > 0 &&
+	    asprintf(&so, "%s/_slow_9.abi3.so", dir) > 0 &&
+	    asprintf(&extra, "#include <unistd.h>\n"
+			     "__attribute__((constructor)) static void slow(void) {\n"
+			     "  FILE *f = fopen(\"%s\", \"w\"); if (f) fclose(f);\n"
+			     "  for (int i = 0; i < 2000 && access(\"%s\", F_OK); i++) usleep(10000);\n"
+			     "}\n", loading, go) > 0 &&
+	    test_system("mkdir -p '%s'", dir) == 0 && !fx_build_so(so, 9, NULL, extra, NULL) &&
+	    !fx_metadata(dir, "--name slow --id _slow_9 --backend cpu"))
+		rc = test_hub_publish(W.hub, "--repo acme/slow --dir '%s' --branch main --tag v1.0.0 --trusted", src);
+	free(extra);
+	free(so);
+	free(dir);
+	free(src);
+	return rc;
+}
+
 static int setup(void **state)
 {
 	if (test_world_start(&W, "host") ||
 	    fx_publish_answer(W.hub, W.tmp, "acme/plain", "plain", 7, NULL, "--trusted") ||
-	    test_world_keep_last(&W, 0))
+	    test_world_keep_last(&W, 0) || publish_slow())
 		return -1;
 	*state = &W;
 	return 0;
@@ -190,10 +221,110 @@ static void test_exec_during_get_inherits_nothing(void **state)
 	free(w.before);
 }
 
+/* ---- fork() without exec ------------------------------------------------------------ */
+
+/* A forked child's get of acme/plain: its exit status, 0 when the kernel
+ * answered. The child exits on its own within 10 s (SIGALRM), so a lock
+ * it inherited taken fails the test instead of hanging it. */
+static void child_get_plain(const char *cache)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	void *sym;
+
+	alarm(10);
+	options(&o);
+	o.cache_dir = cache;
+	if (kernels_get(&k, "acme/plain", "v1.0.0", &o) < 0) {
+		fprintf(stderr, "child: %s\n", kernels_error_last());
+		_exit(1);
+	}
+	sym = kernels_symbol(k, "kernel_answer");
+	_exit(sym && ((int (*)(void))sym)() == 7 ? 0 : 2);
+}
+
+/* Forks; the child runs child_get_plain in a cache of its own. The
+ * child's wait status. */
+static int fork_get_plain(void)
+{
+	char cache[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	snprintf(cache, sizeof(cache), "%s-child", W.cache);
+	test_rmtree(cache);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		child_get_plain(cache);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	test_rmtree(cache);
+	return status;
+}
+
+static void assert_child_got(int status)
+{
+	if (WIFSIGNALED(status))
+		fail_msg("the forked child's kernels_get never returned (signal %d: a lock it inherited taken)",
+			 WTERMSIG(status));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_fork_after_get(void **state)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	(void)state;
+
+	options(&o);
+	if (kernels_get(&k, "acme/plain", "v1.0.0", &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	assert_child_got(fork_get_plain());
+	kernels_kernel_close(k);
+}
+
+static void *get_slow(void *arg)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	int *rc = arg;
+
+	options(&o);
+	if ((*rc = kernels_get(&k, "acme/slow", "v1.0.0", &o)) < 0)
+		fprintf(stderr, "acme/slow: %s\n", kernels_error_last());
+	kernels_kernel_close(k);
+	return NULL;
+}
+
+/* A server forks its workers while another of its threads loads a kernel
+ * (torch's take seconds): the worker's own get must not wait for a load
+ * that, in the child, no thread will ever finish. */
+static void test_fork_while_another_thread_loads(void **state)
+{
+	pthread_t t;
+	int rc = -1, status, i;
+	(void)state;
+
+	unlink(loading);
+	unlink(go);
+	assert_int_equal(pthread_create(&t, NULL, get_slow, &rc), 0);
+	for (i = 0; i < 2000 && access(loading, F_OK); i++)
+		usleep(10000);
+	assert_int_equal(access(loading, F_OK), 0);
+	status = fork_get_plain();
+	test_write_file(go, "", 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(rc, 0);
+	assert_child_got(status);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_exec_during_get_inherits_nothing, test_world_fresh),
+		cmocka_unit_test_setup(test_fork_after_get, test_world_fresh),
+		cmocka_unit_test_setup(test_fork_while_another_thread_loads, test_world_fresh),
 	};
 
 	if (argc > 1 && !strcmp(argv[1], "fds"))
