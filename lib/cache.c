@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,27 +476,46 @@ int kernels__cache_variants_fetched(const kernels__config *cfg, kernels__repo_ty
 	return fetched;
 }
 
-char *kernels__cache_repo_of(const char *variant_dir)
+/* 1 when `path` up to `end` ends in a repo folder's name,
+ * {kernels|models}--{org}--{name}. */
+static int repo_folder_before(const char *path, const char *end)
 {
 	static const kernels__repo_type types[] = { KERNELS__REPO_KERNEL, KERNELS__REPO_MODEL };
-	char *real = realpath(variant_dir, NULL), *snap;
-	const char *base;
+	const char *base = end;
 	size_t i, n;
 
-	if (!real || !(snap = strstr(real, "/snapshots/")) || snap == real) {
+	while (base > path && base[-1] != '/')
+		base--;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		n = strlen(kernels__repo_api_name(types[i]));
+		if (end - base > (ptrdiff_t)n + 2 && !strncmp(base, kernels__repo_api_name(types[i]), n) &&
+		    !strncmp(base + n, "--", 2))
+			return 1;
+	}
+	return 0;
+}
+
+size_t kernels__cache_repo_len(const char *path)
+{
+	const char *at;
+
+	for (at = path; (at = strstr(at, "/snapshots/")); at++)
+		if (at > path && at[11] && at[11] != '/' && strchr(at + 11, '/') && repo_folder_before(path, at))
+			return (size_t)(at - path);
+	return 0;
+}
+
+char *kernels__cache_repo_of(const char *variant_dir)
+{
+	char *real = realpath(variant_dir, NULL);
+	size_t n = real ? kernels__cache_repo_len(real) : 0;
+
+	if (!n) {
 		free(real);
 		return NULL;
 	}
-	*snap = '\0';
-	base = strrchr(real, '/');
-	base = base ? base + 1 : real;
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		n = strlen(kernels__repo_api_name(types[i]));
-		if (!strncmp(base, kernels__repo_api_name(types[i]), n) && !strncmp(base + n, "--", 2))
-			return real;
-	}
-	free(real);
-	return NULL;
+	real[n] = '\0';
+	return real;
 }
 
 /* ---- locks ---------------------------------------------------------------------- */

@@ -88,6 +88,13 @@ int kernels__cache_find_snapshot(const kernels__config *cfg, kernels__repo_type 
  * a snapshot's links reach the repo's blobs/, and no further. */
 char *kernels__cache_repo_of(const char *variant_dir);
 
+/* The length of the repo folder that begins `path` (a real path) when the
+ * path lies in one of its snapshots ({repo}/snapshots/{commit}/...), else
+ * 0. The first snapshots/{commit}/ below a repo folder's name is the one:
+ * a folder above the cache may be named "snapshots" (/srv/snapshots/hf),
+ * and whatever lies below that one is the repo's own. */
+size_t kernels__cache_repo_len(const char *path);
+
 /* A per-blob lock: .locks/{repo folder}/{etag}.lock. */
 typedef struct {
 	int fd;

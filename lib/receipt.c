@@ -29,8 +29,8 @@ static char *receipt_path(const char *root, const char *dir, const char *kind)
 /* The repo folder of a variant folder in a cached snapshot (malloc'ed). */
 static char *root_of(const char *dir)
 {
-	const char *snap = strstr(dir, "/snapshots/");
-	return snap ? strndup(dir, (size_t)(snap - dir)) : NULL;
+	size_t n = kernels__cache_repo_len(dir);
+	return n ? strndup(dir, n) : NULL;
 }
 
 static json_t *identity(const struct stat *st)

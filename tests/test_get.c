@@ -878,6 +878,35 @@ static void publish_without_digest(const char *name, int answer, kernels_options
 	free(src);
 }
 
+/* A cache whose own path has a folder named "snapshots" (a ZFS or backup
+ * mount, /srv/snapshots/hf): each cached variant is found in its repo by
+ * the last snapshots/<commit>/ of its path, not the first. */
+static void test_cache_under_a_snapshots_folder(void **state)
+{
+	kernels_options o;
+	kernels_system s = sys_cpu(211);
+	kernels_kernel *k = NULL;
+	char *cache;
+	int pass;
+	(void)state;
+
+	publish_without_digest("snap", 4343, &o, &s);
+	assert_true(asprintf(&cache, "%s/snapshots/hub", W.tmp) > 0);
+	assert_int_equal(test_system("mkdir -p '%s'", cache), 0);
+	o.cache_dir = cache;
+	for (pass = 0; pass < 2; pass++) {
+		o.offline = pass;
+		if (kernels_get(&k, "acme/snap", "v1.0.0", &o) < 0)
+			fail_msg("kernels_get (%s): %s", pass ? "offline" : "online", kernels_error_last());
+		assert_int_equal(test_kernel_answer(k), 4343);
+		if (kernels_verify_variant(NULL, kernels_kernel_path(k), &o) < 0)
+			fail_msg("kernels_verify_variant: %s", kernels_error_last());
+		kernels_kernel_close(k);
+		k = NULL;
+	}
+	free(cache);
+}
+
 /* A build from before metadata.json carried a digest (Python kernels 0.17
  * loads those): each cached file is proven by the hash the Hub listed for
  * its blob, and a tampered blob is refused with the file named. */
@@ -1072,6 +1101,7 @@ int main(void)
 		cmocka_unit_test_setup(test_local_kernels_override, test_world_fresh),
 		cmocka_unit_test_setup(test_local_kernels_survive_allocation_failures, test_world_fresh),
 		cmocka_unit_test_setup(test_local_get_survives_allocation_failures, test_world_fresh),
+		cmocka_unit_test_setup(test_cache_under_a_snapshots_folder, test_world_fresh),
 		cmocka_unit_test_setup(test_variant_without_digest, test_world_fresh),
 		cmocka_unit_test_setup(test_variant_without_digest_in_shared_store, test_world_fresh),
 		cmocka_unit_test_setup(test_memo_follows_the_cache_the_environment_names, test_world_fresh),

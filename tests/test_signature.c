@@ -894,7 +894,7 @@ static void test_stricter_call_checks_dependencies(void **state)
 	free(m2);
 }
 
-static int get_signed_in(int mode)
+static int get_signed(int mode, int offline)
 {
 	kernels_system sys = { .torch_version = 211, .torch_cxx11_abi = 1, .tvm_ffi_version = -1, .backend = "cpu",
 			       .cpu = "x86_64", .os = "linux", .no_gpu = 1 };
@@ -904,12 +904,22 @@ static int get_signed_in(int mode)
 
 	options(&o, mode);
 	o.system = &sys;
-	o.offline = 1;
+	o.offline = offline;
 	o.log_cb = count_receipt;
 	receipt_said = files_receipt_said = 0;
 	rc = kernels_get(&k, "acme/sigvalid", "v1.0.0", &o);
 	kernels_kernel_close(k);
 	return rc;
+}
+
+static int get_signed_in(int mode)
+{
+	return get_signed(mode, 1);
+}
+
+static int get_signed_in_online(int mode)
+{
+	return get_signed(mode, 0);
 }
 
 static int get_signed_again(void)
@@ -993,6 +1003,29 @@ static void test_foreign_receipt_under_require(void **state)
 	free(receipt);
 }
 
+/* A cache below a folder named "snapshots" (/srv/snapshots/hf): the
+ * signature's receipt goes in the repo folder's .libkernels/, as anywhere,
+ * not in a folder above the cache, and serves the next load. */
+static void test_signature_receipt_in_a_cache_under_snapshots(void **state)
+{
+	char *normal = W.cache, *above = path("%s/snapshots", W.tmp), *receipt;
+	(void)state;
+
+	W.cache = path("%s/cache", above);
+	assert_int_equal(test_system("mkdir -p '%s'", W.cache), 0);
+	assert_int_equal(get_signed_in_online(KERNELS_SIGNATURE_REQUIRE), 0);
+	receipt = path("%s/kernels--acme--sigvalid/.libkernels/receipts/*/build/%s.signature.json", W.cache, VARIANT);
+	free(the_path(receipt));
+	assert_int_equal(test_system("test ! -e '%s/.libkernels' && test ! -e '%s/.libkernels'", W.tmp, above), 0);
+	assert_int_equal(get_signed_again(), 0);
+	assert_int_equal(receipt_said, 1);
+	test_rmtree(above);
+	free(W.cache);
+	free(above);
+	free(receipt);
+	W.cache = normal;
+}
+
 /* The signature check is remembered in a receipt: a later load with the
  * same root and policies skips it while both files keep their identity;
  * a touched bundle is checked again, a rewritten one refused. */
@@ -1053,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_stricter_call_checks_dependencies),
 		cmocka_unit_test(test_foreign_receipt_under_require),
 		cmocka_unit_test(test_signature_receipt),
+		cmocka_unit_test(test_signature_receipt_in_a_cache_under_snapshots),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
