@@ -612,12 +612,15 @@ static int token_clean(char **dst, const char *v)
  * waited on forever, by every call) or cannot be read, with a warning. */
 static int token_from_file(const kernels_options *opts, char **out)
 {
+	/* The warnings name what chose the file: staging's is fixed. */
+	int staging = kernels__env_true("HUGGINGFACE_CO_STAGING");
+	const char *named = staging ? "HUGGINGFACE_CO_STAGING" : "HF_TOKEN_PATH";
 	char *path, *text = NULL;
 	size_t len = 0;
 	int rc = 0;
 
 	*out = NULL;
-	if (kernels__env_true("HUGGINGFACE_CO_STAGING"))
+	if (staging)
 		path = expand_path(STAGING_TOKEN_PATH);
 	else
 		path = env_nonempty("HF_TOKEN_PATH") ? expand_path(getenv("HF_TOKEN_PATH")) : hf_home_path("token");
@@ -628,10 +631,10 @@ static int token_from_file(const kernels_options *opts, char **out)
 			rc = kernels__error_oom();
 		else if (errno == EISDIR || errno == EINVAL)
 			warn_setting(opts, "the token file %.300s is not a regular file; no token is sent (fix "
-				     "HF_TOKEN_PATH, or set HF_TOKEN)", path);
+				     "it or %s, or set HF_TOKEN)", path, named);
 		else if (errno != ENOENT) /* huggingface_hub raises: not silently anonymous */
 			warn_setting(opts, "cannot read the token file %.300s (%s); no token is sent (fix it or "
-				     "HF_TOKEN_PATH, or set HF_TOKEN)", path, strerror(errno));
+				     "%s, or set HF_TOKEN)", path, strerror(errno), named);
 		free(path);
 		return rc;
 	}

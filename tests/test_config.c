@@ -387,9 +387,37 @@ static void test_token_sources(void **state)
 		kernels__config_free(&cfg);
 		assert_non_null(strstr(seen, "cannot read the token file"));
 		assert_non_null(strstr(seen, "Not a directory"));
+		assert_non_null(strstr(seen, "HF_TOKEN_PATH"));
 	}
 	unsetenv("HF_TOKEN_PATH");
 	free(file);
+
+	/* In staging mode the file is staging's own: the warning says what
+	 * chose it, not HF_TOKEN_PATH, which is not read then. */
+	{
+		kernels_options opts = KERNELS_OPTIONS_INIT;
+		char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+
+		assert_int_equal(asprintf(&file, "%s/.cache/huggingface_staging/token", dir) > 0, 1);
+		assert_int_equal(test_system("mkdir -p '%s'", file), 0); /* a folder where the file should be */
+		setenv("HOME", dir, 1);
+		setenv("HUGGINGFACE_CO_STAGING", "1", 1);
+		seen[0] = '\0';
+		opts.log_cb = keep_warnings;
+		assert_int_equal(kernels__config_load(&cfg, &opts), 0);
+		assert_null(cfg.token);
+		kernels__config_free(&cfg);
+		assert_non_null(strstr(seen, "is not a regular file"));
+		assert_non_null(strstr(seen, "HUGGINGFACE_CO_STAGING"));
+		assert_null(strstr(seen, "HF_TOKEN_PATH"));
+		unsetenv("HUGGINGFACE_CO_STAGING");
+		if (home)
+			setenv("HOME", home, 1);
+		else
+			unsetenv("HOME");
+		free(home);
+		free(file);
+	}
 
 	test_rmtree(dir);
 	free(dir);

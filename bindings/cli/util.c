@@ -18,7 +18,7 @@
 /* ---- options ---------------------------------------------------------------- */
 
 const cli_opt cli_global_opts[] = {
-	{ "endpoint", 0, "URL", "Hub URL (default: $HF_ENDPOINT, else https://huggingface.co)" },
+	{ "endpoint", 0, "URL", "Hub URL (default: $HF_ENDPOINT, else https://huggingface.co; see HUGGINGFACE_CO_STAGING)" },
 	{ "cache-dir", 0, "DIR", "cache folder (default: $KERNELS_CACHE, $HF_HUB_CACHE, $HF_HOME/hub)" },
 	{ "offline", 0, NULL, "make no network call: use only the cache (like HF_HUB_OFFLINE=1)" },
 	{ "trust-remote-code", 0, NULL, "load kernels whose publisher the Hub does not mark as trusted" },
