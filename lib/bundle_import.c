@@ -130,8 +130,8 @@ static int stage_make(imp_repo *r, const char *libdir)
 	if (mkdirat(r->lib_fd, fresh, 0777) < 0 ||
 	    (r->stage_fd = openat(r->lib_fd, fresh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
 	    flock(r->stage_fd, LOCK_EX | LOCK_NB) < 0 || renameat(r->lib_fd, fresh, r->lib_fd, r->stage_name) < 0)
-		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable", r->stage,
-				    strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s; %s", r->stage, strerror(errno),
+				    kernels__write_advice(errno, 1, "check that the cache is writable"));
 	if (rc < 0)
 		unlinkat(r->lib_fd, fresh, AT_REMOVEDIR);
 	else
@@ -165,7 +165,8 @@ static int repo_begin(importer *im, imp_repo *r)
 		rc = KERNELS_ENOMEM;
 	if (rc == 0 && (mkdirat(r->stage_fd, "blobs", 0777) < 0 ||
 			(r->stage_blobs = openat(r->stage_fd, "blobs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0))
-		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s", base, strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot create %s: %s; %s", base, strerror(errno),
+				    kernels__write_advice(errno, 1, "check that the cache is writable"));
 	free(base);
 	free(libdir);
 	return rc;
@@ -277,8 +278,8 @@ static int on_begin(void *payload, const kernels__bundle_entry *e)
 		return KERNELS_ENOMEM;
 	if ((im->fd = openat(r->stage_blobs, strrchr(im->inc, '/') + 1,
 			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0)
-		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache is writable and has "
-				      "room", im->inc, strerror(errno));
+		return kernels__error(KERNELS_EIO, "cannot create %s: %s; %s", im->inc, strerror(errno),
+				      kernels__write_advice(errno, 1, "check that the cache is writable and has room"));
 	return 0;
 }
 
@@ -292,8 +293,8 @@ static int on_data(void *payload, const void *buf, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return kernels__error(KERNELS_EIO, "cannot write %s: %s; check free space", im->inc,
-					      strerror(errno));
+			return kernels__error(KERNELS_EIO, "cannot write %s: %s; %s", im->inc, strerror(errno),
+					      kernels__write_advice(errno, 1, "check free space"));
 		p += w;
 		n -= (size_t)w;
 	}
@@ -428,7 +429,8 @@ static int publish_blob(importer *im, const imp_repo *r, const kernels__bundle_e
 			     "damaged cache); replaced by the copy in bundle %s, which verified", r->dir, e->f.etag,
 			     im->name);
 	if ((rc = move_into(r, r->stage_blobs, e->f.etag, "blobs", e->f.etag)) == 1)
-		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/blobs: %s", from, r->dir, strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/blobs: %s; %s", from, r->dir, strerror(errno),
+				    kernels__write_advice(errno, 1, "check that the cache is writable"));
 	free(from);
 	from = NULL;
 	if (rc < 0)
@@ -472,7 +474,8 @@ static int publish_variant(importer *im, size_t vi)
 	if (rc == 1 && (errno == ENOTEMPTY || errno == EEXIST))
 		rc = link_each(im, r, v);
 	else if (rc == 1)
-		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/%s: %s", from, r->dir, build, strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot move %s into %s/%s: %s; %s", from, r->dir, build,
+				    strerror(errno), kernels__write_advice(errno, 1, "check that the cache is writable"));
 	if (rc == 0) {
 		kernels__cache_sync_folder(r->dir, build);
 		im->st.variants_added++;

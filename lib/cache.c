@@ -87,9 +87,9 @@ static int step(int fd, const char *part, const char *root, const char *rel, siz
 	else if (err == ENOENT)
 		rc = kernels__error(KERNELS_ENOTFOUND, "%s does not exist", shown);
 	else
-		rc = kernels__error(KERNELS_EIO, "cannot %s folder %s: %s; check that the cache is writable for "
-				    "this user (shared caches: group-writable) or use a cache of your own "
-				    "(KERNELS_CACHE)", create ? "create" : "open", shown, strerror(err));
+		rc = kernels__error(KERNELS_EIO, "cannot %s folder %s: %s; %s", create ? "create" : "open", shown,
+				    strerror(err), kernels__write_advice(err, 1, "check that the cache is writable for this "
+				    "user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)"));
 	free(shown);
 	close(fd);
 	errno = err;
@@ -119,8 +119,9 @@ int kernels__cache_dir_open(const char *root, const char *rel, int create)
 	if (fd < 0) {
 		err = errno;
 		fd = kernels__error(err == ENOENT ? KERNELS_ENOTFOUND : KERNELS_EIO,
-				    "cannot open the cache %s (for %s/%s): %s; check the cache setting "
-				    "(HF_HUB_CACHE/KERNELS_CACHE) and its permissions", root, root, rel, strerror(err));
+				    "cannot open the cache %s (for %s/%s): %s; %s", root, root, rel, strerror(err),
+				    kernels__write_advice(err, 1, "check the cache setting (HF_HUB_CACHE/KERNELS_CACHE) "
+							  "and its permissions"));
 		errno = err;
 		return fd;
 	}
@@ -585,10 +586,10 @@ static int lock_open(const char *lock_path, int *unwritable)
 	if (err == ELOOP)
 		return kernels__error(KERNELS_EUNSAFE, "the lock file %s is a symbolic link: libkernels wrote "
 				      "nothing through it; remove it", lock_path);
-	return kernels__error(KERNELS_EIO,
-			      "cannot open the lock file %s: %s; make the cache's .locks folder writable for "
-			      "this user (shared caches: group-writable) or use a cache of your own (KERNELS_CACHE)",
-			      lock_path, strerror(err));
+	return kernels__error(KERNELS_EIO, "cannot open the lock file %s: %s; %s", lock_path, strerror(err),
+			      kernels__write_advice(err, 1, "make the cache's .locks folder writable for this user "
+						    "(shared caches: group-writable) or use a cache of your own "
+						    "(KERNELS_CACHE)"));
 }
 
 int kernels__cache_lock_try(const char *lock_path, kernels__cache_lock *lock)
@@ -779,8 +780,9 @@ static int copy_blob(const char *repo_dir, int bfd, const char *etag, const char
 	else if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
 		 (dst = openat(bfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0 ||
 		 kernels__copy_fd(src, dst, st.st_size) < 0 || fsync(dst) < 0)
-		rc = blob ? kernels__error(KERNELS_EIO, "cannot copy %s into the snapshot: %s; check that the cache is "
-					   "writable and has room", blob, strerror(errno)) : KERNELS_ENOMEM;
+		rc = blob ? kernels__error(KERNELS_EIO, "cannot copy %s into the snapshot: %s; %s", blob,
+					   strerror(errno), kernels__write_advice(errno, 1, "check that the cache is "
+					   "writable and has room")) : KERNELS_ENOMEM;
 	if (src >= 0)
 		close(src);
 	if (dst >= 0)
@@ -803,8 +805,9 @@ int kernels__cache_place(const char *repo_dir, const char *commit, const char *p
 			(bfd = rc = kernels__cache_repo_dir_open(repo_dir, "blobs", 1)) >= 0))
 		rc = move ? 0 : copy_blob(repo_dir, bfd, etag, tmp);
 	if (rc >= 0 && renameat(bfd, move ? etag : tmp, sfd, leaf) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot put blobs/%s at snapshots/%s/%s in %s: %s; check that the "
-				    "cache is writable", etag, commit, path, repo_dir, strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot put blobs/%s at snapshots/%s/%s in %s: %s; %s", etag, commit,
+				    path, repo_dir, strerror(errno),
+				    kernels__write_advice(errno, 1, "check that the cache is writable"));
 		if (!move)
 			unlinkat(bfd, tmp, 0);
 	}
@@ -820,8 +823,8 @@ int kernels__cache_place(const char *repo_dir, const char *commit, const char *p
 
 static int link_failed(const char *snap, const char *target)
 {
-	return kernels__error(KERNELS_EIO, "cannot link %s to %s: %s; check that the cache is writable", snap, target,
-			      strerror(errno));
+	return kernels__error(KERNELS_EIO, "cannot link %s to %s: %s; %s", snap, target, strerror(errno),
+			      kernels__write_advice(errno, 1, "check that the cache is writable"));
 }
 
 int kernels__cache_link(const char *repo_dir, const char *commit, const char *path, const char *etag)
@@ -893,21 +896,22 @@ int kernels__cache_publish_at(int fd, int dirfd, const char *from, const char *t
 	if (!(sync_folder & KERNELS__PUBLISH_SYNCED) && fsync(fd) < 0) {
 		err = errno;
 		close(fd);
-		return kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; check free space", shown, from,
-				      strerror(err));
+		return kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; %s", shown, from, strerror(err),
+				      kernels__write_advice(err, 1, "check free space"));
 	}
 	if (renameat(dirfd, from, dirfd, to) < 0) {
 		err = errno;
 		close(fd);
-		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s", from, shown, strerror(err));
+		return kernels__error(KERNELS_EIO, "cannot move %s to %s: %s; %s", from, shown, strerror(err),
+				      kernels__write_advice(err, 1, "check that the cache is writable"));
 	}
 	/* The identity after the rename, which moves the change time. */
 	if (st && fstat(fd, st) < 0)
 		memset(st, 0, sizeof(*st));
 	/* close() releases the descriptor even when it fails: never close twice. */
 	if (close(fd) < 0)
-		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; check free space", shown,
-				      strerror(errno));
+		return kernels__error(KERNELS_EIO, "cannot flush %s to disk: %s; %s", shown, strerror(errno),
+				      kernels__write_advice(errno, 1, "check free space"));
 	/* The rename itself must survive a crash, or the link may point at nothing. */
 	sync_folder &= KERNELS__PUBLISH_SYNC_FOLDER;
 	if (sync_folder && dirfd == AT_FDCWD) {

@@ -238,9 +238,9 @@ static int open_incomplete(fetch *f, job *j)
 		return rc;
 	j->fd = openat(f->blobs_fd, in_blobs(j->incomplete), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (j->fd < 0)
-		return kernels__error(KERNELS_EIO, "cannot create %s: %s; check that the cache folder is writable "
-				      "(shared caches: group-writable) or set KERNELS_CACHE", j->incomplete,
-				      strerror(errno));
+		return kernels__error(KERNELS_EIO, "cannot create %s: %s; %s", j->incomplete, strerror(errno),
+				      kernels__write_advice(errno, 1, "check that the cache folder is writable (shared "
+							    "caches: group-writable) or set KERNELS_CACHE"));
 	if ((rc = md_start(j)) < 0)
 		return rc;
 	if (fstat(j->fd, &st) < 0)
@@ -472,9 +472,9 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			j->abort_code = kernels__error(KERNELS_EIO,
-						       "cannot write %s: %s; check free space in the cache",
-						       j->incomplete, strerror(errno));
+			j->abort_code = kernels__error(KERNELS_EIO, "cannot write %s: %s; %s", j->incomplete,
+						       strerror(errno),
+						       kernels__write_advice(errno, 1, "check free space in the cache"));
 			return 0;
 		}
 		off += (size_t)w;
@@ -589,8 +589,8 @@ static void publish_synced(fetch *f, job *j, int err)
 	int rc;
 
 	if (err) {
-		rc = kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; check free space", j->blob,
-				    in_blobs(j->incomplete), strerror(err));
+		rc = kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; %s", j->blob,
+				    in_blobs(j->incomplete), strerror(err), kernels__write_advice(err, 1, "check free space"));
 		fail_job(f, j, rc);
 		return;
 	}

@@ -92,8 +92,8 @@ static int io_error(const char *what, const char *path, const char *name)
 		return kernels__error(KERNELS_EUNSAFE,
 				      "%s ref '%s' under '%s/refs': a symlink, folder or other file is in the way "
 				      "(%s); remove it from the cache", what, name, path, strerror(e));
-	return kernels__error(KERNELS_EIO, "%s ref '%s' under '%s/refs': %s; check the cache folder's permissions",
-			      what, name, path, strerror(e));
+	return kernels__error(KERNELS_EIO, "%s ref '%s' under '%s/refs': %s; %s", what, name, path, strerror(e),
+			      kernels__write_advice(e, 1, "check the cache folder's permissions"));
 }
 
 /* Opens the folder holding the last part of `name`, creating the folders

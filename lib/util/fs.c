@@ -37,6 +37,20 @@ char *kernels__realpath(const char *path, char *out, struct stat *st)
 	return out;
 }
 
+#define FULL "the file system is full (or this user's disk quota is spent): free space on it"
+#define RO_CACHE                                                                                        \
+	"the cache is on a read-only file system: what it holds loads as it is, but what it lacks needs a " \
+	"writable cache: point HF_HUB_CACHE (KERNELS_CACHE) at one, or fill this one where it is writable"
+
+const char *kernels__write_advice(int err, int cache, const char *otherwise)
+{
+	if (err == ENOSPC || err == EDQUOT)
+		return cache ? FULL ", or point HF_HUB_CACHE (KERNELS_CACHE) at a folder on a larger disk" : FULL;
+	if (err == EROFS)
+		return cache ? RO_CACHE : "the file system is read-only: pick a folder on a writable one";
+	return otherwise;
+}
+
 int kernels__mkdir_p(const char *path, unsigned int mode)
 {
 	char *p = kernels__strdup(path), *q;
@@ -50,9 +64,8 @@ int kernels__mkdir_p(const char *path, unsigned int mode)
 			continue;
 		*q = '\0';
 		if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
-			rc = kernels__error(KERNELS_EIO,
-					    "cannot create folder '%s': %s; check that its parent is writable", p,
-					    strerror(errno));
+			rc = kernels__error(KERNELS_EIO, "cannot create folder '%s': %s; %s", p, strerror(errno),
+					    kernels__write_advice(errno, 0, "check that its parent is writable"));
 			break;
 		}
 		*q = c;
@@ -346,26 +359,28 @@ int kernels__write_atomic_at(int dirfd, const char *name, const char *shown, con
 	if (!(tmp = kernels__tmp_name(name)))
 		return KERNELS_ENOMEM;
 	if ((fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot create a temporary file next to '%s': %s; check that its "
-				    "folder exists and is writable", shown, strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot create a temporary file next to '%s': %s; %s", shown,
+				    strerror(errno),
+				    kernels__write_advice(errno, 0, "check that its folder exists and is writable"));
 		free(tmp);
 		return rc;
 	}
 	if (write_fd(fd, data, len) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode) < 0) ||
 	    ((flags & (KERNELS__WRITE_DURABLE | KERNELS__WRITE_FLUSHED)) && fsync(fd) < 0)) {
-		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space and permissions", shown,
-				    strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; %s", shown, strerror(errno),
+				    kernels__write_advice(errno, 0, "check free space and permissions"));
 		close(fd);
 		goto fail;
 	}
 	/* close() releases the descriptor even when it fails: never close twice. */
 	if (close(fd) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; check free space", shown, strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot write '%s': %s; %s", shown, strerror(errno),
+				    kernels__write_advice(errno, 0, "check free space"));
 		goto fail;
 	}
 	if (renameat(dirfd, tmp, dirfd, name) < 0) {
-		rc = kernels__error(KERNELS_EIO, "cannot replace '%s': %s; check the folder's permissions", shown,
-				    strerror(errno));
+		rc = kernels__error(KERNELS_EIO, "cannot replace '%s': %s; %s", shown, strerror(errno),
+				    kernels__write_advice(errno, 0, "check the folder's permissions"));
 		goto fail;
 	}
 	if (flags & KERNELS__WRITE_DURABLE)

@@ -10,6 +10,13 @@
  * folders are fine. Sets the error and returns KERNELS_EIO on failure. */
 int kernels__mkdir_p(const char *path, unsigned int mode);
 
+/* What to do about a write that failed with `err`: a full file system or
+ * a spent quota (ENOSPC, EDQUOT) wants room, a read-only one (EROFS)
+ * another place, advice about rights would only mislead there; any other
+ * errno gets `otherwise`, the caller's own advice. `cache` 1: the write
+ * was into the cache, whose other place is HF_HUB_CACHE. A static string. */
+const char *kernels__write_advice(int err, int cache, const char *otherwise);
+
 /* realpath(3) into `out` (PATH_MAX bytes), and the file's stat into *st
  * (may be NULL), in four system calls where /proc is mounted: the kernel
  * resolves the path once, where glibc's realpath reads the link of every
