@@ -150,6 +150,20 @@ static void fail_job(fetch *f, job *j, int code)
 	}
 }
 
+/* A write into the cache for `j` failed (its lock, its .incomplete, its
+ * bytes, flush or rename): the message starts with the file and commit
+ * that needed it, so a full or read-only cache says what it lacks. */
+static void name_the_file(const fetch *f, const job *j)
+{
+	kernels__error_prefix("fetching %s of %s at %.12s", j->entry->path, f->repo_id, f->commit);
+}
+
+static void cache_failed(fetch *f, job *j, int code)
+{
+	name_the_file(f, j);
+	fail_job(f, j, code);
+}
+
 /* ---- hashing ------------------------------------------------------------------ */
 
 static int md_start(job *j)
@@ -475,6 +489,7 @@ static size_t on_data(char *data, size_t size, size_t nitems, void *userdata)
 			j->abort_code = kernels__error(KERNELS_EIO, "cannot write %s: %s; %s", j->incomplete,
 						       strerror(errno),
 						       kernels__write_advice(errno, 1, "check free space in the cache"));
+			name_the_file(f, j);
 			return 0;
 		}
 		off += (size_t)w;
@@ -562,7 +577,7 @@ static void verify_and_publish(fetch *f, job *j)
 			account(f, -j->have);
 			j->have = 0;
 			if ((rc = open_incomplete(f, j)) < 0) {
-				fail_job(f, j, rc);
+				cache_failed(f, j, rc);
 				return;
 			}
 			retry_later(f, j, -1);
@@ -591,7 +606,7 @@ static void publish_synced(fetch *f, job *j, int err)
 	if (err) {
 		rc = kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; %s", j->blob,
 				    in_blobs(j->incomplete), strerror(err), kernels__write_advice(err, 1, "check free space"));
-		fail_job(f, j, rc);
+		cache_failed(f, j, rc);
 		return;
 	}
 	rc = kernels__cache_publish_at(j->fd, f->blobs_fd, in_blobs(j->incomplete), in_blobs(j->blob), j->blob, &st,
@@ -601,7 +616,7 @@ static void publish_synced(fetch *f, job *j, int err)
 		f->mark[j->entry - f->entries] |= MARK_FRESH;
 	j->fd = -1;
 	if (rc < 0) {
-		fail_job(f, j, rc);
+		cache_failed(f, j, rc);
 		return;
 	}
 	/* The first load takes this hash for metadata.json's sha256 of the file. */
@@ -853,7 +868,7 @@ static void try_lock(fetch *f, job *j, long long now)
 		return;
 	}
 	if (rc < 0) {
-		fail_job(f, j, rc);
+		cache_failed(f, j, rc);
 		return;
 	}
 	f->holding++;
@@ -866,7 +881,7 @@ static void try_lock(fetch *f, job *j, long long now)
 		return;
 	}
 	if ((rc = open_incomplete(f, j)) < 0) {
-		fail_job(f, j, rc);
+		cache_failed(f, j, rc);
 		return;
 	}
 	if (j->have == j->size) {
