@@ -29,13 +29,15 @@
  *
  * fork() without exec (a preloading server's workers, Python's fork start
  * method): the child may call libkernels; what the parent loaded stays
- * loaded and is found again. No lock of libkernels is held while a
- * kernel's constructors run, and the loader's are taken across fork()
- * (pthread_atfork), so a child forked while another thread loads a kernel
- * loads its own. A call another thread had under way does not go on in the
- * child. glibc and libcurl are not fork-safe themselves: a child forked
- * while another thread was inside either may not go online; exec a fresh
- * worker where that matters.
+ * loaded and is found again. libkernels takes its process-wide locks
+ * across fork() (pthread_atfork handlers, registered when it is loaded), so
+ * a child forked while other threads are inside libkernels finds them
+ * free; none is held while a kernel's constructors run, so a fork waits at
+ * most for a few instructions of another thread. A call another thread had
+ * under way does not go on in the child. A callback libkernels calls (log,
+ * progress) must not fork() without exec. glibc and libcurl are not
+ * fork-safe themselves: a child forked while another thread was inside
+ * either may not go online; exec a fresh worker where that matters.
  */
 #ifndef KERNELS_H
 #define KERNELS_H

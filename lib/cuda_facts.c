@@ -8,6 +8,7 @@
  * machine with no working NVML (Jetson) still pays cuInit, the one way left
  * to see its GPUs. */
 #include "cuda_facts.h"
+#include "fork.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -39,6 +40,11 @@ static char visible_devices[256];
 static char *library_path;
 static pthread_mutex_t env_mu = PTHREAD_MUTEX_INITIALIZER;
 static int env_set;
+
+void kernels__cuda_facts_fork(kernels__fork_phase phase)
+{
+	kernels__fork_mutex(&env_mu, phase);
+}
 
 void kernels__cuda_env_from(const kernels__config *cfg)
 {

@@ -20,6 +20,7 @@
  * ...), all on the calling thread. */
 #include "deps.h"
 #include "error.h"
+#include "fork.h"
 #include "plan.h"
 #include "loader.h"
 #include "util.h"
@@ -54,6 +55,11 @@ static __thread ctx *current;
 static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static settled *loaded;
 static size_t nloaded, loaded_cap;
+
+void kernels__deps_fork(kernels__fork_phase phase)
+{
+	kernels__fork_mutex(&loaded_lock, phase);
+}
 
 static void ctx_free(ctx *c)
 {

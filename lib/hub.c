@@ -8,6 +8,7 @@
  * that curl would happily forward to whatever host a redirect names. */
 #include "hub.h"
 #include "error.h"
+#include "fork.h"
 #include "system.h"
 #include "util.h"
 
@@ -42,7 +43,10 @@
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
 static CURLSH *share;
-static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+/* Statically initialised, not in global_init: fork's handlers may take
+ * them before libcurl is ever initialised. */
+static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST] = { [0 ... CURL_LOCK_DATA_LAST - 1] =
+								     PTHREAD_MUTEX_INITIALIZER };
 static char ua_os[64], ua_cpu[64];
 static _Atomic long backoff_base_ms = 250; /* tests shorten it (kernels__hub_set_backoff_base_ms) */
 
@@ -56,6 +60,17 @@ static void share_unlock(CURL *h, curl_lock_data data, void *payload)
 {
 	(void)h, (void)payload;
 	pthread_mutex_unlock(&share_locks[data]);
+}
+
+/* fork() (fork.h): libcurl's shared DNS answers and TLS sessions, taken
+ * in one order; libcurl holds one at a time. */
+void kernels__hub_fork_share(kernels__fork_phase phase)
+{
+	int i;
+
+	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		kernels__fork_mutex(&share_locks[phase == KERNELS__FORK_PREPARE ? i : CURL_LOCK_DATA_LAST - 1 - i],
+				    phase);
 }
 
 static void lower_copy(char *dst, size_t n, const char *src)
@@ -86,14 +101,11 @@ static int curl_init_threadsafe(void)
 static void global_init(void)
 {
 	struct utsname u;
-	int i;
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		init_rc = KERNELS_ERROR;
 		return;
 	}
-	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
-		pthread_mutex_init(&share_locks[i], NULL);
 	share = curl_share_init();
 	if (!share) {
 		init_rc = KERNELS_ENOMEM;
@@ -146,6 +158,13 @@ void kernels__hub_set_backoff_base_ms(long ms)
 /* Guards every call's ua_system buffer: written once per call (here or
  * by the variant selection), read by transfers that may run together. */
 static pthread_mutex_t ua_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fork() (fork.h): the outermost lock, since the system detection it is
+ * held across takes others. */
+void kernels__hub_fork_ua(kernels__fork_phase phase)
+{
+	kernels__fork_mutex(&ua_lock, phase);
+}
 
 void kernels__hub_ua_system_set(const kernels__config *cfg, const kernels_system *s)
 {

@@ -17,6 +17,7 @@
 #include "native.h"
 #include "pyfree.h"
 #include "error.h"
+#include "fork.h"
 #include "util.h"
 #include "system.h"
 #include "variant.h"
@@ -98,35 +99,23 @@ static void map_end(module *m)
 	pthread_mutex_unlock(&map_lock);
 }
 
-/* fork(): the locks are taken across it, so the child gets both lists
- * whole and the locks free. A mapping another thread was making has no
- * thread to finish it in the child: the child maps on its own (a module
- * whose loading the fork interrupted is the dynamic linker's to refuse).
- * Its condition variable may count waiters that do not exist there: a
- * fresh one. */
-static void fork_prepare(void)
+/* fork() (fork.h): a mapping another thread was making has no thread to
+ * finish it in the child, which maps on its own (a module whose loading
+ * the fork interrupted is the dynamic linker's to refuse); map_done may
+ * count waiters that do not exist there: a fresh one. */
+void kernels__loader_fork(kernels__fork_phase phase)
 {
-	pthread_mutex_lock(&registry_lock);
-	pthread_mutex_lock(&map_lock);
-}
-
-static void fork_parent(void)
-{
+	if (phase == KERNELS__FORK_PREPARE) {
+		pthread_mutex_lock(&registry_lock);
+		pthread_mutex_lock(&map_lock);
+		return;
+	}
+	if (phase == KERNELS__FORK_CHILD) {
+		mapping = 0;
+		pthread_cond_init(&map_done, NULL);
+	}
 	pthread_mutex_unlock(&map_lock);
 	pthread_mutex_unlock(&registry_lock);
-}
-
-static void fork_child(void)
-{
-	mapping = 0;
-	pthread_cond_init(&map_done, NULL);
-	pthread_mutex_unlock(&map_lock);
-	pthread_mutex_unlock(&registry_lock);
-}
-
-__attribute__((constructor)) static void loader_at_load(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 static void kernel_free(kernels_kernel *k)

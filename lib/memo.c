@@ -2,6 +2,7 @@
 #include "memo.h"
 #include "config.h"
 #include "error.h"
+#include "fork.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -30,6 +31,11 @@ typedef struct memo {
  * guarded by `lock`. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static memo *handles, *names;  /* most recently used first */
+
+void kernels__memo_fork(kernels__fork_phase phase)
+{
+	kernels__fork_mutex(&lock, phase);
+}
 
 /* ---- the key ---------------------------------------------------------------- */
 

@@ -4,6 +4,7 @@
  * to the cache at once (see origin.h). */
 #include "origin.h"
 #include "error.h"
+#include "fork.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -27,6 +28,11 @@ static struct {
 	char why[256];
 } down[DOWN_SLOTS];
 static _Atomic long down_ttl_ms = DOWN_TTL_MS;
+
+void kernels__origin_fork(kernels__fork_phase phase)
+{
+	kernels__fork_mutex(&down_lock, phase);
+}
 
 int kernels__hub_origin(const char *url, char *buf, size_t n)
 {

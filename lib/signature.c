@@ -6,6 +6,7 @@
 #include "receipt.h"
 #include "config.h"
 #include "error.h"
+#include "fork.h"
 #include "util.h"
 #include "sigstore/sigstore.h"
 
@@ -103,6 +104,11 @@ static size_t root_parses, root_reads; /* under roots_mu; what the test build re
 static long long settle_ns = SETTLE_NS; /* under roots_mu; the test build may lower it */
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 static root_entry *builtin; /* set once by builtin_parse, never freed */
+
+void kernels__signature_fork(kernels__fork_phase phase)
+{
+	kernels__fork_mutex(&roots_mu, phase);
+}
 
 #ifdef KERNELS_TESTING
 static size_t counter(const size_t *n)

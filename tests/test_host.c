@@ -1,9 +1,11 @@
 /* libkernels inside a real host process: what an inference server does to
  * a library that the other suites do not. A worker it fork+execs during a
  * get inherits none of the library's descriptors (sockets, lock files,
- * blobs); a worker it forks (no exec) gets kernels, even when another
- * thread was loading one at the fork. Each check runs against the local
- * Hub fixture. */
+ * blobs); a worker it forks (no exec) gets kernels, even when other
+ * threads were inside the library at the fork (loading a kernel, taking its
+ * locks); a host's interval timer (SIGALRM without SA_RESTART) fails no
+ * get; a plugin linked to libkernels survives being dlclosed. Each check
+ * runs against the local Hub fixture. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include <curl/curl.h>
 
 #include "kernels.h"
+#include "signature.h"
 #include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
@@ -319,12 +322,161 @@ static void test_fork_while_another_thread_loads(void **state)
 	assert_child_got(status);
 }
 
+/* Threads that keep taking the library's process-wide locks: a re-get
+ * from the memo (its lock, the loaded kernels'), a get from a Hub known
+ * down (the origins' memory), a get that asks the Hub (the User-Agent's
+ * lock, libcurl's shared DNS and TLS sessions), the signature roots. */
+static _Atomic int hammering;
+
+static void one_turn(int which)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+
+	options(&o);
+	if (which == 1)
+		o.endpoint = "http://127.0.0.1:9";
+	if (which == 3)
+		(void)kernels__signature_root_parses();
+	else if (kernels_get(&k, "acme/plain", which == 0 ? W.commit[0] : "main", &o) == 0)
+		kernels_kernel_close(k);
+}
+
+static void *hammer(void *arg)
+{
+	while (hammering)
+		one_turn((int)(intptr_t)arg);
+	return NULL;
+}
+
+/* The same in a forked child, once each: exits 0 when all returned, else
+ * SIGALRM ends it. */
+static void child_takes_every_lock(void)
+{
+	int i;
+
+	alarm(10);
+	for (i = 0; i < 4; i++)
+		one_turn(i);
+	_exit(0);
+}
+
+/* A server forks workers while its other threads are inside the library:
+ * each lock a thread held at the fork must be free in the child. */
+static void test_fork_while_threads_take_locks(void **state)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	pthread_t t[4];
+	int i, status;
+	(void)state;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* AddressSanitizer's allocator (GCC 12's) is not taken across fork: a
+	 * child forked while another thread allocates waits for it forever,
+	 * in malloc, whatever libkernels does. */
+	skip();
+#endif
+	options(&o);
+	if (kernels_get(&k, "acme/plain", W.commit[0], &o) < 0)
+		fail_msg("kernels_get: %s", kernels_error_last());
+	hammering = 1;
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, hammer, (void *)(intptr_t)i), 0);
+	usleep(100000);
+	for (i = 0; i < 40; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			child_takes_every_lock();
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			break;
+	}
+	hammering = 0;
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	kernels_kernel_close(k);
+	assert_child_got(status);
+}
+
+/* ---- a host's signals ------------------------------------------------------------- */
+
+static volatile sig_atomic_t ticks;
+
+static void tick(int sig)
+{
+	(void)sig;
+	ticks++;
+}
+
+static void *get_plain(void *arg)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	int *rc = arg;
+
+	options(&o);
+	if ((*rc = kernels_get(&k, "acme/plain", "v1.0.0", &o)) < 0)
+		fprintf(stderr, "acme/plain: %s\n", kernels_error_last());
+	kernels_kernel_close(k);
+	return NULL;
+}
+
+/* A host's interval timer, its handler installed without SA_RESTART: every
+ * blocking system call a get makes (connect, poll, read, write, flock,
+ * fsync, waits) may fail with EINTR, over and over. Four gets of one kernel
+ * into one cache at once, so three wait for the cache lock too. */
+static void test_timer_signal_without_restart(void **state)
+{
+	struct sigaction sa = { 0 }, old;
+	struct itimerval it = { { 0, 100 }, { 0, 100 } }, off = { 0 };
+	pthread_t t[4];
+	int rc[4], i;
+	(void)state;
+
+	sa.sa_handler = tick;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, get_plain, &rc[i]), 0);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	assert_true(ticks > 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rc[i], 0);
+}
+
+/* ---- a plugin unloaded ------------------------------------------------------------ */
+
+/* A plugin host dlopens a plugin linked to libkernels, gets a kernel from
+ * two threads (one of them outliving the plugin), dlcloses it, three
+ * times, then exits: nothing of the library may run after it is gone. */
+static void test_plugin_unloaded(void **state)
+{
+	const char *plugin = getenv("KERNELS_TEST_PLUGIN"), *host = getenv("KERNELS_TEST_UNLOAD_HOST");
+	(void)state;
+
+	assert_non_null(plugin);
+	assert_non_null(host);
+	/* Under the sanitizers, not the leak check: the process-wide state the
+	 * unloaded library leaves (libcurl's, the memo's) is lost by design. */
+	assert_int_equal(test_system("ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" '%s' '%s' '%s' '%s' 3", host, plugin,
+				     test_hub_endpoint(W.hub), W.cache), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_exec_during_get_inherits_nothing, test_world_fresh),
 		cmocka_unit_test_setup(test_fork_after_get, test_world_fresh),
 		cmocka_unit_test_setup(test_fork_while_another_thread_loads, test_world_fresh),
+		cmocka_unit_test_setup(test_fork_while_threads_take_locks, test_world_fresh),
+		cmocka_unit_test_setup(test_timer_signal_without_restart, test_world_fresh),
+		cmocka_unit_test_setup(test_plugin_unloaded, test_world_fresh),
 	};
 
 	if (argc > 1 && !strcmp(argv[1], "fds"))
