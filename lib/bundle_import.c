@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -250,6 +251,64 @@ static int plan(importer *im)
 	if (rc == 0) /* a probe's miss is no error; a failure keeps its reason */
 		kernels_error_clear();
 	return rc;
+}
+
+/* ---- room ------------------------------------------------------------------------ */
+
+/* A blob to stage: the repo it goes to, and its entry. */
+typedef struct {
+	size_t repo;
+	const kernels__bundle_entry *e;
+} staged;
+
+static int staged_order(const void *a, const void *b)
+{
+	const staged *x = a, *y = b;
+
+	if (x->repo != y->repo)
+		return x->repo < y->repo ? -1 : 1;
+	return strcmp(x->e->f.etag, y->e->f.etag);
+}
+
+/* The bytes the staging folders take: each blob of a variant to import,
+ * once per repo (staged from the bundle even where the cache has it). */
+static int staged_bytes(const importer *im, unsigned long long *need)
+{
+	staged *s = malloc((im->b->nfiles + 1) * sizeof(*s));
+	size_t i, j, n = 0;
+
+	if (!s)
+		return kernels__error_oom();
+	for (i = 0; i < im->b->nvariants; i++)
+		for (j = 0; !im->present[i] && j < im->b->variants[i].n; j++)
+			s[n++] = (staged){ im->repo_of[i], &im->b->files[im->b->variants[i].first + j] };
+	qsort(s, n, sizeof(*s), staged_order);
+	for (*need = 0, i = 0; i < n; i++)
+		if (!i || staged_order(&s[i - 1], &s[i]))
+			*need += s[i].e->f.size;
+	free(s);
+	return 0;
+}
+
+/* Refused before a byte is staged where the cache's file system lacks the
+ * room, as a download is (hub_fetch.c's disk check): staging would fill it,
+ * for every process on it, and then fail anyway. */
+static int room_check(const importer *im)
+{
+	unsigned long long need = 0, avail;
+	struct statvfs vs;
+	int rc;
+
+	if (!im->nrepos || (rc = staged_bytes(im, &need)) < 0)
+		return im->nrepos ? rc : 0;
+	if (fstatvfs(im->repos[0].stage_fd, &vs) < 0)
+		return 0; /* cannot tell: the writes say what they meet */
+	avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
+	if (need <= avail)
+		return 0;
+	return kernels__error(KERNELS_EIO, "bundle %s needs %llu bytes in the cache %s but only %llu are free there; "
+			      "nothing was imported: free some space there, or point HF_HUB_CACHE (KERNELS_CACHE) at "
+			      "a larger disk", im->name, need, im->cfg->cache_dir, avail);
 }
 
 /* ---- entries into the staging folder ------------------------------------------ */
@@ -608,6 +667,8 @@ static int import(importer *im, kernels__bundle_reader *r)
 
 	if (rc == 0)
 		rc = plan(im);
+	if (rc == 0)
+		rc = room_check(im);
 	if (rc == 0)
 		rc = kernels__bundle_scan(r, im->b, &sink, &im->st.bytes);
 	for (i = 0; rc == 0 && i < im->b->nvariants; i++)

@@ -360,9 +360,10 @@ static void make_app(test_app *app, const char *name)
 	free(src_cache);
 }
 
-/* A bundle imported into a cache too small for it fails saying so, and
- * leaves nothing (no staging folder, no blob, no variant); with room, the
- * same import succeeds and the variant loads offline. */
+/* A bundle imported into a cache too small for it fails saying so before
+ * it stages a byte (it would fill the disk, then fail), and leaves nothing
+ * (no staging folder, no blob, no variant); with room, the same import
+ * succeeds and the variant loads offline. */
 static void test_bundle_import(void **state)
 {
 	kernels_bundle_import_stats st = KERNELS_BUNDLE_IMPORT_STATS_INIT;
@@ -383,11 +384,20 @@ static void test_bundle_import(void **state)
 	o.offline = 1;
 	o.trusted_orgs = "acme";
 	assert_int_equal(kernels_bundle_import(&st, bundle, &o), KERNELS_EIO);
+	says("nothing was imported", "HF_HUB_CACHE");
+	if (!strstr(kernels_error_last(), "needs") || !strstr(kernels_error_last(), cache))
+		fail_msg("the error does not say what the bundle needs in %s: %s", cache, kernels_error_last());
+	assert_int_equal(st.bytes, 0); /* refused before reading a file of the bundle */
+	assert_int_equal(count_named("import.tmp-*"), 0);
+	assert_int_equal(count_named("w.bin"), 0);
+	/* Bytes to spare, inodes not: staging fails part way, and goes. */
+	mount_tmpfs("size=8m,nr_inodes=10");
+	assert_int_equal(kernels_bundle_import(&st, bundle, &o), KERNELS_EIO);
 	says("No space left on device", "HF_HUB_CACHE");
 	assert_int_equal(count_named("import.tmp-*"), 0);
 	assert_int_equal(count_named("w.bin"), 0);
 	assert_int_equal(count_named("*.incomplete"), 0);
-	remount("size=8m", 0);
+	remount("size=8m,nr_inodes=1000", 0);
 	if (kernels_bundle_import(&st, bundle, &o) != 0)
 		fail_msg("import with room: %s", kernels_error_last());
 	assert_int_equal(st.variants_added, 1);

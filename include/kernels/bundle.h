@@ -131,7 +131,8 @@ typedef struct kernels_bundle_import_stats {
  * file), KERNELS_EPARSE (not a bundle, a malformed manifest, a truncated
  * archive), KERNELS_EUNSAFE (a hostile entry, named), KERNELS_EINTEGRITY (a
  * file differs from the manifest or its metadata digest),
- * KERNELS_ESIGNATURE, KERNELS_EIO (the cache is not writable).
+ * KERNELS_ESIGNATURE, KERNELS_EIO (the cache is not writable, or its file
+ * system lacks the room for the files to stage: then refused before any).
  *
  * Thread-safety: safe from any thread; holds each repo's cache lock shared,
  * as downloads do, so `cache rm` waits.
