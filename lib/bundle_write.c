@@ -326,6 +326,28 @@ static int unmatched_variant(const writer *w)
 
 /* ---- the archive ------------------------------------------------------------ */
 
+/* libarchive's own message can be a bare "Write error": the errno behind
+ * it, and what to do about that, follow. `what`: "cannot write X into the
+ * bundle" and the like. */
+static int archive_failed(struct archive *a, const char *what)
+{
+	int err = archive_errno(a);
+	char why[128] = "";
+
+	if (err > 0)
+		snprintf(why, sizeof(why), " (%s)", strerror(err));
+	return kernels__error(KERNELS_EIO, "%s: %s%s; %s", what, archive_error_string(a), why,
+			      kernels__write_advice(err, 0, "check the free space and rights of the bundle's folder"));
+}
+
+static int entry_failed(struct archive *a, const char *name)
+{
+	char what[PATH_MAX + 64];
+
+	snprintf(what, sizeof(what), "cannot write %s into the bundle", name);
+	return archive_failed(a, what);
+}
+
 static int put_header(struct archive *a, const char *name, unsigned long long size)
 {
 	struct archive_entry *e = archive_entry_new();
@@ -340,15 +362,13 @@ static int put_header(struct archive *a, const char *name, unsigned long long si
 	archive_entry_set_mtime(e, BUNDLE_MTIME, 0);
 	r = archive_write_header(a, e);
 	archive_entry_free(e);
-	return r == ARCHIVE_OK ? 0 : kernels__error(KERNELS_EIO, "cannot write %s into the bundle: %s", name,
-						    archive_error_string(a));
+	return r == ARCHIVE_OK ? 0 : entry_failed(a, name);
 }
 
 static int put_bytes(struct archive *a, const char *name, const void *data, size_t n)
 {
 	if (n && archive_write_data(a, data, n) != (la_ssize_t)n)
-		return kernels__error(KERNELS_EIO, "cannot write %s into the bundle: %s", name,
-				      archive_error_string(a));
+		return entry_failed(a, name);
 	return 0;
 }
 
@@ -422,7 +442,7 @@ static int write_archive(const char *path, const writer *w, const kernels_bundle
 			 const char *lock, size_t lock_len)
 {
 	struct archive *a = archive_write_new();
-	char *tmp = kernels__tmp_name(path);
+	char *tmp = kernels__tmp_name(path), what[PATH_MAX + 64];
 	int rc = a && tmp ? 0 : kernels__error_oom(), fd;
 
 	if (rc == 0 && (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
@@ -431,12 +451,16 @@ static int write_archive(const char *path, const writer *w, const kernels_bundle
 						   : archive_write_add_filter_none(a)) != ARCHIVE_OK ||
 
 			archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-			archive_write_open_filename(a, tmp) != ARCHIVE_OK))
-		rc = kernels__error(KERNELS_EIO, "cannot create the bundle %s: %s", path, archive_error_string(a));
-	if (rc == 0)
-		rc = put_all(a, w, b, manifest, lock, lock_len);
-	if (a && archive_write_close(a) != ARCHIVE_OK && rc == 0)
-		rc = kernels__error(KERNELS_EIO, "cannot finish the bundle %s: %s", path, archive_error_string(a));
+			archive_write_open_filename(a, tmp) != ARCHIVE_OK)) {
+		snprintf(what, sizeof(what), "cannot create the bundle %s", path);
+		rc = archive_failed(a, what);
+	}
+	if (rc == 0 && (rc = put_all(a, w, b, manifest, lock, lock_len)) < 0)
+		kernels__error_prefix("writing the bundle %s (nothing of it is left)", path);
+	if (a && archive_write_close(a) != ARCHIVE_OK && rc == 0) {
+		snprintf(what, sizeof(what), "cannot finish the bundle %s", path);
+		rc = archive_failed(a, what);
+	}
 	if (rc == 0 && (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
 		rc = kernels__error(KERNELS_EIO, "cannot reopen %s: %s", tmp, strerror(errno));
 	if (rc == 0)

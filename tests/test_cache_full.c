@@ -410,6 +410,32 @@ static void test_bundle_import(void **state)
 	free(bundle);
 }
 
+/* A bundle written onto a full disk: the error names the bundle and says
+ * the disk is full (libarchive alone says "Write error"), and neither the
+ * bundle nor a temporary file of it stays. */
+static void test_bundle_write(void **state)
+{
+	kernels_options o;
+	test_app app;
+	char *bundle, *src_cache;
+	(void)state;
+
+	make_app(&app, "bundling");
+	mount_tmpfs("size=64k");
+	assert_true(asprintf(&bundle, "%s/app.bundle", mnt) > 0);
+	assert_true(asprintf(&src_cache, "%s/src-cache", W.tmp) > 0);
+	test_hub_options(&o, W.hub, src_cache, &sys_cpu);
+	o.offline = 1;
+	assert_int_equal(kernels_bundle_write(bundle, app.dir, NULL, &o), KERNELS_EIO);
+	says("No space left on device", "free space");
+	if (!strstr(kernels_error_last(), bundle))
+		fail_msg("the error does not name the bundle %s: %s", bundle, kernels_error_last());
+	assert_int_equal(test_system("test -z \"$(ls -A '%s')\"", mnt), 0);
+	test_app_free(&app);
+	free(src_cache);
+	free(bundle);
+}
+
 /* kernels.lock written into a folder on a full disk: the error says the
  * disk is full (not that the folder may be missing or unwritable), and
  * no temporary file stays. */
@@ -444,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_read_only_cache),
 		cmocka_unit_test(test_bundle_import),
 		cmocka_unit_test(test_lock_file),
+		cmocka_unit_test(test_bundle_write),
 	};
 
 	if (private_mounts() < 0) {
