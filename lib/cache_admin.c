@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -642,6 +643,20 @@ static void remove_refs(rm_state *s, const char *repo_path, int repofd, const ch
 	kernels__refs_free(refs, n);
 }
 
+/* No lock file could be made: a read-only file system (an image's cache,
+ * a fleet's shared one) is not a matter of this user's rights. */
+static int unwritable(const kernels__config *cfg, const char *repo_id)
+{
+	struct statvfs vs;
+
+	if (statvfs(cfg->cache_dir, &vs) == 0 && (vs.f_flag & ST_RDONLY))
+		return kernels__error(KERNELS_EIO, "cannot remove %s from %s: the cache is on a read-only file "
+				      "system, so nothing was removed; remove it where the cache is mounted writable",
+				      repo_id, cfg->cache_dir);
+	return kernels__error(KERNELS_EIO, "cannot remove %s from %s: this user may not write the cache (its .locks "
+			      "folder)", repo_id, cfg->cache_dir);
+}
+
 /* The repo lock, exclusive, then every per-file lock of the repo's lock
  * folder (huggingface_hub's, and ours): all held until the removal ends. */
 static int lock_repo(rm_state *s, const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
@@ -658,8 +673,7 @@ static int lock_repo(rm_state *s, const kernels__config *cfg, kernels__repo_type
 		return kernels__error(KERNELS_EBUSY, "%s is being downloaded (by this process or another); nothing "
 				      "was removed: try again when the download is done", repo_id);
 	if (rc == 2)
-		return kernels__error(KERNELS_EIO, "cannot remove %s from %s: this user may not write the cache "
-				      "(its .locks folder)", repo_id, cfg->cache_dir);
+		return unwritable(cfg, repo_id);
 	if (rc < 0 || (rc = grow((void **)&s->locks, &s->cap_locks, s->n_locks, sizeof(lock))) < 0) {
 		kernels__cache_unlock(&lock);
 		return rc;

@@ -342,6 +342,34 @@ static void test_read_only_cache(void **state)
 		fail_msg("the error does not name the cache %s or the file it lacks: %s", cache, kernels_error_last());
 }
 
+/* `libkernels cache rm` on a read-only cache without libkernels' lock file
+ * for the repo (huggingface_hub filled it: its per-file locks only):
+ * refused before anything is removed,
+ * saying the file system is read-only (not that this user lacks rights);
+ * mounted writable, the removal goes through. */
+static void test_remove_read_only(void **state)
+{
+	kernels_cache_removal *r = NULL;
+	kernels_options o;
+	(void)state;
+
+	mount_tmpfs("size=8m");
+	get_ok(0);
+	assert_int_equal(test_system("rm '%s/.locks/kernels--acme--full/libkernels-repo.lock'", cache), 0);
+	remount("size=8m", 1);
+	options(&o);
+	assert_int_equal(kernels_cache_remove(&r, "acme/full", NULL, 0, &o), KERNELS_EIO);
+	assert_null(r);
+	if (!strstr(kernels_error_last(), "read-only file system") || strstr(kernels_error_last(), "this user") ||
+	    !strstr(kernels_error_last(), cache))
+		fail_msg("the refusal does not say the cache %s is read-only: %s", cache, kernels_error_last());
+	assert_int_equal(count_named("w.bin"), 1);
+	remount("size=8m", 0);
+	assert_int_equal(kernels_cache_remove(&r, "acme/full", NULL, 0, &o), 0);
+	kernels_cache_removal_free(r);
+	assert_int_equal(count_named("w.bin"), 0);
+}
+
 /* ---- a bundle, a lock file ---------------------------------------------------------- */
 
 /* An app locked on acme/full v1 in {W.tmp}/{name}, its lock fetched into
@@ -468,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_blob_write_then_resume),
 		cmocka_unit_test(test_no_inode_left),
 		cmocka_unit_test(test_read_only_cache),
+		cmocka_unit_test(test_remove_read_only),
 		cmocka_unit_test(test_bundle_import),
 		cmocka_unit_test(test_lock_file),
 		cmocka_unit_test(test_bundle_write),
