@@ -25,6 +25,7 @@
 #include "error.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -271,6 +272,43 @@ fail:
 	return -1;
 }
 
+/* huggingface_hub's own cache cleaning (2.x: hf cache rm, prune) deletes a
+ * revision's blobs and knows nothing of .libkernels/: the copies of the
+ * blobs it took would keep their size for good. A load that uses this
+ * folder drops them, as libkernels' cache rm does with the blobs it takes.
+ * A copy whose blob is gone is never mapped again: copies are named by
+ * blobs/{blob}, and made only of modules that lie there. */
+static void drop_orphans(const char *root)
+{
+	int pfd = kernels__cache_repo_dir_open(root, ".libkernels/patched", 0);
+	int bfd = pfd >= 0 ? kernels__cache_repo_dir_open(root, "blobs", 0) : -1;
+	int rfd = bfd >= 0 ? openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+	struct dirent *ent;
+	char blob[160];
+
+	while (d && (ent = readdir(d))) {
+		const char *dot = strrchr(ent->d_name, '.');
+		size_t n = dot ? (size_t)(dot - ent->d_name) : 0;
+
+		if (!dot || (strcmp(dot, ".so") && strcmp(dot, ".json")) || n >= sizeof(blob))
+			continue;
+		memcpy(blob, ent->d_name, n);
+		blob[n] = '\0';
+		if (kernels__is_etag(blob) && faccessat(bfd, blob, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			unlinkat(pfd, ent->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	else if (rfd >= 0)
+		close(rfd);
+	if (bfd >= 0)
+		close(bfd);
+	if (pfd >= 0)
+		close(pfd);
+	kernels_error_clear();
+}
+
 int kernels__pyfree_open(const kernels__config *cfg, const char *root, const char *source, int fd,
 			 const struct stat *st, const kernels__elf *e, const char *what, int *out,
 			 kernels__write_later **later)
@@ -305,6 +343,7 @@ int kernels__pyfree_open(const kernels__config *cfg, const char *root, const cha
 	}
 	paths_free(&p);
 	if (cfd >= 0) {
+		drop_orphans(root);
 		*out = cfd;
 		return 0;
 	}

@@ -131,3 +131,69 @@ def test_interop_suites_under_huggingface_hub_24(tmp_path):
     v = subprocess.run([str(python), "-c", "import huggingface_hub, kernels; print(huggingface_hub.__version__, "
                         "kernels.__version__)"], capture_output=True, text=True, check=True).stdout.split()
     assert v == ["2.4.0", "0.17.2"]
+
+
+PY_MODULE = """
+typedef struct _object PyObject;
+extern PyObject *PyModule_Create2(void *, int);
+PyObject *PyInit_{kid}(void) {{ static char d[128]; return PyModule_Create2(d, 3); }}
+int answer(void) {{ return {answer}; }}
+"""
+
+
+def test_copies_go_with_revisions_huggingface_hub_24_deletes(hub, tmp_path):
+    """huggingface_hub 2.4 cleans kernel repos too (scan_cache_dir, then
+    delete_revisions: what `hf cache rm` runs). It deletes a revision's
+    blobs and knows nothing of .libkernels/: the Python-free copy
+    libkernels made of a deleted module (a host without libpython, here the
+    CLI) must not keep its size for good. The next load drops it; the copy
+    of the module still cached stays and is reused."""
+    python = hub24_python()
+    variant = tb.torch_cpu_variant()
+    commits = {}
+    for answer in (1, 2):
+        tree = tmp_path / f"tree{answer}"
+        folder = tree / "build" / variant
+        folder.mkdir(parents=True)
+        kid = f"_pyk_{answer}"
+        src = tmp_path / f"{kid}.c"
+        src.write_text(PY_MODULE.format(kid=kid, answer=answer))
+        subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-Wl,-z,now", "-o", str(folder / f"{kid}.abi3.so"),
+                        str(src)], check=True)
+        subprocess.run([os.environ.get("KERNELS_PYTHON", "python3"), str(tb.MAKE_METADATA), str(folder),
+                        "--name", "pyk", "--id", kid, "--backend", "cpu"], check=True)
+        commits[answer] = hub.publish("acme/pyk", files={p.relative_to(tree).as_posix(): (p.read_bytes(), True)
+                                                         for p in tree.rglob("*") if p.is_file()},
+                                      branches=["main"], tags=[f"v{answer}.0.0"], trusted=True)
+    cache = tmp_path / "cache"
+    env = hub.hf_env(cache, HF_HOME=str(tmp_path / "hf_home"))
+    patched = cache / "kernels--acme--pyk" / ".libkernels" / "patched"
+
+    def get(tag):
+        r = subprocess.run([str(BIN / "bindings" / "cli" / "libkernels"), "get", "acme/pyk", tag, "--backend", "cpu",
+                            "--json"], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return sorted(p.name for p in patched.iterdir())
+
+    def blob_of(answer):
+        so = next((cache / "kernels--acme--pyk" / "snapshots" / commits[answer]).rglob("*.so"))
+        return so.resolve().name
+
+    assert get("v1.0.0") == sorted([blob_of(1) + ".json", blob_of(1) + ".so"])
+    both = get("v2.0.0")
+    assert len(both) == 4
+    gone = blob_of(1)
+    delete = textwrap.dedent("""
+        import sys
+        from huggingface_hub import scan_cache_dir
+        info = scan_cache_dir(sys.argv[1])
+        assert not info.warnings, info.warnings
+        strategy = info.delete_revisions(sys.argv[2])
+        assert strategy.blobs, strategy
+        strategy.execute()
+    """)
+    d = subprocess.run([str(python), "-c", delete, str(cache), commits[1]], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert d.returncode == 0, d.stderr
+    assert not (cache / "kernels--acme--pyk" / "blobs" / gone).exists()
+    assert get("v2.0.0") == sorted([blob_of(2) + ".json", blob_of(2) + ".so"])
