@@ -38,6 +38,12 @@
  * progress) must not fork() without exec. glibc and libcurl are not
  * fork-safe themselves: a child forked while another thread was inside
  * either may not go online; exec a fresh worker where that matters.
+ *
+ * Unloading: the shared library is never unloaded once loaded (linked with
+ * -z nodelete), as the kernels it maps are never unmapped. A host's
+ * dlclose() of a plugin linked to it leaves it, the kernels it loaded and
+ * its process-wide state in place, and the next load of the plugin finds
+ * them again instead of mapping and holding every kernel anew.
  */
 #ifndef KERNELS_H
 #define KERNELS_H

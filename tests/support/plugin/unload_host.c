@@ -2,8 +2,10 @@
  * CACHE ROUNDS` dlopens PLUGIN (linked to libkernels), has it get a kernel
  * from the calling thread and from a thread of the host's that outlives the
  * plugin, dlcloses it, and does it again ROUNDS times; then exits. Exit 0
- * when every round's kernel answered; a crash at dlclose, at the thread's
- * exit or at the process's exit is the defect test_host looks for. */
+ * when every round's kernel answered and no round after the first left
+ * more descriptors open; a crash at dlclose, at the thread's exit or at the
+ * process's exit is a defect test_host looks for too. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -61,14 +63,38 @@ static int round_trip(char **argv)
 	return mine == 7 && w.answer == 7 ? 0 : -1;
 }
 
+/* The descriptors the process has open. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
-	int i, rounds = argc > 4 ? atoi(argv[4]) : 0;
+	int i, rounds = argc > 4 ? atoi(argv[4]) : 0, fds = 0;
 
 	if (argc != 5)
 		return 2;
-	for (i = 0; i < rounds; i++)
+	for (i = 0; i < rounds; i++) {
 		if (round_trip(argv) < 0)
 			return 1;
+		/* A round leaves nothing behind that the next does not reuse: the
+		 * kernel it mapped and the descriptor naming it are the process's
+		 * once, not once per load of the plugin. */
+		if (i == 0)
+			fds = open_fds();
+		else if (open_fds() != fds) {
+			fprintf(stderr, "unload_host: round %d left %d descriptors open, round 1 %d\n", i + 1,
+				open_fds(), fds);
+			return 3;
+		}
+	}
 	return 0;
 }
