@@ -98,6 +98,13 @@ static int list_offline(const kernels__config *cfg, kernels__repo_type type, con
 		n++;
 	}
 	closedir(d);
+	/* The Hub's build/ never is empty (git keeps no empty folder): one in
+	 * the cache is a download that stopped before its first variant's
+	 * folder, not a repo without variants. */
+	if (rc == 0 && n == 0)
+		rc = kernels__error(KERNELS_EOFFLINE, "offline: %s at %s has no variant in the cache (%s is empty: a "
+				    "download of it did not finish); download a variant while online (libkernels "
+				    "download, or %s)", repo_id, commit, build, kernels__config_online_hint(cfg));
 	free(build);
 	if (rc < 0) {
 		/* A short list would read as "these are all the variants". */

@@ -395,6 +395,16 @@ static int hashed_at_download(const kernels__config *cfg, const char *root, cons
 	return 1;
 }
 
+/* Offline, a cached variant that lacks files its digest lists, and has
+ * every other one as listed: a download that stopped between its links
+ * (the disk filled, the process was killed), not a corrupt one. */
+static int not_finished(const walk_state *w, const char *dir, const char *missing)
+{
+	return kernels__error(KERNELS_EOFFLINE, "offline: %s is not all in the cache (a download of it did not "
+			      "finish: the disk filled, or it was stopped); download the variant again while online "
+			      "(libkernels download, or %s)%s", dir, w->online, missing ? missing : "");
+}
+
 static int check_digest(kernels_metadata *m, walk_state *w, const char *root, const char *dir, const char *what,
 			const kernels__config *cfg)
 {
@@ -402,7 +412,7 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *root, co
 	kernels__buf msg = { 0 };
 	const char *key;
 	json_t *v;
-	size_t i, violations = 0;
+	size_t i, violations = 0, missing;
 	int rc = 0;
 
 	json_object_foreach(m->files, key, v) {
@@ -412,6 +422,7 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *root, co
 			violations++;
 		}
 	}
+	missing = violations;
 	for (i = 0; i < w->n && rc == 0; i++) {
 		char got[EVP_MAX_MD_SIZE * 2];
 		const char *want;
@@ -433,7 +444,9 @@ static int check_digest(kernels_metadata *m, walk_state *w, const char *root, co
 			violations++;
 		}
 	}
-	if (rc == 0 && violations)
+	if (rc == 0 && violations && violations == missing && w->offline)
+		rc = not_finished(w, dir, msg.ptr);
+	else if (rc == 0 && violations)
 		rc = kernels__error(KERNELS_EINTEGRITY,
 				    "%s%s%s: %zu file%s do%s not match metadata.json's digest; the download is "
 				    "corrupt or was tampered with: delete the folder and fetch it again%s",

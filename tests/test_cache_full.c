@@ -284,10 +284,27 @@ static void test_blob_write_then_resume(void **state)
 
 /* ---- folders, lock files, links --------------------------------------------------- */
 
+/* An offline load of what a failed get left: refused as not (all) in the
+ * cache, never as corrupt or tampered with, nor as a repo without
+ * variants; nothing of it loaded. */
+static void offline_refused(void)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	int rc;
+
+	options(&o);
+	o.offline = 1;
+	if ((rc = kernels_get(&k, "acme/full", "v1.0.0", &o)) != KERNELS_EOFFLINE || strstr(kernels_error_last(), "tamper"))
+		fail_msg("offline, what a full disk stopped: %d: %s", rc, kernels_error_last());
+	assert_null(k);
+}
+
 /* A file system with `n` inodes for the cache: each get runs out at
  * another of its folders, lock files, .incomplete files or links, until
  * one is enough. Each failure says the disk is full and where to go, and
- * leaves no temporary file; the same cache with room then gets it. */
+ * leaves no temporary file; what it left does not load offline, and says
+ * why; the same cache with room then gets it. */
 static void test_no_inode_left(void **state)
 {
 	kernels_options o;
@@ -307,6 +324,7 @@ static void test_no_inode_left(void **state)
 		assert_int_equal(rc, KERNELS_EIO);
 		says("No space left on device", "HF_HUB_CACHE");
 		assert_int_equal(count_named("*.tmp-*"), 0);
+		offline_refused();
 		remount("nr_inodes=1000", 0);
 		get_ok(0);
 	}
