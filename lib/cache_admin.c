@@ -657,6 +657,21 @@ static int unwritable(const kernels__config *cfg, const char *repo_id)
 			      "folder)", repo_id, cfg->cache_dir);
 }
 
+/* The repo lock's file could not be made: on a full file system (no block
+ * or no inode left) that is what to free first, by other means: a removal
+ * without its lock could take files from under a download starting as
+ * soon as it frees room. */
+static int no_room_for_lock(const kernels__config *cfg, const char *repo_id, int rc)
+{
+	struct statvfs vs;
+
+	if (statvfs(cfg->cache_dir, &vs) < 0 || (vs.f_bavail && vs.f_favail))
+		return rc;
+	return kernels__error_prefix("cannot remove %s: the file system of the cache is full, so its lock file "
+				     "cannot be made and nothing was removed; free a few KiB and a file's room on "
+				     "it by other means, then run it again", repo_id);
+}
+
 /* The repo lock, exclusive, then every per-file lock of the repo's lock
  * folder (huggingface_hub's, and ours): all held until the removal ends. */
 static int lock_repo(rm_state *s, const kernels__config *cfg, kernels__repo_type type, const char *repo_id,
@@ -674,6 +689,8 @@ static int lock_repo(rm_state *s, const kernels__config *cfg, kernels__repo_type
 				      "was removed: try again when the download is done", repo_id);
 	if (rc == 2)
 		return unwritable(cfg, repo_id);
+	if (rc < 0)
+		return no_room_for_lock(cfg, repo_id, rc);
 	if (rc < 0 || (rc = grow((void **)&s->locks, &s->cap_locks, s->n_locks, sizeof(lock))) < 0) {
 		kernels__cache_unlock(&lock);
 		return rc;

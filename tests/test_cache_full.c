@@ -388,6 +388,32 @@ static void test_remove_read_only(void **state)
 	assert_int_equal(count_named("w.bin"), 0);
 }
 
+/* `cache rm` on a file system without an inode left, where the repo has no
+ * lock file yet (.locks was cleaned): refused before anything is removed,
+ * saying the disk is full and what to free first (not "point the cache at
+ * a larger disk"); with a file's room freed, the removal goes through. */
+static void test_remove_full(void **state)
+{
+	kernels_cache_removal *r = NULL;
+	kernels_options o;
+	(void)state;
+
+	mount_tmpfs("size=8m,nr_inodes=200");
+	get_ok(0);
+	assert_int_equal(test_system("rm -rf '%s/.locks' && cd '%s' && mkdir fill && cd fill && "
+				     "for i in $(seq 200); do touch $i 2>/dev/null || break; done", cache, mnt), 0);
+	options(&o);
+	assert_int_equal(kernels_cache_remove(&r, "acme/full", NULL, 0, &o), KERNELS_EIO);
+	assert_null(r);
+	if (!strstr(kernels_error_last(), "nothing was removed") || !strstr(kernels_error_last(), "free a few KiB"))
+		fail_msg("the refusal does not say what to free first: %s", kernels_error_last());
+	assert_int_equal(count_named("w.bin"), 1);
+	assert_int_equal(test_system("rm -f '%s/fill/1' '%s/fill/2' '%s/fill/3'", mnt, mnt, mnt), 0);
+	assert_int_equal(kernels_cache_remove(&r, "acme/full", NULL, 0, &o), 0);
+	kernels_cache_removal_free(r);
+	assert_int_equal(count_named("w.bin"), 0);
+}
+
 /* ---- a bundle, a lock file ---------------------------------------------------------- */
 
 /* An app locked on acme/full v1 in {W.tmp}/{name}, its lock fetched into
@@ -515,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_no_inode_left),
 		cmocka_unit_test(test_read_only_cache),
 		cmocka_unit_test(test_remove_read_only),
+		cmocka_unit_test(test_remove_full),
 		cmocka_unit_test(test_bundle_import),
 		cmocka_unit_test(test_lock_file),
 		cmocka_unit_test(test_bundle_write),
