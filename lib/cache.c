@@ -154,6 +154,26 @@ static int split_repo(const char *repo_dir, char **root, const char **name)
 	return *root ? 0 : kernels__error_oom();
 }
 
+/* huggingface_hub 2.x tags the cache root on every download so that
+ * backup tools (tar --exclude-caches, borg, restic) skip what can be
+ * fetched again: the same here. Best effort, as there: a cache that
+ * cannot take it still takes the download. */
+void kernels__cache_tag(const kernels__config *cfg)
+{
+	static const char tag[] = "Signature: 8a477f597d28d172789f06886806bc55\n"
+				  "# This file is a cache directory tag created by libkernels.\n"
+				  "# For information about cache directory tags, see:\n"
+				  "#\thttps://bford.info/cachedir/\n";
+	int dfd = open(cfg->cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	if (faccessat(dfd, "CACHEDIR.TAG", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		kernels__write_atomic_at(dfd, "CACHEDIR.TAG", "CACHEDIR.TAG", tag, sizeof(tag) - 1, -1, 0);
+	close(dfd);
+	kernels_error_clear();
+}
+
 int kernels__cache_repo_dir_open(const char *repo_dir, const char *sub, int create)
 {
 	const char *name;

@@ -37,6 +37,10 @@ int kernels__cache_guard(const kernels__config *cfg, kernels__repo_type type, co
  * without create), KERNELS_EIO with errno kept. */
 int kernels__cache_dir_open(const char *root, const char *rel, int create);
 
+/* Writes {cache}/CACHEDIR.TAG where there is none, as huggingface_hub
+ * does before a download; sets no error. */
+void kernels__cache_tag(const kernels__config *cfg);
+
 /* The same for {repo_dir}/{sub} (sub may be NULL or ""), the cache root
  * being repo_dir's parent. */
 int kernels__cache_repo_dir_open(const char *repo_dir, const char *sub, int create);

@@ -1485,6 +1485,7 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 		}
 		if ((rc = kernels__hub_global_init()) < 0)
 			goto out;
+		kernels__cache_tag(cfg);
 		/* The call's connections: the Hub's is open already (the listings
 		 * came over it), and the CDN's stays for the call's next fetch. */
 		if (cfg->conn && (f.multi = kernels__hub_conn_hold(cfg->conn)))

@@ -1282,6 +1282,39 @@ static void test_processes_without_symlinks(void **state)
 	}
 }
 
+/* The cache root tagged as huggingface_hub 2.x tags it on a download
+ * (CACHEDIR.TAG), so that backup tools skip what can be fetched again; a
+ * tag already there is left as it is, and a call that downloads nothing
+ * (here: all cached, offline) writes none. */
+static void test_cache_root_tagged(void **state)
+{
+	test_world *e = *state;
+	kernels_options o;
+	char tag[PATH_MAX], *text;
+	size_t len;
+
+	snprintf(tag, sizeof(tag), "%s/CACHEDIR.TAG", e->cache);
+	options(e, &o);
+	assert_false(test_exists(tag));
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	text = test_read_file(tag, &len);
+	assert_non_null(text);
+	assert_true(len > 43 && !memcmp(text, "Signature: 8a477f597d28d172789f06886806bc55\n", 44));
+	free(text);
+	assert_int_equal(unlink(tag), 0);
+	o.offline = 1;
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	assert_false(test_exists(tag));
+	test_write_file(tag, "Signature: 8a477f597d28d172789f06886806bc55\n# mine\n", 52);
+	o.offline = 0;
+	assert_int_equal(test_system("rm -rf '%s/kernels--org--k'", e->cache), 0);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	text = test_read_file(tag, &len);
+	assert_non_null(text);
+	assert_int_equal(len, 52);
+	free(text);
+}
+
 static void test_sigkill_resume(void **state)
 {
 	test_world *e = *state;
@@ -1466,6 +1499,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_planted_folder_link, setup),
 		cmocka_unit_test_setup(test_sixteen_processes, setup),
 		cmocka_unit_test_setup(test_processes_without_symlinks, setup),
+		cmocka_unit_test_setup(test_cache_root_tagged, setup),
 		cmocka_unit_test_setup(test_threads, setup),
 		cmocka_unit_test_setup(test_sigkill_resume, setup),
 		cmocka_unit_test_setup(test_shared_cache, setup),

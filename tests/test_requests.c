@@ -583,8 +583,8 @@ static char *hint_file(void)
 	return path;
 }
 
-/* huggingface_hub's cache scan reports every folder of the cache root but
- * .locks/ that is not a repo's: the hint must not add one. */
+/* huggingface_hub's cache scan reports every entry of the cache root but
+ * .locks/ and CACHEDIR.TAG that is not a repo's: the hint must not add one. */
 static void root_holds_only_repos(void)
 {
 	struct dirent *e;
@@ -592,7 +592,8 @@ static void root_holds_only_repos(void)
 
 	assert_non_null(d = opendir(W.cache));
 	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".locks"))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".locks") ||
+		    !strcmp(e->d_name, "CACHEDIR.TAG"))
 			continue;
 		if (strncmp(e->d_name, "kernels--", 9) && strncmp(e->d_name, "models--", 8))
 			fail_msg("the cache root holds %s, which `hf cache scan` reports as no repo", e->d_name);
