@@ -17,6 +17,12 @@ typedef enum {
 	KERNELS__FORK_CHILD    /* after, in the child: release (the only thread there) */
 } kernels__fork_phase;
 
+struct dl_phdr_info;
+
+/* dl_iterate_phdr, never running in two threads of ours at once nor while
+ * the process forks (library.c says why). */
+int kernels__dl_iterate_phdr(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data);
+
 /* Takes `m` before the fork, releases it after. */
 void kernels__fork_mutex(pthread_mutex_t *m, kernels__fork_phase phase);
 

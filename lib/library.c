@@ -6,6 +6,7 @@
 #include "kernels/common.h"
 #include "fork.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -36,6 +37,27 @@ void kernels__fork_mutex(pthread_mutex_t *m, kernels__fork_phase phase)
 		pthread_mutex_unlock(m);
 }
 
+/* glibc's dl_iterate_phdr holds a lock of its own that fork() does not
+ * free in the child: a thread of ours inside it at the fork would leave
+ * the child's next call (the memo's counters, the torch search) waiting
+ * for good. Ours go through here, under a lock taken across fork. */
+static pthread_mutex_t phdr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int kernels__dl_iterate_phdr(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data)
+{
+	int rc;
+
+	pthread_mutex_lock(&phdr_lock);
+	rc = dl_iterate_phdr(cb, data);
+	pthread_mutex_unlock(&phdr_lock);
+	return rc;
+}
+
+static void phdr_fork(kernels__fork_phase phase)
+{
+	kernels__fork_mutex(&phdr_lock, phase);
+}
+
 typedef void (*fork_fn)(kernels__fork_phase phase);
 
 /* Outermost first: taken in this order, released in the reverse. */
@@ -48,6 +70,7 @@ static const fork_fn stages[] = {
 	kernels__origin_fork,
 	kernels__cuda_facts_fork,
 	kernels__hub_fork_share,
+	phdr_fork,
 };
 
 #define NSTAGES (sizeof(stages) / sizeof(stages[0]))

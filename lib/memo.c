@@ -307,7 +307,7 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data)
 static void loaded_objects(unsigned long long c[2])
 {
 	c[0] = c[1] = 0;
-	dl_iterate_phdr(first_object, c);
+	kernels__dl_iterate_phdr(first_object, c);
 }
 
 /* ---- the lists -------------------------------------------------------------------- */

@@ -5,6 +5,7 @@
 #include "torch_locate.h"
 #include "elffile.h"
 #include "error.h"
+#include "fork.h"
 #include "pysource.h"
 #include "util.h"
 
@@ -58,7 +59,7 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
 void kernels__loaded_libs_find(kernels__loaded_libs *l)
 {
 	memset(l, 0, sizeof(*l));
-	dl_iterate_phdr(phdr_cb, l);
+	kernels__dl_iterate_phdr(phdr_cb, l);
 }
 
 void kernels__loaded_libs_free(kernels__loaded_libs *l)
