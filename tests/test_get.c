@@ -880,7 +880,8 @@ static void publish_without_digest(const char *name, int answer, kernels_options
 
 /* A cache whose own path has a folder named "snapshots" (a ZFS or backup
  * mount, /srv/snapshots/hf): each cached variant is found in its repo by
- * the last snapshots/<commit>/ of its path, not the first. */
+ * the first snapshots/<commit>/ below a repo folder's name, not by the
+ * first "/snapshots/" of its path. */
 static void test_cache_under_a_snapshots_folder(void **state)
 {
 	kernels_options o;
