@@ -2,6 +2,7 @@
  * reads with a cap, atomic writes, hex and commit predicates, clocks. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +293,31 @@ static void test_clock_is_monotonic_and_sleeps(void **state)
 	assert_true(kernels__now_ms_precise() > p0);
 }
 
+/* A source shorter than the size asked for (a file another process
+ * truncated) is a failure with a reason: errno says what went wrong, not
+ * what an earlier call left there. */
+static void test_copy_of_a_short_file_says_why(void **state)
+{
+	char *dir = test_mkdtemp("util-copy"), src[PATH_MAX], dst[PATH_MAX];
+	int from, to;
+	(void)state;
+
+	snprintf(src, sizeof(src), "%s/src", dir);
+	snprintf(dst, sizeof(dst), "%s/dst", dir);
+	assert_int_equal(test_write_file(src, "12345", 5), 0);
+	assert_true((from = open(src, O_RDONLY)) >= 0);
+	assert_true((to = open(dst, O_WRONLY | O_CREAT, 0644)) >= 0);
+	assert_int_equal(kernels__copy_fd(from, to, 5), 0);
+	assert_int_equal(lseek(from, 0, SEEK_SET), 0);
+	errno = 0;
+	assert_int_equal(kernels__copy_fd(from, to, 9), -1);
+	assert_int_not_equal(errno, 0);
+	close(from);
+	close(to);
+	test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_hex_case_as_git_reads_it),
 		cmocka_unit_test(test_hex_encodes_and_lowers),
 		cmocka_unit_test(test_clock_is_monotonic_and_sleeps),
+		cmocka_unit_test(test_copy_of_a_short_file_says_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

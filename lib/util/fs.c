@@ -539,6 +539,8 @@ int kernels__copy_fd(int from, int to, off_t size)
 		n = sendfile(to, from, &off, (size_t)(size - off));
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n == 0)
+			errno = ENODATA; /* the source ended early: say so, not what an earlier call left */
 		if (n <= 0)
 			return -1;
 	}

@@ -54,7 +54,8 @@ int kernels__fsync_wait(kernels__fsync_pending *p);
 
 /* `size` bytes from the start of `from` into `to` at its offset: in the
  * kernel, which may share extents (a reflink) where the file system can;
- * else sendfile. 0, or -1 with errno. */
+ * else sendfile. 0, or -1 with errno (ENODATA: `from` ended before
+ * `size` bytes). */
 int kernels__copy_fd(int from, int to, off_t size);
 
 /* Removes `name` under the folder `dfd` and, when it is a folder, all it
