@@ -604,8 +604,13 @@ static void publish_synced(fetch *f, job *j, int err)
 	int rc;
 
 	if (err) {
-		rc = kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; %s", j->blob,
-				    in_blobs(j->incomplete), strerror(err), kernels__write_advice(err, 1, "check free space"));
+		/* A write that failed at its flush may not be on the disk, whatever
+		 * reading it back shows for now: resuming from those bytes would be
+		 * a guess, so they go, and the next call downloads the file anew. */
+		unlinkat(f->blobs_fd, in_blobs(j->incomplete), 0);
+		rc = kernels__error(KERNELS_EIO, "cannot flush %s (%s) to disk: %s; its download was deleted and "
+				    "nothing of it cached; %s, then try again", j->blob, in_blobs(j->incomplete),
+				    strerror(err), kernels__write_advice(err, 1, "check free space"));
 		cache_failed(f, j, rc);
 		return;
 	}

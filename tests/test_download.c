@@ -738,6 +738,47 @@ static void test_fault_wrong_bytes(void **state)
 	test_hub_faults_clear(e->hub);
 }
 
+/* A flush that fails after every write succeeded (a full NFS share, a
+ * spent quota, delayed allocation, a failing disk): `f`'s download fails
+ * naming it, the cause and what to do, and leaves neither its blob nor its
+ * .incomplete, whose bytes may not be on the disk: the next call starts it
+ * over instead of resuming from them (a hash warning, or worse). */
+static void flush_fails(test_world *e, const file *f, int err, const char *advice)
+{
+	kernels_options o;
+	char etag[65], part[80], path[PATH_MAX];
+
+	options(e, &o);
+	o.log_cb = test_log_warnings;
+	test_logged_clear();
+	etag_of(f, etag);
+	snprintf(part, sizeof(part), "/%s.incomplete", etag);
+	fsync_log_fail(part, err, 1, 1);
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), KERNELS_EIO);
+	fsync_log_fail(NULL, 0, 0, 0);
+	assert_non_null(strstr(kernels_error_last(), f->path + strlen("build/" V1 "/")));
+	assert_non_null(strstr(kernels_error_last(), strerror(err)));
+	assert_non_null(strstr(kernels_error_last(), advice));
+	snprintf(path, sizeof(path), "%s/kernels--org--k/blobs/%s", e->cache, etag);
+	assert_false(test_exists(path));
+	strcat(path, ".incomplete");
+	assert_false(test_exists(path));
+
+	assert_int_equal(download(e, &o, "org/k", e->commit[K], V1, NULL), 0);
+	check_layout(e, "kernels--org--k", e->commit[K]);
+	assert_null(strstr(test_logged, "hash to"));
+}
+
+static void test_flush_fails_disk_full(void **state)
+{
+	flush_fails(*state, &files[5], ENOSPC, "HF_HUB_CACHE"); /* small: flushed with the batch */
+}
+
+static void test_flush_fails_io_error(void **state)
+{
+	flush_fails(*state, &files[4], EIO, "check the disk"); /* large: flushed early, on a thread */
+}
+
 static void test_fault_slow(void **state)
 {
 	test_world *e = *state;
@@ -1489,6 +1530,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(test_fault_5xx_and_429, setup),
 		cmocka_unit_test_setup(test_fault_reset_and_truncate_resume, setup),
 		cmocka_unit_test_setup(test_fault_wrong_bytes, setup),
+		cmocka_unit_test_setup(test_flush_fails_disk_full, setup),
+		cmocka_unit_test_setup(test_flush_fails_io_error, setup),
 		cmocka_unit_test_setup(test_fault_slow, setup),
 		cmocka_unit_test_setup(test_frozen_cdn_spends_the_stall_budget, setup),
 		cmocka_unit_test_setup(test_fault_persistent_error, setup),

@@ -38,6 +38,9 @@ char *kernels__realpath(const char *path, char *out, struct stat *st)
 }
 
 #define FULL "the file system is full (or this user's disk quota is spent): free space on it"
+#define DISK_ERROR                                                                               \
+	"the disk reported a failure to store it: check the disk (the kernel log, its health and its " \
+	"connection)"
 #define RO_CACHE                                                                                        \
 	"the cache is on a read-only file system: what it holds loads as it is, but what it lacks needs a " \
 	"writable cache: point HF_HUB_CACHE (KERNELS_CACHE) at one, or fill this one where it is writable"
@@ -48,6 +51,9 @@ const char *kernels__write_advice(int err, int cache, const char *otherwise)
 		return cache ? FULL ", or point HF_HUB_CACHE (KERNELS_CACHE) at a folder on a larger disk" : FULL;
 	if (err == EROFS)
 		return cache ? RO_CACHE : "the file system is read-only: pick a folder on a writable one";
+	if (err == EIO)
+		return cache ? DISK_ERROR ", or point HF_HUB_CACHE (KERNELS_CACHE) at a folder on another disk"
+			     : DISK_ERROR;
 	return otherwise;
 }
 

@@ -12,8 +12,9 @@ int kernels__mkdir_p(const char *path, unsigned int mode);
 
 /* What to do about a write that failed with `err`: a full file system or
  * a spent quota (ENOSPC, EDQUOT) wants room, a read-only one (EROFS)
- * another place, advice about rights would only mislead there; any other
- * errno gets `otherwise`, the caller's own advice. `cache` 1: the write
+ * another place, a failing disk (EIO) a look at it: advice about rights
+ * would only mislead there; any other errno gets `otherwise`, the
+ * caller's own advice. `cache` 1: the write
  * was into the cache, whose other place is HF_HUB_CACHE. A static string. */
 const char *kernels__write_advice(int err, int cache, const char *otherwise);
 
