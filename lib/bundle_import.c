@@ -397,6 +397,18 @@ static void on_abort(void *payload, const kernels__bundle_entry *e)
 
 /* ---- verification of the staged variants ----------------------------------------- */
 
+/* A failure in the staging folder, reached through /proc/self/fd
+ * (stage_path), names it as the user finds it: below the repo folder. */
+static void name_the_stage(const imp_repo *r)
+{
+	char fd_path[64], *lib = kernels__sprintf("%s/.libkernels", r->dir);
+
+	snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", r->lib_fd);
+	if (lib)
+		kernels__error_path_rename(fd_path, lib);
+	free(lib);
+}
+
 /* The variant's links made in the staging folder, then the variant
  * verified there as a load would verify it in the cache. */
 static int stage_variant(importer *im, size_t vi)
@@ -415,6 +427,8 @@ static int stage_variant(importer *im, size_t vi)
 		rc = rel ? kernels__cache_link(r->stage_at, v->commit, rel, e->f.etag) : KERNELS_ENOMEM;
 		free(rel);
 	}
+	if (rc < 0)
+		name_the_stage(r);
 	/* verified under the staging folder's real path, which messages can name */
 	if (rc == 0 && !kernels__realpath(r->stage_at, real, NULL))
 		rc = kernels__error(KERNELS_EIO, "cannot resolve %s: %s", r->stage, strerror(errno));

@@ -54,6 +54,41 @@ int kernels__error_prefix(const char *fmt, ...)
 	return last.code;
 }
 
+/* Appends n bytes of s to out (MESSAGE_MAX), as many as fit. */
+static void put(char *out, size_t *at, const char *s, size_t n)
+{
+	if (n > MESSAGE_MAX - 1 - *at)
+		n = MESSAGE_MAX - 1 - *at;
+	memcpy(out + *at, s, n);
+	*at += n;
+}
+
+static int continues_name(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' ||
+	       c == '_';
+}
+
+void kernels__error_path_rename(const char *from, const char *to)
+{
+	char out[MESSAGE_MAX];
+	const char *p = last.message, *hit;
+	size_t n = strlen(from), at = 0;
+
+	if (!last.code || !n)
+		return;
+	while ((hit = strstr(p, from))) {
+		int whole = !continues_name(hit[n]);
+		put(out, &at, p, (size_t)(hit - p) + (whole ? 0 : n));
+		if (whole)
+			put(out, &at, to, strlen(to));
+		p = hit + n;
+	}
+	put(out, &at, p, strlen(p));
+	out[at] = '\0';
+	memcpy(last.message, out, at + 1);
+}
+
 int kernels__error_oom(void)
 {
 	snprintf(last.message, sizeof(last.message), "out of memory");

@@ -13,6 +13,12 @@ int kernels__error(int code, const char *fmt, ...) __attribute__((format(printf,
  * KERNELS_ERROR, so a failure never reads as "no error". */
 int kernels__error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Each whole occurrence of the path `from` in the current message (one no
+ * further name characters continue: "/proc/self/fd/8" is not in
+ * "/proc/self/fd/81") becomes `to`, the code kept: for a path reached
+ * through a descriptor that the user knows by its own name. */
+void kernels__error_path_rename(const char *from, const char *to);
+
 /* Out of memory: cannot allocate a message, so a static one is used. */
 int kernels__error_oom(void);
 

@@ -6,6 +6,7 @@
  * The variants are a few KiB: the big one is bench/bundle's. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
 #include <jansson.h>
 #include <openssl/sha.h>
 #include <setjmp.h>
@@ -25,6 +26,7 @@
 #include "kernels.h"
 #include "bundle.h"
 #include "swap_walk.h"
+#include "symlink_fail.h"
 #include "test_world.h"
 #include "testutil.h"
 #include "../tests/data/variants/fixture.h"
@@ -285,6 +287,34 @@ static void test_failure_while_publishing_says_what_went_in(void **state)
 	assert_int_equal(test_system("test -f '%s/kernels--acme--bundled/snapshots/%s/build/%s/metadata.json'", cache,
 				     W.commit[0], strcmp(last, VARIANTS[0]) ? VARIANTS[0] : VARIANTS[1]), 0);
 	free(last);
+	test_rmtree(cache);
+	free(cache);
+}
+
+/* A failure in the staging folder (here its links refused, as a full or
+ * failing disk refuses them) names the folder where the cache has it, not
+ * the /proc/self/fd path the import reaches it by: the user must be able
+ * to find it. Nothing is published. */
+static void test_staging_failure_names_the_cache(void **state)
+{
+	kernels_options o;
+	kernels_system s;
+	char *cache = path_in("cache-nolink"), *stage = NULL;
+	int rc;
+	(void)state;
+
+	options(&o, &s, cache);
+	o.offline = 1;
+	symlink_fail_with(ENOSPC);
+	rc = kernels_bundle_import(NULL, B.bundle, &o);
+	symlink_fail_with(0);
+	assert_int_equal(rc, KERNELS_EIO);
+	assert_true(asprintf(&stage, "%s/kernels--acme--bundled/.libkernels/import.tmp-", cache) > 0);
+	if (strstr(kernels_error_last(), "/proc/self/fd") || !strstr(kernels_error_last(), stage) ||
+	    !strstr(kernels_error_last(), strerror(ENOSPC)))
+		fail_msg("the error does not name the staging folder in the cache: %s", kernels_error_last());
+	assert_nothing_published(cache);
+	free(stage);
 	test_rmtree(cache);
 	free(cache);
 }
@@ -994,6 +1024,7 @@ int main(void)
 		cmocka_unit_test(test_partial_cache_gets_the_rest),
 		cmocka_unit_test(test_bundle_from_a_shared_blob_store),
 		cmocka_unit_test(test_failure_while_publishing_says_what_went_in),
+		cmocka_unit_test(test_staging_failure_names_the_cache),
 		cmocka_unit_test(test_import_keeps_receipts),
 		cmocka_unit_test(test_import_repairs_a_damaged_blob),
 		cmocka_unit_test(test_hostile_archives_refused_whole),

@@ -57,6 +57,21 @@ static void test_new_error_may_quote_the_last(void **state)
 	assert_string_equal(kernels_error_last(), "outer (connection refused) tail");
 }
 
+/* A path renamed in the message where it is whole, never inside a longer
+ * name; the code kept; nothing raised where nothing failed. */
+static void test_path_rename(void **state)
+{
+	(void)state;
+	kernels__error(KERNELS_EIO, "cannot link /proc/self/fd/8/a to /proc/self/fd/81/b (/proc/self/fd/8)");
+	kernels__error_path_rename("/proc/self/fd/8", "/cache/.libkernels");
+	assert_string_equal(kernels_error_last(), "cannot link /cache/.libkernels/a to /proc/self/fd/81/b "
+			    "(/cache/.libkernels)");
+	assert_int_equal(kernels_error_last_code(), KERNELS_EIO);
+	kernels_error_clear();
+	kernels__error_path_rename("no", "error");
+	assert_int_equal(kernels_error_last_code(), KERNELS_OK);
+}
+
 static void test_threads_do_not_share_errors(void **state)
 {
 	pthread_t t;
@@ -93,6 +108,7 @@ int main(void)
 		cmocka_unit_test(test_last_error_is_thread_local),
 		cmocka_unit_test(test_new_error_may_quote_the_last),
 		cmocka_unit_test(test_prefix_without_error_raises_one),
+		cmocka_unit_test(test_path_rename),
 		cmocka_unit_test(test_threads_do_not_share_errors),
 		cmocka_unit_test(test_strerror_covers_every_code),
 		cmocka_unit_test(test_version),

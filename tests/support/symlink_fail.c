@@ -6,12 +6,17 @@
 
 int __real_symlinkat(const char *target, int dirfd, const char *path);
 
-static atomic_int refusing, refused;
+static atomic_int refusing, refused; /* refusing: the errno given, or 0 */
+
+void symlink_fail_with(int err)
+{
+	atomic_store(&refused, 0);
+	atomic_store(&refusing, err);
+}
 
 void symlink_fail_refuse(int on)
 {
-	atomic_store(&refused, 0);
-	atomic_store(&refusing, on);
+	symlink_fail_with(on ? EPERM : 0);
 }
 
 int symlink_fail_refused(void)
@@ -21,9 +26,11 @@ int symlink_fail_refused(void)
 
 int __wrap_symlinkat(const char *target, int dirfd, const char *path)
 {
-	if (atomic_load(&refusing)) {
+	int err = atomic_load(&refusing);
+
+	if (err) {
 		atomic_fetch_add(&refused, 1);
-		errno = EPERM;
+		errno = err;
 		return -1;
 	}
 	return __real_symlinkat(target, dirfd, path);
