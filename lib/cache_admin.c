@@ -502,6 +502,30 @@ static void remove_blob_records(rm_state *s, int repofd, const char *repo_path, 
 		close(own);
 }
 
+/* What libkernels keeps for a revision goes with its snapshot: its
+ * variants' verification receipts and its file listing (lib/receipt.h,
+ * lib/listing.h), which nothing else reads and would only be left behind. */
+static void remove_revision_records(rm_state *s, int repofd, const char *repo_path, const char *commit)
+{
+	static const char *const where[] = { "receipts", "trees" };
+	int own = open_dir_at(repofd, ".libkernels"), fd;
+	size_t i;
+	char *shown;
+
+	for (i = 0; own >= 0 && i < sizeof(where) / sizeof(where[0]); i++) {
+		if ((fd = open_dir_at(own, where[i])) < 0)
+			continue;
+		if ((shown = kernels__sprintf("%s/.libkernels/%s/%s", repo_path, where[i], commit)))
+			remove_top(s, fd, commit, shown);
+		else
+			rm_fail(s, KERNELS_ENOMEM, NULL, NULL, 0);
+		free(shown);
+		close(fd);
+	}
+	if (own >= 0)
+		close(own);
+}
+
 /* Removes the blobs no snapshot but `gone` links to (complete ones only: a
  * blob being written is a download's). Returns the snapshots left, or an
  * error (nothing removed then). */
@@ -754,6 +778,7 @@ static int remove_folder(rm_state *s, const kernels__config *cfg, int rootfd, ke
 			close(fd);
 		}
 		remove_refs(s, shown, repofd, *commit);
+		remove_revision_records(s, repofd, shown, *commit);
 		if ((rc = gc_blobs(s, repofd, shown, *commit)) != 0)
 			goto out; /* other snapshots stay, and so does the repo */
 	}

@@ -384,8 +384,9 @@ static void test_copy_named_without_a_helper(void **state)
 }
 
 /* libkernels cache rm of a revision removes the blobs only it used, and
- * with them their Python-free copies and receipts; the other revision's
- * stay. */
+ * with them their Python-free copies and receipts, and the revision's own
+ * records (its variants' receipts, its file listing); the other
+ * revision's stay. */
 static void test_copy_goes_with_its_blob(void **state)
 {
 	kernels_options o;
@@ -407,11 +408,16 @@ static void test_copy_goes_with_its_blob(void **state)
 	assert_int_equal(test_system("test $(ls '%s'/*.so | wc -l) = 2 && test $(ls '%s'/*.json | wc -l) = 2", patched,
 				     patched), 0);
 
+	assert_int_equal(test_system("cd '%s/..' && test -d receipts/%s && test -d trees/%s && test -d receipts/%s && "
+				     "test -d trees/%s", patched, W.commit[1], W.commit[1], W.commit[2], W.commit[2]), 0);
 	options(&o, 0, NULL);
 	assert_int_equal(kernels_cache_remove(&rm, "acme/py", "v1.0.0", 0, &o), 0);
 	kernels_cache_removal_free(rm);
 	assert_int_equal(test_system("test $(ls '%s'/*.so | wc -l) = 1 && test $(ls '%s'/*.json | wc -l) = 1", patched,
 				     patched), 0);
+	assert_int_equal(test_system("cd '%s/..' && test ! -e receipts/%s && test ! -e trees/%s && test -d receipts/%s "
+				     "&& test -d trees/%s", patched, W.commit[1], W.commit[1], W.commit[2], W.commit[2]),
+			 0);
 	assert_int_equal(load_py_at(1, "v2.0.0", 6), LOADED | REUSED | MAPPED_COPY);
 	free(dir);
 	free(so);
