@@ -1,0 +1,99 @@
+"""One process in which both the Python `kernels` package (what
+transformers calls) and libkernels' binding load kernels, with torch
+imported, as an inference server that uses both does:
+
+- the same repo and revision through one then the other, both orders: the
+  second load works, its torch ops give the right answer, and the native
+  module is mapped once (libkernels' loader and Python's import of the same
+  snapshot are one object: one inode mapped);
+- two revisions of one kernel (v1, v2: the same build) through either;
+- libkernels first from one cache, `kernels` from another: `kernels`
+  finds the extension in sys.modules and maps no second copy.
+
+Each case runs in a process of its own (a torch ops namespace is
+registered once per process).
+"""
+import textwrap
+
+from test_binding_torch import REPO, publish_img2gray
+from test_interop_kernels import run
+
+# What every case's process has: both packages, torch, and a report of
+# the kernel modules it has loaded.
+PRELUDE = """
+    import json, os, pathlib, sys, torch, kernels, libkernels
+
+    def works(k):
+        rgb = torch.randint(0, 256, (2, 11, 13, 3), dtype=torch.uint8)
+        x = rgb.to(torch.float64)
+        ref = torch.floor((54 * x[..., 0] + 184 * x[..., 1] + 18 * x[..., 2]) / 256 + 0.5).to(torch.uint8)
+        out = torch.empty(rgb.shape[:-1], dtype=torch.uint8)
+        getattr(torch.ops, k.__name__).img2gray(rgb, out)
+        return bool(torch.equal(k.img2gray(rgb), ref)) and bool(torch.equal(out, ref))
+
+    def inode(k):
+        return os.stat(next(pathlib.Path(k.__file__).parent.glob("*.so"))).st_ino
+
+    def mapped(under):
+        # the inodes of the files under `under` this process maps
+        return sorted({int(line.split()[4]) for line in open("/proc/self/maps")
+                       if len(line.split()) > 5 and line.split()[5].startswith(under)})
+"""
+
+
+def both(hub, cache, body, **extra):
+    return run(hub, cache, textwrap.dedent(PRELUDE) + textwrap.dedent(body), **extra)
+
+
+def load(package, how):
+    return f'{package}.get_kernel("{REPO}", {how}, backend="cpu")'
+
+
+def test_same_revision_both_orders(hub, tmp_path):
+    publish_img2gray(hub)
+    for first, second in (("kernels", "libkernels"), ("libkernels", "kernels")):
+        cache = tmp_path / f"cache-{first}"
+        got = both(hub, cache, f"""
+            a = {load(first, "version=1")}
+            b = {load(second, "version=1")}
+            print(json.dumps({{"works": [works(a), works(b)], "names": [a.__name__, b.__name__],
+                              "inodes": [inode(a), inode(b)], "mapped": mapped({str(cache)!r}),
+                              "first_still": works(a)}}))
+        """)
+        assert got["works"] == [True, True] and got["first_still"], (first, got)
+        assert got["names"][0] == got["names"][1] and got["names"][0].startswith("_img2gray_cpu_")
+        # one snapshot, one file, mapped once: not two copies of its code
+        assert got["inodes"][0] == got["inodes"][1] and got["mapped"] == [got["inodes"][0]], (first, got)
+
+
+def test_two_revisions_through_either(hub, tmp_path):
+    tags = publish_img2gray(hub)
+    cache = tmp_path / "cache"
+    got = both(hub, cache, f"""
+        loads = [{load("libkernels", "version=1")}, {load("kernels", "version=2")},
+                 {load("libkernels", "version=2")}, {load("kernels", "version=1")}]
+        print(json.dumps({{"works": [works(k) for k in loads], "mapped": mapped({str(cache)!r}),
+                          "inodes": [inode(k) for k in loads],
+                          "commits": [pathlib.Path(k.__file__).parts[-4] for k in loads]}}))
+    """)
+    assert got["works"] == [True] * 4, got
+    assert got["commits"] == [tags["v1.1.2"], tags["v2.0.0"], tags["v2.0.0"], tags["v1.1.2"]]
+    # v1 and v2 hold the same build: one blob, mapped once
+    assert len(set(got["inodes"])) == 1 and got["mapped"] == got["inodes"][:1], got
+
+
+def test_other_order_from_another_cache(hub, tmp_path):
+    # libkernels first from one cache, `kernels` from another: `kernels`'
+    # import finds the extension already in sys.modules and maps no copy.
+    publish_img2gray(hub)
+    cache, other = tmp_path / "cache", tmp_path / "other"
+    got = both(hub, cache, f"""
+        os.environ["HF_HUB_CACHE"] = {str(other)!r}
+        b = {load("libkernels", "version=1")}
+        a = {load("kernels", "version=1")}
+        print(json.dumps({{"works": [works(b), works(a)], "mapped": mapped({str(cache)!r}),
+                          "files": [b.__file__, a.__file__]}}))
+    """)
+    assert got["works"] == [True, True], got
+    assert got["files"][0].startswith(str(other)) and got["files"][1].startswith(str(cache))
+    assert got["mapped"] == []
