@@ -303,6 +303,64 @@ static int check_namespace(const char *id, const char *what)
 	return 0;
 }
 
+/* A copy of the module another loader mapped (the Python `kernels`
+ * package, or a plain import, from another cache or build): an object of
+ * the process named like the module, or after its id, from another file. */
+typedef struct {
+	const char *base, *id;
+	const struct stat *st;
+	char *found; /* NULL with hit set: out of memory naming it */
+	int hit;
+} foreign_search;
+
+static int named_alike(const char *base, const foreign_search *f)
+{
+	size_t n = strlen(f->id);
+
+	return !strcmp(base, f->base) || (!strncmp(base, f->id, n) && base[n] == '.');
+}
+
+static int foreign_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	foreign_search *f = data;
+	const char *name = info->dlpi_name, *base;
+	struct stat st;
+	(void)size;
+
+	if (!name || !*name)
+		return 0;
+	base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	if (!named_alike(base, f))
+		return 0;
+	/* The same file is one object: dlopen hands that back, nothing runs twice. */
+	if (stat(name, &st) == 0 && st.st_dev == f->st->st_dev && st.st_ino == f->st->st_ino)
+		return 0;
+	f->found = kernels__strdup(name);
+	f->hit = 1;
+	return 1;
+}
+
+/* Torch aborts the process when a second file registers a namespace, so
+ * a torch module whose namespace another loader's copy holds is refused
+ * before it is mapped; ours are in `modules` (check_namespace). */
+static int check_foreign(const char *id, const char *library, const struct stat *st, const char *what)
+{
+	foreign_search f = { strrchr(library, '/') ? strrchr(library, '/') + 1 : library, id, st, NULL, 0 };
+	int rc;
+
+	kernels__dl_iterate_phdr(foreign_cb, &f);
+	if (!f.hit)
+		return 0;
+	rc = kernels__error(KERNELS_ELOAD,
+			    "cannot load %s: its ops namespace '%s' is already registered in this process by %s, "
+			    "a different file loaded by another loader (the Python `kernels` package or an import), "
+			    "and torch aborts on a second registration of one namespace; use the module already "
+			    "loaded (sys.modules['%s']), load this kernel from the same cache folder as that one, "
+			    "or load it in a new process", what, id, f.found ? f.found : "another file", id);
+	free(f.found);
+	return rc;
+}
+
 /* Loads one DT_NEEDED library the dynamic linker would not find by itself:
  * from the module's run path ($ORIGIN being its real folder) or from the
  * folder of the detected torch, so a host linked with --as-needed (no
@@ -524,7 +582,8 @@ static int map_module(const kernels__config *cfg, const kernels_kernel *k, const
 	if ((rc = kernels__elf_read(fd, what, &e)) < 0)
 		return rc;
 	*torch = links_torch(&e);
-	if ((*torch && (rc = check_namespace(kernels_metadata_id(k->meta), what)) < 0) ||
+	if ((*torch && ((rc = check_namespace(kernels_metadata_id(k->meta), what)) < 0 ||
+			(rc = check_foreign(kernels_metadata_id(k->meta), k->library, st, what)) < 0)) ||
 	    (rc = preload_needed(cfg, &e, k, what)) < 0)
 		goto done;
 	if (k->ndeps && (rc = expose_dependencies(cfg, k, &e, what)) < 0)

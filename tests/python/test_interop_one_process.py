@@ -7,6 +7,9 @@ imported, as an inference server that uses both does:
   module is mapped once (libkernels' loader and Python's import of the same
   snapshot are one object: one inode mapped);
 - two revisions of one kernel (v1, v2: the same build) through either;
+- a copy of the module in another cache, already loaded by `kernels`: the
+  binding refuses it with a LoadError naming the namespace and the file
+  loaded, where mapping it would have made torch abort the process;
 - libkernels first from one cache, `kernels` from another: `kernels`
   finds the extension in sys.modules and maps no second copy.
 
@@ -14,6 +17,7 @@ Each case runs in a process of its own (a torch ops namespace is
 registered once per process).
 """
 import textwrap
+from pathlib import Path
 
 from test_binding_torch import REPO, publish_img2gray
 from test_interop_kernels import run
@@ -80,6 +84,29 @@ def test_two_revisions_through_either(hub, tmp_path):
     assert got["commits"] == [tags["v1.1.2"], tags["v2.0.0"], tags["v2.0.0"], tags["v1.1.2"]]
     # v1 and v2 hold the same build: one blob, mapped once
     assert len(set(got["inodes"])) == 1 and got["mapped"] == got["inodes"][:1], got
+
+
+def test_copy_in_another_cache_refused_not_aborted(hub, tmp_path):
+    publish_img2gray(hub)
+    cache, other = tmp_path / "cache", tmp_path / "other"
+    # libkernels reads HF_HUB_CACHE on every call: a server that changes it
+    # after `kernels` loaded the kernel gets it from another folder.
+    got = both(hub, cache, f"""
+        a = {load("kernels", "version=1")}
+        os.environ["HF_HUB_CACHE"] = {str(other)!r}
+        try:
+            {load("libkernels", "version=1")}
+            error = None
+        except libkernels.LoadError as e:
+            error = str(e)
+        print(json.dumps({{"error": error, "works": works(a), "file": a.__file__, "name": a.__name__,
+                          "other": mapped({str(other)!r})}}))
+    """)
+    assert got["works"], got  # the process lives on, `kernels`' module works
+    so = str(next(Path(got["file"]).parent.glob("*.so")))
+    assert got["error"] and f"namespace '{got['name']}' is already registered" in got["error"], got
+    assert so in got["error"] and "a new process" in got["error"]
+    assert got["other"] == []  # refused before any mapping
 
 
 def test_other_order_from_another_cache(hub, tmp_path):
