@@ -10,15 +10,21 @@ imported, as an inference server that uses both does:
 - a copy of the module in another cache, already loaded by `kernels`: the
   binding refuses it with a LoadError naming the namespace and the file
   loaded, where mapping it would have made torch abort the process;
+- a kernel whose Python registers torch definitions when imported (an ops
+  namespace of its own, as Triton kernels define): loaded by `kernels`
+  first, the binding returns that module instead of importing it again;
 - libkernels first from one cache, `kernels` from another: `kernels`
   finds the extension in sys.modules and maps no second copy.
 
 Each case runs in a process of its own (a torch ops namespace is
 registered once per process).
 """
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import test_binding as tb
 from test_binding_torch import REPO, publish_img2gray
 from test_interop_kernels import run
 
@@ -124,3 +130,51 @@ def test_other_order_from_another_cache(hub, tmp_path):
     assert got["works"] == [True, True], got
     assert got["files"][0].startswith(str(other)) and got["files"][1].startswith(str(cache))
     assert got["mapped"] == []
+
+
+# A kernel defining its ops namespace from Python when imported (as Triton
+# kernels do): torch refuses a second definition of the namespace, so the
+# variant's __init__.py must run once per process.
+PY_OPS = """\
+import ctypes
+import json
+from pathlib import Path
+
+import torch
+
+_here = Path(__file__).parent
+_lib = ctypes.CDLL(str(next(_here.glob("*.so"))))
+_ns = json.loads((_here / "metadata.json").read_text())["id"]
+_def = torch.library.Library(_ns, "DEF")
+_def.define("scale(Tensor x) -> Tensor")
+_def.impl("scale", lambda x: x * _lib.answer(), "CPU")
+
+
+def scale(x):
+    return getattr(torch.ops, _ns).scale(x)
+"""
+
+
+def publish_py_ops(hub, tmp_path):
+    variant = tmp_path / "tree" / "build" / tb.torch_cpu_variant()
+    kid = tb.make_variant(variant, name="answer", answer=42)
+    (variant / "__init__.py").write_text(PY_OPS)
+    # the digest covers __init__.py: made again over the new one
+    subprocess.run([sys.executable, str(tb.MAKE_METADATA), str(variant), "--name", "answer", "--id", kid,
+                    "--backend", "cpu", "--version", "1"], check=True)
+    tb.publish_tree(hub, "acme/answer", tmp_path / "tree")
+
+
+def test_kernels_module_reused_by_binding(hub, tmp_path):
+    publish_py_ops(hub, tmp_path)
+    got = both(hub, tmp_path / "cache", """
+        a = kernels.get_kernel("acme/answer", version=1, backend="cpu")
+        b = libkernels.get_kernel("acme/answer", version=1, backend="cpu")
+        k = b.__libkernels_kernel__
+        print(json.dumps({"same": a is b, "scale": b.scale(torch.ones(2)).tolist(), "open": not k.closed,
+                          "loaded": [x.path for x in libkernels.loaded_kernels()], "path": k.path,
+                          "again": libkernels.get_kernel("acme/answer", version=1, backend="cpu") is a}))
+    """)
+    assert got["same"] and got["again"], got
+    assert got["scale"] == [42.0, 42.0] and got["open"]
+    assert got["loaded"] == [got["path"]]

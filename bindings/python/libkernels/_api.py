@@ -344,11 +344,27 @@ def _check_python_depends(kernel):
         _python_deps.validate(meta.python_name, meta.python_depends, backend)
 
 
+def _imported_elsewhere(path, meta):
+    """The module another importer (the `kernels` package) made of the variant
+    folder `path`, under the same name, or None. Running its __init__.py a
+    second time would register its Python-side torch definitions again
+    (torch.library.Library(ns, "DEF"), register_fake), which torch refuses."""
+    module = sys.modules.get(meta.id)
+    init = getattr(module, "__file__", None)
+    if not init:
+        return None
+    # the folder, not the file: a cached file is a link into blobs/
+    folder = Path(os.path.realpath(os.path.dirname(init)))
+    real = Path(os.path.realpath(path))
+    return module if folder in (real, real / meta.python_name) else None
+
+
 def import_kernel(kernel):
     """Imports the Python package of a loaded variant under its metadata id
     (sys.modules[id]), so its torch ops register under torch.ops.<id>.
     Takes ownership of `kernel` (kept open for the module's lifetime). The
-    same variant folder is imported once; later calls return that module.
+    same variant folder is imported once; later calls return that module,
+    as they return the one the `kernels` package imported of it.
     Its kernel-depends (loaded first by libkernels) are imported first, and
     reach it through get_kernel_dep while it imports. Its python-depends are
     checked first with Python kernels 0.17's rules (ValueError, ImportError)."""
@@ -357,6 +373,11 @@ def import_kernel(kernel):
         module = _loaded.get(path)
         if module is not None:
             kernel.close()  # the module already holds a reference
+            return module
+        module = _imported_elsewhere(path, kernel.metadata)
+        if module is not None:
+            module.__libkernels_kernel__ = kernel  # keeps the variant loaded with the module
+            _loaded[path] = module
             return module
         deps = {}
         try:
