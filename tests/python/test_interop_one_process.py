@@ -13,6 +13,8 @@ imported, as an inference server that uses both does:
 - a kernel whose Python registers torch definitions when imported (an ops
   namespace of its own, as Triton kernels define): loaded by `kernels`
   first, the binding returns that module instead of importing it again;
+  loaded by the binding first with `kernels` imported, kernels.get_kernel
+  returns the binding's module (listed in kernels.get_loaded_kernels());
 - libkernels first from one cache, `kernels` from another: `kernels`
   finds the extension in sys.modules and maps no second copy.
 
@@ -178,3 +180,18 @@ def test_kernels_module_reused_by_binding(hub, tmp_path):
     assert got["same"] and got["again"], got
     assert got["scale"] == [42.0, 42.0] and got["open"]
     assert got["loaded"] == [got["path"]]
+
+
+def test_binding_module_reused_by_kernels(hub, tmp_path):
+    # The other order, with `kernels` imported (as a server importing
+    # transformers has it): kernels.get_kernel returns the binding's module.
+    publish_py_ops(hub, tmp_path)
+    got = both(hub, tmp_path / "cache", """
+        b = libkernels.get_kernel("acme/answer", version=1, backend="cpu")
+        a = kernels.get_kernel("acme/answer", version=1, backend="cpu")
+        listed = [(x.module is b, x.repo_info.repo_id, x.repo_info.revision) for x in kernels.get_loaded_kernels()]
+        print(json.dumps({"same": a is b, "scale": a.scale(torch.ones(2)).tolist(), "listed": listed,
+                          "commit": b.__libkernels_kernel__.commit}))
+    """)
+    assert got["same"] and got["scale"] == [42.0, 42.0], got
+    assert got["listed"] == [[True, "acme/answer", got["commit"]]]

@@ -359,6 +359,27 @@ def _imported_elsewhere(path, meta):
     return module if folder in (real, real / meta.python_name) else None
 
 
+def _share_with_kernels(path, kernel, module):
+    """Lists the module in the `kernels` package's registry of imported
+    variant folders when that package is loaded, so that its get_kernel of
+    the same folder returns this module instead of running __init__.py a
+    second time (which torch refuses for Python-side definitions). Kernels
+    0.17's layout (importer._loaded_kernels); any other is left alone."""
+    importer = sys.modules.get("kernels.importer")
+    registry = getattr(importer, "_loaded_kernels", None)
+    if not isinstance(registry, dict):
+        return
+    try:
+        from kernels._rust import Metadata
+        from kernels.hf_hub import RepoInfo
+
+        origin = RepoInfo(repo_id=kernel.repo_id, revision=kernel.commit) if kernel.commit else None
+        registry.setdefault(path, importer.LoadedKernel(metadata=Metadata.read_from_file(path / "metadata.json"),
+                                                        module=module, repo_info=origin))
+    except Exception:  # another kernels: it imports the folder itself, as before
+        logger.debug("the kernels package's registry was left alone", exc_info=True)
+
+
 def import_kernel(kernel):
     """Imports the Python package of a loaded variant under its metadata id
     (sys.modules[id]), so its torch ops register under torch.ops.<id>.
@@ -420,6 +441,7 @@ def import_kernel(kernel):
             raise
         module.__libkernels_kernel__ = kernel
         _loaded[path] = module
+        _share_with_kernels(path, kernel, module)
         return module
 
 
