@@ -6,7 +6,8 @@ imported, as an inference server that uses both does:
   second load works, its torch ops give the right answer, and the native
   module is mapped once (libkernels' loader and Python's import of the same
   snapshot are one object: one inode mapped);
-- two revisions of one kernel (v1, v2: the same build) through either;
+- two revisions of one kernel (v1, v2: the same build) through either,
+  and a later build (an id of its own) beside the first;
 - a copy of the module in another cache, already loaded by `kernels`: the
   binding refuses it with a LoadError naming the namespace and the file
   loaded, where mapping it would have made torch abort the process;
@@ -157,14 +158,15 @@ def scale(x):
 """
 
 
-def publish_py_ops(hub, tmp_path):
-    variant = tmp_path / "tree" / "build" / tb.torch_cpu_variant()
-    kid = tb.make_variant(variant, name="answer", answer=42)
+def publish_py_ops(hub, tmp_path, answer=42, tag="v1.0.0"):
+    tree = tmp_path / f"tree-{answer}"
+    variant = tree / "build" / tb.torch_cpu_variant()
+    kid = tb.make_variant(variant, name="answer", answer=answer)
     (variant / "__init__.py").write_text(PY_OPS)
     # the digest covers __init__.py: made again over the new one
     subprocess.run([sys.executable, str(tb.MAKE_METADATA), str(variant), "--name", "answer", "--id", kid,
                     "--backend", "cpu", "--version", "1"], check=True)
-    tb.publish_tree(hub, "acme/answer", tmp_path / "tree")
+    return tb.publish_tree(hub, "acme/answer", tree, tags=[tag])
 
 
 def test_kernels_module_reused_by_binding(hub, tmp_path):
@@ -195,3 +197,20 @@ def test_binding_module_reused_by_kernels(hub, tmp_path):
     """)
     assert got["same"] and got["scale"] == [42.0, 42.0], got
     assert got["listed"] == [[True, "acme/answer", got["commit"]]]
+
+
+def test_later_build_beside_the_first(hub, tmp_path):
+    # v1.0.0 and a later build on v1 (its own id, so its own namespace),
+    # each through either package: all four modules work side by side.
+    publish_py_ops(hub, tmp_path, 42, "v1.0.0")
+    publish_py_ops(hub, tmp_path, 43, "v1.1.0")
+    got = both(hub, tmp_path / "cache", """
+        one = lambda m, rev: m.get_kernel("acme/answer", revision=rev, backend="cpu")
+        loads = [one(kernels, "v1.0.0"), one(libkernels, "v1.1.0"), one(libkernels, "v1.0.0"),
+                 one(kernels, "v1.1.0")]
+        print(json.dumps({"scale": [m.scale(torch.ones(1)).item() for m in loads],
+                          "same": [loads[0] is loads[2], loads[1] is loads[3]],
+                          "names": [m.__name__ for m in loads]}))
+    """)
+    assert got["scale"] == [42.0, 43.0, 42.0, 43.0], got
+    assert got["same"] == [True, True] and got["names"][0] != got["names"][1]
