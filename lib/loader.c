@@ -298,8 +298,9 @@ static int check_namespace(const char *id, const char *what)
 			return kernels__error(KERNELS_ELOAD,
 					      "cannot load %s: its ops namespace '%s' is already registered by %s, "
 					      "a different file in this process (torch allows one library per "
-					      "namespace); use one build of this kernel per process", what, id,
-					      m->path);
+					      "namespace); load one revision of this kernel per process (revisions "
+					      "holding one build share its file only where the cache has symlinks: "
+					      "leave HF_HUB_DISABLE_SYMLINKS unset)", what, id, m->path);
 	return 0;
 }
 
@@ -355,8 +356,9 @@ static int check_foreign(const char *id, const char *library, const struct stat 
 			    "cannot load %s: its ops namespace '%s' is already registered in this process by %s, "
 			    "a different file loaded by another loader (the Python `kernels` package or an import), "
 			    "and torch aborts on a second registration of one namespace; use the module already "
-			    "loaded (sys.modules['%s']), load this kernel from the same cache folder as that one, "
-			    "or load it in a new process", what, id, f.found ? f.found : "another file", id);
+			    "loaded (sys.modules['%s']), load the same revision from the same cache as that one "
+			    "(revisions holding one build share its file only where the cache has symlinks), or "
+			    "load this one in a new process", what, id, f.found ? f.found : "another file", id);
 	free(f.found);
 	return rc;
 }

@@ -7,7 +7,9 @@ imported, as an inference server that uses both does:
   module is mapped once (libkernels' loader and Python's import of the same
   snapshot are one object: one inode mapped);
 - two revisions of one kernel (v1, v2: the same build) through either,
-  and a later build (an id of its own) beside the first;
+  and a later build (an id of its own) beside the first; in a cache
+  without symlinks (v2's module another file with v1's namespace) the
+  binding refuses v2 and says why;
 - a copy of the module in another cache, already loaded by `kernels`: the
   binding refuses it with a LoadError naming the namespace and the file
   loaded, where mapping it would have made torch abort the process;
@@ -93,6 +95,26 @@ def test_two_revisions_through_either(hub, tmp_path):
     assert got["commits"] == [tags["v1.1.2"], tags["v2.0.0"], tags["v2.0.0"], tags["v1.1.2"]]
     # v1 and v2 hold the same build: one blob, mapped once
     assert len(set(got["inodes"])) == 1 and got["mapped"] == got["inodes"][:1], got
+
+
+def test_two_revisions_in_a_cache_without_symlinks(hub, tmp_path):
+    # Without symlinks each snapshot holds its own copy of the build: v2's
+    # module is another file with v1's namespace. The binding refuses it
+    # (torch would abort) and says why the same build is two files here.
+    publish_img2gray(hub)
+    got = both(hub, tmp_path / "cache", f"""
+        a = {load("libkernels", "version=1")}
+        try:
+            {load("libkernels", "version=2")}
+            error = None
+        except libkernels.LoadError as e:
+            error = str(e)
+        so = str(next(pathlib.Path(a.__file__).parent.glob("*.so")))
+        print(json.dumps({{"error": error, "works": works(a), "so": so, "name": a.__name__}}))
+    """, HF_HUB_DISABLE_SYMLINKS="1")
+    assert got["works"] and got["error"], got
+    assert f"namespace '{got['name']}' is already registered by {got['so']}" in got["error"]
+    assert "one revision of this kernel per process" in got["error"] and "HF_HUB_DISABLE_SYMLINKS" in got["error"]
 
 
 def test_copy_in_another_cache_refused_not_aborted(hub, tmp_path):
