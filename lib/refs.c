@@ -166,8 +166,9 @@ static int parse_commit(const char *text, char commit[41])
 }
 
 /* Reads a regular file of at most cap - 1 bytes at dirfd/leaf (no
- * symlink); a longer one, or one with a NUL, reads as empty. */
-static int read_small(int dirfd, const char *leaf, char *buf, size_t cap)
+ * symlink); a longer one, or one with a NUL, reads as empty. *size (may
+ * be NULL): the file's length, whatever was read. */
+static int read_small(int dirfd, const char *leaf, char *buf, size_t cap, off_t *size)
 {
 	int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
@@ -184,6 +185,8 @@ static int read_small(int dirfd, const char *leaf, char *buf, size_t cap)
 	close(fd);
 	if (n < 0)
 		return -1;
+	if (size)
+		*size = st.st_size;
 	buf[n] = '\0';
 	/* A file longer than the buffer, or with a NUL inside, holds no
 	 * commit id: leave nothing for the parser to judge by its prefix. */
@@ -192,25 +195,41 @@ static int read_small(int dirfd, const char *leaf, char *buf, size_t cap)
 	return 0;
 }
 
+/* A ref file that holds no commit id. refs/ files are written without a
+ * flush, as huggingface_hub writes them, so a crash can leave one empty or
+ * cut short: the message names the file, and an online resolve rewrites
+ * it (revision.c's record). */
+static int damaged(const char *repo_dir, const char *name, off_t size)
+{
+	char what[64];
+
+	if (size == 0)
+		snprintf(what, sizeof(what), "is empty");
+	else
+		snprintf(what, sizeof(what), "holds %lld bytes", (long long)size);
+	return kernels__error(KERNELS_EPARSE,
+			      "ref file '%s/refs/%s' %s, not the 40-hex commit id of '%s' (a crash while it was "
+			      "written can leave it so); resolve '%s' online once to rewrite it, or delete the file",
+			      repo_dir, name, what, name, name);
+}
+
 int kernels__refs_read(const char *repo_dir, const char *name, char commit[41])
 {
 	const char *leaf;
 	char buf[128];
+	off_t size = 0;
 	int fd, rc;
 
 	if ((rc = kernels__ref_name_check(name)) < 0)
 		return rc;
 	if ((fd = open_parent(repo_dir, name, 0, &leaf)) < 0)
 		return fd;
-	rc = read_small(fd, leaf, buf, sizeof(buf));
-	if (rc < 0) {
+	rc = read_small(fd, leaf, buf, sizeof(buf), &size);
+	if (rc < 0)
 		rc = errno == ENOENT ? kernels__error(KERNELS_ENOTFOUND, "no ref '%s' in '%s/refs'", name, repo_dir)
 				     : io_error("reading", repo_dir, name);
-	} else if (parse_commit(buf, commit) < 0) {
-		rc = kernels__error(KERNELS_EPARSE,
-				    "ref '%s' in '%s/refs' does not hold a 40-hex commit id; delete the file and "
-				    "resolve the revision online again", name, repo_dir);
-	}
+	else if (parse_commit(buf, commit) < 0)
+		rc = damaged(repo_dir, name, size);
 	close(fd);
 	return rc;
 }
@@ -289,7 +308,7 @@ static int walk(int dirfd, kernels__buf *prefix, int depth, ref_list *l)
 			if (sub >= 0)
 				rc = walk(sub, prefix, depth + 1, l);
 		} else if (S_ISREG(st.st_mode) && name_problem(prefix->ptr, &bad) == NAME_OK &&
-			   read_small(dirfd, e->d_name, buf, sizeof(buf)) == 0 && parse_commit(buf, commit) == 0) {
+			   read_small(dirfd, e->d_name, buf, sizeof(buf), NULL) == 0 && parse_commit(buf, commit) == 0) {
 			rc = list_add(l, prefix->ptr, commit);
 		}
 		prefix->len = keep;

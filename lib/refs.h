@@ -30,8 +30,9 @@ int kernels__ref_name_check(const char *name);
 /* Reads refs/{name} of `repo_dir` into `commit` (lower-case, NUL-ended).
  * Returns 0; KERNELS_ENOTFOUND (no such file: not an error message worth
  * showing, but one is set); KERNELS_EINVAL (bad name); KERNELS_EPARSE (the
- * file does not hold a commit id); KERNELS_EUNSAFE (a symlink below refs/);
- * KERNELS_EIO. */
+ * file does not hold a commit id: empty or cut short by a crash, say; the
+ * message names the file and how to mend it); KERNELS_EUNSAFE (a symlink
+ * below refs/); KERNELS_EIO. */
 int kernels__refs_read(const char *repo_dir, const char *name, char commit[41]);
 
 /* Records refs/{name} = `commit` (40-hex), creating refs/ and nested

@@ -435,6 +435,17 @@ static void cached_todo(const kernels__config *cfg, int code, char *todo, size_t
 			 "commit id");
 }
 
+/* 1 when refs/{rev} is there but holds no commit id (the listing skips
+ * such a file), the error slot then saying which file and why: a ref left
+ * empty by a crash is not a name the cache never saw. */
+static int damaged_ref(const table *t, const char *rev)
+{
+	char held[41];
+
+	return t->repo_dir && kernels__ref_name_check(rev) == 0 &&
+	       kernels__refs_read(t->repo_dir, rev, held) == KERNELS_EPARSE;
+}
+
 /* Answers from the cache's refs/ (offline). */
 static int resolve_cached(const kernels__config *cfg, const char *repo_id, const char *rev, kernels_revision *r)
 {
@@ -454,7 +465,12 @@ static int resolve_cached(const kernels__config *cfg, const char *repo_id, const
 	rc = resolve_in(cfg, repo_id, rev, &t, r);
 	if (rc == KERNELS_ENOTFOUND || rc == KERNELS_ENOMATCH) {
 		snprintf(inner, sizeof(inner), "%s", kernels_error_last());
-		rc = kernels__error(code, "%s, and the cache cannot answer '%s': %s; %s", why, rev, inner, todo);
+		if (rc == KERNELS_ENOTFOUND && damaged_ref(&t, rev))
+			rc = kernels__error(code, "%s, and the cache cannot answer '%s': %s; until then a full "
+					    "commit id loads from the cache", why, rev, kernels_error_last());
+		else
+			rc = kernels__error(code, "%s, and the cache cannot answer '%s': %s; %s", why, rev, inner,
+					    todo);
 	}
 	if (rc == 0) {
 		r->type = t.type;

@@ -327,6 +327,54 @@ static void test_unwritable(void **state)
 	free(dir);
 }
 
+/* refs/ files are written without a flush (as huggingface_hub writes
+ * them), so a crash can leave one empty or cut short. Offline such a ref
+ * is named as the damaged file it is, with what to do, never as a name the
+ * cache lacks, and resolves to nothing; rewriting it (what an online
+ * resolve does) mends it. */
+static void test_damaged_ref_offline(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *said;
+	} damage[] = {
+		{ "", "is empty" },
+		{ "garbage", "holds 7 bytes" },
+		{ "0123456", "holds 7 bytes" },
+		{ "0123456789abcdef0123456789abcdef0123456", "holds 39 bytes" },
+	};
+	char *dir = test_mkdtemp("refs"), *repo = path_join(dir, "kernels--acme--k"), *file = path_join(repo, "refs/main");
+	kernels_options o = KERNELS_OPTIONS_INIT;
+	kernels_revision *r = NULL;
+	size_t i;
+	(void)state;
+
+	o.cache_dir = dir;
+	o.offline = 1;
+	assert_int_equal(kernels__refs_write(repo, "v1.0.0", C2), 0);
+	for (i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
+		assert_int_equal(test_write_file(file, damage[i].text, strlen(damage[i].text)), 0);
+		assert_int_equal(kernels_revision_resolve(&r, "acme/k", "main", &o), KERNELS_EOFFLINE);
+		assert_null(r);
+		assert_non_null(strstr(kernels_error_last(), file));
+		assert_non_null(strstr(kernels_error_last(), damage[i].said));
+		assert_non_null(strstr(kernels_error_last(), "online"));
+		assert_null(strstr(kernels_error_last(), "not found"));
+	}
+	/* A name the cache never saw still says so. */
+	assert_int_equal(kernels_revision_resolve(&r, "acme/k", "dev", &o), KERNELS_EOFFLINE);
+	assert_non_null(strstr(kernels_error_last(), "not found"));
+	/* Rewritten, as an online resolve does, it answers again. */
+	assert_int_equal(kernels__refs_write(repo, "main", C1), 0);
+	assert_int_equal(kernels_revision_resolve(&r, "acme/k", "main", &o), 0);
+	assert_string_equal(kernels_revision_commit(r), C1);
+	kernels_revision_free(r);
+	test_rmtree(dir);
+	free(file);
+	free(repo);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_atomic),
 		cmocka_unit_test(test_unwritable),
+		cmocka_unit_test(test_damaged_ref_offline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
