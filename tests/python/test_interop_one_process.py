@@ -17,7 +17,8 @@ imported, as an inference server that uses both does:
   namespace of its own, as Triton kernels define): loaded by `kernels`
   first, the binding returns that module instead of importing it again;
   loaded by the binding first with `kernels` imported, kernels.get_kernel
-  returns the binding's module (listed in kernels.get_loaded_kernels());
+  returns the binding's module (listed in kernels.get_loaded_kernels()),
+  also through a cache reached by a link;
 - libkernels first from one cache, `kernels` from another: `kernels`
   finds the extension in sys.modules and maps no second copy.
 
@@ -28,6 +29,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 import test_binding as tb
 from test_binding_torch import REPO, publish_img2gray
@@ -206,11 +209,18 @@ def test_kernels_module_reused_by_binding(hub, tmp_path):
     assert got["loaded"] == [got["path"]]
 
 
-def test_binding_module_reused_by_kernels(hub, tmp_path):
+@pytest.mark.parametrize("linked", [False, True], ids=["cache", "cache-through-a-link"])
+def test_binding_module_reused_by_kernels(hub, tmp_path, linked):
     # The other order, with `kernels` imported (as a server importing
-    # transformers has it): kernels.get_kernel returns the binding's module.
+    # transformers has it): kernels.get_kernel returns the binding's module,
+    # also where the cache is reached through a link (the binding's path is
+    # resolved, `kernels`' is not).
     publish_py_ops(hub, tmp_path)
-    got = both(hub, tmp_path / "cache", """
+    cache = tmp_path / "cache"
+    if linked:
+        (tmp_path / "real").mkdir()
+        cache.symlink_to(tmp_path / "real")
+    got = both(hub, cache, """
         b = libkernels.get_kernel("acme/answer", version=1, backend="cpu")
         a = kernels.get_kernel("acme/answer", version=1, backend="cpu")
         listed = [(x.module is b, x.repo_info.repo_id, x.repo_info.revision) for x in kernels.get_loaded_kernels()]

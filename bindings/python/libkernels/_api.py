@@ -374,10 +374,28 @@ def _share_with_kernels(path, kernel, module):
         from kernels.hf_hub import RepoInfo
 
         origin = RepoInfo(repo_id=kernel.repo_id, revision=kernel.commit) if kernel.commit else None
-        registry.setdefault(path, importer.LoadedKernel(metadata=Metadata.read_from_file(path / "metadata.json"),
-                                                        module=module, repo_info=origin))
+        entry = importer.LoadedKernel(metadata=Metadata.read_from_file(path / "metadata.json"), module=module,
+                                      repo_info=origin)
+        # one key, as `kernels` would spell it: get_loaded_kernels() lists each once
+        registry.setdefault(_kernels_spelling(kernel, path) or path, entry)
     except Exception:  # another kernels: it imports the folder itself, as before
         logger.debug("the kernels package's registry was left alone", exc_info=True)
+
+
+def _kernels_spelling(kernel, path):
+    """The folder as `kernels` names it in its registry: below its cache as
+    configured (KERNELS_CACHE, else huggingface_hub's), where the binding's
+    path is resolved (a cache reached through a link is spelled two ways)."""
+    if not kernel.repo_id or not kernel.commit:
+        return None
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+    from kernels.hf_hub import CACHE_DIR
+
+    snapshot = os.path.join(CACHE_DIR or constants.HF_HUB_CACHE, repo_folder_name(repo_id=kernel.repo_id,
+                            repo_type="kernel"), "snapshots", kernel.commit)
+    spelled = Path(snapshot) / "build" / kernel.variant
+    return spelled if os.path.realpath(spelled) == os.path.realpath(path) else None
 
 
 def import_kernel(kernel):
