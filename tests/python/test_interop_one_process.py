@@ -39,7 +39,7 @@ from test_interop_kernels import run
 # What every case's process has: both packages, torch, and a report of
 # the kernel modules it has loaded.
 PRELUDE = """
-    import json, os, pathlib, sys, torch, kernels, libkernels
+    import ctypes, json, os, pathlib, sys, torch, kernels, libkernels
 
     def works(k):
         rgb = torch.randint(0, 256, (2, 11, 13, 3), dtype=torch.uint8)
@@ -49,8 +49,11 @@ PRELUDE = """
         getattr(torch.ops, k.__name__).img2gray(rgb, out)
         return bool(torch.equal(k.img2gray(rgb), ref)) and bool(torch.equal(out, ref))
 
+    def so(k):
+        return next(pathlib.Path(k.__file__).parent.glob("*.so"))
+
     def inode(k):
-        return os.stat(next(pathlib.Path(k.__file__).parent.glob("*.so"))).st_ino
+        return os.stat(so(k)).st_ino
 
     def mapped(under):
         # the inodes of the files under `under` this process maps
@@ -74,14 +77,20 @@ def test_same_revision_both_orders(hub, tmp_path):
         got = both(hub, cache, f"""
             a = {load(first, "version=1")}
             b = {load(second, "version=1")}
+            # the entry point as libkernels' loader has it and as Python's
+            # import of the snapshot's file has it (one object: one address)
+            init = "PyInit_" + a.__name__
+            ours = libkernels.loaded_kernels()[0].symbol(init)
+            python = ctypes.cast(getattr(ctypes.CDLL(str(so(a))), init), ctypes.c_void_p).value
             print(json.dumps({{"works": [works(a), works(b)], "names": [a.__name__, b.__name__],
                               "inodes": [inode(a), inode(b)], "mapped": mapped({str(cache)!r}),
-                              "first_still": works(a)}}))
+                              "first_still": works(a), "entry": [ours, python]}}))
         """)
         assert got["works"] == [True, True] and got["first_still"], (first, got)
         assert got["names"][0] == got["names"][1] and got["names"][0].startswith("_img2gray_cpu_")
         # one snapshot, one file, mapped once: not two copies of its code
         assert got["inodes"][0] == got["inodes"][1] and got["mapped"] == [got["inodes"][0]], (first, got)
+        assert got["entry"][0] == got["entry"][1] != 0, (first, got)
 
 
 def test_two_revisions_through_either(hub, tmp_path):
