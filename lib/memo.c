@@ -489,4 +489,21 @@ void kernels__memo_clear(void)
 		unlink_front(&names);
 	pthread_mutex_unlock(&lock);
 }
+
+static size_t length(const memo *m)
+{
+	size_t n = 0;
+
+	for (; m; m = m->next)
+		n++;
+	return n;
+}
+
+void kernels__memo_counts(size_t *n_handles, size_t *n_names)
+{
+	pthread_mutex_lock(&lock);
+	*n_handles = length(handles);
+	*n_names = length(names);
+	pthread_mutex_unlock(&lock);
+}
 #endif

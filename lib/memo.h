@@ -49,6 +49,8 @@ void kernels__memo_name_put(const char *settings, const char *repo_id, const cha
 #ifdef KERNELS_TESTING
 /* The test build only: forgets everything ("a fresh process"). */
 void kernels__memo_clear(void);
+/* The test build only: how many entries each list holds now. */
+void kernels__memo_counts(size_t *n_handles, size_t *n_names);
 #endif
 
 #endif
