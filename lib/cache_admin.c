@@ -282,7 +282,24 @@ static int has_variants(const kernels_cache_repo *r)
 	return 0;
 }
 
-static int scan(kernels_cache_info *info, const char *only)
+/* A ref file holding no commit id is left out of the scan: said once per
+ * file, so that `cache ls` does not just drop the name. */
+static void warn_damaged_refs(const kernels__config *cfg, const kernels_cache_repo *r)
+{
+	kernels__ref *refs = NULL;
+	size_t n = 0, i;
+
+	if (kernels__refs_list_damaged(r->path, &refs, &n) < 0)
+		kernels_error_clear();
+	for (i = 0; i < n; i++)
+		kernels__log(cfg, KERNELS_LOG_WARNING, "ref file '%s/refs/%s' holds no 40-hex commit id (a crash "
+			     "while it was written can leave it empty), so '%s' is not listed; an online get of "
+			     "%s at '%s' rewrites it, or delete the file", r->path, refs[i].name, refs[i].name,
+			     r->repo_id, refs[i].name);
+	kernels__refs_free(refs, n);
+}
+
+static int scan(const kernels__config *cfg, kernels_cache_info *info, const char *only)
 {
 	kernels_cache_repo *repos = NULL;
 	char **folders = NULL;
@@ -303,10 +320,13 @@ static int scan(kernels_cache_info *info, const char *only)
 		memset(&repos[info->repos_count], 0, sizeof(*repos));
 		info->repos = repos;
 		rc = scan_repo(info->cache_dir, folders[i], id, is_model, &repos[info->repos_count]);
-		if (rc == 0 && is_model && !has_variants(&repos[info->repos_count]))
+		if (rc == 0 && is_model && !has_variants(&repos[info->repos_count])) {
 			repo_free(&repos[info->repos_count]); /* an ordinary model, not a kernel */
-		else
+		} else {
+			if (rc == 0)
+				warn_damaged_refs(cfg, &repos[info->repos_count]);
 			info->size += repos[info->repos_count++].size;
+		}
 	}
 	info->repos = repos;
 	strings_free(folders, n);
@@ -329,7 +349,7 @@ int kernels_cache_scan(kernels_cache_info **out, const char *repo_id, const kern
 	if (!(info = calloc(1, sizeof(*info))) || !(info->cache_dir = kernels__strdup(cfg.cache_dir)))
 		rc = kernels__error_oom();
 	else
-		rc = scan(info, repo_id);
+		rc = scan(&cfg, info, repo_id);
 	kernels__config_free(&cfg);
 	if (rc < 0) {
 		kernels_cache_info_free(info);

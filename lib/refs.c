@@ -269,6 +269,7 @@ int kernels__refs_write(const char *repo_dir, const char *name, const char *comm
 typedef struct {
 	kernels__ref *items;
 	size_t count, cap;
+	int damaged; /* list the files of valid names that hold no commit id instead */
 } ref_list;
 
 static int list_add(ref_list *l, const char *name, const char *commit)
@@ -277,7 +278,7 @@ static int list_add(ref_list *l, const char *name, const char *commit)
 		return KERNELS_ENOMEM;
 	if (!(l->items[l->count].name = kernels__strdup(name)))
 		return KERNELS_ENOMEM;
-	memcpy(l->items[l->count].commit, commit, 41);
+	snprintf(l->items[l->count].commit, sizeof(l->items[l->count].commit), "%s", commit); /* "" when damaged */
 	l->count++;
 	return 0;
 }
@@ -308,8 +309,10 @@ static int walk(int dirfd, kernels__buf *prefix, int depth, ref_list *l)
 			if (sub >= 0)
 				rc = walk(sub, prefix, depth + 1, l);
 		} else if (S_ISREG(st.st_mode) && name_problem(prefix->ptr, &bad) == NAME_OK &&
-			   read_small(dirfd, e->d_name, buf, sizeof(buf), NULL) == 0 && parse_commit(buf, commit) == 0) {
-			rc = list_add(l, prefix->ptr, commit);
+			   read_small(dirfd, e->d_name, buf, sizeof(buf), NULL) == 0) {
+			int valid = parse_commit(buf, commit) == 0;
+			if (valid != l->damaged)
+				rc = list_add(l, prefix->ptr, valid ? commit : "");
 		}
 		prefix->len = keep;
 		prefix->ptr[keep] = '\0';
@@ -323,11 +326,11 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const kernels__ref *)a)->name, ((const kernels__ref *)b)->name);
 }
 
-int kernels__refs_list(const char *repo_dir, kernels__ref **refs, size_t *count)
+static int list(const char *repo_dir, int damaged, kernels__ref **refs, size_t *count)
 {
 	char *path = kernels__sprintf("%s/refs", repo_dir);
 	kernels__buf prefix = { 0 };
-	ref_list l = { 0 };
+	ref_list l = { .damaged = damaged };
 	int fd, rc;
 
 	*refs = NULL;
@@ -354,6 +357,16 @@ int kernels__refs_list(const char *repo_dir, kernels__ref **refs, size_t *count)
 	*refs = l.items;
 	*count = l.count;
 	return 0;
+}
+
+int kernels__refs_list(const char *repo_dir, kernels__ref **refs, size_t *count)
+{
+	return list(repo_dir, 0, refs, count);
+}
+
+int kernels__refs_list_damaged(const char *repo_dir, kernels__ref **refs, size_t *count)
+{
+	return list(repo_dir, 1, refs, count);
 }
 
 void kernels__refs_free(kernels__ref *refs, size_t count)

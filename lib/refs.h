@@ -48,4 +48,10 @@ int kernels__refs_write(const char *repo_dir, const char *name, const char *comm
 int kernels__refs_list(const char *repo_dir, kernels__ref **refs, size_t *count);
 void kernels__refs_free(kernels__ref *refs, size_t count);
 
+/* The files kernels__refs_list skips for their content: valid names that
+ * hold no commit id (left empty or cut short by a crash: refs/ files are
+ * written without a flush, as huggingface_hub writes them). `commit` is
+ * "" in each. Same ownership and returns as kernels__refs_list. */
+int kernels__refs_list_damaged(const char *repo_dir, kernels__ref **refs, size_t *count);
+
 #endif

@@ -728,10 +728,65 @@ static void test_refused_call_leaves_no_kind(void **state)
 	free(cache);
 }
 
+static void keep_warnings(kernels_log_level level, const char *msg, void *payload)
+{
+	char *all = payload;
+
+	if (level == KERNELS_LOG_WARNING && strlen(all) + strlen(msg) + 2 < 4096) {
+		strcat(all, msg);
+		strcat(all, "\n");
+	}
+}
+
+/* refs/ files are written without a flush (as huggingface_hub does), so
+ * a crash can leave one empty: the scan leaves its name out and says which
+ * file and what to do; an online get of that name rewrites it with the
+ * commit the Hub names. */
+static void test_scan_names_a_damaged_ref(void **state)
+{
+	char *cache = make_cache("damaged-ref"), *ref, *text, warnings[4096] = "";
+	const kernels_cache_repo *r;
+	kernels_cache_info *info = NULL;
+	kernels_kernel *k = NULL;
+	kernels_options o;
+	(void)state;
+
+	fill(cache);
+	assert_true(asprintf(&ref, "%s/kernels--acme--guard/refs/main", cache) > 0);
+	assert_int_equal(test_write_file(ref, "", 0), 0);
+	options(&o, cache);
+	o.log_cb = keep_warnings;
+	o.log_payload = warnings;
+	assert_int_equal(kernels_cache_scan(&info, "acme/guard", &o), 0);
+	assert_int_equal(info->repos_count, 1);
+	r = &info->repos[0];
+	assert_int_equal(r->refs_count, 1);
+	assert_string_equal(r->ref_names[0], "v1.0.0");
+	if (!strstr(warnings, ref) || !strstr(warnings, "online"))
+		fail_msg("no warning naming %s: '%s'", ref, warnings);
+	kernels_cache_info_free(info);
+
+	if (kernels_get(&k, "acme/guard", "main", &o) < 0)
+		fail_msg("online get of main: %s", kernels_error_last());
+	assert_int_equal(test_kernel_answer(k), 1);
+	kernels_kernel_close(k);
+	text = test_read_file(ref, NULL);
+	assert_string_equal(text, commit);
+	warnings[0] = '\0';
+	assert_int_equal(kernels_cache_scan(&info, "acme/guard", &o), 0);
+	assert_int_equal(info->repos[0].refs_count, 2);
+	assert_string_equal(warnings, "");
+	kernels_cache_info_free(info);
+	free(text);
+	free(ref);
+	free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan_agrees_with_disk),
+		cmocka_unit_test(test_scan_names_a_damaged_ref),
 		cmocka_unit_test(test_remove_during_download),
 		cmocka_unit_test(test_remove_respects_file_locks),
 		cmocka_unit_test(test_remove_keeps_blobs_it_cannot_rule_out),

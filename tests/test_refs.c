@@ -361,6 +361,21 @@ static void test_damaged_ref_offline(void **state)
 		assert_non_null(strstr(kernels_error_last(), "online"));
 		assert_null(strstr(kernels_error_last(), "not found"));
 	}
+	/* The listing leaves it out; the damaged listing has it alone. */
+	{
+		kernels__ref *refs = NULL;
+		size_t n = 0;
+
+		assert_int_equal(kernels__refs_list_damaged(repo, &refs, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(refs[0].name, "main");
+		assert_string_equal(refs[0].commit, "");
+		kernels__refs_free(refs, n);
+		assert_int_equal(kernels__refs_list(repo, &refs, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(refs[0].name, "v1.0.0");
+		kernels__refs_free(refs, n);
+	}
 	/* A name the cache never saw still says so. */
 	assert_int_equal(kernels_revision_resolve(&r, "acme/k", "dev", &o), KERNELS_EOFFLINE);
 	assert_non_null(strstr(kernels_error_last(), "not found"));
@@ -369,6 +384,14 @@ static void test_damaged_ref_offline(void **state)
 	assert_int_equal(kernels_revision_resolve(&r, "acme/k", "main", &o), 0);
 	assert_string_equal(kernels_revision_commit(r), C1);
 	kernels_revision_free(r);
+	{
+		kernels__ref *refs = NULL;
+		size_t n = 1;
+
+		assert_int_equal(kernels__refs_list_damaged(repo, &refs, &n), 0);
+		assert_int_equal(n, 0);
+		kernels__refs_free(refs, n);
+	}
 	test_rmtree(dir);
 	free(file);
 	free(repo);

@@ -71,7 +71,9 @@ typedef struct {
 						      copies and receipts under .libkernels/), links not followed: what
 						      removing it frees */
 	size_t blobs;                            /**< files in blobs/ */
-	const char *const *ref_names;            /**< every valid name under refs/, sorted */
+	const char *const *ref_names;            /**< every valid name under refs/, sorted; a file that holds no
+						      commit id (empty after a crash, say) is left out, with a
+						      warning naming it (kernels_options.log_cb) */
 	const char *const *ref_commits;          /**< the commit each of them holds */
 	size_t refs_count;
 	const kernels_cache_revision *revisions; /**< snapshots/ folders, sorted by commit */
