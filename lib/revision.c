@@ -11,6 +11,7 @@
 #include "specifier.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,10 +441,35 @@ static void cached_todo(const kernels__config *cfg, int code, char *todo, size_t
  * empty by a crash is not a name the cache never saw. */
 static int damaged_ref(const table *t, const char *rev)
 {
-	char held[41];
+	char held[41], branch[64];
 
+	/* A bare major version N is the branch vN. */
+	if (rev[strspn(rev, "0123456789")] == '\0' && strlen(rev) < sizeof(branch) - 1) {
+		snprintf(branch, sizeof(branch), "v%s", rev);
+		rev = branch;
+	}
 	return t->repo_dir && kernels__ref_name_check(rev) == 0 &&
 	       kernels__refs_read(t->repo_dir, rev, held) == KERNELS_EPARSE;
+}
+
+/* A version specifier is matched offline against the vX.Y.Z tags the
+ * cache can read: a tag's file left empty by a crash is out of the match,
+ * and the answer may be older than the one the cache last saw. Said,
+ * naming each such file. */
+static void warn_damaged_versions(const kernels__config *cfg, const table *t, const char *rev)
+{
+	kernels__ref *refs = NULL;
+	size_t n = 0, i;
+
+	if (kernels__refs_list_damaged(t->repo_dir, &refs, &n) < 0)
+		kernels_error_clear();
+	for (i = 0; i < n; i++)
+		if (refs[i].name[0] == 'v' && isdigit((unsigned char)refs[i].name[1]) && strchr(refs[i].name, '.'))
+			kernels__log(cfg, KERNELS_LOG_WARNING, "ref file '%s/refs/%s' holds no 40-hex commit id (a "
+				     "crash while it was written can leave it empty), so '%s' was matched offline "
+				     "without it and may be older than the cache's newest; an online get rewrites it",
+				     t->repo_dir, refs[i].name, rev);
+	kernels__refs_free(refs, n);
 }
 
 /* Answers from the cache's refs/ (offline). */
@@ -475,6 +501,8 @@ static int resolve_cached(const kernels__config *cfg, const char *repo_id, const
 	if (rc == 0) {
 		r->type = t.type;
 		r->from_cache = 1;
+		if (r->kind == KERNELS_REVISION_VERSION_SPEC)
+			warn_damaged_versions(cfg, &t, rev);
 	}
 out:
 	kernels__reflist_free(&t);

@@ -398,6 +398,64 @@ static void test_damaged_ref_offline(void **state)
 	free(dir);
 }
 
+static void keep_warnings(kernels_log_level level, const char *msg, void *payload)
+{
+	char *all = payload;
+
+	if (level == KERNELS_LOG_WARNING && strlen(all) + strlen(msg) + 2 < 4096) {
+		strcat(all, msg);
+		strcat(all, "\n");
+	}
+}
+
+/* A version asked for offline is matched against the tags the cache
+ * recorded: one whose file a crash left empty is out of the match, so
+ * the answer may be an older version than the cache last saw. It still
+ * answers (the older version is cached and matches), with a warning that
+ * names the file; with the file mended the newest answers again. */
+static void test_damaged_tag_warns_a_version_match(void **state)
+{
+	static const char *asked[] = { ">=1", "~=1.0" };
+	char *dir = test_mkdtemp("refs"), *repo = path_join(dir, "kernels--acme--k"), *file = path_join(repo, "refs/v1.1.0");
+	char *branch = path_join(repo, "refs/v1"), warnings[4096];
+	kernels_options o = KERNELS_OPTIONS_INIT;
+	kernels_revision *r = NULL;
+	size_t i;
+	(void)state;
+
+	o.cache_dir = dir;
+	o.offline = 1;
+	o.log_cb = keep_warnings;
+	o.log_payload = warnings;
+	assert_int_equal(kernels__refs_write(repo, "v1.0.0", C1), 0);
+	assert_int_equal(test_write_file(file, "", 0), 0);
+	for (i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+		warnings[0] = '\0';
+		if (kernels_revision_resolve(&r, "acme/k", asked[i], &o) < 0)
+			fail_msg("offline '%s': %s", asked[i], kernels_error_last());
+		assert_string_equal(kernels_revision_commit(r), C1);
+		kernels_revision_free(r);
+		if (!strstr(warnings, file) || !strstr(warnings, asked[i]))
+			fail_msg("offline '%s': no warning naming %s: '%s'", asked[i], file, warnings);
+	}
+	/* A bare major version is its branch vN: that file damaged is named. */
+	assert_int_equal(test_write_file(branch, "", 0), 0);
+	assert_int_equal(kernels_revision_resolve(&r, "acme/k", "1", &o), KERNELS_EOFFLINE);
+	if (!strstr(kernels_error_last(), branch) || !strstr(kernels_error_last(), "is empty"))
+		fail_msg("offline '1': no word of %s: %s", branch, kernels_error_last());
+	assert_int_equal(kernels__refs_write(repo, "v1.1.0", C2), 0);
+	warnings[0] = '\0';
+	assert_int_equal(kernels_revision_resolve(&r, "acme/k", ">=1", &o), 0);
+	assert_string_equal(kernels_revision_commit(r), C2);
+	assert_string_equal(warnings, "");
+	kernels_revision_free(r);
+	test_rmtree(dir);
+	free(branch);
+	free(file);
+	free(repo);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_atomic),
 		cmocka_unit_test(test_unwritable),
 		cmocka_unit_test(test_damaged_ref_offline),
+		cmocka_unit_test(test_damaged_tag_warns_a_version_match),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
