@@ -20,7 +20,10 @@ imported, as an inference server that uses both does:
   returns the binding's module (listed in kernels.get_loaded_kernels()),
   also through a cache reached by a link;
 - libkernels first from one cache, `kernels` from another: `kernels`
-  finds the extension in sys.modules and maps no second copy.
+  finds the extension in sys.modules and maps no second copy;
+- a kernel with only a tvm-ffi variant, through either first: the binding
+  imports tvm_ffi as `kernels` does, so the order does not decide whether
+  a variant fits.
 
 Each case runs in a process of its own (a torch ops namespace is
 registered once per process).
@@ -33,7 +36,7 @@ from pathlib import Path
 import pytest
 
 import test_binding as tb
-from test_binding_torch import REPO, publish_img2gray
+from test_binding_torch import BUILD, REPO, publish_img2gray
 from test_interop_kernels import run
 
 # What every case's process has: both packages, torch, and a report of
@@ -255,3 +258,27 @@ def test_later_build_beside_the_first(hub, tmp_path):
     """)
     assert got["scale"] == [42.0, 43.0, 42.0, 43.0], got
     assert got["same"] == [True, True] and got["names"][0] != got["names"][1]
+
+
+def test_tvm_ffi_variant_either_order(hub, tmp_path):
+    # A kernel with only a tvm-ffi variant: `kernels` imports tvm_ffi when
+    # it is installed and takes the variant; the binding first in a process
+    # must too (libkernels sees tvm-ffi by its library loaded), not only
+    # once `kernels` has imported tvm_ffi.
+    built = sorted(p.name for p in BUILD.glob("tvm-ffi*-cpu-*") if (p / "metadata.json").is_file())
+    assert built, f"no img2gray tvm-ffi cpu variant under {BUILD}: build the project with tvm_ffi importable"
+    subprocess.run([sys.executable, str(tb.SOURCE_DIR / "scripts" / "publish-img2gray.py"), "--root", str(hub.root),
+                    "--build", str(BUILD), "--repo", REPO, "--variant", built[0]], check=True, capture_output=True)
+    for first, second in (("libkernels", "kernels"), ("kernels", "libkernels")):
+        got = both(hub, tmp_path / f"cache-{first}", f"""
+            had = "tvm_ffi" in sys.modules
+            a = {load(first, "version=1")}
+            b = {load(second, "version=1")}
+            rgb = torch.randint(0, 256, (2, 5, 7, 3), dtype=torch.uint8)
+            x = rgb.to(torch.float64)
+            ref = torch.floor((54 * x[..., 0] + 184 * x[..., 1] + 18 * x[..., 2]) / 256 + 0.5).to(torch.uint8)
+            print(json.dumps({{"had": had, "same": a is b, "ok": bool(torch.equal(a.img2gray(rgb), ref)),
+                              "variant": pathlib.Path(a.__file__).parent.name}}))
+        """)
+        assert not got["had"] and got["ok"] and got["same"], (first, got)
+        assert got["variant"] == built[0]

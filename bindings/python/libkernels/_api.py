@@ -175,11 +175,14 @@ def _revision(revision, version):
 
 
 def _prepare_torch():
-    # The `kernels` package imports torch first; libkernels detects torch from
-    # the libtorch loaded in the process, and a torch variant's native module
-    # needs libtorch loaded to dlopen. Import it when it is installed.
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
-        import torch  # noqa: F401
+    # The `kernels` package imports torch first, and tvm_ffi when it picks a
+    # variant; libkernels detects each from its library loaded in the process
+    # (a variant's native module needs it loaded to dlopen). Import them when
+    # installed, so that the variant chosen does not depend on whether
+    # `kernels` ran first.
+    for name in ("torch", "tvm_ffi"):
+        if name not in sys.modules and importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
 
 
 def system(library_path=None, backend=None):
