@@ -27,7 +27,7 @@ int kernels__dl_iterate_phdr(int (*cb)(struct dl_phdr_info *info, size_t size, v
 void kernels__fork_mutex(pthread_mutex_t *m, kernels__fork_phase phase);
 
 /* Each stage's locks, in library.c's order. */
-void kernels__hub_fork_ua(kernels__fork_phase phase);    /* hub.c: the User-Agent's, held across detection */
+void kernels__hub_fork_ua(kernels__fork_phase phase);    /* hub.c: the User-Agent's (a copy, no detection) */
 void kernels__memo_fork(kernels__fork_phase phase);      /* memo.c: takes the loader's inside */
 void kernels__loader_fork(kernels__fork_phase phase);    /* loader.c: loaded kernels, mapped modules */
 void kernels__deps_fork(kernels__fork_phase phase);      /* deps.c: kernels loaded by dependency */

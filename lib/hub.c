@@ -159,8 +159,8 @@ void kernels__hub_set_backoff_base_ms(long ms)
  * by the variant selection), read by transfers that may run together. */
 static pthread_mutex_t ua_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* fork() (fork.h): the outermost lock, since the system detection it is
- * held across takes others. */
+/* fork() (fork.h): outermost, as it was when the system detection ran
+ * under it; now it guards a copy alone, so a fork never waits on one. */
 void kernels__hub_fork_ua(kernels__fork_phase phase)
 {
 	kernels__fork_mutex(&ua_lock, phase);
@@ -203,17 +203,29 @@ void kernels__hub_ua_system(const kernels_system *s, char *buf, size_t size)
 static void ua_system_get(const kernels__config *cfg, char out[KERNELS__UA_SYSTEM_MAX])
 {
 	kernels_system *s = NULL;
+	char part[KERNELS__UA_SYSTEM_MAX] = "";
 
 	/* Transfers of one call may start together: the call's buffer is
-	 * filled and read under one lock, never read while written. */
+	 * filled and read under the lock, never read while written. The
+	 * detection runs outside it: a process's first one (NVML, the
+	 * runtime's file) takes milliseconds, which a host's fork() in
+	 * another thread would otherwise wait out. Two transfers that both
+	 * find the buffer empty describe the same system; the first is kept. */
 	pthread_mutex_lock(&ua_lock);
-	if (!*cfg->ua_system && kernels__system_detect(cfg, &s) == 0)
-		kernels__hub_ua_system(s, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
-	else
-		kernels_error_clear();
 	memcpy(out, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
 	pthread_mutex_unlock(&ua_lock);
+	if (*out)
+		return;
+	if (kernels__system_detect(cfg, &s) == 0)
+		kernels__hub_ua_system(s, part, sizeof(part));
+	else
+		kernels_error_clear();
 	kernels_system_free(s);
+	pthread_mutex_lock(&ua_lock);
+	if (!*cfg->ua_system)
+		memcpy(cfg->ua_system, part, sizeof(part));
+	memcpy(out, cfg->ua_system, KERNELS__UA_SYSTEM_MAX);
+	pthread_mutex_unlock(&ua_lock);
 }
 
 /* Per call, as Python kernels builds its HfApi: the caller's app tag, then

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -821,9 +822,13 @@ static const char standin_cudart[] = /* every entry point initialises the driver
 	"int cuInit(unsigned f);\n"
 	"int cudaRuntimeGetVersion(int *v) { cuInit(0); *v = 12090; return 0; }\n"
 	"int cudaGetDevice(int *d) { cuInit(0); *d = 0; return 0; }\n";
-static const char standin_nvml[] =
-	"#include <stdlib.h>\n"
-	"int nvmlInit_v2(void) { return getenv(\"STANDIN_NVML_FAIL\") ? 999 : 0; }\n"
+static const char standin_nvml[] = /* with STANDIN_NVML_GATE: says it entered, waits to be let go */
+	"#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n"
+	"static void gate(const char *g) { char p[4096]; FILE *f;\n"
+	"  snprintf(p, sizeof(p), \"%s.in\", g); if ((f = fopen(p, \"w\"))) fclose(f);\n"
+	"  snprintf(p, sizeof(p), \"%s.go\", g); while (access(p, F_OK)) usleep(1000); }\n"
+	"int nvmlInit_v2(void) { if (getenv(\"STANDIN_NVML_GATE\")) gate(getenv(\"STANDIN_NVML_GATE\"));\n"
+	"  return getenv(\"STANDIN_NVML_FAIL\") ? 999 : 0; }\n"
 	"int nvmlShutdown(void) { return 0; }\n"
 	"int nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return 0; }\n"
 	"int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) { *h = (void *)(unsigned long)(i + 1); return 0; }\n"
@@ -864,6 +869,78 @@ static int loaded(const char *name)
 	if (h)
 		dlclose(h);
 	return h != NULL;
+}
+
+/* ---- a fork while another thread's first detection runs -------------------- */
+
+static atomic_int forked, stuck;
+
+static int gate_file(const char *suffix, int create)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s.%s", getenv("STANDIN_NVML_GATE"), suffix);
+	if (!create)
+		return access(p, F_OK) == 0;
+	if ((f = fopen(p, "w")))
+		fclose(f);
+	return f != NULL;
+}
+
+/* A call that goes online: its first request's User-Agent describes the
+ * system, so it detects (the endpoint refuses; the answer does not matter). */
+static void *online_call(void *arg)
+{
+	kernels_options o = KERNELS_OPTIONS_INIT;
+	kernels_revision *r = NULL;
+	(void)arg;
+
+	o.endpoint = "http://127.0.0.1:9";
+	o.max_retries = 0;
+	kernels_revision_resolve(&r, "acme/plain", "main", &o);
+	kernels_revision_free(r);
+	return NULL;
+}
+
+/* Lets the detection go if the fork has not come back after 30 s: a
+ * fork waiting on it would otherwise wait for good. */
+static void *watchdog(void *arg)
+{
+	int i;
+	(void)arg;
+
+	for (i = 0; i < 3000 && !atomic_load(&forked); i++)
+		usleep(10000);
+	if (!atomic_load(&forked)) {
+		atomic_store(&stuck, 1);
+		gate_file("go", 1);
+	}
+	return NULL;
+}
+
+/* The host forks a worker while another of its threads is inside the
+ * process's first detection (NVML held here until the fork is back). */
+static int fork_during_detect_child(void)
+{
+	pthread_t call, dog;
+	int i, status;
+	pid_t pid;
+
+	CHILD_ASSERT(pthread_create(&call, NULL, online_call, NULL) == 0);
+	for (i = 0; i < 6000 && !gate_file("in", 0); i++)
+		usleep(10000);
+	CHILD_ASSERT(gate_file("in", 0)); /* the call is inside detection now */
+	CHILD_ASSERT(pthread_create(&dog, NULL, watchdog, NULL) == 0);
+	if ((pid = fork()) == 0)
+		_exit(0);
+	atomic_store(&forked, 1);
+	CHILD_ASSERT(pid > 0 && waitpid(pid, &status, 0) == pid);
+	gate_file("go", 1);
+	pthread_join(call, NULL);
+	pthread_join(dog, NULL);
+	CHILD_ASSERT(!atomic_load(&stuck)); /* the fork came back while detection ran */
+	return 0;
 }
 
 /* The child: what the host did first (mode), then detection; exits 0 when
@@ -937,6 +1014,17 @@ static int run_cuda_child(const char *dir, const char *mode, const char *name, c
 	return calls;
 }
 
+/* A host's fork() does not wait for another thread's detection, the
+ * first of a process taking as long as NVML does. */
+static void test_fork_during_detect(const char *dir)
+{
+	char *gate;
+
+	assert_true(asprintf(&gate, "%s/nvml-gate", test_tmp) > 0);
+	assert_int_equal(run_cuda_child(dir, "fork-in-detect", "STANDIN_NVML_GATE", gate), 0);
+	free(gate);
+}
+
 /* Detection never initialises the driver for a host that did not: GPUs and
  * the driver's version from NVML, the runtime's version from its file
  * name, nothing of CUDA loaded; a host that initialised is asked through
@@ -951,6 +1039,7 @@ static void test_cuda_standins(void **state)
 	assert_int_equal(run_cuda_child(dir, "visible", "CUDA_VISIBLE_DEVICES", "1"), 0);
 	assert_int_equal(run_cuda_child(dir, "host-init", NULL, NULL), 1); /* the host's own call only */
 	assert_int_equal(run_cuda_child(dir, "no-nvml", "STANDIN_NVML_FAIL", "1"), 1);
+	test_fork_during_detect(dir);
 	free(dir);
 	/* A runtime from a pip wheel: libcudart.so.13 (and a link to it), its
 	 * version only in the wheel's dist-info three folders up. */
@@ -1004,7 +1093,7 @@ int main(int argc, char **argv)
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--cuda-child"))
-		return cuda_child(argv[2]);
+		return strcmp(argv[2], "fork-in-detect") ? cuda_child(argv[2]) : fork_during_detect_child();
 	if (strchr(argv[0], '/') && !realpath(argv[0], self_exe))
 		snprintf(self_exe, sizeof(self_exe), "/proc/self/exe");
 	return cmocka_run_group_tests(tests, setup, teardown);
