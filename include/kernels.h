@@ -25,7 +25,13 @@
  * none of it (a child holding a lock file would keep the cache locked).
  * The exception is libcurl's own: before 8.8 it opens each multi handle's
  * wake-up socket pair without the flag; libkernels holds one or two such
- * pairs for the length of a call that goes online.
+ * pairs for the length of a call that goes online. Between calls
+ * libkernels holds one descriptor per native module it has mapped, for
+ * the life of the process: the module was mapped through it (the verified
+ * file, by its /proc/self/fd name), and a number given back and reused
+ * would make the dynamic loader hand out that module for another. A
+ * server that loads hundreds of distinct builds over its life needs as
+ * many descriptors under its RLIMIT_NOFILE.
  *
  * fork() without exec (a preloading server's workers, Python's fork start
  * method): the child may call libkernels; what the parent loaded stays
