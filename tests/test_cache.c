@@ -728,23 +728,13 @@ static void test_refused_call_leaves_no_kind(void **state)
 	free(cache);
 }
 
-static void keep_warnings(kernels_log_level level, const char *msg, void *payload)
-{
-	char *all = payload;
-
-	if (level == KERNELS_LOG_WARNING && strlen(all) + strlen(msg) + 2 < 4096) {
-		strcat(all, msg);
-		strcat(all, "\n");
-	}
-}
-
 /* refs/ files are written without a flush (as huggingface_hub does), so
  * a crash can leave one empty: the scan leaves its name out and says which
  * file and what to do; an online get of that name rewrites it with the
  * commit the Hub names. */
 static void test_scan_names_a_damaged_ref(void **state)
 {
-	char *cache = make_cache("damaged-ref"), *ref, *text, warnings[4096] = "";
+	char *cache = make_cache("damaged-ref"), *ref, *text;
 	const kernels_cache_repo *r;
 	kernels_cache_info *info = NULL;
 	kernels_kernel *k = NULL;
@@ -755,15 +745,15 @@ static void test_scan_names_a_damaged_ref(void **state)
 	assert_true(asprintf(&ref, "%s/kernels--acme--guard/refs/main", cache) > 0);
 	assert_int_equal(test_write_file(ref, "", 0), 0);
 	options(&o, cache);
-	o.log_cb = keep_warnings;
-	o.log_payload = warnings;
+	o.log_cb = test_log_warnings;
+	test_logged_clear();
 	assert_int_equal(kernels_cache_scan(&info, "acme/guard", &o), 0);
 	assert_int_equal(info->repos_count, 1);
 	r = &info->repos[0];
 	assert_int_equal(r->refs_count, 1);
 	assert_string_equal(r->ref_names[0], "v1.0.0");
-	if (!strstr(warnings, ref) || !strstr(warnings, "online"))
-		fail_msg("no warning naming %s: '%s'", ref, warnings);
+	if (!strstr(test_logged, ref) || !strstr(test_logged, "online"))
+		fail_msg("no warning naming %s: '%s'", ref, test_logged);
 	kernels_cache_info_free(info);
 
 	if (kernels_get(&k, "acme/guard", "main", &o) < 0)
@@ -772,10 +762,10 @@ static void test_scan_names_a_damaged_ref(void **state)
 	kernels_kernel_close(k);
 	text = test_read_file(ref, NULL);
 	assert_string_equal(text, commit);
-	warnings[0] = '\0';
+	test_logged_clear();
 	assert_int_equal(kernels_cache_scan(&info, "acme/guard", &o), 0);
 	assert_int_equal(info->repos[0].refs_count, 2);
-	assert_string_equal(warnings, "");
+	assert_string_equal(test_logged, "");
 	kernels_cache_info_free(info);
 	free(text);
 	free(ref);

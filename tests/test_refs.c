@@ -398,16 +398,6 @@ static void test_damaged_ref_offline(void **state)
 	free(dir);
 }
 
-static void keep_warnings(kernels_log_level level, const char *msg, void *payload)
-{
-	char *all = payload;
-
-	if (level == KERNELS_LOG_WARNING && strlen(all) + strlen(msg) + 2 < 4096) {
-		strcat(all, msg);
-		strcat(all, "\n");
-	}
-}
-
 /* A version asked for offline is matched against the tags the cache
  * recorded: one whose file a crash left empty is out of the match, so
  * the answer may be an older version than the cache last saw. It still
@@ -417,7 +407,7 @@ static void test_damaged_tag_warns_a_version_match(void **state)
 {
 	static const char *asked[] = { ">=1", "~=1.0" };
 	char *dir = test_mkdtemp("refs"), *repo = path_join(dir, "kernels--acme--k"), *file = path_join(repo, "refs/v1.1.0");
-	char *branch = path_join(repo, "refs/v1"), warnings[4096];
+	char *branch = path_join(repo, "refs/v1");
 	kernels_options o = KERNELS_OPTIONS_INIT;
 	kernels_revision *r = NULL;
 	size_t i;
@@ -425,18 +415,18 @@ static void test_damaged_tag_warns_a_version_match(void **state)
 
 	o.cache_dir = dir;
 	o.offline = 1;
-	o.log_cb = keep_warnings;
-	o.log_payload = warnings;
+	o.log_cb = test_log_warnings;
+	test_logged_clear();
 	assert_int_equal(kernels__refs_write(repo, "v1.0.0", C1), 0);
 	assert_int_equal(test_write_file(file, "", 0), 0);
 	for (i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
-		warnings[0] = '\0';
+		test_logged_clear();
 		if (kernels_revision_resolve(&r, "acme/k", asked[i], &o) < 0)
 			fail_msg("offline '%s': %s", asked[i], kernels_error_last());
 		assert_string_equal(kernels_revision_commit(r), C1);
 		kernels_revision_free(r);
-		if (!strstr(warnings, file) || !strstr(warnings, asked[i]))
-			fail_msg("offline '%s': no warning naming %s: '%s'", asked[i], file, warnings);
+		if (!strstr(test_logged, file) || !strstr(test_logged, asked[i]))
+			fail_msg("offline '%s': no warning naming %s: '%s'", asked[i], file, test_logged);
 	}
 	/* A bare major version is its branch vN: that file damaged is named. */
 	assert_int_equal(test_write_file(branch, "", 0), 0);
@@ -444,10 +434,10 @@ static void test_damaged_tag_warns_a_version_match(void **state)
 	if (!strstr(kernels_error_last(), branch) || !strstr(kernels_error_last(), "is empty"))
 		fail_msg("offline '1': no word of %s: %s", branch, kernels_error_last());
 	assert_int_equal(kernels__refs_write(repo, "v1.1.0", C2), 0);
-	warnings[0] = '\0';
+	test_logged_clear();
 	assert_int_equal(kernels_revision_resolve(&r, "acme/k", ">=1", &o), 0);
 	assert_string_equal(kernels_revision_commit(r), C2);
-	assert_string_equal(warnings, "");
+	assert_string_equal(test_logged, "");
 	kernels_revision_free(r);
 	test_rmtree(dir);
 	free(branch);
