@@ -745,9 +745,13 @@ void kernels__endpoint_failed(kernels__endpoint_failures *f, const char *endpoin
 
 int kernels__endpoint_failures_raise(const kernels__endpoint_failures *f, int rc)
 {
+	long unserved = kernels__error_unserved();   /* the last endpoint's: rc is its */
+
 	if (f->n < 2)
 		return rc;
-	return kernels__error(rc, "each endpoint failed, in the order tried: %s", f->text);
+	kernels__error(rc, "each endpoint failed, in the order tried: %s", f->text);
+	kernels__error_mark_unserved(unserved);
+	return rc;
 }
 
 /* `v` as a whole number into *out, with blanks around it as Python's int()

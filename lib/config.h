@@ -44,7 +44,9 @@ typedef struct {
 	int offline;           /* 0/1 */
 	kernels__offline_by offline_by; /* what set `offline` (KERNELS__OFFLINE_NONE: online) */
 	const char *offline_why; /* NULL: offline as the caller asked; else why get.c runs the call offline
-				    (the Hub cannot be reached): a cache miss is then KERNELS_ENETWORK saying so */
+				    (the Hub cannot be reached, or is not serving): a cache miss is then
+				    offline_code saying so */
+	int offline_code;      /* with offline_why: KERNELS_ENETWORK, or KERNELS_EHTTP for a 5xx or 429 */
 	int telemetry;         /* 0 when HF_HUB_DISABLE_TELEMETRY is set */
 	long timeout_ms;       /* metadata requests: connect/stall ($HF_HUB_ETAG_TIMEOUT) */
 	long download_timeout_ms; /* file transfers: connect/stall ($HF_HUB_DOWNLOAD_TIMEOUT) */

@@ -10,6 +10,7 @@
 
 static _Thread_local struct {
 	int code;
+	long unserved;    /* kernels__error_mark_unserved's status */
 	char message[MESSAGE_MAX];
 } last;
 
@@ -22,6 +23,7 @@ static int set_message(int code, const char *fmt, va_list ap)
 	vsnprintf(fresh, sizeof(fresh), fmt, ap);
 	memcpy(last.message, fresh, sizeof(fresh));
 	last.code = code;
+	last.unserved = 0;
 	return code;
 }
 
@@ -89,10 +91,21 @@ void kernels__error_path_rename(const char *from, const char *to)
 	memcpy(last.message, out, at + 1);
 }
 
+void kernels__error_mark_unserved(long status)
+{
+	last.unserved = status;
+}
+
+long kernels__error_unserved(void)
+{
+	return last.code == KERNELS_EHTTP ? last.unserved : 0;
+}
+
 int kernels__error_oom(void)
 {
 	snprintf(last.message, sizeof(last.message), "out of memory");
 	last.code = KERNELS_ENOMEM;
+	last.unserved = 0;
 	return KERNELS_ENOMEM;
 }
 

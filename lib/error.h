@@ -19,6 +19,14 @@ int kernels__error_prefix(const char *fmt, ...) __attribute__((format(printf, 1,
  * through a descriptor that the user knows by its own name. */
 void kernels__error_path_rename(const char *from, const char *to);
 
+/* The current error, a KERNELS_EHTTP, is the Hub not serving: it answered
+ * `status` (a 5xx or 429) until the retries ran out. get.c falls back to
+ * the cache on it as on an unreachable Hub; kernels__error() forgets it,
+ * kernels__error_prefix() and kernels__error_path_rename() keep it. */
+void kernels__error_mark_unserved(long status);
+/* That status while the current error is a KERNELS_EHTTP so marked, else 0. */
+long kernels__error_unserved(void);
+
 /* Out of memory: cannot allocate a message, so a static one is used. */
 int kernels__error_oom(void);
 

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,13 +39,18 @@ typedef kernels__plan plan;
 /* ---- the Hub cannot be reached --------------------------------------------- */
 
 /* The one place that decides the cache answers when the Hub cannot be
- * reached: the stages only report KERNELS_ENETWORK (the current error says
- * why). What the cache holds was verified, and its publisher trusted, when
- * it was downloaded, so it may answer, exactly as offline; nothing new is
- * fetched, so nothing unverified can arrive. The run from the cache says
- * KERNELS_ENETWORK, with both halves, for what the cache lacks. */
+ * reached, or is not serving: the stages only report KERNELS_ENETWORK, or
+ * a KERNELS_EHTTP marked as a 5xx or 429 that outlived the retries
+ * (kernels__error_unserved; the current error says why). Any other
+ * answer (a 4xx) stands. What the cache holds was verified, and its
+ * publisher trusted, when it was downloaded, so it may answer, exactly as
+ * offline; nothing new is fetched, so nothing unverified can arrive. The
+ * run from the cache says the same code, with both halves, for what the
+ * cache lacks. */
 typedef struct {
 	kernels__config cfg;  /* shallow copy of the call's: strings stay owned by it */
+	int code;             /* the Hub's failure: KERNELS_ENETWORK or KERNELS_EHTTP */
+	long status;          /* KERNELS_EHTTP's 5xx or 429 */
 	char reason[2048];    /* the network error */
 	char why[2600];       /* "the Hub at X cannot be reached (reason)" */
 } fallback;
@@ -52,18 +58,43 @@ typedef struct {
 /* 1 with `f` set up for the run from the cache, 0 when `rc` stands. */
 static int fallback_begin(const kernels__config *cfg, int rc, fallback *f)
 {
-	if (rc != KERNELS_ENETWORK || cfg->offline)
+	long status = rc == KERNELS_EHTTP ? kernels__error_unserved() : 0;
+
+	if ((rc != KERNELS_ENETWORK && !status) || cfg->offline)
 		return 0;
+	f->code = rc;
+	f->status = status;
 	snprintf(f->reason, sizeof(f->reason), "%s", kernels_error_last());
-	snprintf(f->why, sizeof(f->why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, f->reason);
+	if (status)
+		snprintf(f->why, sizeof(f->why), "the Hub at %s is failing with HTTP %ld (%s)", cfg->endpoint,
+			 status, f->reason);
+	else
+		snprintf(f->why, sizeof(f->why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, f->reason);
 	f->cfg = *cfg;
 	f->cfg.offline = 1;
 	f->cfg.offline_why = f->why;
+	f->cfg.offline_code = rc;
 	return 1;
 }
 
+/* The Hub's failure as the call's error: its code, and its mark, so that
+ * a caller a level up reads it as the stage did. */
+static int fallback_error(const fallback *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fallback_error(const fallback *f, const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	kernels__error(f->code, "%s", msg);
+	kernels__error_mark_unserved(f->status);
+	return f->code;
+}
+
 /* After the run from the cache: a warning when it answered; a miss that a
- * stage reported as offline becomes the Hub's being down. */
+ * stage reported as offline becomes the Hub's failure. */
 static int fallback_end(const kernels__config *cfg, int rc, const fallback *f, const char *what)
 {
 	char inner[2048];
@@ -73,19 +104,19 @@ static int fallback_end(const kernels__config *cfg, int rc, const fallback *f, c
 	if (rc != KERNELS_EOFFLINE)
 		return rc;
 	snprintf(inner, sizeof(inner), "%s", kernels_error_last());
-	return kernels__error(KERNELS_ENETWORK, "%s, and the cache at %s cannot answer for %s (%s); try again when "
-			      "the Hub answers", f->why, cfg->cache_dir, what, inner);
+	return fallback_error(f, "%s, and the cache at %s cannot answer for %s (%s); try again when the Hub "
+			      "answers", f->why, cfg->cache_dir, what, inner);
 }
 
-/* What the cache lacks for kernels_get, said plainly: the Hub being down is
+/* What the cache lacks for kernels_get, said plainly: the Hub's failure is
  * the reason given once, the cache's gap the other half, and nothing about
  * "offline" (the caller did not ask for that). `p` tells how far the plan
  * got. */
 static int cache_lacks(const kernels__config *cfg, const char *repo_id, const char *revision, const plan *p,
-		       const char *reason)
+		       const fallback *f)
 {
 	const char *variant = p->trace ? kernels_variant_trace_chosen(p->trace) : NULL;
-	char lacks[512];
+	char lacks[512], hub[64];
 
 	if (!p->rev)
 		snprintf(lacks, sizeof(lacks), "no record of revision '%s' of %s", revision ? revision : "", repo_id);
@@ -95,9 +126,13 @@ static int cache_lacks(const kernels__config *cfg, const char *repo_id, const ch
 	else
 		snprintf(lacks, sizeof(lacks), "no copy of variant %s of %s at commit %s", variant, p->repo.id,
 			 kernels_revision_commit(p->rev));
-	return kernels__error(KERNELS_ENETWORK, "the Hub is down or not answering (%s), and the cache at %s lacks what "
-			      "was asked: %s; try again when the Hub answers, or ask for a revision the cache holds",
-			      reason, cfg->cache_dir, lacks);
+	if (f->status)
+		snprintf(hub, sizeof(hub), "failing with HTTP %ld", f->status);
+	else
+		snprintf(hub, sizeof(hub), "down or not answering");
+	return fallback_error(f, "the Hub is %s (%s), and the cache at %s lacks what was asked: %s; try again "
+			      "when the Hub answers, or ask for a revision the cache holds", hub, f->reason,
+			      cfg->cache_dir, lacks);
 }
 
 /* What locking needs (project.c): the revision, its redirects and the
@@ -113,7 +148,7 @@ int kernels__plan_resolve(const kernels__config *cfg, const char *repo_id, const
 		p->pinned = pinned;
 		rc = kernels__plan_revision(&f.cfg, repo_id, revision, NULL, p);
 		if (rc == KERNELS_EOFFLINE)
-			rc = cache_lacks(cfg, repo_id, revision, p, f.reason);
+			rc = cache_lacks(cfg, repo_id, revision, p, &f);
 		rc = fallback_end(cfg, rc, &f, repo_id);
 	}
 	return rc;
@@ -226,7 +261,7 @@ static int get_with_config(const kernels__config *cfg, const char *repo_id, cons
 		kernels__plan_free(&p);
 		rc = get_at(&f.cfg, repo_id, revision, &p, stats, out, NULL);
 		if (rc == KERNELS_EOFFLINE)
-			rc = cache_lacks(cfg, repo_id, revision, &p, f.reason);
+			rc = cache_lacks(cfg, repo_id, revision, &p, &f);
 		rc = fallback_end(cfg, rc, &f, repo_id);
 	}
 	kernels__plan_free(&p);
@@ -376,7 +411,7 @@ static int variants_with_fallback(const kernels__config *cfg, const char *repo_i
 		*out = NULL;
 		rc = variants_and_deps(&f.cfg, repo_id, revision, &p, out, has);
 		if (rc == KERNELS_EOFFLINE)
-			rc = cache_lacks(cfg, repo_id, revision, &p, f.reason);
+			rc = cache_lacks(cfg, repo_id, revision, &p, &f);
 		rc = fallback_end(cfg, rc, &f, repo_id);
 	}
 	kernels__plan_free(&p);

@@ -777,6 +777,19 @@ static char *take(char **p)
 	return s;
 }
 
+/* A 5xx or 429 that outlived the retries: the origin is not serving, and
+ * is remembered so, as one that does not answer (the calls that follow
+ * fall back at once rather than spend their retries on it). 0: the
+ * answer itself is the caller's to name. */
+static int unserved(const char *url, const hop *h, int attempt)
+{
+	char why[64];
+
+	snprintf(why, sizeof(why), "HTTP %ld, %d attempt%s", h->hd.status, attempt + 1, attempt ? "s" : "");
+	kernels__hub_down_mark(url, why, h->hd.status);
+	return 0;
+}
+
 /* One hop with retries on transient failures, within the call's budget.
  * 0 with h filled (a 5xx or 429 that outlived the retries is an answer
  * too: the caller names it), or KERNELS_ENETWORK saying what was tried. */
@@ -809,14 +822,16 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 			snprintf(why, sizeof(why), "HTTP %ld", h->hd.status);
 			kernels__hub_down_forget(url);
 			kernels__endpoint_answered(cfg);
-			if (!kernels__hub_transient_status(h->hd.status) || attempt >= cfg->max_retries)
+			if (!kernels__hub_transient_status(h->hd.status))
 				return 0;
+			if (attempt >= cfg->max_retries)
+				return unserved(url, h, attempt);
 			ms = kernels__hub_backoff_ms(attempt, h->hd.retry_after);
 			if (ms >= kernels__deadline_left_ms(cfg)) {
 				kernels__log(cfg, KERNELS_LOG_INFO,
 					     "%s %s answered %ld; no time left in the call's deadline "
 					     "to wait %ld ms and retry", method, url, h->hd.status, ms);
-				return 0;
+				return unserved(url, h, attempt);
 			}
 			kernels__log(cfg, KERNELS_LOG_INFO, "%s %s answered %ld; retrying in %ld ms", method, url,
 				     h->hd.status, ms);
@@ -825,7 +840,7 @@ static int hop_with_retries(const kernels__config *cfg, const char *url, int hea
 		}
 		snprintf(why, sizeof(why), "%s", *errbuf ? errbuf : curl_easy_strerror(cc));
 		if (says_down(cc, h, waited)) {
-			kernels__hub_down_mark(url, why);
+			kernels__hub_down_mark(url, why, 0);
 			break;
 		}
 		if (!kernels__hub_transient_curl(cc) || attempt >= cfg->max_retries)
@@ -984,10 +999,16 @@ int kernels__hub_status_error(const kernels__hub_response *r, const char *what)
 		return kernels__error(KERNELS_ENOTFOUND, "%s: not found%s; check the repo id and revision", what,
 				      detail);
 	if (r->status == 429)
-		return kernels__error(KERNELS_EHTTP, "%s: the Hub is rate limiting requests%s; wait and try again, "
-				      "or use a token (HF_TOKEN) for a higher limit", what, detail);
-	if (r->status >= 500)
-		return kernels__error(KERNELS_EHTTP, "%s: the Hub failed%s; try again later", what, detail);
+		kernels__error(KERNELS_EHTTP, "%s: the Hub is rate limiting requests%s; wait and try again, "
+			       "or use a token (HF_TOKEN) for a higher limit", what, detail);
+	else if (r->status >= 500)
+		kernels__error(KERNELS_EHTTP, "%s: the Hub failed%s; try again later", what, detail);
+	/* A 5xx or 429 reaches here only once it outlived the retries: the Hub
+	 * is not serving, which get.c answers from the cache. */
+	if (kernels__hub_transient_status(r->status)) {
+		kernels__error_mark_unserved(r->status);
+		return KERNELS_EHTTP;
+	}
 	return kernels__error(KERNELS_EHTTP, "%s: unexpected answer from the Hub%s; check HF_ENDPOINT", what, detail);
 }
 

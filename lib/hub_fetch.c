@@ -115,6 +115,7 @@ typedef struct fetch {
 	unsigned long long all_done, all_total;
 	int cancelled;
 	int fail_code;
+	long fail_unserved;                /* kernels__error_unserved() of the failure */
 	char fail_msg[4096];
 	long long next_stall_check;        /* the stall budget is looked at every STALL_CHECK_MS */
 	kernels_download_stats *stats;
@@ -146,6 +147,7 @@ static void fail_job(fetch *f, job *j, int code)
 	settle(f, j, J_FAILED);
 	if (!f->fail_code) {
 		f->fail_code = code;
+		f->fail_unserved = kernels__error_unserved();
 		snprintf(f->fail_msg, sizeof(f->fail_msg), "%s", kernels_error_last());
 	}
 }
@@ -672,6 +674,18 @@ static int stalled_out(fetch *f, const job *j)
 			      j->incomplete);
 }
 
+/* A 5xx or 429 that outlived the retries: the origin is remembered as not
+ * serving (hub.c's hop_with_retries does the same for the API), and the
+ * answer is the error. */
+static int unserved(fetch *f, job *j)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "HTTP %ld, %d attempts", j->hd.status, j->attempts);
+	kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint, why, j->hd.status);
+	return hub_error(f, j);
+}
+
 static void retry_or_fail(fetch *f, job *j, CURLcode res, long status)
 {
 	char why[128];
@@ -689,7 +703,7 @@ static void retry_or_fail(fetch *f, job *j, CURLcode res, long status)
 								      : "the body ended early",
 						      j->have, j->size, j->incomplete));
 		else
-			fail_job(f, j, hub_error(f, j));
+			fail_job(f, j, unserved(f, j));
 		return;
 	}
 	if (res == CURLE_OK && status < 300)
@@ -792,7 +806,7 @@ static int retried(fetch *f, job *j, CURLcode res, long status)
 {
 	if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
 		kernels__hub_down_mark(j->url ? j->url : f->cfg->endpoint,
-				       *j->curl_err ? j->curl_err : curl_easy_strerror(res));
+				       *j->curl_err ? j->curl_err : curl_easy_strerror(res), 0);
 	if (!(res != CURLE_OK && kernels__hub_transient_curl(res)) &&
 	    !(res == CURLE_OK && kernels__hub_transient_status(status)) &&
 	    !(res == CURLE_OK && status >= 200 && status < 300 && j->have < j->size))
@@ -1504,6 +1518,7 @@ int kernels__hub_fetch_tree(const kernels__config *cfg, kernels__repo_type type,
 			kernels__hub_cdn_seen(f.cfg, f.cdn_url); /* sets no error: fail_msg keeps run()'s */
 		if (rc < 0) {
 			kernels__error(rc, "%s", f.fail_msg);
+			kernels__error_mark_unserved(f.fail_unserved);
 			goto out;
 		}
 	}

@@ -25,6 +25,7 @@ static pthread_mutex_t down_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char origin[300];
 	long long since, until;
+	long status;      /* not serving: the 5xx or 429; 0: not answering */
 	char why[256];
 } down[DOWN_SLOTS];
 static _Atomic long down_ttl_ms = DOWN_TTL_MS;
@@ -116,7 +117,7 @@ static int down_key(const char *url, char *key, size_t n)
 	return 0;
 }
 
-void kernels__hub_down_mark(const char *url, const char *why)
+void kernels__hub_down_mark(const char *url, const char *why, long status)
 {
 	char o[300];
 	long long now = kernels__now_ms();
@@ -136,6 +137,7 @@ void kernels__hub_down_mark(const char *url, const char *why)
 	}
 	snprintf(down[slot].origin, sizeof(down[slot].origin), "%s", o);
 	snprintf(down[slot].why, sizeof(down[slot].why), "%s", why);
+	down[slot].status = status;
 	down[slot].since = now;
 	down[slot].until = now + down_ttl_ms;
 	pthread_mutex_unlock(&down_lock);
@@ -155,10 +157,22 @@ void kernels__hub_down_forget(const char *url)
 	pthread_mutex_unlock(&down_lock);
 }
 
+/* The Hub not serving, remembered: the same code and mark as the answer
+ * that taught it (hub.c's kernels__hub_status_error), so that the cache's
+ * fallback and its error read alike on the first call and the next. */
+static int down_unserved(const char *o, long status, const char *why, long long ago, long long left)
+{
+	kernels__error(KERNELS_EHTTP, "the Hub at %s is not serving: it answered HTTP %ld %.1f s ago (%s); not asking "
+		       "again for %.1f s; try again later", o, status, (double)ago / 1000, why, (double)left / 1000);
+	kernels__error_mark_unserved(status);
+	return KERNELS_EHTTP;
+}
+
 int kernels__hub_down_check(const char *url)
 {
 	char o[300], why[256] = "";
 	long long now = kernels__now_ms(), since = 0, until = 0;
+	long status = 0;
 	int i, hit = 0;
 
 	if (down_key(url, o, sizeof(o)) < 0)
@@ -170,12 +184,15 @@ int kernels__hub_down_check(const char *url)
 		hit = 1;
 		since = down[i].since;
 		until = down[i].until;
+		status = down[i].status;
 		memcpy(why, down[i].why, sizeof(why));
 	}
 	pthread_mutex_unlock(&down_lock);
 	if (!hit)
 		return 0;
 	*strchr(o, ' ') = '\0';    /* the origin without the proxy hash */
+	if (status)
+		return down_unserved(o, status, why, now - since, until - now);
 	/* Worded like the first failure ("cannot reach the Hub"): which of a
 	 * call's concurrent requests met the failure first is chance. */
 	return kernels__error(KERNELS_ENETWORK, "cannot reach the Hub at %s: it did not answer %.1f s ago (%s); not "

@@ -20,16 +20,21 @@ int kernels__hub_same_origin(const kernels__config *cfg, const char *url);
 /* ---- "did not answer" memory ------------------------------------------------ */
 
 /* An origin (scheme, host, port) where a connection was refused, a DNS
- * lookup failed, or nothing answered for a second or more is remembered
+ * lookup failed, nothing answered for a second or more, or a 5xx or 429
+ * outlived the retries is remembered
  * process-wide for 30 s (mutex-protected), so the calls that follow fall
  * back to the cache at once instead of waiting for the same silence; the
- * first call after that tries again, and any answer clears it.
- * kernels__hub_down_check: KERNELS_ENETWORK (with a message saying when
- * and why) while `url`'s origin is remembered, else 0. Every request of
+ * first call after that tries again, and any other answer clears it.
+ * kernels__hub_down_check: KERNELS_ENETWORK (KERNELS_EHTTP for a status;
+ * with a message saying when and why) while `url`'s origin is
+ * remembered, else 0. Every request of
  * the Hub client and the transfer engine checks it first. */
 int kernels__hub_down_check(const char *url);
-/* Remembers `url`'s origin as not answering (`why`: what happened). */
-void kernels__hub_down_mark(const char *url, const char *why);
+/* Remembers `url`'s origin as not answering (`why`: what happened), or,
+ * with a `status` (a 5xx or 429 that outlived the retries), as not
+ * serving: kernels__hub_down_check then raises KERNELS_EHTTP, marked with
+ * it (kernels__error_mark_unserved), instead of KERNELS_ENETWORK. */
+void kernels__hub_down_mark(const char *url, const char *why, long status);
 /* Forgets it: an answer came from there. */
 void kernels__hub_down_forget(const char *url);
 #ifdef KERNELS_TESTING

@@ -254,10 +254,15 @@ static int git_form(search *s, kernels__repo_type type, form_state *st, int *rnf
 		return 0;
 	}
 	if (rc != KERNELS_EHTTP || (res.status != 404 && res.status != 401 && res.status != 403)) {
+		if (rc == KERNELS_EHTTP && kernels__error_unserved())
+			return rc;   /* remembered as not serving: said so already */
 		if (rc == KERNELS_EHTTP)
 			rc = kernels__error(KERNELS_EHTTP, "the Hub at %s answered HTTP %ld when listing the refs of "
 					    "%s (%s); try again later", s->cfg->endpoint, res.status, s->repo_id,
 					    kernels_error_last());
+		/* A 5xx or 429 here outlived hub.c's retries: not serving. */
+		if (rc == KERNELS_EHTTP && kernels__hub_transient_status(res.status))
+			kernels__error_mark_unserved(res.status);
 		return rc;
 	}
 	s->git_status = res.status;
@@ -405,5 +410,7 @@ const entry *kernels__reflist_find(const table *t, const char *name, kernels_rev
 int kernels__reflist_offline_why(const kernels__config *cfg, const char **why)
 {
 	*why = cfg->offline_why ? cfg->offline_why : kernels__config_offline_said(cfg);
-	return cfg->offline_why ? KERNELS_ENETWORK : KERNELS_EOFFLINE;
+	if (!cfg->offline_why)
+		return KERNELS_EOFFLINE;
+	return cfg->offline_code ? cfg->offline_code : KERNELS_ENETWORK;
 }

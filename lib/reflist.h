@@ -50,7 +50,7 @@ const kernels__ref_entry *kernels__reflist_find(const kernels__reflist *t, const
 /* Why a call answers from the cache, for messages, and the code a miss
  * becomes: KERNELS_EOFFLINE when the caller asked for offline,
  * KERNELS_ENETWORK when get.c runs it offline because the Hub cannot be
- * reached. */
+ * reached, KERNELS_EHTTP when because it is not serving (a 5xx or 429). */
 int kernels__reflist_offline_why(const kernels__config *cfg, const char **why);
 
 #endif

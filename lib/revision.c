@@ -431,6 +431,8 @@ static void cached_todo(const kernels__config *cfg, int code, char *todo, size_t
 	if (code == KERNELS_EOFFLINE)
 		snprintf(todo, n, "resolve it once online (%s) so it is recorded, or pin a full commit id",
 			 kernels__config_online_hint(cfg));
+	else if (code == KERNELS_EHTTP)
+		snprintf(todo, n, "try again when the Hub answers, or pin a full commit id");
 	else
 		snprintf(todo, n, "check the network connection, HF_ENDPOINT and proxy settings, or pin a full "
 			 "commit id");

@@ -191,6 +191,10 @@ static int ask(const kernels__config *cfg, const char *org, long *status, int *t
 	*status = 0;
 	*trusted = 0;
 	rc = path ? kernels__hub_request(cfg, path, 0, &r) : KERNELS_ENOMEM; /* sprintf set the message */
+	/* A 5xx or 429 that outlived the retries is no verdict: the Hub is
+	 * not serving (get.c answers from the cache, as when unreachable). */
+	if (rc == 0 && kernels__hub_transient_status(r.status))
+		rc = kernels__hub_status_error(&r, path);
 	if (rc == 0) {
 		*status = r.status;
 		/* An overview lacking the flag is a publisher not marked trusted, as
@@ -235,8 +239,9 @@ static int check_online(const kernels__config *cfg, kernels__repo_type type, con
 	if (rc == 0 && status == 200)
 		record_write(cfg, type, repo_id, org, trusted, later);
 	*recorded = rc == 0 && status == 200;
-	/* Unreachable (KERNELS_ENETWORK) is not "untrusted": the caller may
-	 * then answer from the cache, where the record decides. */
+	/* Unreachable (KERNELS_ENETWORK), or not serving (a 5xx or 429), is
+	 * not "untrusted": the caller may then answer from the cache, where
+	 * the record decides. */
 	if (rc < 0 || trusted)
 		return rc;
 	if (status == 200)

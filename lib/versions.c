@@ -70,8 +70,9 @@ static int versions_cached(const kernels__config *cfg, const char *repo_id, tabl
 		return kernels__error(code, "%s, and %s is not in the cache at %s; list its versions once online (%s)",
 				      why, repo_id, cfg->cache_dir, kernels__config_online_hint(cfg));
 	if (rc == 0)
-		return kernels__error(code, "%s, and %s is not in the cache at %s; check the network connection, "
-				      "HF_ENDPOINT and proxy settings", why, repo_id, cfg->cache_dir);
+		return kernels__error(code, "%s, and %s is not in the cache at %s; %s", why, repo_id, cfg->cache_dir,
+				      code == KERNELS_EHTTP ? "try again when the Hub answers"
+							    : "check the network connection, HF_ENDPOINT and proxy settings");
 	return 0;
 }
 

@@ -874,6 +874,7 @@ static void test_fault_persistent_error(void **state)
 	assert_int_equal(test_system("test -z \"$(find '%s' -name '*.incomplete' -empty)\"", e->cache), 0);
 	/* A cancelled download (progress callback) is an error too, and resumable. */
 	test_hub_faults_clear(e->hub);
+	kernels__hub_down_forget_all(); /* the 500 left the Hub remembered as not serving */
 }
 
 static int cancel_cb(const char *path, size_t fd, size_t ft, size_t ad, size_t at, void *payload)

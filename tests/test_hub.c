@@ -561,9 +561,14 @@ static void test_fx_retries(void **state)
 	assert_int_equal(r.status, 500);
 	kernels__hub_response_free(&r);
 	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 4);
+	/* Remembered as not serving: the next request is not sent. */
+	test_hub_log_clear(f->w.hub);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), KERNELS_EHTTP);
 	assert_non_null(strstr(kernels_error_last(), "try again later"));
+	assert_non_null(strstr(kernels_error_last(), "HTTP 500"));
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 0);
 	test_hub_faults_clear(f->w.hub);
+	kernels__hub_down_forget_all();
 
 	/* Garbage instead of JSON is a parse error, not a crash. */
 	assert_int_equal(test_hub_fault(f->w.hub, "{\"path\": \"/refs\", \"mode\": \"200\", \"body\": \"not an object\"}"), 0);

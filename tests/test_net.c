@@ -423,6 +423,126 @@ static void test_retries(void **state)
 	expect_nothing_left(before);
 }
 
+/* ---- the Hub not serving ---- */
+
+/* The Hub answers `status` (a 5xx or 429) to everything until the retries
+ * run out: not serving, so as when it cannot be reached the cache answers
+ * what it holds (a warning naming the status), what it lacks is
+ * KERNELS_EHTTP saying both halves, and the next call falls back without
+ * asking. A 404 everywhere still does not fall back. */
+static void hub_not_serving(const char *status)
+{
+	kernels_options o;
+	kernels_kernel *k = NULL;
+	char fault[96], said[32];
+	held before;
+
+	warm();
+	before = now_held();
+	snprintf(fault, sizeof(fault), "{\"mode\": \"%s\", \"count\": -1}", status);
+	snprintf(said, sizeof(said), "HTTP %s", status);
+	assert_int_equal(test_hub_fault(W.hub, fault), 0);
+	options(&o);
+	o.max_retries = 0;     /* spent at once: the answer outlived them */
+	get_ok(&o, "v1.0.0", 1001);
+	if (!strstr(test_logged, "cached answer") || !strstr(test_logged, said))
+		fail_msg("no warning naming %s and the cache:\n%s", said, test_logged);
+	kernels__hub_down_forget_all();   /* the uncached call asks the Hub too */
+	get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES(said, "the cache cannot answer", "v1.1.0"));
+	assert_null(strstr(kernels_error_last(), "offline"));
+	/* Remembered as not serving: the next call asks nothing. */
+	test_hub_log_clear(W.hub);
+	get_ok(&o, "v1.0.0", 1001);
+	assert_int_equal(test_hub_log_count(W.hub, NULL, "/"), 0);
+	test_hub_faults_clear(W.hub);
+	kernels__hub_down_forget_all();
+
+	/* A 404 is an answer about the repo, not an outage: no cached answer. */
+	assert_int_equal(test_hub_fault(W.hub, "{\"mode\": \"404\", \"count\": -1}"), 0);
+	test_logged_clear();
+	assert_true(kernels_get(&k, REPO, "v1.0.0", &o) < 0);
+	assert_null(k);
+	if (strstr(test_logged, "cached answer") || strstr(kernels_error_last(), "cache"))
+		fail_msg("a 404 fell back to the cache: %s\n%s", kernels_error_last(), test_logged);
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
+static void test_hub_503_falls_back(void **state)
+{
+	(void)state;
+	hub_not_serving("503");
+}
+
+static void test_hub_502_falls_back(void **state)
+{
+	(void)state;
+	hub_not_serving("502");
+}
+
+static void test_hub_429_falls_back(void **state)
+{
+	(void)state;
+	hub_not_serving("429");
+}
+
+/* The file downloads (Hub and CDN) answer 503 while the API serves: an
+ * uncached variant's error is KERNELS_EHTTP with both halves. */
+static void test_downloads_503_cache_lacks(void **state)
+{
+	kernels_options o;
+	held before = now_held();
+	(void)state;
+
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/resolve/\", \"mode\": \"503\", \"count\": -1}"),
+			 0);
+	assert_int_equal(test_hub_fault(W.hub, "{\"listener\": \"cdn\", \"mode\": \"503\", \"count\": -1}"), 0);
+	options(&o);
+	o.max_retries = 0;
+	get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES("HTTP 503", "lacks"));
+	assert_true(test_hub_log_count(W.hub, "GET", "/resolve/") >= 1);
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
+/* A mirror answering 503 to everything is passed over for the Hub, and
+ * then remembered as not serving (not asked again); with the Hub failing
+ * too, the cache answers. */
+static void test_mirror_503_fails_over(void **state)
+{
+	kernels_options o;
+	test_hub *mirror;
+	char *list;
+	held before;
+	(void)state;
+
+	warm();
+	before = now_held();
+	assert_non_null(mirror = test_hub_start());
+	assert_int_equal(test_hub_fault(mirror, "{\"mode\": \"503\", \"count\": -1}"), 0);
+	options(&o);
+	o.max_retries = 0;
+	o.trusted_orgs = "acme";
+	assert_true(asprintf(&list, "%s,%s", test_hub_endpoint(mirror), test_hub_endpoint(W.hub)) > 0);
+	o.endpoints = list;
+	get_ok(&o, "v1.1.0", 1101);
+	assert_true(test_hub_log_count(mirror, NULL, "/") >= 1);
+	assert_null(strstr(test_logged, "cached answer"));
+	test_hub_log_clear(mirror);
+	get_ok(&o, "v1.1.0", 1101);
+	assert_int_equal(test_hub_log_count(mirror, NULL, "/"), 0);
+	/* Both failing: the cache answers, naming the status. */
+	assert_int_equal(test_hub_fault(W.hub, "{\"mode\": \"503\", \"count\": -1}"), 0);
+	get_ok(&o, "v1.0.0", 1001);
+	if (!strstr(test_logged, "cached answer") || !strstr(test_logged, "HTTP 503"))
+		fail_msg("no warning naming HTTP 503 and the cache:\n%s", test_logged);
+	test_hub_faults_clear(W.hub);
+	test_hub_stop(mirror);
+	free(list);
+	kernels__hub_down_forget_all();
+	expect_nothing_left(before);
+}
+
 /* ---- mirrors ---- */
 
 /* An endpoint without git smart HTTP (olah and other mirrors): every form
@@ -509,6 +629,11 @@ int main(void)
 		cmocka_unit_test_setup(test_retries, fresh),
 		cmocka_unit_test_setup(test_rest_refs_without_smart_http, fresh),
 		cmocka_unit_test_setup(test_endpoints_in_turn, fresh),
+		cmocka_unit_test_setup(test_hub_503_falls_back, fresh),
+		cmocka_unit_test_setup(test_hub_502_falls_back, fresh),
+		cmocka_unit_test_setup(test_hub_429_falls_back, fresh),
+		cmocka_unit_test_setup(test_downloads_503_cache_lacks, fresh),
+		cmocka_unit_test_setup(test_mirror_503_fails_over, fresh),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
