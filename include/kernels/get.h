@@ -79,11 +79,19 @@ typedef struct kernels_get_stats {
  * second call's own signature settings pass: a call that checks
  * signatures is never handed what another call loaded without a check
  * (KERNELS_ESIGNATURE when the signature fails).
+ * When the Hub cannot be reached (connection refused, DNS failure, the
+ * deadline out), or is not serving (it answered a 5xx or 429 on every
+ * retry), the cache answers what it holds, with a warning naming why, and
+ * the Hub is remembered so for 30 s (docs/fleets-and-mirrors.md). What the
+ * cache lacks then fails with KERNELS_ENETWORK (unreachable) or
+ * KERNELS_EHTTP (not serving), the message saying both halves. Any other
+ * answer (401, 403, 404) never falls back.
  * Returns 0 or: KERNELS_EINVAL (malformed repo id or revision),
  * KERNELS_ENOTFOUND, KERNELS_ENOMATCH (no version satisfies the spec, or
  * no variant fits: the message carries the whole decision trace),
- * KERNELS_EUNTRUSTED, KERNELS_EAUTH, KERNELS_ENETWORK, KERNELS_EOFFLINE,
- * KERNELS_EINTEGRITY, KERNELS_ELOAD, KERNELS_EIO, KERNELS_ENOMEM.
+ * KERNELS_EUNTRUSTED, KERNELS_EAUTH, KERNELS_ENETWORK, KERNELS_EHTTP,
+ * KERNELS_EOFFLINE, KERNELS_EINTEGRITY, KERNELS_ELOAD, KERNELS_EIO,
+ * KERNELS_ENOMEM.
  */
 KERNELS_EXTERN(int) kernels_get(kernels_kernel **out, const char *repo_id, const char *revision,
 				const kernels_options *opts);

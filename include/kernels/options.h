@@ -117,7 +117,8 @@ typedef struct kernels_options {
 	 * is bounded by timeout_ms, the stall timeout, instead, so a large
 	 * kernel on a slow link still arrives). When it runs out the call
 	 * answers from the cache with a warning if the cache holds the answer,
-	 * else fails with KERNELS_ENETWORK naming what was tried.
+	 * else fails with KERNELS_ENETWORK naming what was tried (KERNELS_EHTTP
+	 * when the Hub answered only a 5xx or 429 until then).
 	 * 0: $KERNELS_DEADLINE_MS, else 10000. Negative: no deadline.
 	 */
 	long deadline_ms;

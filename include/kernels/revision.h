@@ -43,8 +43,9 @@
  * without any network access: names through refs/, major versions through
  * refs/vN, specifier sets over the recorded "v*" names, short ids through
  * the recorded commits and snapshots. When the Hub cannot be reached
- * online (connection refused, DNS failure, timeout), the cached answer is
- * used with a warning. Errors never write to the cache.
+ * online (connection refused, DNS failure, timeout), or is not serving (a
+ * 5xx or 429 on every retry), the cached answer is used with a warning.
+ * Errors never write to the cache.
  *
  * Every function here is part of libkernels since 1.0 and may be called
  * from any thread unless its comment says otherwise (docs/threading.md).
@@ -141,8 +142,9 @@ KERNELS_EXTERN(void) kernels_revision_free(kernels_revision *r);
  * 440 version are left out), sorted by version ascending (equal versions
  * by name), each name once. Every name can be passed back as a revision.
  *
- * Offline, or online when the Hub cannot be reached (with a warning), the
- * names recorded in the cache's refs/ folder are listed instead.
+ * Offline, or online when the Hub cannot be reached or is not serving (a
+ * 5xx or 429 on every retry; with a warning), the names recorded in the
+ * cache's refs/ folder are listed instead.
  *
  * On success `*versions` is an array of `*count` strings, the caller's:
  * one kernels_free(*versions) releases the array and its strings; it is
