@@ -505,6 +505,24 @@ static void test_downloads_503_cache_lacks(void **state)
 	expect_nothing_left(before);
 }
 
+/* The organization API answering 503 on every retry gives no verdict on
+ * the publisher: not "untrusted" but the Hub not serving (KERNELS_EHTTP,
+ * what the empty cache lacks named). */
+static void test_trust_503_is_not_untrusted(void **state)
+{
+	kernels_options o;
+	held before = now_held();
+	(void)state;
+
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/overview\", \"mode\": \"503\", \"count\": -1}"), 0);
+	options(&o);
+	o.max_retries = 0;
+	get_fails(&o, "v1.0.0", KERNELS_EHTTP, NEEDLES("HTTP 503", "lacks"));
+	assert_true(test_hub_log_count(W.hub, "GET", "/overview") >= 1);
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
 /* A mirror answering 503 to everything is passed over for the Hub, and
  * then remembered as not serving (not asked again); with the Hub failing
  * too, the cache answers. */
@@ -633,6 +651,7 @@ int main(void)
 		cmocka_unit_test_setup(test_hub_502_falls_back, fresh),
 		cmocka_unit_test_setup(test_hub_429_falls_back, fresh),
 		cmocka_unit_test_setup(test_downloads_503_cache_lacks, fresh),
+		cmocka_unit_test_setup(test_trust_503_is_not_untrusted, fresh),
 		cmocka_unit_test_setup(test_mirror_503_fails_over, fresh),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
