@@ -561,11 +561,22 @@ static void test_fx_retries(void **state)
 	assert_int_equal(r.status, 500);
 	kernels__hub_response_free(&r);
 	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 4);
-	/* Remembered as not serving: the next request is not sent. */
+	/* A 500 may be one path's fault: the next request is sent again. */
+	test_hub_log_clear(f->w.hub);
+	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), KERNELS_EHTTP);
+	assert_non_null(strstr(kernels_error_last(), "HTTP 500"));
+	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 4);
+	/* An outage's 503 is remembered as not serving: the next request is
+	 * not sent. */
+	test_hub_faults_clear(f->w.hub);
+	assert_int_equal(test_hub_fault(f->w.hub, "{\"path\": \"/refs\", \"mode\": \"503\", \"count\": -1}"), 0);
+	assert_int_equal(kernels__hub_request(&f->cfg, "/api/kernels/org/k/refs", 0, &r), 0);
+	assert_int_equal(r.status, 503);
+	kernels__hub_response_free(&r);
 	test_hub_log_clear(f->w.hub);
 	assert_int_equal(kernels__hub_api_json(&f->cfg, t, "org/k", "/refs", &j), KERNELS_EHTTP);
 	assert_non_null(strstr(kernels_error_last(), "try again later"));
-	assert_non_null(strstr(kernels_error_last(), "HTTP 500"));
+	assert_non_null(strstr(kernels_error_last(), "HTTP 503"));
 	assert_int_equal(test_hub_log_count(f->w.hub, "GET", "/refs"), 0);
 	test_hub_faults_clear(f->w.hub);
 	kernels__hub_down_forget_all();

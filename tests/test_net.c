@@ -428,9 +428,10 @@ static void test_retries(void **state)
 /* The Hub answers `status` (a 5xx or 429) to everything until the retries
  * run out: not serving, so as when it cannot be reached the cache answers
  * what it holds (a warning naming the status), what it lacks is
- * KERNELS_EHTTP saying both halves, and the next call falls back without
- * asking. A 404 everywhere still does not fall back. */
-static void hub_not_serving(const char *status)
+ * KERNELS_EHTTP saying both halves. An outage's status (`remembered`) has
+ * the next call fall back without asking; a 500 or 429 is asked again.
+ * A 404 everywhere still does not fall back. */
+static void hub_not_serving(const char *status, int remembered)
 {
 	kernels_options o;
 	kernels_kernel *k = NULL;
@@ -450,10 +451,17 @@ static void hub_not_serving(const char *status)
 	kernels__hub_down_forget_all();   /* the uncached call asks the Hub too */
 	get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES(said, "the cache cannot answer", "v1.1.0"));
 	assert_null(strstr(kernels_error_last(), "offline"));
-	/* Remembered as not serving: the next call asks nothing. */
+	/* An outage is remembered: the next call asks nothing. Anything else
+	 * is asked again, and falls back again. */
 	test_hub_log_clear(W.hub);
+	test_logged_clear();
 	get_ok(&o, "v1.0.0", 1001);
-	assert_int_equal(test_hub_log_count(W.hub, NULL, "/"), 0);
+	if (remembered)
+		assert_int_equal(test_hub_log_count(W.hub, NULL, "/"), 0);
+	else
+		assert_true(test_hub_log_count(W.hub, NULL, "/") >= 1);
+	if (!strstr(test_logged, "cached answer") || !strstr(test_logged, said))
+		fail_msg("the next call: no warning naming %s and the cache:\n%s", said, test_logged);
 	test_hub_faults_clear(W.hub);
 	kernels__hub_down_forget_all();
 
@@ -471,19 +479,25 @@ static void hub_not_serving(const char *status)
 static void test_hub_503_falls_back(void **state)
 {
 	(void)state;
-	hub_not_serving("503");
+	hub_not_serving("503", 1);
 }
 
 static void test_hub_502_falls_back(void **state)
 {
 	(void)state;
-	hub_not_serving("502");
+	hub_not_serving("502", 1);
 }
 
 static void test_hub_429_falls_back(void **state)
 {
 	(void)state;
-	hub_not_serving("429");
+	hub_not_serving("429", 0);
+}
+
+static void test_hub_500_falls_back(void **state)
+{
+	(void)state;
+	hub_not_serving("500", 0);
 }
 
 /* The file downloads (Hub and CDN) answer 503 while the API serves: an
@@ -650,6 +664,7 @@ int main(void)
 		cmocka_unit_test_setup(test_hub_503_falls_back, fresh),
 		cmocka_unit_test_setup(test_hub_502_falls_back, fresh),
 		cmocka_unit_test_setup(test_hub_429_falls_back, fresh),
+		cmocka_unit_test_setup(test_hub_500_falls_back, fresh),
 		cmocka_unit_test_setup(test_downloads_503_cache_lacks, fresh),
 		cmocka_unit_test_setup(test_trust_503_is_not_untrusted, fresh),
 		cmocka_unit_test_setup(test_mirror_503_fails_over, fresh),

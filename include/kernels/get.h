@@ -82,7 +82,8 @@ typedef struct kernels_get_stats {
  * When the Hub cannot be reached (connection refused, DNS failure, the
  * deadline out), or is not serving (it answered a 5xx or 429 on every
  * retry), the cache answers what it holds, with a warning naming why, and
- * the Hub is remembered so for 30 s (docs/fleets-and-mirrors.md). What the
+ * the Hub is remembered so for 30 s (docs/fleets-and-mirrors.md; of the
+ * statuses, an outage's 502, 503 and 504 only). What the
  * cache lacks then fails with KERNELS_ENETWORK (unreachable) or
  * KERNELS_EHTTP (not serving), the message saying both halves. Any other
  * answer (401, 403, 404) never falls back.
