@@ -777,21 +777,15 @@ static char *take(char **p)
 	return s;
 }
 
-/* A 5xx or 429 that outlived the retries: the origin is not serving. An
- * outage's answers from the Hub's gateway (502, 503, 504) are remembered,
- * as silence is, so that the calls that follow fall back at once rather
- * than spend their retries on it; a 500 may be one repo's fault and a 429
- * this client's limit, so the next call asks again. 0: the answer itself
- * is the caller's to name. */
+/* A 5xx or 429 that outlived the retries: the origin is not serving, and
+ * is remembered so (origin.h says which statuses), as one that does not
+ * answer is. 0: the answer itself is the caller's to name. */
 static int unserved(const char *url, const hop *h, int attempt)
 {
 	char why[64];
-	long s = h->hd.status;
 
-	if (s != 502 && s != 503 && s != 504)
-		return 0;
-	snprintf(why, sizeof(why), "HTTP %ld, %d attempt%s", s, attempt + 1, attempt ? "s" : "");
-	kernels__hub_down_mark(url, why, s);
+	snprintf(why, sizeof(why), "HTTP %ld, %d attempt%s", h->hd.status, attempt + 1, attempt ? "s" : "");
+	kernels__hub_down_mark(url, why, h->hd.status);
 	return 0;
 }
 

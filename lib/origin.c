@@ -123,7 +123,8 @@ void kernels__hub_down_mark(const char *url, const char *why, long status)
 	long long now = kernels__now_ms();
 	int i, slot = 0;
 
-	if (down_key(url, o, sizeof(o)) < 0 || down_ttl_ms <= 0)
+	if ((status && status != 502 && status != 503 && status != 504) || down_key(url, o, sizeof(o)) < 0 ||
+	    down_ttl_ms <= 0)
 		return;
 	pthread_mutex_lock(&down_lock);
 	for (i = 0; i < DOWN_SLOTS; i++) {

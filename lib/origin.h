@@ -33,7 +33,10 @@ int kernels__hub_down_check(const char *url);
 /* Remembers `url`'s origin as not answering (`why`: what happened), or,
  * with a `status` (a 5xx or 429 that outlived the retries), as not
  * serving: kernels__hub_down_check then raises KERNELS_EHTTP, marked with
- * it (kernels__error_mark_unserved), instead of KERNELS_ENETWORK. */
+ * it (kernels__error_mark_unserved), instead of KERNELS_ENETWORK. Of the
+ * statuses only an outage's (502, 503, 504) is remembered: a 500 may be
+ * one path's fault and a 429 this client's limit, so the next call asks
+ * again. */
 void kernels__hub_down_mark(const char *url, const char *why, long status);
 /* Forgets it: an answer came from there. */
 void kernels__hub_down_forget(const char *url);

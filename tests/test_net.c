@@ -519,6 +519,26 @@ static void test_downloads_503_cache_lacks(void **state)
 	expect_nothing_left(before);
 }
 
+/* The file downloads answering 500 (one path's fault, not an outage):
+ * the call fails, naming it, and the next call asks the Hub again. */
+static void test_downloads_500_asked_again(void **state)
+{
+	kernels_options o;
+	held before = now_held();
+	(void)state;
+
+	assert_int_equal(test_hub_fault(W.hub, "{\"path\": \"/resolve/\", \"mode\": \"500\", \"count\": -1}"),
+			 0);
+	options(&o);
+	o.max_retries = 0;
+	get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES("HTTP 500", "lacks"));
+	test_hub_log_clear(W.hub);
+	get_fails(&o, "v1.1.0", KERNELS_EHTTP, NEEDLES("HTTP 500"));
+	assert_true(test_hub_log_count(W.hub, "GET", "/resolve/") >= 1);
+	test_hub_faults_clear(W.hub);
+	expect_nothing_left(before);
+}
+
 /* The organization API answering 503 on every retry gives no verdict on
  * the publisher: not "untrusted" but the Hub not serving (KERNELS_EHTTP,
  * what the empty cache lacks named). */
@@ -666,6 +686,7 @@ int main(void)
 		cmocka_unit_test_setup(test_hub_429_falls_back, fresh),
 		cmocka_unit_test_setup(test_hub_500_falls_back, fresh),
 		cmocka_unit_test_setup(test_downloads_503_cache_lacks, fresh),
+		cmocka_unit_test_setup(test_downloads_500_asked_again, fresh),
 		cmocka_unit_test_setup(test_trust_503_is_not_untrusted, fresh),
 		cmocka_unit_test_setup(test_mirror_503_fails_over, fresh),
 	};
