@@ -65,11 +65,9 @@ static int fallback_begin(const kernels__config *cfg, int rc, fallback *f)
 	f->code = rc;
 	f->status = status;
 	snprintf(f->reason, sizeof(f->reason), "%s", kernels_error_last());
-	if (status)
-		snprintf(f->why, sizeof(f->why), "the Hub at %s is failing with HTTP %ld (%s)", cfg->endpoint,
-			 status, f->reason);
-	else
-		snprintf(f->why, sizeof(f->why), "the Hub at %s cannot be reached (%s)", cfg->endpoint, f->reason);
+	/* The reason names the status (kernels__hub_status_error's detail). */
+	snprintf(f->why, sizeof(f->why), "the Hub at %s %s (%s)", cfg->endpoint,
+		 status ? "is not serving" : "cannot be reached", f->reason);
 	f->cfg = *cfg;
 	f->cfg.offline = 1;
 	f->cfg.offline_why = f->why;
@@ -116,7 +114,7 @@ static int cache_lacks(const kernels__config *cfg, const char *repo_id, const ch
 		       const fallback *f)
 {
 	const char *variant = p->trace ? kernels_variant_trace_chosen(p->trace) : NULL;
-	char lacks[512], hub[64];
+	char lacks[512];
 
 	if (!p->rev)
 		snprintf(lacks, sizeof(lacks), "no record of revision '%s' of %s", revision ? revision : "", repo_id);
@@ -126,13 +124,9 @@ static int cache_lacks(const kernels__config *cfg, const char *repo_id, const ch
 	else
 		snprintf(lacks, sizeof(lacks), "no copy of variant %s of %s at commit %s", variant, p->repo.id,
 			 kernels_revision_commit(p->rev));
-	if (f->status)
-		snprintf(hub, sizeof(hub), "failing with HTTP %ld", f->status);
-	else
-		snprintf(hub, sizeof(hub), "down or not answering");
 	return fallback_error(f, "the Hub is %s (%s), and the cache at %s lacks what was asked: %s; try again "
-			      "when the Hub answers, or ask for a revision the cache holds", hub, f->reason,
-			      cfg->cache_dir, lacks);
+			      "when the Hub answers, or ask for a revision the cache holds",
+			      f->status ? "not serving" : "down or not answering", f->reason, cfg->cache_dir, lacks);
 }
 
 /* What locking needs (project.c): the revision, its redirects and the
